@@ -1,0 +1,16 @@
+"""tlview: read PyTorch TORCH_TRACE logs, report compiles and rebuild their input tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "load_inputs"]
+
+
+def load_inputs(path: Any) -> dict[str, Any]:
+    """Load a file written by `tlview inputs --emit`, restoring exact tensors and aliasing."""
+    from .emit import load_inputs as _load  # torch is imported only here
+
+    return _load(path)

@@ -1,0 +1,180 @@
+"""The command line: `tlview report`, `tlview inputs`, ...; every failure is one line on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import EXIT_STRICT, TlviewError
+
+FORMATS = ("text", "json", "html", "perfetto")
+
+
+class Main(click.Group):
+    """Routes every TlviewError to one stderr line and its exit status."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TlviewError as e:
+            click.echo(f"tlview: {e.message}", err=True)
+            ctx.exit(e.exit_code)
+        except BrokenPipeError:
+            # The reader went away (`| head`): not an error of ours.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(0)
+        except KeyboardInterrupt:
+            click.echo("tlview: interrupted", err=True)
+            ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as e:  # a bug: say so in one line; TLVIEW_DEBUG=1 shows the traceback
+            if os.environ.get("TLVIEW_DEBUG"):
+                raise
+            click.echo(
+                f"tlview: internal error: {type(e).__name__}: {e} "
+                "(a bug in tlview; rerun with TLVIEW_DEBUG=1 for the traceback)",
+                err=True,
+            )
+            ctx.exit(70)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tlview")
+def main() -> None:
+    """Read PyTorch TORCH_TRACE logs: compiles, graph breaks, recompiles, failures, input tensors."""
+
+
+def _progress_reader(path: str) -> Any:
+    """A rich progress bar on stderr for long reads on a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+    from .progress import bar_for
+
+    return bar_for(path)
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text for the terminal, json for machines, html for a page, perfetto for a trace.",
+)
+@click.option(
+    "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
+)
+@click.option(
+    "--compile-id",
+    "compile_id",
+    help="Show one compile in full, e.g. 0/1 or 0/0_1 (log:ID with several logs).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Show more: every compile's inputs, symbols, graphs, metrics.",
+)
+@click.option("-q", "--brief", is_flag=True, help="Show less: the header and the compile table.")
+@click.option(
+    "--strict", is_flag=True, help=f"Exit {EXIT_STRICT} if any line of the log was bad (for CI)."
+)
+@click.option(
+    "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
+)
+@click.option(
+    "--full", is_flag=True, help="HTML: keep every payload whole, beyond the page budget."
+)
+def report(
+    path: str,
+    fmt: str,
+    output: str | None,
+    compile_id: str | None,
+    verbose: int,
+    brief: bool,
+    strict: bool,
+    force: bool,
+    full: bool,
+) -> None:
+    """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
+    from .load import load
+    from .output import output as open_output
+
+    keep = None
+    if fmt == "html":
+        from .render.html import keep_policy
+
+        keep = keep_policy(full)
+    rep = load(path, keep, progress=_progress_reader(path))
+    if compile_id is not None:
+        _check_compile_id(rep, compile_id)
+    if fmt == "json":
+        from .render import json as json_render
+
+        with open_output(output, force) as out:
+            json_render.write(rep, out)
+    elif fmt == "html":
+        from .render import html as html_render
+
+        with open_output(output, force) as out:
+            html_render.write(rep, out, full=full)
+    elif fmt == "perfetto":
+        from .render import perfetto
+
+        with open_output(output, force) as out:
+            perfetto.write(rep, out)
+    else:
+        _text(rep, output, force, compile_id, -1 if brief else verbose)
+    if output not in (None, "-"):
+        click.echo(f"tlview: wrote {output}", err=True)
+    bad = sum(log.bad_count for log in rep.logs)
+    if strict and bad:
+        raise TlviewError(f"{path}: {bad} bad line(s) (--strict)", EXIT_STRICT)
+
+
+def _check_compile_id(rep: Any, compile_id: str) -> None:
+    from .summary import compile_ref
+
+    keys = {c.key for c in rep.compiles} | {compile_ref(c, True) for c in rep.compiles}
+    if compile_id not in keys:
+        known = ", ".join(sorted({c.key for c in rep.compiles})[:12])
+        raise TlviewError(f"{rep.path}: no compile {compile_id!r}; the log has: {known}", 2)
+
+
+def _text(
+    rep: Any, output: str | None, force: bool, compile_id: str | None, verbosity: int
+) -> None:
+    from rich.console import Console
+
+    from .output import output as open_output
+    from .render.text import TextOptions, write
+
+    opts = TextOptions(compile_id=compile_id, verbosity=verbosity)
+    if output in (None, "-"):
+        console = Console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width())
+        write(rep, console, opts)
+        return
+    with open_output(output, force) as out:
+        import io
+
+        buf = io.StringIO()
+        console = Console(
+            file=buf, highlight=False, width=_pipe_width(), no_color=True, force_terminal=False
+        )
+        console.print(f"# written by tlview {__version__}", markup=False)
+        write(rep, console, opts)
+        out.write(buf.getvalue().encode("utf-8"))
+
+
+def _pipe_width() -> int:
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "")))
+    except ValueError:
+        return 160

@@ -1,0 +1,20 @@
+"""One exception type for every user-facing failure, so the CLI has a single error funnel."""
+
+from __future__ import annotations
+
+# Exit statuses, documented in the README ("Exit status").
+EXIT_OK = 0
+EXIT_NO_TRACE = 1  # nothing readable: missing path, empty or binary file, no TORCH_TRACE record
+EXIT_USAGE = 2  # bad options (click's own status)
+EXIT_STRICT = 3  # --strict saw bad lines, or a --fail-on limit was exceeded
+EXIT_REFUSED = 4  # a request tlview will not carry out (too large a rebuild, existing output, ...)
+EXIT_NEEDS_TORCH = 5  # the command needs the optional torch dependency
+
+
+class TlviewError(Exception):
+    """A failure the user can act on: printed as one line on stderr, never as a traceback."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_NO_TRACE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code

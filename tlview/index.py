@@ -1,0 +1,685 @@
+"""Group a stream of records into compiles: status, stacks, graphs, breaks, symbols, inputs."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import inputs as inputs_mod
+from .model import (
+    BadLine,
+    CacheEvent,
+    Compile,
+    CompileId,
+    Event,
+    GraphBreak,
+    InputSet,
+    LogIndex,
+    Payload,
+    Phase,
+    StackFrame,
+    StorageDesc,
+    Symbol,
+    TensorDesc,
+)
+from .parse import MAX_BAD_KEPT, Reader, Record
+
+# Record kinds that carry a graph or generated code as payload.
+GRAPH_KINDS = frozenset(
+    {
+        "dynamo_output_graph",
+        "aot_joint_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        "compiled_autograd_graph",
+        "graph_dump",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "exported_program",
+    }
+)
+GUARD_KINDS = frozenset({"dynamo_guards", "dynamo_cpp_guards_str"})
+SYMBOL_KINDS = frozenset(
+    {"create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization"}
+)
+# Shown per compile as they are (export and dynamic-shape diagnostics).
+EVENT_KINDS = frozenset(
+    {
+        "guard_added",
+        "guard_added_fast",
+        "expression_created",
+        "propagate_real_tensors_provenance",
+        "guard_on_data_dependent_error",
+        "missing_fake_kernel",
+        "mismatched_fake_kernel",
+        "link",
+        "dump_file",
+    }
+)
+HANDLED_KINDS = (
+    GRAPH_KINDS
+    | GUARD_KINDS
+    | SYMBOL_KINDS
+    | EVENT_KINDS
+    | {
+        "str",
+        "dynamo_start",
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "compilation_metrics",
+        "bwd_compilation_metrics",
+        "artifact",
+        "chromium_event",
+    }
+)
+_CACHE_ARTIFACT = re.compile(r"(?P<cache>.+)_cache_(?P<outcome>hit|miss|bypass)")
+_BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
+_RANK_IN_NAME = re.compile(r"rank_(\d+)")
+MAX_EVENTS = 500  # events kept per compile; the rest are counted
+MAX_DESCRIBED = 200_000  # describe_tensor records kept per log
+
+
+@dataclass(slots=True)
+class Keep:
+    """Which payload texts to keep in memory: everything else is hashed, measured and dropped."""
+
+    payload_bytes: int = 0  # text kept per payload (0: none but what the index itself reads)
+    total_bytes: int = 0  # budget over the whole log
+    kinds: frozenset[str] | None = None  # payload kinds to keep (None: all)
+    compile: str | None = None  # keep only for this compile id
+    used: int = 0
+
+    def fresh(self) -> Keep:
+        """The same policy with its budget unspent, so every log gets the whole budget."""
+        return Keep(self.payload_bytes, self.total_bytes, self.kinds, self.compile)
+
+    def take(self, kind: str, compile_key: str) -> int:
+        """Bytes of this payload to keep."""
+        if self.payload_bytes <= 0 or self.used >= self.total_bytes:
+            return 0
+        if self.kinds is not None and kind not in self.kinds:
+            return 0
+        if self.compile is not None and compile_key != self.compile:
+            return 0
+        return min(self.payload_bytes, self.total_bytes - self.used)
+
+
+@dataclass(slots=True)
+class _Open:
+    """Per-compile state needed only while reading."""
+
+    chromium: list[tuple[str, float, int]] = field(default_factory=list)  # open B events
+
+
+class Indexer:
+    """Builds the compile index of one process's records, as they stream past."""
+
+    def __init__(self, log: LogIndex, keep: Keep | None = None) -> None:
+        self.log = log
+        self.keep = keep or Keep()
+        self.strings: dict[int, str] = {}
+        self.compiles: dict[CompileId | None, Compile] = {}
+        self.open: dict[CompileId | None, _Open] = {}
+        self.tensors: dict[int, dict[int, TensorDesc]] = {}  # describer -> id -> tensor
+        self.storages: dict[int, dict[int, StorageDesc]] = {}
+        self.sets: dict[tuple[CompileId | None, int], InputSet] = {}
+        self.described = 0
+        self.fallback_strings: Callable[[int], str | None] | None = None
+        self.interned: dict[str, str] = {}
+
+    # -- helpers --------------------------------------------------------------------------
+    def bad(self, rec: Record, reason: str) -> None:
+        add_bad(self.log, BadLine(self.log.name, rec.line, f"{rec.kind}: {reason}"))
+
+    def intern(self, s: str) -> str:
+        """One copy of each repeated long string (configs, versions) across compiles."""
+        return self.interned.setdefault(s, s)
+
+    def compile_for(self, rec: Record, cid: CompileId | None) -> Compile:
+        c = self.compiles.get(cid)
+        if c is None:
+            c = Compile(id=cid, log=self.log.name, pid=self.log.pid, first_line=rec.line)
+            c.start = rec.time
+            if cid is None:
+                c.status = "outside"
+            self.compiles[cid] = c
+        c.last_line = rec.line
+        c.end = rec.time
+        if rec.rank is not None and c.rank is None:
+            c.rank = rec.rank
+        return c
+
+    def filename(self, v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, int):
+            name = self.strings.get(v)
+            if name is None and self.fallback_strings is not None:
+                name = self.fallback_strings(v)
+            return name if name is not None else f"<file {v}>"
+        return "?"
+
+    def stack(self, v: Any) -> list[StackFrame]:
+        if not isinstance(v, list):
+            return []
+        out = []
+        for fr in v:
+            if not isinstance(fr, dict):
+                continue
+            line = fr.get("line")
+            loc = fr.get("loc")
+            out.append(
+                StackFrame(
+                    self.filename(fr.get("filename")),
+                    line if isinstance(line, int) else 0,
+                    str(fr.get("name", "?")),
+                    loc if isinstance(loc, str) else None,
+                )
+            )
+        return out
+
+    def payload(
+        self, rec: Record, kind: str, c: Compile, meta: dict[str, Any] | None = None
+    ) -> Payload:
+        size = len(rec.payload or b"")
+        limit = self.keep.take(kind, c.key)
+        text = None
+        if limit and rec.payload is not None:
+            text = rec.text(limit)
+            self.keep.used += min(limit, size)
+        enc = rec.body.get("encoding") if isinstance(rec.body, dict) else None
+        return Payload(
+            kind=kind,
+            line=rec.line,
+            bytes=size,
+            lines=rec.payload_lines,
+            md5=rec.meta.get("has_payload")
+            if isinstance(rec.meta.get("has_payload"), str)
+            else None,
+            ok=rec.payload_ok,
+            encoding=enc if isinstance(enc, str) else None,
+            text=text,
+            cut=max(0, size - limit) if text is not None else 0,
+            meta=meta,
+        )
+
+    # -- records --------------------------------------------------------------------------
+    def add(self, rec: Record) -> None:
+        log = self.log
+        log.records += 1
+        kind = rec.kind
+        log.kinds[kind] = log.kinds.get(kind, 0) + 1
+        if log.first_time is None:
+            log.first_time = rec.time
+        log.last_time = rec.time
+        if rec.rank is not None and log.rank is None:
+            log.rank = rec.rank
+        if kind == "str":
+            self.on_str(rec)
+            return
+        cid = rec.compile_id
+        body = rec.body
+        if kind == "compilation_metrics" and cid is None and isinstance(body, dict):
+            cid = _parse_id(body.get("compile_id"))
+        if kind == "chromium_event":
+            self.on_chromium(rec, cid)
+            return
+        c = self.compile_for(rec, cid)
+        if kind.startswith("describe_"):
+            self.on_describe(rec, c)
+        elif kind == "dynamo_start":
+            if isinstance(body, dict):
+                c.stack = self.stack(body.get("stack"))
+            else:
+                self.bad(rec, "expected an object with a stack")
+        elif kind == "compilation_metrics":
+            self.on_metrics(rec, c)
+        elif kind == "bwd_compilation_metrics":
+            if isinstance(body, dict):
+                c.bwd_metrics.append(self.small_dict(body))
+        elif kind == "artifact":
+            self.on_artifact(rec, c)
+        elif kind in GRAPH_KINDS:
+            meta = None
+            if isinstance(body, dict) and body:
+                meta = {k: v for k, v in body.items() if k != "stack"}
+            c.graphs.append(self.payload(rec, kind, c, meta))
+            if (
+                kind == "dynamo_output_graph"
+                and c.stack == []
+                and isinstance(rec.meta.get("stack"), list)
+            ):
+                c.stack = self.stack(rec.meta["stack"])
+        elif kind in GUARD_KINDS:
+            c.guards = self.payload(rec, kind, c)
+        elif kind in SYMBOL_KINDS:
+            self.on_symbol(rec, c)
+        else:
+            if kind not in EVENT_KINDS:
+                log.unknown_kinds[kind] = log.unknown_kinds.get(kind, 0) + 1
+            self.event(rec, c, kind, _summary(body))
+
+    def event(self, rec: Record, c: Compile, kind: str, summary: str) -> None:
+        if len(c.events) >= MAX_EVENTS:
+            c.events_dropped += 1
+            return
+        where = None
+        if isinstance(rec.body, dict):
+            user = self.stack(rec.body.get("user_stack"))
+            where = user[-1] if user else None
+        c.events.append(Event(kind, rec.line, summary, where))
+
+    def small_dict(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: self.intern(v) if isinstance(v, str) and len(v) > 64 else v for k, v in body.items()
+        }
+
+    def on_str(self, rec: Record) -> None:
+        body = rec.body
+        if (
+            isinstance(body, list)
+            and len(body) == 2
+            and isinstance(body[0], str)
+            and isinstance(body[1], int)
+        ):
+            self.strings[body[1]] = body[0]
+        else:
+            self.bad(rec, "expected [file name, index]")
+
+    def on_metrics(self, rec: Record, c: Compile) -> None:
+        body = rec.body
+        if not isinstance(body, dict):
+            self.bad(rec, "expected an object")
+            return
+        if c.metrics is not None:
+            # A second metrics record for one id (records outside any compile): keep both.
+            self.event(rec, c, "compilation_metrics", _metrics_summary(body))
+            return
+        c.metrics = self.small_dict(body)
+        for name, attr in (("fail_type", "fail_type"), ("fail_reason", "fail_reason")):
+            v = body.get(name)
+            if v is not None:
+                setattr(c, attr, v if isinstance(v, str) else repr(v))
+        ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
+        if isinstance(ff, str):
+            c.fail_where = f"{ff}:{fl}" if isinstance(fl, int) else ff
+        rr = body.get("restart_reasons")
+        if isinstance(rr, list):
+            c.restart_reasons = [str(r) for r in rr]
+        if isinstance(body.get("co_name"), str):
+            c.function = body["co_name"]
+        if isinstance(body.get("co_filename"), str):
+            c.file = body["co_filename"]
+        if isinstance(body.get("co_firstlineno"), int):
+            c.firstline = body["co_firstlineno"]
+        rec_reason = body.get("recompile_reason")
+        if isinstance(rec_reason, str) and rec_reason and not c.recompile_reasons:
+            c.recompile_reasons = [line for line in rec_reason.splitlines() if line.strip()]
+
+    def on_artifact(self, rec: Record, c: Compile) -> None:
+        body = rec.body
+        name = body.get("name") if isinstance(body, dict) else None
+        if not isinstance(name, str):
+            self.bad(rec, "artifact without a name")
+            name = "?"
+        if name == "torch_version":
+            v = _json(rec.payload)
+            if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
+                self.log.torch_version = v["pytorch_version"]
+        elif name == "recompile_reasons":
+            c.recompile_reasons = _reasons(rec)
+            return
+        elif name == "dynamo_graph_break_reason":
+            c.graph_breaks.append(_graph_break(rec))
+            return
+        elif name == "dynamo_error":
+            c.artifacts.append(self.payload_always(rec, name, c, 20_000))
+            return
+        m = _CACHE_ARTIFACT.fullmatch(name)
+        if m:
+            v = _json(rec.payload)
+            key = reason = None
+            if isinstance(v, dict):
+                key = v.get("key") if isinstance(v.get("key"), str) else None
+                r = v.get("reason") or v.get("cache_bypass_reason")
+                reason = r if isinstance(r, str) else None
+            c.cache.append(CacheEvent(m.group("cache"), m.group("outcome"), key, reason))
+        if name.endswith("graph") or name in (
+            "fx_graph_runnable",
+            "inductor_provenance_tracking_node_mappings",
+        ):
+            c.graphs.append(self.payload(rec, name, c))
+        else:
+            c.artifacts.append(self.payload(rec, name, c))
+
+    def payload_always(self, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
+        p = self.payload(rec, kind, c)
+        if p.text is None and rec.payload is not None:
+            p.text = rec.text(limit)
+            p.cut = max(0, len(rec.payload) - limit)
+        return p
+
+    def on_symbol(self, rec: Record, c: Compile) -> None:
+        b = rec.body
+        if not isinstance(b, dict):
+            self.bad(rec, "expected an object")
+            return
+        user = self.stack(b.get("user_stack"))
+        where = user[-1] if user else None
+        kind = {
+            "create_symbol": "created",
+            "create_unbacked_symbol": "unbacked",
+            "symbolic_shape_specialization": "specialized",
+        }[rec.kind]
+        src = b.get("source")
+        if src is None and isinstance(b.get("sources"), list):
+            src = ", ".join(str(s) for s in b["sources"])
+        c.symbols.append(
+            Symbol(
+                kind=kind,
+                symbol=str(b.get("symbol", "?")),
+                value=_opt_str(b.get("val", b.get("value"))),
+                range=_opt_str(b.get("vr")),
+                source=_opt_str(src),
+                reason=_opt_str(b.get("reason")),
+                where=where,
+            )
+        )
+
+    def on_describe(self, rec: Record, c: Compile) -> None:
+        b = rec.body
+        if not isinstance(b, dict):
+            self.bad(rec, "expected an object")
+            return
+        d, i = b.get("describer_id"), b.get("id")
+        if (
+            not isinstance(d, int)
+            or not isinstance(i, int)
+            or isinstance(d, bool)
+            or isinstance(i, bool)
+        ):
+            self.bad(rec, "describer_id and id must be integers")
+            return
+        key = (c.id, d)
+        s = self.sets.get(key)
+        if s is None:
+            s = self.sets[key] = InputSet(describer=d)
+            c.input_sets.append(s)
+        if rec.kind == "describe_storage":
+            size = b.get("size")
+            if not (_is_int(size) or isinstance(size, str) or size is None):
+                self.bad(rec, f"storage size is not a number or expression: {_peek(size)}")
+                size = None
+            st = StorageDesc(i, size, rec.line)
+            self.storages.setdefault(d, {})[i] = st
+            s.storages[i] = st
+        elif rec.kind == "describe_tensor":
+            if self.described >= MAX_DESCRIBED:
+                s.dropped += 1
+                return
+            problem = inputs_mod.check_tensor(b)
+            if problem:
+                self.bad(rec, problem)
+            self.described += 1
+            t = TensorDesc(i, inputs_mod.compact(b, self.intern), rec.line)
+            self.tensors.setdefault(d, {})[i] = t
+            s.tensors[i] = t
+        elif rec.kind == "describe_source":
+            src = b.get("source")
+            if not isinstance(src, str):
+                self.bad(rec, "source is not a string")
+                src = str(src)
+            s.sources.append((i, src))
+        else:
+            self.log.unknown_kinds[rec.kind] = self.log.unknown_kinds.get(rec.kind, 0) + 1
+
+    def on_chromium(self, rec: Record, cid: CompileId | None) -> None:
+        ev = _json(rec.payload)
+        if not isinstance(ev, dict):
+            if rec.payload_ok:
+                self.bad(rec, "payload is not a JSON event")
+            return
+        args = ev.get("args")
+        if cid is None and isinstance(args, dict):
+            cid = _parse_id(args.get("compile_id"))
+        c = self.compile_for(rec, cid)
+        name, ph, ts = ev.get("name"), ev.get("ph"), ev.get("ts")
+        if not isinstance(name, str) or not isinstance(ts, int | float):
+            return
+        st = self.open.setdefault(cid, _Open())
+        if ph == "B":
+            st.chromium.append((name, float(ts), len(st.chromium)))
+        elif ph == "E":
+            for k in range(len(st.chromium) - 1, -1, -1):
+                if st.chromium[k][0] == name:
+                    _, t0, depth = st.chromium.pop(k)
+                    _add_phase(c, Phase(name, t0, float(ts) - t0, depth))
+                    break
+        elif ph == "X":
+            dur = ev.get("dur")
+            _add_phase(
+                c, Phase(name, float(ts), float(dur) if isinstance(dur, int | float) else 0.0)
+            )
+
+    # -- end of log -----------------------------------------------------------------------
+    def finish(self) -> LogIndex:
+        log = self.log
+        for cid, st in self.open.items():
+            c = self.compiles.get(cid)
+            if c is not None:
+                for name, t0, depth in st.chromium:
+                    _add_phase(c, Phase(name, t0, None, depth))
+        self.open.clear()
+        if log.rank is None:
+            m = _RANK_IN_NAME.search(log.name)
+            if m:
+                log.rank = int(m.group(1))
+        compiles = sorted(
+            self.compiles.values(),
+            key=lambda c: (c.id is not None, c.id.sort_key if c.id else (0, 0, 0, 0)),
+        )
+        _statuses(compiles)
+        for c in compiles:
+            if c.rank is None:
+                c.rank = log.rank
+            if c.function is None and c.stack:
+                c.function = c.stack[-1].name
+                c.file = c.file or c.stack[-1].file
+                c.firstline = c.firstline or c.stack[-1].line
+            for s in c.input_sets:
+                s.superseded = c.status == "restarted"
+            c.inputs = inputs_mod.resolve(c, self.tensors, self.storages)
+        log.compiles = compiles
+        return log
+
+
+def add_bad(log: LogIndex, bad: BadLine) -> None:
+    log.bad_count += 1
+    if len(log.bad_lines) < MAX_BAD_KEPT:
+        log.bad_lines.append(bad)
+
+
+def _statuses(compiles: list[Compile]) -> None:
+    """Set each compile's status from its attempts, metrics and graph breaks."""
+    by_base: dict[CompileId, list[Compile]] = {}
+    for c in compiles:
+        if c.id is not None:
+            by_base.setdefault(c.id.base, []).append(c)
+    for attempts in by_base.values():
+        attempts.sort(key=lambda c: c.id.attempt if c.id else 0)
+        final = attempts[-1]
+        broke = any(a.graph_breaks for a in attempts)
+        for a in attempts[:-1]:
+            a.status = "restarted"
+        for a in attempts[1:]:
+            if not a.stack:
+                a.stack = attempts[0].stack
+        for i, a in enumerate(attempts[:-1]):
+            if i < len(final.restart_reasons) and not a.restart_reasons:
+                a.restart_reasons = [final.restart_reasons[i]]
+        if not broke and final.restart_reasons and not any(a.graph_breaks for a in attempts):
+            # Logs without dynamo_graph_break_reason artifacts (older torch): the restart
+            # reasons are the graph breaks.
+            for r in final.restart_reasons:
+                if not r.lower().startswith(("restart", "speculat")):
+                    final.graph_breaks.append(
+                        GraphBreak(r.strip(), None, final.first_line, r[:2000])
+                    )
+            broke = bool(final.graph_breaks)
+        m = final.metrics
+        if final.fail_type:
+            final.status = "failed"
+        elif m is None:
+            final.status = "ok" if final.id and final.id.frame is None else "incomplete"
+        elif broke:
+            final.status = "graph_break"
+        elif final.graph_ops == 0 and not final.graphs:
+            final.status = "empty"
+        else:
+            final.status = "ok"
+
+
+def _add_phase(c: Compile, p: Phase) -> None:
+    if len(c.phases) < MAX_EVENTS:
+        c.phases.append(p)
+    else:
+        c.events_dropped += 1
+
+
+def _graph_break(rec: Record) -> GraphBreak:
+    text = rec.text(20_000)
+    m = _BREAK_AT.search(text)
+    reason = text
+    k = text.find("Graph Break Reason:")
+    if k >= 0:
+        reason = text[k + len("Graph Break Reason:") :]
+    end = reason.find("User code traceback:")
+    if end >= 0:
+        reason = reason[:end]
+    return GraphBreak(
+        reason.strip() or text.strip()[:500], m.group(1) if m else None, rec.line, text[:4000]
+    )
+
+
+def _reasons(rec: Record) -> list[str]:
+    v = _json(rec.payload)
+    if isinstance(v, list):
+        return [str(x) for x in v]
+    return [line for line in rec.text(100_000).splitlines() if line.strip()]
+
+
+def _json(data: bytes | None) -> Any:
+    if not data:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _parse_id(v: Any) -> CompileId | None:
+    if not isinstance(v, str):
+        return None
+    try:
+        return CompileId.parse(v)
+    except ValueError:
+        return None
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _opt_str(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _peek(v: Any, n: int = 40) -> str:
+    t = repr(v)
+    return t if len(t) <= n else t[: n - 3] + "..."
+
+
+def _summary(body: Any) -> str:
+    if isinstance(body, dict):
+        parts = []
+        for k, v in body.items():
+            if k in ("stack", "user_stack", "frame_locals"):
+                continue
+            parts.append(f"{k}={_peek(v, 120)}")
+        return ", ".join(parts)[:1000]
+    return _peek(body, 400)
+
+
+def _metrics_summary(body: dict[str, Any]) -> str:
+    keys = ("co_name", "fail_type", "fail_reason", "entire_frame_compile_time_s")
+    return ", ".join(f"{k}={_peek(body.get(k), 200)}" for k in keys if body.get(k) is not None)
+
+
+def index_records(
+    records: Iterable[Record], log: LogIndex, keep: Keep | None = None
+) -> dict[int, Indexer]:
+    """Index a record stream, one Indexer per process id found in it."""
+    by_pid: dict[int, Indexer] = {}
+    first: Indexer | None = None
+    for rec in records:
+        ix = by_pid.get(rec.pid)
+        if ix is None:
+            sub = LogIndex(path=log.path, name=log.name, pid=rec.pid, size=log.size)
+            ix = by_pid[rec.pid] = Indexer(sub, keep)
+            if first is None:
+                first = ix
+            else:
+                # A second process in one file (forked child, concatenated logs): its
+                # interned names may come from the first process's table.
+                ix.fallback_strings = first.strings.get
+        ix.add(rec)
+    return by_pid
+
+
+def read_log(
+    path: Path,
+    keep: Keep | None = None,
+    name: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[LogIndex]:
+    """Read one log file into one LogIndex per process that wrote to it."""
+    log = LogIndex(path=str(path), name=name or path.name)
+    with contextlib.suppress(OSError):
+        log.size = path.stat().st_size
+    bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
+    reader = Reader(path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress)
+    indexers = index_records(reader, log, keep)
+    logs = [ix.finish() for ix in indexers.values()]
+    if not logs:
+        logs = [log]
+    # Bad lines and line counts belong to the file; attach them to its first process.
+    head = logs[0]
+    head.bad_count += bad.bad_count
+    head.bad_lines = (bad.bad_lines + head.bad_lines)[:MAX_BAD_KEPT]
+    for lg in logs:
+        lg.lines = reader.lines if lg is head else 0
+        lg.size = log.size if lg is head else 0
+    if reader.crlf:
+        head.notes.append("CRLF line ends (read as LF)")
+    if len(logs) > 1:
+        for lg in logs:
+            lg.notes.append(f"one of {len(logs)} processes writing to this file (pid {lg.pid})")
+    for lg in logs:
+        lg.bad_lines.sort(key=lambda b: b.line)
+    return logs
+
+
+def iter_compiles(logs: Iterable[LogIndex]) -> Iterator[Compile]:
+    for log in logs:
+        yield from log.compiles

@@ -1,0 +1,152 @@
+"""Turn a compile's describe records into its inputs: one per tensor, every source, alias groups."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .model import Compile, Input, StorageDesc, TensorDesc
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# Fields that link one described tensor to another in the same describer.
+LINK_FIELDS = (
+    "base",
+    "grad",
+    "values",
+    "crow_indices",
+    "col_indices",
+    "ccol_indices",
+    "row_indices",
+)
+_DIMS = ("size", "stride")
+
+
+def _dim_list(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        (isinstance(x, int) and not isinstance(x, bool)) or isinstance(x, str) for x in v
+    )
+
+
+def check_tensor(b: dict[str, Any]) -> str | None:
+    """The first field of a describe_tensor that has the wrong type, said plainly."""
+    for name in _DIMS:
+        if name in b and not _dim_list(b[name]):
+            return f"tensor {b.get('id')}: {name} is not a list of ints or expressions"
+    for name in ("dtype", "device", "layout"):
+        if name in b and not isinstance(b[name], str):
+            return f"tensor {b.get('id')}: {name} is not a string"
+    off = b.get("storage_offset", 0)
+    if not ((isinstance(off, int) and not isinstance(off, bool)) or isinstance(off, str)):
+        return f"tensor {b.get('id')}: storage_offset is not an int or expression"
+    for name in ("storage", "ndim", *LINK_FIELDS):
+        v = b.get(name)
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool)):
+            return f"tensor {b.get('id')}: {name} is not an integer id"
+    if "attrs" in b and not isinstance(b["attrs"], dict):
+        return f"tensor {b.get('id')}: attrs is not an object"
+    return None
+
+
+def compact(b: dict[str, Any], intern: Callable[[str], str]) -> dict[str, Any]:
+    """The record's fields with object addresses removed, so repeated reprs share one string."""
+    out: dict[str, Any] = {}
+    for k, v in b.items():
+        if k == "describer_id":
+            continue
+        if isinstance(v, str):
+            v = intern(_ADDRESS.sub("", v)) if " at 0x" in v else intern(v)
+        out[k] = v
+    return out
+
+
+def _referenced(tensors: dict[int, TensorDesc]) -> set[int]:
+    refs: set[int] = set()
+    for t in tensors.values():
+        for name in LINK_FIELDS:
+            v = t.fields.get(name)
+            if isinstance(v, int):
+                refs.add(v)
+        refs.update(t.attrs.values())
+    return refs
+
+
+def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
+    notes = []
+    if t.flag("is_sparse"):
+        notes.append("sparse: the log has no indices, values or nnz")
+    if (
+        t.flag("is_functorch_wrapped")
+        or t.flag("is_batchedtensor")
+        or t.flag("is_gradtrackingtensor")
+    ):
+        notes.append("functorch wrapper: its wrapper state is not logged")
+    if t.flag("is_functional"):
+        notes.append("functional tensor: logged without its wrapper state")
+    if t.storage is not None and storage is None:
+        notes.append(f"storage {t.storage} was never described")
+    size = t.size
+    if storage is not None and storage.size == 0 and size and all(isinstance(d, int) for d in size):
+        n = 1
+        for d in size:
+            n *= d  # type: ignore[operator]
+        if n:
+            notes.append(
+                "storage of 0 bytes under a non-empty tensor (resized to zero, as FSDP does)"
+            )
+    return notes
+
+
+def resolve(
+    c: Compile,
+    tensors: dict[int, dict[int, TensorDesc]],
+    storages: dict[int, dict[int, StorageDesc]],
+) -> list[Input]:
+    """The inputs of a compile: described tensors named by a source, plus unnamed top-level ones."""
+    out: list[Input] = []
+    for s in c.input_sets:
+        by_id = tensors.get(s.describer, {})
+        st_by_id = storages.get(s.describer, {})
+        named: dict[int, list[str]] = {}
+        for tid, src in s.sources:
+            srcs = named.setdefault(tid, [])
+            if src not in srcs:
+                srcs.append(src)
+        refs = _referenced(s.tensors)
+        for tid in s.tensors:
+            if tid not in named and tid not in refs:
+                named[tid] = []
+        for tid, srcs in named.items():
+            t = by_id.get(tid)
+            notes: list[str] = []
+            if t is None:
+                t = TensorDesc(tid, {})
+                notes.append(f"tensor {tid} was named by a source but never described")
+            st = st_by_id.get(t.storage) if t.storage is not None else None
+            inp = Input(
+                tensor=t,
+                sources=srcs,
+                storage=st,
+                storage_key=None if t.storage is None else f"{s.describer}:{t.storage}",
+                describer=s.describer,
+                base=by_id.get(t.base) if t.base is not None else None,
+                grad=by_id.get(t.grad) if t.grad is not None else None,
+                inner={k: by_id[i] for k, i in t.attrs.items() if i in by_id},
+                superseded=s.superseded,
+                notes=notes + _notes(t, st),
+            )
+            if not srcs:
+                inp.notes.append("no source was logged for this tensor")
+            out.append(inp)
+        if s.dropped:
+            c.events_dropped += s.dropped
+    counts: dict[str, int] = {}
+    for inp in out:
+        if inp.storage_key is not None:
+            counts[inp.storage_key] = counts.get(inp.storage_key, 0) + 1
+    groups: dict[str, int] = {}
+    for inp in out:
+        k = inp.storage_key
+        if k is not None and counts[k] > 1:
+            inp.alias_group = groups.setdefault(k, len(groups) + 1)
+    return out

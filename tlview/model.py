@@ -1,0 +1,422 @@
+"""Typed records passed between the stages: parse -> index -> rebuild / render."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+Dim = int | str  # a size, stride or offset: an int, or a symbolic expression as logged ("s0", "j1")
+
+# Compile statuses, in order of severity (README "Statuses").
+STATUSES = ("failed", "incomplete", "graph_break", "restarted", "empty", "ok", "outside")
+
+
+@dataclass(frozen=True, slots=True)
+class CompileId:
+    """A compile as torch names it: frame, recompile, attempt, compiled-autograd id."""
+
+    frame: int | None
+    frame_compile: int | None
+    attempt: int = 0
+    autograd: int | None = None
+
+    def __str__(self) -> str:
+        if self.autograd is not None:
+            text = f"!{self.autograd}"
+            if self.frame is not None:
+                text += f"/{self.frame}/{self.frame_compile}"
+        else:
+            text = f"{self.frame}/{self.frame_compile}"
+        return text if not self.attempt else f"{text}_{self.attempt}"
+
+    @property
+    def base(self) -> CompileId:
+        """The same compile with attempt 0: restarts of one compile share it."""
+        return CompileId(self.frame, self.frame_compile, 0, self.autograd)
+
+    @property
+    def sort_key(self) -> tuple[int, int, int, int]:
+        return (
+            -1 if self.frame is None else self.frame,
+            -1 if self.autograd is None else self.autograd,
+            -1 if self.frame_compile is None else self.frame_compile,
+            self.attempt,
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> CompileId:
+        """Read torch's string form: '0/0', '0/0_1', '!0/1/0', '!1'."""
+        m = _COMPILE_ID.fullmatch(text.strip())
+        if not m:
+            raise ValueError(f"not a compile id: {text!r}")
+        ag, f1, c1, f2, c2, attempt = m.groups()
+        frame, fcid = (f1, c1) if ag is not None else (f2, c2)
+        return cls(
+            None if frame is None else int(frame),
+            None if fcid is None else int(fcid),
+            int(attempt or 0),
+            None if ag is None else int(ag),
+        )
+
+
+_COMPILE_ID = re.compile(r"(?:!(\d+)(?:/(\d+)/(\d+))?|(\d+)/(\d+))(?:_(\d+))?")
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrame:
+    """One frame of a user stack, with its interned file name resolved."""
+
+    file: str
+    line: int
+    name: str
+    loc: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A line tlview could not read, with the reason, so nothing is dropped silently."""
+
+    log: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.log}:{self.line}: {self.reason}"
+
+
+@dataclass(slots=True)
+class Payload:
+    """A record's payload: its size and hash always, its text only when a report keeps it."""
+
+    kind: str  # the record kind, or the artifact name for `artifact` records
+    line: int
+    bytes: int
+    lines: int
+    md5: str | None
+    ok: bool  # the md5 matched (or there was none to check)
+    encoding: str | None = None
+    text: str | None = None  # kept text, possibly cut (see `cut`)
+    cut: int = 0  # bytes of the payload left out of `text`
+    meta: dict[str, Any] | None = None  # small metadata beside the payload (e.g. graph `sizes`)
+
+
+@dataclass(slots=True)
+class StorageDesc:
+    """A logged `describe_storage`: size in bytes, or a symbolic expression."""
+
+    id: int
+    size: int | str | None
+    line: int = 0
+
+
+# Defaults of MetaTensorDesc fields that `as_json` leaves out when equal to them.
+TENSOR_DEFAULTS: dict[str, Any] = {
+    "layout": "torch.strided",
+    "is_inference": False,
+    "is_leaf": False,
+    "requires_grad": False,
+    "is_sparse": False,
+    "is_mkldnn": False,
+    "is_functorch_wrapped": False,
+    "is_batchedtensor": False,
+    "is_legacy_batchedtensor": False,
+    "is_gradtrackingtensor": False,
+    "is_view": False,
+    "is_nested": False,
+    "is_traceable_wrapper_subclass": False,
+    "is_functional": False,
+    "is_conj": False,
+    "is_neg": False,
+    "is_parameter": False,
+    "storage_offset": 0,
+}
+
+
+@dataclass(slots=True)
+class TensorDesc:
+    """A logged `describe_tensor`: the MetaTensorDesc fields as logged, defaults left out."""
+
+    id: int
+    fields: dict[str, Any]
+    line: int = 0
+
+    def get(self, name: str) -> Any:
+        return self.fields.get(name, TENSOR_DEFAULTS.get(name))
+
+    @property
+    def dtype(self) -> str:
+        return str(self.fields.get("dtype", "?"))
+
+    @property
+    def device(self) -> str:
+        return device_name(self.fields.get("device"))
+
+    @property
+    def size(self) -> list[Dim] | None:
+        v = self.fields.get("size")
+        return v if isinstance(v, list) else None
+
+    @property
+    def stride(self) -> list[Dim] | None:
+        v = self.fields.get("stride")
+        return v if isinstance(v, list) else None
+
+    @property
+    def storage_offset(self) -> Dim:
+        v = self.fields.get("storage_offset", 0)
+        return v if isinstance(v, int | str) and not isinstance(v, bool) else 0
+
+    @property
+    def storage(self) -> int | None:
+        return _id(self.fields.get("storage"))
+
+    @property
+    def base(self) -> int | None:
+        return _id(self.fields.get("base"))
+
+    @property
+    def grad(self) -> int | None:
+        return _id(self.fields.get("grad"))
+
+    @property
+    def attrs(self) -> dict[str, int]:
+        v = self.fields.get("attrs")
+        if not isinstance(v, dict):
+            return {}
+        return {str(k): i for k, i in v.items() if _id(i) is not None}
+
+    @property
+    def type_name(self) -> str | None:
+        """The subclass type as a dotted name, from the logged `<class '...'>` repr."""
+        return class_name(self.fields.get("type"))
+
+    def flag(self, name: str) -> bool:
+        return bool(self.get(name))
+
+
+def _id(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+_CLASS_REPR = re.compile(r"<class '([\w.]+)'>")
+
+
+def class_name(v: Any) -> str | None:
+    if not isinstance(v, str):
+        return None
+    m = _CLASS_REPR.fullmatch(v.strip())
+    return m.group(1) if m else v
+
+
+_DEVICE_REPR = re.compile(r"device\(type='([\w]+)'(?:, index=(\d+))?\)")
+
+
+def device_name(v: Any) -> str:
+    """`device(type='cuda', index=0)` -> `cuda:0`, the form users type."""
+    if not isinstance(v, str):
+        return "?"
+    m = _DEVICE_REPR.fullmatch(v.strip())
+    if not m:
+        return v
+    return m.group(1) if m.group(2) is None else f"{m.group(1)}:{m.group(2)}"
+
+
+@dataclass(slots=True)
+class Input:
+    """One tensor that went into a compile, with every source that named it."""
+
+    tensor: TensorDesc
+    sources: list[str]
+    storage: StorageDesc | None
+    storage_key: str | None  # equal for two inputs of one compile exactly when they share storage
+    describer: int
+    alias_group: int | None = None  # 1, 2, ... for storages shared by several inputs
+    base: TensorDesc | None = None
+    grad: TensorDesc | None = None
+    inner: dict[str, TensorDesc] = field(default_factory=dict)
+    superseded: bool = False  # described in an attempt that was restarted
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        return self.sources[0] if self.sources else f"<tensor {self.tensor.id}>"
+
+
+@dataclass(slots=True)
+class InputSet:
+    """The describe records of one describer (one FakeTensorMode) in one compile attempt."""
+
+    describer: int
+    storages: dict[int, StorageDesc] = field(default_factory=dict)
+    tensors: dict[int, TensorDesc] = field(default_factory=dict)
+    sources: list[tuple[int, str]] = field(default_factory=list)  # (tensor id, source), log order
+    superseded: bool = False
+    dropped: int = 0  # records beyond the per-log cap, counted not kept
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """A symbol the shape env created or specialized, with the user line that caused it."""
+
+    kind: str  # created | unbacked | specialized
+    symbol: str
+    value: str | None = None
+    range: str | None = None
+    source: str | None = None
+    reason: str | None = None
+    where: StackFrame | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreak:
+    """A graph break: the reason as torch words it and the user line where it happened."""
+
+    reason: str
+    where: str | None  # "file:line" from "Graph break in user code at ..."
+    line: int  # log line of the record
+    text: str = ""  # the whole logged message, kept short
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEvent:
+    cache: str  # fx_graph, aotautograd, ...
+    outcome: str  # hit | miss | bypass
+    key: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One compile phase from `chromium_event` begin/end pairs, for the timeline."""
+
+    name: str
+    start_us: float
+    dur_us: float | None  # None: began and never ended (a crashed run)
+    depth: int = 0
+
+
+@dataclass(slots=True)
+class Event:
+    """A record the report shows as it is: guards added, export errors, unknown kinds."""
+
+    kind: str
+    line: int
+    summary: str
+    where: StackFrame | None = None
+
+
+@dataclass(slots=True)
+class Compile:
+    """Everything the log says about one compile attempt (or about records outside any compile)."""
+
+    id: CompileId | None
+    log: str
+    pid: int | None = None
+    rank: int | None = None
+    status: str = "incomplete"
+    first_line: int = 0
+    last_line: int = 0
+    stack: list[StackFrame] = field(default_factory=list)
+    function: str | None = None
+    file: str | None = None
+    firstline: int | None = None
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    fail_where: str | None = None
+    restart_reasons: list[str] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    graphs: list[Payload] = field(default_factory=list)  # graphs and generated code
+    artifacts: list[Payload] = field(default_factory=list)  # every other payload
+    guards: Payload | None = None
+    metrics: dict[str, Any] | None = None
+    bwd_metrics: list[dict[str, Any]] = field(default_factory=list)
+    cache: list[CacheEvent] = field(default_factory=list)
+    symbols: list[Symbol] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+    input_sets: list[InputSet] = field(default_factory=list)
+    inputs: list[Input] = field(default_factory=list)
+    start: str | None = None  # prefix timestamps "MMDD HH:MM:SS.ffffff"
+    end: str | None = None
+    events_dropped: int = 0
+
+    @property
+    def key(self) -> str:
+        """The id as tlparse and torch files it: '-/-' for records outside a compile."""
+        return "-/-" if self.id is None else str(self.id)
+
+    @property
+    def compile_time_s(self) -> float | None:
+        v = (self.metrics or {}).get("entire_frame_compile_time_s")
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    @property
+    def graph_ops(self) -> int | None:
+        v = (self.metrics or {}).get("graph_op_count")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def payloads(self) -> Iterator[Payload]:
+        yield from self.graphs
+        if self.guards is not None:
+            yield self.guards
+        yield from self.artifacts
+
+
+@dataclass(slots=True)
+class BreakSummary:
+    """One graph-break reason over a whole log or job, with where and how often it happened."""
+
+    reason: str
+    count: int = 0
+    where: dict[str, int] = field(default_factory=dict)  # "file:line" -> count
+    compiles: list[str] = field(default_factory=list)  # "log#compile" keys, first few
+
+
+@dataclass(slots=True)
+class LogIndex:
+    """What one process's log holds, ready for the renderers."""
+
+    path: str
+    name: str
+    pid: int | None = None
+    rank: int | None = None
+    torch_version: str | None = None
+    size: int = 0
+    lines: int = 0
+    records: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    unknown_kinds: dict[str, int] = field(default_factory=dict)
+    bad_lines: list[BadLine] = field(default_factory=list)
+    bad_count: int = 0
+    first_time: str | None = None
+    last_time: str | None = None
+    compiles: list[Compile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Report:
+    """All logs read from one PATH (a file, a .gz or a directory)."""
+
+    path: str
+    logs: list[LogIndex] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # skipped files, decoys
+
+    @property
+    def compiles(self) -> Iterator[Compile]:
+        for log in self.logs:
+            yield from log.compiles
+
+    @property
+    def torch_version(self) -> str | None:
+        return next((log.torch_version for log in self.logs if log.torch_version), None)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted({log.rank for log in self.logs if log.rank is not None})

@@ -1,0 +1,55 @@
+"""Write output files safely: to a temporary name first, never over a file tlview did not write."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from .errors import EXIT_REFUSED, TlviewError
+
+MARKER = b"tlview"  # every file tlview writes names it in its first bytes
+
+
+def written_by_tlview(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return MARKER in f.read(4096)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
+    """A binary stream for PATH (stdout for None or '-'), renamed into place only on success."""
+    if path is None or path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    dest = Path(path)
+    if dest.is_dir():
+        raise TlviewError(f"{dest}: is a directory; give a file name with -o", EXIT_REFUSED)
+    if dest.exists() and not force and not written_by_tlview(dest):
+        raise TlviewError(
+            f"{dest}: exists and was not written by tlview; use --force to replace it", EXIT_REFUSED
+        )
+    parent = dest.parent if str(dest.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent)
+    except OSError as e:
+        raise TlviewError(f"{dest}: cannot write: {e.strerror or e}", EXIT_REFUSED) from None
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,360 @@
+"""Stream a TORCH_TRACE log into typed records: bytes in, `Record` and `BadLine` out, nothing kept."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import zlib
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .errors import EXIT_NO_TRACE, TlviewError
+from .model import BadLine, CompileId
+
+CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
+MAX_BAD_KEPT = 1000  # bad lines listed per log; the rest are counted
+
+# glog prefix as torch's TorchLogsFormatter writes it: optional "[rankN]:", level letter,
+# "MMDD HH:MM:SS.ffffff", the process id, then "path:line]" (the path can hold anything).
+_PREFIX = re.compile(rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) ")
+# A newline that starts a record line: the next line is neither a payload line (TAB) nor blank.
+_RECORD_START = re.compile(rb"\n(?=[^\t\n\r])")
+_LAST_RECORD_START = re.compile(rb".*\n(?=[^\t\n\r])", re.S)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(slots=True)
+class Record:
+    """One structured-trace record: its kind, its fields and its payload if it had one."""
+
+    kind: str
+    body: Any  # the value under the kind key, usually a dict
+    meta: dict[str, Any]  # the whole JSON object (compile id fields, rank, stack, ...)
+    line: int
+    pid: int
+    time: str  # "MMDD HH:MM:SS.ffffff" from the prefix
+    rank: int | None
+    payload: bytes | None = None  # md5-checked payload bytes (UTF-8 text)
+    payload_ok: bool = True
+    payload_lines: int = 0
+
+    @property
+    def compile_id(self) -> CompileId | None:
+        return compile_id_of(self.meta)
+
+    def text(self, limit: int | None = None) -> str:
+        """The payload as text, at most `limit` bytes of it."""
+        if self.payload is None:
+            return ""
+        data = self.payload if limit is None else self.payload[:limit]
+        return data.decode("utf-8", errors="replace")
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def compile_id_of(meta: dict[str, Any]) -> CompileId | None:
+    """The compile a record belongs to, from its context keys; None outside any compile."""
+    frame, fcid, autograd = _int(meta.get("frame_id")), _int(meta.get("frame_compile_id")), None
+    autograd = _int(meta.get("compiled_autograd_id"))
+    attempt = _int(meta.get("attempt")) or 0
+    if frame is None or fcid is None:
+        frame = fcid = None
+        if autograd is None:
+            return None
+    return CompileId(frame, fcid, attempt, autograd)
+
+
+def is_gzip(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def open_log(path: Path) -> IO[bytes]:
+    """Open a log for reading bytes, decompressing gzip by its magic number, not its name."""
+    try:
+        if is_gzip(path):
+            return gzip.open(path, "rb")  # type: ignore[return-value]
+        return path.open("rb", buffering=0)
+    except OSError as e:
+        raise TlviewError(f"{path}: cannot open: {e.strerror or e}", EXIT_NO_TRACE) from None
+
+
+class Reader:
+    """Reads one log file; yields `Record`s and collects `BadLine`s as it goes."""
+
+    def __init__(
+        self,
+        path: Path,
+        name: str | None = None,
+        on_bad: Callable[[BadLine], None] | None = None,
+        verify: bool = True,
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.name = name or path.name
+        self.verify = verify
+        self.lines = 0
+        self.bytes_read = 0
+        self.crlf = False
+        self._on_bad = on_bad or (lambda b: None)
+        self._on_chunk = on_chunk
+
+    def bad(self, line: int, reason: str) -> None:
+        self._on_bad(BadLine(self.name, line, reason))
+
+    def __iter__(self) -> Iterator[Record]:
+        with open_log(self.path) as f:
+            yield from self._read(f)
+
+    def _chunks(self, f: IO[bytes]) -> Iterator[bytes]:
+        raw = getattr(f, "fileobj", None) or f  # progress counts file bytes, also for .gz
+        pos = 0
+        while True:
+            try:
+                chunk = f.read(CHUNK)
+            except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+                self.bad(self.lines + 1, f"compressed data is damaged, reading stopped here ({e})")
+                return
+            if not chunk:
+                return
+            self.bytes_read += len(chunk)
+            if self._on_chunk is not None:
+                now = raw.tell()
+                self._on_chunk(now - pos)
+                pos = now
+            yield chunk
+
+    def _read(self, f: IO[bytes]) -> Iterator[Record]:
+        pending = bytearray()
+        line = 1  # number of the first line in `pending`
+        for chunk in self._chunks(f):
+            scan_from = max(0, len(pending) - 1)  # new boundaries can only start here
+            pending += chunk
+            m = _LAST_RECORD_START.match(pending, scan_from)
+            if m is None:
+                continue  # still inside one record and its payload; keep reading
+            cut = m.end() - 1  # the newline before the last record line
+            region = bytes(pending[:cut])
+            del pending[: cut + 1]
+            line = (yield from self._units(region, line)) + 1
+        last = line - 1
+        if pending:
+            last = yield from self._units(bytes(pending), line)
+            if pending.endswith(b"\n"):
+                last -= 1
+        self.lines = last
+
+    def _units(self, region: bytes, line: int) -> Generator[Record, None, int]:
+        """Yield the records of `region`, which ends at a unit boundary; return its last line."""
+        start = 0
+        for m in _RECORD_START.finditer(region):
+            rec = self._unit(region, start, m.start(), line)
+            if rec is not None:
+                yield rec
+            line += region.count(b"\n", start, m.start()) + 1
+            start = m.end()
+        rec = self._unit(region, start, len(region), line)
+        if rec is not None:
+            yield rec
+        return line + region.count(b"\n", start, len(region))
+
+    def _unit(self, region: bytes, start: int, end: int, line: int) -> Record | None:
+        """Read one record line and the payload lines under it."""
+        nl = region.find(b"\n", start, end)
+        head_end = end if nl < 0 else nl
+        head = region[start:head_end]
+        if head.endswith(b"\r"):
+            head = head[:-1]
+            self.crlf = True
+        if not head.strip():
+            # Blank lines, or payload lines with no record above them.
+            if nl >= 0 and region.find(b"\n\t", start, end) >= 0 or region.startswith(b"\t", start):
+                self.bad(line, "payload lines with no record line above them")
+            return None
+        if head.startswith(b"\t"):
+            self.bad(line, "payload lines with no record line above them")
+            return None
+        rec = self._record(head, line)
+        if rec is None:
+            if nl >= 0 and region.startswith(b"\t", nl + 1):
+                self.bad(line + 1, "payload of an unreadable record line, skipped")
+            return None
+        expected = rec.meta.get("has_payload")
+        if nl >= 0 and region.startswith(b"\t", nl + 1):
+            self._payload(rec, region[nl + 2 : end], expected)
+        elif expected is not None:
+            rec.payload_ok = False
+            self.bad(line, "record says it has a payload but none follows (log cut short?)")
+        return rec
+
+    def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
+        rec.payload_lines = raw.count(b"\n") + 1
+        data = raw.replace(b"\n\t", b"\n")
+        if expected is None:
+            rec.payload = data
+            self.bad(rec.line + 1, "payload lines under a record without has_payload")
+            rec.payload_ok = False
+            return
+        if not self.verify:
+            rec.payload = data
+            return
+        if not isinstance(expected, str):
+            rec.payload = data
+            rec.payload_ok = False
+            self.bad(rec.line, f"has_payload is not an md5 string: {_short(expected)}")
+            return
+        if hashlib.md5(data, usedforsecurity=False).hexdigest() == expected:
+            rec.payload = data
+            return
+        for fixed in _repairs(data):
+            if hashlib.md5(fixed, usedforsecurity=False).hexdigest() == expected:
+                rec.payload = fixed
+                return
+        rec.payload = data
+        rec.payload_ok = False
+        self.bad(
+            rec.line + 1,
+            f"payload of {rec.kind} does not match its md5 (cut short or altered); "
+            f"{rec.payload_lines} lines kept as they are",
+        )
+
+    def _record(self, head: bytes, line: int) -> Record | None:
+        m = _PREFIX.match(head)
+        if m is None:
+            self.bad(line, "not a TORCH_TRACE record: no glog prefix" + _peek(head))
+            return None
+        j = head.find(b"] {", m.end())
+        if j < 0:
+            self.bad(line, "not a TORCH_TRACE record: no JSON object after the prefix")
+            return None
+        try:
+            meta = orjson.loads(head[j + 2 :])
+        except orjson.JSONDecodeError as e:
+            meta = _lenient_json(head[j + 2 :])
+            if meta is None:
+                self.bad(line, f"record is not valid JSON ({_json_error(e)})")
+                return None
+            self.bad(line, "record is not valid UTF-8; bad bytes replaced")
+        if not isinstance(meta, dict) or not meta:
+            self.bad(line, "record is not a JSON object with an event kind")
+            return None
+        kind = next(iter(meta))
+        rank = m.group(1)
+        rank_v = _int(meta.get("rank"))
+        return Record(
+            kind=kind,
+            body=meta[kind],
+            meta=meta,
+            line=line,
+            pid=int(m.group(3)),
+            time=m.group(2).decode(),
+            rank=rank_v if rank_v is not None else (int(rank) if rank else None),
+        )
+
+
+def _repairs(data: bytes) -> Iterator[bytes]:
+    """Payload text as it was before common mangling: CRLF line ends, stray trailing lines."""
+    if b"\r" in data:
+        lf = data.replace(b"\r\n", b"\n")
+        if lf.endswith(b"\r"):
+            lf = lf[:-1]
+        yield lf
+        yield lf.rstrip(b"\n")
+    if data.endswith(b"\n"):
+        yield data.rstrip(b"\n")
+
+
+def _lenient_json(data: bytes) -> Any:
+    """Parse a record whose only fault is invalid UTF-8; None if it is broken otherwise."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+    return None
+
+
+def _json_error(e: orjson.JSONDecodeError) -> str:
+    msg = str(e.msg if hasattr(e, "msg") else e)
+    pos = getattr(e, "pos", None)
+    return f"{msg} at column {pos + 1}" if isinstance(pos, int) else msg
+
+
+def _short(v: Any, n: int = 40) -> str:
+    text = repr(v)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _peek(head: bytes) -> str:
+    if b"\x00" in head[:200]:
+        return " (binary data)"
+    return ""
+
+
+def sniff(path: Path) -> str | None:
+    """Why `path` is plainly not a log (empty, binary), or None if it may be one."""
+    try:
+        with open_log(path) as f:
+            start = f.read(4096)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+        return "not readable as gzip"
+    if not start:
+        return "empty file"
+    if _PREFIX.search(start) is None and (b"\x00" in start or _binary(start)):
+        return "binary file, not a TORCH_TRACE log"
+    return None
+
+
+def _binary(data: bytes) -> bool:
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") + sum(1 for c in text if ord(c) < 32 and c not in "\t\n\r\f")
+    return bad > len(text) // 10
+
+
+def discover(path: Path) -> tuple[list[Path], list[str]]:
+    """The log files a PATH names, and notes about what was left out and why."""
+    if not path.exists():
+        raise TlviewError(f"{path}: no such file or directory", EXIT_NO_TRACE)
+    if not path.is_dir():
+        return [path], []
+    logs, skipped, subdirs = [], [], []
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError as e:
+        raise TlviewError(
+            f"{path}: cannot list directory: {e.strerror or e}", EXIT_NO_TRACE
+        ) from None
+    for entry in entries:
+        if entry.is_dir():
+            subdirs.append(entry.name)
+        elif entry.name.endswith((".log", ".log.gz")) and entry.is_file():
+            logs.append(Path(entry.path))
+        else:
+            skipped.append(entry.name)
+    notes = []
+    if skipped:
+        notes.append(
+            f"ignored {len(skipped)} file(s) not named *.log or *.log.gz: {_names(skipped)}"
+        )
+    if subdirs:
+        notes.append(f"did not enter {len(subdirs)} subdirector(ies): {_names(subdirs)}")
+    return logs, notes
+
+
+def _names(names: list[str], n: int = 5) -> str:
+    shown = ", ".join(names[:n])
+    return shown + (f" and {len(names) - n} more" if len(names) > n else "")

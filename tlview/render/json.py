@@ -1,0 +1,245 @@
+"""The machine format `tlview.report/1`: written compile by compile, so memory stays flat."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import orjson
+
+from .. import __version__
+from ..model import Compile, Input, Payload, Report, StackFrame, TensorDesc
+from ..summary import Overview, break_title, overview
+
+FORMAT = "tlview.report/1"
+_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+def frame(f: StackFrame | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
+    return {"file": f.file, "line": f.line, "name": f.name, "loc": f.loc}
+
+
+def tensor(t: TensorDesc) -> dict[str, Any]:
+    """A described tensor's fields as logged, with the defaults `as_json` left out put back."""
+    return {
+        "tensor_id": t.id,
+        "size": t.size,
+        "stride": t.stride,
+        "storage_offset": t.storage_offset,
+        "dtype": t.fields.get("dtype"),
+        "device": t.device,
+        "layout": t.get("layout"),
+        "requires_grad": t.flag("requires_grad"),
+        "is_leaf": t.flag("is_leaf"),
+        "is_parameter": t.flag("is_parameter"),
+        "is_view": t.flag("is_view"),
+        "type": t.type_name,
+        "fields": t.fields,
+    }
+
+
+def input_dict(i: Input) -> dict[str, Any]:
+    t = i.tensor
+    d = {
+        "sources": i.sources,
+        "size": t.size,
+        "stride": t.stride,
+        "storage_offset": t.storage_offset,
+        "dtype": t.fields.get("dtype"),
+        "device": t.device,
+        "storage": i.storage_key,
+        "storage_bytes": None if i.storage is None else i.storage.size,
+        "alias_group": i.alias_group,
+        "requires_grad": t.flag("requires_grad"),
+        "is_parameter": t.flag("is_parameter"),
+        "is_leaf": t.flag("is_leaf"),
+        "is_view": t.flag("is_view"),
+        "layout": t.get("layout"),
+        "type": t.type_name,
+        "base": None if i.base is None else i.base.id,
+        "grad": None if i.grad is None else i.grad.id,
+        "inner": {k: tensor(v) for k, v in i.inner.items()},
+        "tensor_id": t.id,
+        "describer_id": i.describer,
+        "superseded": i.superseded,
+        "notes": i.notes,
+        "fields": t.fields,
+    }
+    return d
+
+
+def payload(p: Payload) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "kind": p.kind,
+        "line": p.line,
+        "bytes": p.bytes,
+        "lines": p.lines,
+        "md5": p.md5,
+        "md5_ok": p.ok,
+    }
+    if p.encoding:
+        d["encoding"] = p.encoding
+    if p.meta:
+        d["meta"] = p.meta
+    if p.text is not None:
+        d["text"] = p.text
+        d["cut_bytes"] = p.cut
+    return d
+
+
+def compile_dict(c: Compile) -> dict[str, Any]:
+    cid = c.id
+    return {
+        "compile_id": None if cid is None else str(cid),
+        "key": c.key,
+        "log": c.log,
+        "pid": c.pid,
+        "rank": c.rank,
+        "status": c.status,
+        "frame_id": None if cid is None else cid.frame,
+        "frame_compile_id": None if cid is None else cid.frame_compile,
+        "attempt": 0 if cid is None else cid.attempt,
+        "compiled_autograd_id": None if cid is None else cid.autograd,
+        "function": c.function,
+        "file": c.file,
+        "line": c.firstline,
+        "first_log_line": c.first_line,
+        "last_log_line": c.last_line,
+        "start": c.start,
+        "end": c.end,
+        "compile_time_s": c.compile_time_s,
+        "graph_ops": c.graph_ops,
+        "fail_type": c.fail_type,
+        "fail_reason": c.fail_reason,
+        "fail_where": c.fail_where,
+        "restart_reasons": c.restart_reasons,
+        "recompile_reasons": c.recompile_reasons,
+        "graph_breaks": [
+            {
+                "reason": g.reason,
+                "title": break_title(g.reason),
+                "where": g.where,
+                "log_line": g.line,
+            }
+            for g in c.graph_breaks
+        ],
+        "stack": [frame(f) for f in c.stack],
+        "inputs": [input_dict(i) for i in c.inputs],
+        "symbols": [
+            {
+                "kind": s.kind,
+                "symbol": s.symbol,
+                "value": s.value,
+                "range": s.range,
+                "source": s.source,
+                "reason": s.reason,
+                "where": frame(s.where),
+            }
+            for s in c.symbols
+        ],
+        "cache": [
+            {"cache": e.cache, "outcome": e.outcome, "key": e.key, "reason": e.reason}
+            for e in c.cache
+        ],
+        "graphs": [payload(p) for p in c.graphs],
+        "guards": None if c.guards is None else payload(c.guards),
+        "artifacts": [payload(p) for p in c.artifacts],
+        "events": [
+            {"kind": e.kind, "log_line": e.line, "summary": e.summary, "where": frame(e.where)}
+            for e in c.events
+        ],
+        "events_dropped": c.events_dropped,
+        "phases": [
+            {"name": p.name, "start_us": p.start_us, "dur_us": p.dur_us, "depth": p.depth}
+            for p in c.phases
+        ],
+        "metrics": c.metrics,
+        "bwd_metrics": c.bwd_metrics,
+    }
+
+
+def stats(o: Overview) -> dict[str, Any]:
+    return {
+        "logs": o.logs,
+        "lines": o.lines,
+        "records": o.records,
+        "bad_lines": o.bad_lines,
+        "unknown_kinds": o.unknown_kinds,
+        "kinds": o.kinds,
+        "compiles": o.compiles,
+        "by_status": o.by_status,
+        "graph_breaks": o.graph_breaks,
+        "recompiles": o.recompiles,
+        "failures": o.failures,
+        "restarts": o.restarts,
+        "incomplete": o.incomplete,
+        "compile_time_s": round(o.compile_time_s, 6),
+        "cache": o.cache,
+        "inputs": o.inputs,
+        "first_time": o.first_time,
+        "last_time": o.last_time,
+    }
+
+
+def head(report: Report, o: Overview) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "tlview_version": __version__,
+        "path": report.path,
+        "torch_version": report.torch_version,
+        "ranks": report.ranks,
+        "logs": [
+            {
+                "name": log.name,
+                "path": log.path,
+                "pid": log.pid,
+                "rank": log.rank,
+                "torch_version": log.torch_version,
+                "size": log.size,
+                "lines": log.lines,
+                "records": log.records,
+                "bad_lines": log.bad_count,
+                "first_time": log.first_time,
+                "last_time": log.last_time,
+                "notes": log.notes,
+            }
+            for log in report.logs
+        ],
+        "stats": stats(o),
+        "graph_breaks": [
+            {
+                "reason": s.reason,
+                "title": break_title(s.reason),
+                "count": s.count,
+                "where": s.where,
+                "compiles": s.compiles,
+            }
+            for s in o.breaks
+        ],
+        "bad_lines": [
+            {"log": b.log, "line": b.line, "reason": b.reason}
+            for log in report.logs
+            for b in log.bad_lines
+        ],
+        "notes": report.notes,
+    }
+
+
+def write(report: Report, out: IO[bytes], extra: dict[str, Any] | None = None) -> None:
+    """Write the report; compiles go out one at a time and are never all held as dicts."""
+    o = overview(report)
+    top = head(report, o)
+    if extra:
+        top.update(extra)
+    top.setdefault("divergence", [])
+    text = orjson.dumps(top, option=_OPTS)
+    out.write(text[:-1])
+    out.write(b',"compiles":[')
+    first = True
+    for c in report.compiles:
+        if not first:
+            out.write(b",")
+        first = False
+        out.write(orjson.dumps(compile_dict(c), option=_OPTS, default=str))
+    out.write(b"]}\n")

@@ -1,0 +1,415 @@
+"""The terminal report: rich tables sized to the terminal, plain when piped, never markup from a log."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .. import __version__
+from ..model import Compile, Input, Report
+from ..summary import Overview, break_title, compile_ref, is_recompile, overview
+
+STATUS_STYLE = {
+    "ok": "green",
+    "graph_break": "yellow",
+    "restarted": "cyan",
+    "failed": "bold red",
+    "incomplete": "magenta",
+    "empty": "dim",
+    "outside": "dim",
+}
+# C0/C1 controls (but TAB and newline), DEL, and bidi overrides: never sent to a terminal.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(text: object) -> str:
+    """Log text made safe for a terminal: control characters shown as escapes, not obeyed."""
+    s = str(text)
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], s) if _UNSAFE.search(s) else s
+
+
+def T(text: object, style: str = "") -> Text:
+    return Text(clean(text), style=style)
+
+
+@dataclass(slots=True)
+class TextOptions:
+    compile_id: str | None = None  # show this compile in full
+    verbosity: int = 0  # -1 brief, 0 default, 1+ everything
+    max_detail: int = 20  # compiles whose inputs are shown by default
+
+
+def dims(v: object) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return "?" if v is None else str(v)
+
+
+def nbytes(v: object) -> str:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return "?" if v is None else str(v)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            return f"{v} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return str(v)
+
+
+def seconds(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
+
+
+def _table(title: str, *cols: str, console: Console) -> Table:
+    t = Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD if console.is_terminal else box.ASCII2,
+        show_edge=False,
+        pad_edge=False,
+    )
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def header(report: Report, o: Overview, console: Console) -> None:
+    console.print(T(f"tlview {__version__}: {report.path}", "bold"))
+    parts = [f"torch {report.torch_version or 'unknown'}"]
+    ranks = report.ranks
+    parts.append(f"{o.logs} log{'s' if o.logs != 1 else ''}")
+    if ranks:
+        parts.append(
+            "rank " + ", ".join(str(r) for r in ranks) if len(ranks) < 9 else f"{len(ranks)} ranks"
+        )
+    parts.append(f"{o.lines:,} lines, {o.records:,} records, {o.bad_lines:,} bad")
+    if o.first_time and o.last_time:
+        parts.append(f"{_time(o.first_time)} to {_time(o.last_time)}")
+    console.print(T(" | ".join(parts)))
+    fig = [
+        f"{o.compiles} compiles",
+        f"{o.graph_breaks} graph breaks",
+        f"{o.recompiles} recompiles",
+        f"{o.failures} failed",
+        f"{o.restarts} restarts",
+    ]
+    if o.incomplete:
+        fig.append(f"{o.incomplete} never finished")
+    fig.append(f"{o.compile_time_s:.2f} s compiling")
+    if o.cache:
+        fig.append("cache " + ", ".join(f"{v} {k}" for k, v in sorted(o.cache.items())))
+    fig.append(f"{o.inputs} inputs")
+    console.print(T(" | ".join(fig), "bold"))
+    for note in report.notes:
+        console.print(T(f"note: {note}", "yellow"))
+    for log in report.logs:
+        for note in log.notes:
+            console.print(T(f"note: {log.name}: {note}", "yellow"))
+
+
+def _time(t: str) -> str:
+    # "MMDD HH:MM:SS.ffffff" -> "MM-DD HH:MM:SS"
+    return f"{t[:2]}-{t[2:4]} {t[5:13]}" if len(t) >= 13 else t
+
+
+def compile_table(report: Report, console: Console) -> None:
+    many = len(report.logs) > 1
+    t = _table(
+        "Compiles", "id", "status", "function", "where", "ops", "time", "inputs", console=console
+    )
+    for c in report.compiles:
+        if c.id is None and not c.inputs and not c.graphs:
+            continue
+        where = f"{_short_path(c.file)}:{c.firstline}" if c.file else ""
+        status = c.status
+        if c.fail_type:
+            status += f" ({c.fail_type})"
+        t.add_row(
+            T(compile_ref(c, many)),
+            T(status, STATUS_STYLE.get(c.status, "")),
+            T(c.function or ""),
+            T(where),
+            T("" if c.graph_ops is None else c.graph_ops),
+            T(seconds(c.compile_time_s) if c.compile_time_s is not None else ""),
+            T(_inputs_count(c)),
+        )
+    console.print(t)
+
+
+def _inputs_count(c: Compile) -> str:
+    n = len(c.inputs)
+    groups = {i.alias_group for i in c.inputs if i.alias_group}
+    return f"{n}" + (
+        f" ({len(groups)} alias group{'s' if len(groups) > 1 else ''})" if groups else ""
+    )
+
+
+def _short_path(p: str | None, keep: int = 2) -> str:
+    if not p:
+        return ""
+    parts = p.replace("\\", "/").split("/")
+    return "/".join(parts[-keep:])
+
+
+def breaks(o: Overview, console: Console) -> None:
+    if not o.breaks:
+        return
+    t = _table(
+        "Graph breaks (deduplicated)", "count", "reason", "where", "compiles", console=console
+    )
+    for s in o.breaks:
+        where = ", ".join(
+            f"{_short_path(w)}" + (f" x{n}" if n > 1 else "") for w, n in s.where.items()
+        )
+        t.add_row(T(s.count), T(break_title(s.reason)), T(where), T(", ".join(s.compiles[:8])))
+    console.print(t)
+
+
+def recompiles(report: Report, console: Console) -> None:
+    many = len(report.logs) > 1
+    rows = [c for c in report.compiles if is_recompile(c) and c.recompile_reasons]
+    if not rows:
+        return
+    t = _table("Recompiles", "id", "function", "failed guard", console=console)
+    for c in rows:
+        t.add_row(
+            T(compile_ref(c, many)), T(c.function or ""), T("\n".join(c.recompile_reasons[:5]))
+        )
+    console.print(t)
+
+
+def failures(report: Report, console: Console) -> None:
+    many = len(report.logs) > 1
+    rows = [c for c in report.compiles if c.status in ("failed", "incomplete")]
+    if not rows:
+        return
+    t = _table(
+        "Failures and unfinished compiles",
+        "id",
+        "status",
+        "type",
+        "reason",
+        "where",
+        console=console,
+    )
+    for c in rows:
+        reason = (c.fail_reason or "").strip().splitlines()
+        t.add_row(
+            T(compile_ref(c, many)),
+            T(c.status, STATUS_STYLE.get(c.status, "")),
+            T(c.fail_type or ""),
+            T(
+                "\n".join(reason[:4])
+                if reason
+                else (
+                    "no compilation_metrics: the run stopped during this compile"
+                    if c.status == "incomplete"
+                    else ""
+                )
+            ),
+            T(_short_path(c.fail_where, 3) if c.fail_where else ""),
+        )
+    console.print(t)
+
+
+def input_flags(i: Input) -> str:
+    t = i.tensor
+    flags = []
+    if t.flag("is_parameter"):
+        flags.append("param")
+    if t.flag("requires_grad"):
+        flags.append("grad")
+    if not t.flag("is_leaf") and t.fields:
+        flags.append("non-leaf")
+    if t.flag("is_view"):
+        flags.append(f"view of {i.base.id if i.base else t.base}")
+    if i.grad is not None:
+        flags.append(".grad")
+    if t.type_name:
+        flags.append(t.type_name.rsplit(".", 1)[-1])
+    if t.get("layout") != "torch.strided":
+        flags.append(str(t.get("layout")).replace("torch.", ""))
+    if t.flag("is_conj"):
+        flags.append("conj")
+    if t.flag("is_neg"):
+        flags.append("neg")
+    if i.superseded:
+        flags.append("superseded")
+    return " ".join(flags)
+
+
+def inputs_table(c: Compile, console: Console, title: str) -> None:
+    if not c.inputs:
+        return
+    t = _table(
+        title,
+        "source",
+        "size",
+        "stride",
+        "offset",
+        "dtype",
+        "device",
+        "storage",
+        "alias",
+        "flags",
+        console=console,
+    )
+    for i in c.inputs:
+        tt = i.tensor
+        storage = "" if i.storage is None else nbytes(i.storage.size)
+        src = "\n".join(i.sources) if i.sources else f"<tensor {tt.id}>"
+        t.add_row(
+            T(src),
+            T(dims(tt.size)),
+            T(dims(tt.stride)),
+            T(tt.storage_offset),
+            T(str(tt.fields.get("dtype", "?")).replace("torch.", "")),
+            T(tt.device),
+            T(storage),
+            T("" if i.alias_group is None else f"#{i.alias_group}"),
+            T(input_flags(i)),
+        )
+        for name, inner in i.inner.items():
+            t.add_row(
+                T(f"  .{name}"),
+                T(dims(inner.size)),
+                T(dims(inner.stride)),
+                T(inner.storage_offset),
+                T(str(inner.fields.get("dtype", "?")).replace("torch.", "")),
+                T(inner.device),
+                T(""),
+                T(""),
+                T("inner"),
+            )
+    console.print(t)
+    for i in c.inputs:
+        for n in i.notes:
+            console.print(T(f"  {i.source}: {n}", "dim"))
+
+
+def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
+    many = len(report.logs) > 1
+    title = f"{compile_ref(c, many)}  {c.function or ''}  [{c.status}]"
+    console.rule(T(title), align="left")
+    if c.stack:
+        user = c.stack[-3:] if not full else c.stack
+        for f in user:
+            console.print(
+                T(f"  {f.file}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else ""), "dim")
+            )
+    if c.fail_type:
+        console.print(T(f"  failed: {c.fail_type}: {(c.fail_reason or '').strip()}", "red"))
+    for r in c.restart_reasons:
+        console.print(T(f"  restart: {break_title(r)}", "cyan"))
+    for g in c.graph_breaks:
+        console.print(T(f"  graph break at {g.where or '?'}: {break_title(g.reason)}", "yellow"))
+    for r in c.recompile_reasons:
+        console.print(T(f"  recompiled because: {r}"))
+    inputs_table(c, console, "Inputs")
+    if full:
+        if c.symbols:
+            t = _table(
+                "Symbols", "kind", "symbol", "value", "range", "source", "where", console=console
+            )
+            for s in c.symbols:
+                t.add_row(
+                    T(s.kind),
+                    T(s.symbol),
+                    T(s.value or ""),
+                    T(s.range or ""),
+                    T(s.source or s.reason or ""),
+                    T(str(s.where) if s.where else ""),
+                )
+            console.print(t)
+        if c.graphs or c.guards:
+            t = _table("Graphs and code", "kind", "log line", "lines", "bytes", console=console)
+            for p in c.payloads():
+                t.add_row(
+                    T(p.kind),
+                    T(p.line),
+                    T(p.lines),
+                    T(nbytes(p.bytes) + ("" if p.ok else " (md5 mismatch)")),
+                )
+            console.print(t)
+        if c.cache:
+            console.print(T("  cache: " + ", ".join(f"{e.cache} {e.outcome}" for e in c.cache)))
+        if c.metrics:
+            m = c.metrics
+            keys = [
+                "entire_frame_compile_time_s",
+                "backend_compile_time_s",
+                "inductor_compile_time_s",
+                "code_gen_time_s",
+                "guard_count",
+                "graph_op_count",
+                "graph_node_count",
+                "graph_input_count",
+                "shape_env_guard_count",
+            ]
+            shown = ", ".join(f"{k}={m[k]}" for k in keys if m.get(k) is not None)
+            console.print(T(f"  metrics: {shown}", "dim"))
+        for e in c.events[:50]:
+            console.print(T(f"  {e.kind} (line {e.line}): {e.summary}", "dim"))
+
+
+def bad_lines(report: Report, console: Console, limit: int) -> None:
+    total = sum(log.bad_count for log in report.logs)
+    if not total:
+        return
+    console.print(T(f"Bad lines: {total}", "bold red"))
+    shown = 0
+    for log in report.logs:
+        for b in log.bad_lines:
+            if shown >= limit:
+                break
+            console.print(T(f"  {b}"))
+            shown += 1
+    if total > shown:
+        console.print(T(f"  ... {total - shown} more (see --format json, or -v)"))
+
+
+def write(report: Report, console: Console, opts: TextOptions) -> None:
+    o = overview(report)
+    if opts.compile_id is not None:
+        chosen = [
+            c
+            for c in report.compiles
+            if c.key == opts.compile_id or compile_ref(c, True) == opts.compile_id
+        ]
+        header(report, o, console)
+        for c in chosen:
+            detail(c, report, console, full=True)
+        return
+    header(report, o, console)
+    compile_table(report, console)
+    if opts.verbosity < 0:
+        bad_lines(report, console, 5)
+        return
+    breaks(o, console)
+    recompiles(report, console)
+    failures(report, console)
+    compiles = [c for c in report.compiles if c.inputs or opts.verbosity > 0]
+    for shown, c in enumerate(compiles):
+        if opts.verbosity <= 0 and shown >= opts.max_detail:
+            console.print(
+                T(
+                    f"... inputs of {len(compiles) - shown} more compiles: use -v, or --compile-id ID",
+                    "dim",
+                )
+            )
+            break
+        detail(c, report, console, full=opts.verbosity > 0)
+    if o.unknown_kinds:
+        console.print(
+            T(
+                "Record kinds tlview does not know (counted, shown per compile as events): "
+                + ", ".join(f"{k} x{n}" for k, n in o.unknown_kinds.items()),
+                "dim",
+            )
+        )
+    bad_lines(report, console, 1000 if opts.verbosity > 0 else 20)

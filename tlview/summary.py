@@ -1,0 +1,106 @@
+"""Figures over a whole report, computed once and shared by every renderer."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .model import BreakSummary, Compile, Report
+
+MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
+
+
+@dataclass(slots=True)
+class Overview:
+    """The headline numbers of a report: what a reader wants before any detail."""
+
+    logs: int = 0
+    lines: int = 0
+    records: int = 0
+    bad_lines: int = 0
+    compiles: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    graph_breaks: int = 0
+    recompiles: int = 0
+    failures: int = 0
+    restarts: int = 0
+    incomplete: int = 0
+    compile_time_s: float = 0.0
+    cache: dict[str, int] = field(default_factory=dict)  # hit / miss / bypass
+    inputs: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    unknown_kinds: dict[str, int] = field(default_factory=dict)
+    first_time: str | None = None
+    last_time: str | None = None
+    breaks: list[BreakSummary] = field(default_factory=list)
+
+
+def compile_ref(c: Compile, many_logs: bool) -> str:
+    """How a compile is named across a report: its id, prefixed by its log when there are several."""
+    return f"{c.log}:{c.key}" if many_logs else c.key
+
+
+def is_recompile(c: Compile) -> bool:
+    return c.id is not None and bool(c.id.frame_compile) and c.status != "restarted"
+
+
+def overview(report: Report) -> Overview:
+    o = Overview(logs=len(report.logs))
+    many = len({log.name for log in report.logs}) > 1
+    kinds: Counter[str] = Counter()
+    unknown: Counter[str] = Counter()
+    cache: Counter[str] = Counter()
+    breaks: dict[str, BreakSummary] = {}
+    status: Counter[str] = Counter()
+    times = [log.first_time for log in report.logs if log.first_time]
+    ends = [log.last_time for log in report.logs if log.last_time]
+    o.first_time = min(times) if times else None
+    o.last_time = max(ends) if ends else None
+    for log in report.logs:
+        o.lines += log.lines
+        o.records += log.records
+        o.bad_lines += log.bad_count
+        kinds.update(log.kinds)
+        unknown.update(log.unknown_kinds)
+        for c in log.compiles:
+            if c.id is None:
+                o.inputs += len(c.inputs)
+                continue
+            o.compiles += 1
+            status[c.status] += 1
+            o.inputs += sum(1 for i in c.inputs if not i.superseded)
+            if is_recompile(c):
+                o.recompiles += 1
+            if c.compile_time_s:
+                o.compile_time_s += c.compile_time_s
+            for ev in c.cache:
+                cache[ev.outcome] += 1
+            ref = compile_ref(c, many)
+            for gb in c.graph_breaks:
+                o.graph_breaks += 1
+                s = breaks.get(gb.reason)
+                if s is None:
+                    s = breaks[gb.reason] = BreakSummary(gb.reason)
+                s.count += 1
+                if gb.where:
+                    s.where[gb.where] = s.where.get(gb.where, 0) + 1
+                if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
+                    s.compiles.append(ref)
+    o.by_status = dict(status)
+    o.failures = status.get("failed", 0)
+    o.restarts = status.get("restarted", 0)
+    o.incomplete = status.get("incomplete", 0)
+    o.cache = dict(cache)
+    o.kinds = dict(kinds.most_common())
+    o.unknown_kinds = dict(unknown.most_common())
+    o.breaks = sorted(breaks.values(), key=lambda s: -s.count)
+    return o
+
+
+def break_title(reason: str) -> str:
+    """The line of a graph-break reason that names the break, for tables and headings."""
+    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
+    for ln in lines:
+        if not ln.startswith("Encountered graph break when"):
+            return ln
+    return lines[0] if lines else "?"
