@@ -310,6 +310,35 @@ class Event:
     where: StackFrame | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class InputChange:
+    """One way an input differs from the previous compile of the same frame."""
+
+    source: str
+    field: str  # "size[0]", "stride", "dtype", "device", "requires_grad", "added", "removed", ...
+    before: Any
+    after: Any
+
+
+@dataclass(slots=True)
+class Recompile:
+    """Why a frame compiled again: the guards that failed and what changed in its inputs."""
+
+    previous: str | None  # key of the previous compile of the same frame
+    reasons: list[str] = field(default_factory=list)
+    input_changes: list[InputChange] = field(default_factory=list)
+    limit_hit: bool = False  # the frame reached torch's recompile limit
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """A way some ranks of a job differ from the majority."""
+
+    kind: str
+    ranks: list[int]
+    detail: str
+
+
 @dataclass(slots=True)
 class Compile:
     """Everything the log says about one compile attempt (or about records outside any compile)."""
@@ -345,6 +374,7 @@ class Compile:
     start: str | None = None  # prefix timestamps "MMDD HH:MM:SS.ffffff"
     end: str | None = None
     events_dropped: int = 0
+    recompile: Recompile | None = None  # set by explain.annotate for recompiles
 
     @property
     def key(self) -> str:
@@ -407,6 +437,7 @@ class Report:
     path: str
     logs: list[LogIndex] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # skipped files, decoys
+    divergence: list[Divergence] = field(default_factory=list)  # between ranks of a job
 
     @property
     def compiles(self) -> Iterator[Compile]:
