@@ -86,6 +86,7 @@ HANDLED_KINDS = (
 _CACHE_ARTIFACT = re.compile(r"(?P<cache>.+)_cache_(?P<outcome>hit|miss|bypass)")
 _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
+MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
 MAX_DESCRIBED = 200_000  # describe_tensor records kept per log
 
@@ -135,6 +136,7 @@ class Indexer:
         self.storages: dict[int, dict[int, StorageDesc]] = {}
         self.sets: dict[tuple[CompileId | None, int], InputSet] = {}
         self.described = 0
+        self.started: set[CompileId | None] = set()  # compiles with a dynamo_start record
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
 
@@ -189,6 +191,14 @@ class Indexer:
             )
         return out
 
+    def user_frame(self, v: Any) -> StackFrame | None:
+        """The innermost frame of a stack that is not torch's own code."""
+        frames = self.stack(v)
+        for f in reversed(frames):
+            if not _is_torch_file(f.file):
+                return f
+        return frames[0] if frames else None
+
     def payload(
         self, rec: Record, kind: str, c: Compile, meta: dict[str, Any] | None = None
     ) -> Payload:
@@ -239,6 +249,7 @@ class Indexer:
         if kind.startswith("describe_"):
             self.on_describe(rec, c)
         elif kind == "dynamo_start":
+            self.started.add(cid)
             if isinstance(body, dict):
                 c.stack = self.stack(body.get("stack"))
             else:
@@ -414,7 +425,7 @@ class Indexer:
         key = (c.id, d)
         s = self.sets.get(key)
         if s is None:
-            s = self.sets[key] = InputSet(describer=d)
+            s = self.sets[key] = InputSet(describer=d, where=self.user_frame(rec.meta.get("stack")))
             c.input_sets.append(s)
         if rec.kind == "describe_storage":
             size = b.get("size")
@@ -489,7 +500,7 @@ class Indexer:
             self.compiles.values(),
             key=lambda c: (c.id is not None, c.id.sort_key if c.id else (0, 0, 0, 0)),
         )
-        _statuses(compiles)
+        _statuses(compiles, self.started)
         for c in compiles:
             if c.rank is None:
                 c.rank = log.rank
@@ -510,7 +521,7 @@ def add_bad(log: LogIndex, bad: BadLine) -> None:
         log.bad_lines.append(bad)
 
 
-def _statuses(compiles: list[Compile]) -> None:
+def _statuses(compiles: list[Compile], started: set[CompileId | None]) -> None:
     """Set each compile's status from its attempts, metrics and graph breaks."""
     by_base: dict[CompileId, list[Compile]] = {}
     for c in compiles:
@@ -541,13 +552,23 @@ def _statuses(compiles: list[Compile]) -> None:
         if final.fail_type:
             final.status = "failed"
         elif m is None:
-            final.status = "ok" if final.id and final.id.frame is None else "incomplete"
+            # No metrics: a compile dynamo started and never finished (a crashed run), or one
+            # logged without dynamo_start/metrics (strict export, compiled autograd).
+            started_here = any(a.id in started for a in attempts)
+            final.status = (
+                "incomplete" if started_here else ("ok" if final.graphs else "incomplete")
+            )
         elif broke:
             final.status = "graph_break"
         elif final.graph_ops == 0 and not final.graphs:
             final.status = "empty"
         else:
             final.status = "ok"
+
+
+def _is_torch_file(path: str) -> bool:
+    p = path.replace("\\", "/")
+    return "/torch/" in p and ("-packages/" in p or p.startswith("torch/"))
 
 
 def _add_phase(c: Compile, p: Phase) -> None:
@@ -633,10 +654,13 @@ def index_records(
     by_pid: dict[int, Indexer] = {}
     first: Indexer | None = None
     for rec in records:
-        ix = by_pid.get(rec.pid)
+        # Older torch wrote the thread id (a pointer-sized number) where it now writes the
+        # pid; threads of one process are one stream.
+        pid = rec.pid if rec.pid <= MAX_PID else -1
+        ix = by_pid.get(pid)
         if ix is None:
             sub = LogIndex(path=log.path, name=log.name, pid=rec.pid, size=log.size)
-            ix = by_pid[rec.pid] = Indexer(sub, keep)
+            ix = by_pid[pid] = Indexer(sub, keep)
             if first is None:
                 first = ix
             else:

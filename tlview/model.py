@@ -257,6 +257,7 @@ class InputSet:
     sources: list[tuple[int, str]] = field(default_factory=list)  # (tensor id, source), log order
     superseded: bool = False
     dropped: int = 0  # records beyond the per-log cap, counted not kept
+    where: StackFrame | None = None  # user line that fakified them, for records outside a compile
 
 
 @dataclass(frozen=True, slots=True)
