@@ -33,6 +33,11 @@ def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
     dest = Path(path)
     if dest.is_dir():
         raise TlviewError(f"{dest}: is a directory; give a file name with -o", EXIT_REFUSED)
+    if dest.exists() and not dest.is_file():
+        # A device or pipe the user named (/dev/null, a FIFO): write straight to it.
+        with dest.open("wb") as f:
+            yield f
+        return
     if dest.exists() and not force and not written_by_tlview(dest):
         raise TlviewError(
             f"{dest}: exists and was not written by tlview; use --force to replace it", EXIT_REFUSED

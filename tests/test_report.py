@@ -1,0 +1,280 @@
+"""`tlview report` on real logs: compile ids, statuses, breaks, recompiles, failures and inputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, ROOT, corpus, only_log, run_cli
+
+
+def report_json(path: Path, *extra: str) -> dict[str, Any]:
+    result = run_cli("report", path, "--format", "json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def compiles(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["key"]: c for c in data["compiles"]}
+
+
+def test_json_contract_keys() -> None:
+    data = report_json(only_log("mlp_aot_eager"))
+    assert data["format"] == "tlview.report/1"
+    for key in ("lines", "records", "bad_lines", "unknown_kinds"):
+        assert key in data["stats"]
+    assert data["stats"]["records"] == 247
+    assert data["stats"]["bad_lines"] == 0
+    assert data["stats"]["unknown_kinds"] == {}
+    for c in data["compiles"]:
+        assert {"compile_id", "log", "rank", "status", "inputs"} <= c.keys()
+        for i in c["inputs"]:
+            assert {
+                "sources",
+                "size",
+                "stride",
+                "storage_offset",
+                "dtype",
+                "device",
+                "storage",
+                "requires_grad",
+                "is_parameter",
+            } <= i.keys()
+
+
+def test_mlp_compiles_statuses_and_breaks() -> None:
+    data = report_json(only_log("mlp_aot_eager"))
+    by = compiles(data)
+    assert [k for k in by] == ["-/-", "0/0", "0/0_1", "0/1", "0/1_1", "1/0", "1/1"]
+    assert by["-/-"]["compile_id"] is None
+    assert {k: c["status"] for k, c in by.items()} == {
+        "-/-": "outside",
+        "0/0": "restarted",
+        "0/0_1": "graph_break",
+        "0/1": "restarted",
+        "0/1_1": "graph_break",
+        "1/0": "ok",
+        "1/1": "ok",
+    }
+    assert by["0/0_1"]["function"] == "forward"
+    assert by["1/0"]["function"] == "torch_dynamo_resume_in_forward_at_13"
+    # One graph-break reason, seen twice, at the same user line.
+    (gb,) = data["graph_breaks"]
+    assert gb["count"] == 2
+    assert gb["title"] == "Call to `torch._dynamo.graph_break()`"
+    assert gb["where"] == {"/home/user/corpus/gen/mlp_aot_eager.py:13": 2}
+    assert gb["compiles"] == ["0/0", "0/1"]
+    assert data["stats"]["graph_breaks"] == 2
+    assert data["stats"]["restarts"] == 2
+    # Recompiles name the guard that failed.
+    assert by["0/1"]["recompile_reasons"] == [
+        "0/0: tensor 'x' size mismatch at index 0. expected 8, actual 12"
+    ]
+    assert by["1/1"]["recompile_reasons"] == [
+        "1/0: tensor 'h' size mismatch at index 0. expected 8, actual 12"
+    ]
+
+
+def test_mlp_inputs_as_logged() -> None:
+    by = compiles(report_json(only_log("mlp_aot_eager")))
+    inputs = by["1/0"]["inputs"]
+    assert [i["sources"] for i in inputs] == [
+        ["L['self']._modules['l2']._parameters['weight']"],
+        ["L['self']._modules['l2']._parameters['bias']"],
+        ["L['h']"],
+        ["L['self']._modules['l3']._parameters['weight']"],
+        ["L['self']._modules['l3']._parameters['bias']"],
+    ]
+    w, b, h = inputs[0], inputs[1], inputs[2]
+    assert (w["size"], w["stride"], w["storage_offset"]) == ([64, 64], [64, 1], 0)
+    assert w["is_parameter"] and w["requires_grad"] and w["is_leaf"]
+    assert (h["size"], h["stride"], h["dtype"], h["device"]) == (
+        [8, 64],
+        [64, 1],
+        "torch.float32",
+        "cpu",
+    )
+    assert h["requires_grad"] and not h["is_leaf"] and not h["is_parameter"]
+    assert b["storage_bytes"] == 256
+    # No two inputs share storage here.
+    assert len({i["storage"] for i in inputs}) == 5
+    # The restarted attempt's inputs are kept and marked superseded.
+    assert all(i["superseded"] for i in by["0/0"]["inputs"])
+    assert not any(i["superseded"] for i in by["0/0_1"]["inputs"])
+    assert [i["size"] for i in by["0/1_1"]["inputs"]][2] == [12, 16]
+
+
+def test_views_offsets_and_alias_groups() -> None:
+    by = compiles(report_json(only_log("views_aliasing")))
+    a, b, c = by["0/0"]["inputs"]
+    assert a["sources"] == ["L['a']"]
+    assert (a["size"], a["stride"], a["storage_offset"]) == ([3, 10, 8], [80, 1, 10], 80)
+    assert a["is_view"] and a["storage_bytes"] == 1920
+    assert (b["size"], b["stride"], b["storage_offset"]) == ([8, 5], [24, 1], 2)
+    assert (c["size"], c["stride"]) == ([7, 5], [1, 7])
+    # g(x, y): two arguments that share one storage form one alias group.
+    x, y = by["1/0"]["inputs"]
+    assert x["storage"] == y["storage"] and x["storage"] is not None
+    assert x["alias_group"] == y["alias_group"] == 1
+    assert (y["size"], y["storage_offset"], y["storage_bytes"]) == ([6], 4, 40)
+    # channels_last conv weight and input.
+    conv = by["4/0"]["inputs"]
+    assert conv[2]["sources"] == ["L['args'][0]"]
+    assert conv[2]["stride"] == [768, 1, 48, 3]
+    # Expanded (stride 0) input.
+    assert by["6/0"]["inputs"][0]["stride"] == [0, 1]
+
+
+def test_dtypes_as_logged() -> None:
+    by = compiles(report_json(only_log("dtypes_zoo")))
+    dtypes = [c["inputs"][0]["dtype"] for k, c in by.items() if k.startswith("0/")]
+    assert dtypes == [
+        "torch.float16",
+        "torch.bfloat16",
+        "torch.float64",
+        "torch.int64",
+        "torch.int32",
+        "torch.int16",
+        "torch.int8",
+        "torch.uint8",
+        "torch.complex64",
+        "torch.complex128",
+    ]
+    assert [c["inputs"][0]["dtype"] for k, c in by.items() if k.startswith("2/")][:2] == [
+        "torch.float8_e4m3fn",
+        "torch.float8_e5m2",
+    ]
+    assert by["1/0"]["inputs"][1]["dtype"] == "torch.bool"
+
+
+def test_failures_with_type_and_reason() -> None:
+    data = report_json(corpus("compile_error"))
+    assert len(data["logs"]) == 2
+    failed = [c for c in data["compiles"] if c["status"] == "failed"]
+    assert len(failed) == data["stats"]["failures"] == 7
+    types = sorted({c["fail_type"] for c in failed})
+    assert types == ["BackendCompilerFailed", "TorchRuntimeError"]
+    mm = next(c for c in failed if c["function"] == "mm")
+    assert mm["fail_reason"].startswith("RuntimeError when making fake tensor call")
+    # The failure's crash stack (dynamo_error) is kept.
+    assert any(a["kind"] == "dynamo_error" and "Traceback" in a["text"] for a in mm["artifacts"])
+
+
+def test_crashed_run_has_an_unfinished_compile() -> None:
+    by = compiles(report_json(only_log("truncated_log")))
+    assert by["0/0"]["status"] == "ok"
+    assert by["0/1"]["status"] == "incomplete"
+    assert len(by["0/1"]["inputs"]) == 65
+    # Begin events that never ended are kept as open phases.
+    assert any(p["dur_us"] is None for p in by["0/1"]["phases"])
+
+
+def test_dynamic_shapes_symbols_and_symbolic_sizes() -> None:
+    by = compiles(report_json(only_log("dynamic_shapes")))
+    syms = {(s["kind"], s["symbol"], s["source"]) for s in by["0/0"]["symbols"]}
+    assert ("created", "s17", "L['y'].size()[0]") in syms
+    unbacked = [s for c in by.values() for s in c["symbols"] if s["kind"] == "unbacked"]
+    assert unbacked and unbacked[0]["symbol"].startswith("u")
+    assert by["6/0"]["fail_type"] == "ConstraintViolationError"
+    # export: a symbolic storage size stays a string as logged.
+    ex = compiles(report_json(only_log("export")))
+    (pred, x) = ex["1/0"]["inputs"]
+    assert x["size"] == ["s77", 4]
+    assert x["storage_bytes"] == "16*s77"
+    assert pred["size"] == [] and pred["dtype"] == "torch.bool"
+
+
+def test_subclass_and_nested_inputs() -> None:
+    by = compiles(report_json(only_log("subclasses")))
+    n = by["1/0"]["inputs"][0]
+    assert n["size"] == [3, "j1", 8]
+    assert n["stride"] == ["8*j1", 8, 1]
+    assert n["type"] == "torch.nested._internal.nested_tensor.NestedTensor"
+    assert set(n["inner"]) >= {"_values", "_offsets"}
+
+
+def test_ranks_from_multirank_logs() -> None:
+    data = report_json(corpus("multirank_gloo"))
+    assert data["ranks"] == [0, 1]
+    assert {c["rank"] for c in data["compiles"]} == {0, 1}
+    data = report_json(corpus("tlparse-tests", "multi_rank_logs"))
+    assert data["ranks"] == [0, 1, 2, 3]
+
+
+def test_corrupted_log_reports_and_strict_fails() -> None:
+    path = corpus("tlparse-tests", "simple_corrupted_json.log")
+    data = report_json(path)
+    assert data["stats"]["bad_lines"] == 1
+    assert data["bad_lines"][0]["line"] == 14
+    assert "0/0" in compiles(data)
+    result = run_cli("report", path, "--strict", "-q")
+    assert result.exit_code == 3
+    assert result.stderr.strip().splitlines() == [f"tlview: {path}: 1 bad line(s) (--strict)"]
+
+
+def test_text_report_shows_compiles_breaks_and_inputs() -> None:
+    result = run_cli("report", only_log("views_aliasing"))
+    assert result.exit_code == 0
+    out = result.stdout
+    assert "\x1b[" not in out  # plain when not a terminal
+    assert "torch 2.13.0+cpu" in out
+    for key in ("0/0", "1/0", "1/1", "2/0_1", "6/1"):
+        assert key in out
+    assert "L['a']" in out and "[3, 10, 8]" in out and "[80, 1, 10]" in out
+    assert "#1" in out  # the alias group of g(x, y)
+
+
+def test_text_report_one_compile() -> None:
+    result = run_cli("report", only_log("mlp_aot_eager"), "--compile-id", "0/1")
+    assert result.exit_code == 0
+    assert "recompiled because: 0/0: tensor 'x' size mismatch" in result.stdout
+    assert "L['x']" in result.stdout and "[12, 16]" in result.stdout
+    unknown = run_cli("report", only_log("mlp_aot_eager"), "--compile-id", "9/9")
+    assert unknown.exit_code == 2
+    assert "no compile '9/9'" in unknown.stderr
+
+
+def test_json_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("report", FIXTURES / "demo.log", "--format", "json", "-o", out)
+    assert result.exit_code == 0
+    data = json.loads(out.read_text())
+    assert data["stats"]["compiles"] == 7
+    # tlview replaces its own output without --force.
+    again = run_cli("report", FIXTURES / "demo.log", "--format", "json", "-o", out)
+    assert again.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda p: None, "no such file or directory"),
+        (lambda p: p.write_bytes(b""), "empty file"),
+        (lambda p: p.write_bytes(bytes(range(256)) * 64), "binary file"),
+        (lambda p: p.write_text("hello\nworld\n"), "no TORCH_TRACE record in 2 line(s)"),
+    ],
+)
+def test_unreadable_input_is_one_line_exit_1(tmp_path: Path, make: Any, reason: str) -> None:
+    path = tmp_path / "x.log"
+    make(path)
+    result = run_cli("report", path)
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tlview: {path}") and reason in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_report_never_imports_torch() -> None:
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['tlview', 'report', sys.argv[1], '--format', 'json', '-o', '/dev/null']\n"
+        "from tlview.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    for log in (only_log("transformer_inductor"), only_log("subclasses")):
+        subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT)
