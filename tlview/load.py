@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EXIT_NO_TRACE, TlviewError
+from .explain import annotate
 from .index import Keep, read_log
 from .model import LogIndex, Report
 from .parse import discover, sniff
@@ -32,10 +33,12 @@ def read_path(
 def load(path: str | Path, keep: Keep | None = None, progress: Any = None) -> Report:
     """Read every log PATH names; fail with one line when none of them holds a record."""
     try:
-        return _load(Path(path), keep, progress)
+        report = _load(Path(path), keep, progress)
     finally:
         if progress is not None:
             progress.close()
+    annotate(report)  # why each recompile happened (explain.py)
+    return report
 
 
 def _load(p: Path, keep: Keep | None, progress: Any) -> Report:

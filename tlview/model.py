@@ -329,6 +329,7 @@ class Recompile:
     reasons: list[str] = field(default_factory=list)
     input_changes: list[InputChange] = field(default_factory=list)
     limit_hit: bool = False  # the frame reached torch's recompile limit
+    compared: bool = False  # both compiles described their inputs, so input_changes is whole
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from typing import IO, Any
 import orjson
 
 from .. import __version__
+from ..explain import limit_text
 from ..model import Compile, Input, Payload, Report, StackFrame, TensorDesc
 from ..summary import Overview, break_title, overview
 
@@ -88,6 +89,24 @@ def payload(p: Payload) -> dict[str, Any]:
     return d
 
 
+def recompile(c: Compile) -> dict[str, Any] | None:
+    """Why this compile of a frame happened again (explain.py), or None for a first compile."""
+    r = c.recompile
+    if r is None:
+        return None
+    return {
+        "previous": r.previous,
+        "reasons": r.reasons,
+        "input_changes": [
+            {"source": x.source, "field": x.field, "before": x.before, "after": x.after}
+            for x in r.input_changes
+        ],
+        "inputs_compared": r.compared,
+        "limit_hit": r.limit_hit,
+        "limit": limit_text(c),
+    }
+
+
 def compile_dict(c: Compile) -> dict[str, Any]:
     cid = c.id
     return {
@@ -115,6 +134,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
         "fail_where": c.fail_where,
         "restart_reasons": c.restart_reasons,
         "recompile_reasons": c.recompile_reasons,
+        "recompile": recompile(c),
         "graph_breaks": [
             {
                 "reason": g.reason,

@@ -11,8 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import __version__
+from ..explain import change_text, limit_text
 from ..model import Compile, Input, Report
-from ..summary import Overview, break_title, compile_ref, is_recompile, overview
+from ..summary import Overview, break_title, compile_ref, overview
 
 STATUS_STYLE = {
     "ok": "green",
@@ -172,15 +173,38 @@ def breaks(o: Overview, console: Console) -> None:
 
 def recompiles(report: Report, console: Console) -> None:
     many = len(report.logs) > 1
-    rows = [c for c in report.compiles if is_recompile(c) and c.recompile_reasons]
+    rows = [c for c in report.compiles if c.recompile is not None]
     if not rows:
         return
-    t = _table("Recompiles", "id", "function", "failed guard", console=console)
+    names = {(c.log, c.pid, c.id.frame): c.function for c in report.compiles if c.id and c.function}
+    t = _table("Recompiles", "id", "function", "failed guard", "what changed", console=console)
     for c in rows:
+        r = c.recompile
+        assert r is not None and c.id is not None
+        changed = [change_text(x) for x in r.input_changes[:8]]
+        if len(r.input_changes) > 8:
+            changed.append(f"... {len(r.input_changes) - 8} more")
+        if not changed:
+            changed.append(
+                f"no input change since {r.previous}" if r.compared else "inputs not logged"
+            )
         t.add_row(
-            T(compile_ref(c, many)), T(c.function or ""), T("\n".join(c.recompile_reasons[:5]))
+            T(compile_ref(c, many)),
+            T(c.function or names.get((c.log, c.pid, c.id.frame)) or ""),
+            T("\n".join(r.reasons[:5]) or "(no reason logged)"),
+            T("\n".join(changed)),
         )
     console.print(t)
+    for c in rows:
+        if c.recompile is not None and c.recompile.limit_hit and c.id is not None:
+            fn = c.function or names.get((c.log, c.pid, c.id.frame)) or "?"
+            console.print(
+                T(
+                    f"{compile_ref(c, many)}: frame {c.id.frame} ({fn}) hit {limit_text(c)}: "
+                    "dynamo stopped compiling it; later calls run its compiled code or eager",
+                    "bold red",
+                )
+            )
 
 
 def failures(report: Report, console: Console) -> None:
@@ -310,6 +334,11 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         console.print(T(f"  graph break at {g.where or '?'}: {break_title(g.reason)}", "yellow"))
     for r in c.recompile_reasons:
         console.print(T(f"  recompiled because: {r}"))
+    if c.recompile is not None:
+        for x in c.recompile.input_changes:
+            console.print(T(f"  changed since {c.recompile.previous}: {change_text(x)}"))
+        if c.recompile.limit_hit:
+            console.print(T(f"  hit {limit_text(c)}: dynamo stopped compiling this frame", "red"))
     inputs_table(c, console, "Inputs")
     if full:
         if c.symbols:

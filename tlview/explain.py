@@ -1,0 +1,270 @@
+"""Why a frame compiled again: the guards that failed, and what changed in its inputs.
+
+A recompile is a property of a frame: `0/1` is frame 0 compiled a second time. When dynamo
+restarts that compile (`0/1` restarted, then `0/1_1`), the attempts are one recompile. The record
+goes on the final attempt (the one whose graph and guards were kept, the one the report counts
+as the recompile); its reasons gather those of every attempt (torch writes the
+`recompile_reasons` artifact on attempt 0 and `compilation_metrics` on the last), and its inputs
+are compared with the final attempt of the previous compile of the same frame. Restarted
+attempts carry no record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from .model import Compile, CompileId, Input, InputChange, Recompile, Report
+
+# Fields compared after dtype, device, layout, shape and strides, in the order they are shown.
+FLAGS = ("requires_grad", "is_parameter", "is_conj", "is_neg", "is_inference")
+_LIMIT_EXCEEDED = re.compile(
+    r"recompile limit exceeded|\b\w*(?:cache_size|recompile)_limit reached"
+)
+_LIMIT_TYPE = re.compile(r"Limit type: (\w+)|\b(\w*(?:cache_size|recompile)_limit) reached")
+_LIMIT_VALUE = re.compile(r"currently set to (\d+)")
+_LIMIT_FAIL_TYPES = re.compile(
+    r"FailOn(?:Recompile|Cache)LimitHit|(?:Recompile|CacheSize)LimitExceeded"
+)
+_NUMBER = re.compile(r"-?\d+")
+_SIZE_SOURCE = re.compile(r"(.+)\.size\(\)\[(\d+)\]")
+
+
+def annotate(report: Report) -> None:
+    """Set `Compile.recompile` on the final attempt of every compile of a frame after its first."""
+    for log in report.logs:
+        for compiles in frames(log.compiles).values():
+            explain_frame(compiles)
+
+
+def frames(compiles: Iterable[Compile]) -> dict[tuple[int | None, int], list[list[Compile]]]:
+    """Compiles grouped by frame, then by compile of the frame (its attempts), in order."""
+    by_base: dict[CompileId, list[Compile]] = {}
+    for c in compiles:
+        if c.id is None or c.id.frame is None or c.id.frame_compile is None:
+            continue
+        by_base.setdefault(c.id.base, []).append(c)
+    out: dict[tuple[int | None, int], list[list[Compile]]] = {}
+    for base in sorted(by_base, key=lambda b: b.sort_key):
+        attempts = sorted(by_base[base], key=lambda c: c.id.attempt if c.id else 0)
+        assert base.frame is not None
+        out.setdefault((base.autograd, base.frame), []).append(attempts)
+    return out
+
+
+def explain_frame(compiles: list[list[Compile]]) -> None:
+    previous: list[Compile] | None = None
+    for attempts in compiles:
+        final = attempts[-1]
+        cid = final.id
+        if cid is not None and cid.frame_compile:
+            rec = Recompile(previous=None if previous is None else previous[-1].key)
+            rec.reasons = _reasons(attempts)
+            rec.limit_hit = limit_text(final) is not None
+            if previous is not None:
+                before, after = _described(previous), _described(attempts)
+                if before is not None and after is not None:
+                    rec.input_changes = input_changes(before, after)
+                    rec.compared = True
+            final.recompile = rec
+        previous = attempts
+
+
+def _reasons(attempts: list[Compile]) -> list[str]:
+    """Failed guards of every attempt, once each (metrics repeat the artifact's first, by line)."""
+    out: list[str] = []
+    for a in attempts:
+        for r in a.recompile_reasons:
+            if not any(r in seen for seen in out):
+                out.append(r)
+    return out
+
+
+def _described(attempts: list[Compile]) -> Compile | None:
+    """The latest attempt that described its inputs; None when none did (no comparison then)."""
+    for a in reversed(attempts):
+        if a.input_sets:
+            return a
+    return None
+
+
+def limit_text(c: Compile) -> str | None:
+    """'recompile_limit (8)' when this compile is dynamo giving up on the frame, else None."""
+    reason = c.fail_reason or ""
+    if not (
+        _LIMIT_EXCEEDED.search(reason)
+        or (c.fail_type is not None and _LIMIT_FAIL_TYPES.search(c.fail_type))
+    ):
+        return None
+    m = _LIMIT_TYPE.search(reason)
+    name = (m.group(1) or m.group(2)) if m else "recompile_limit"
+    v = _LIMIT_VALUE.search(reason)
+    return f"{name} ({v.group(1)})" if v else name
+
+
+# -- comparing the inputs of two compiles ------------------------------------------------------
+
+
+def by_source(c: Compile) -> dict[str, Input]:
+    """Each named input of a compile under every source that named it (unnamed ones are skipped)."""
+    out: dict[str, Input] = {}
+    for i in c.inputs:
+        for s in i.sources:
+            out.setdefault(s, i)
+    return out
+
+
+def _aliases(c: Compile) -> dict[str, list[str]]:
+    shared: dict[str, list[str]] = {}
+    for i in c.inputs:
+        if i.storage_key is not None:
+            shared.setdefault(i.storage_key, []).extend(i.sources)
+    out: dict[str, list[str]] = {}
+    for srcs in shared.values():
+        for s in srcs:
+            out[s] = sorted(x for x in srcs if x != s)
+    return out
+
+
+def placeholder(source: str) -> str:
+    """The FX placeholder dynamo names after a source: L['x'] -> l_x_."""
+    return re.sub(r"[^a-zA-Z0-9]+", "_", source).lower()
+
+
+def dynamic_dims(c: Compile) -> dict[str, dict[int, str]]:
+    """Per source, the dims the graph saw as symbols (from the graph's sizes, else create_symbol)."""
+    sizes: dict[str, Any] = {}
+    for g in c.graphs:
+        if g.kind == "dynamo_output_graph" and g.meta and isinstance(g.meta.get("sizes"), dict):
+            sizes = g.meta["sizes"]
+            break
+    out: dict[str, dict[int, str]] = {}
+    if sizes:
+        for i in c.inputs:
+            for s in i.sources:
+                dims = sizes.get(placeholder(s))
+                if isinstance(dims, list):
+                    out[s] = {
+                        k: d
+                        for k, d in enumerate(dims)
+                        if isinstance(d, str) and not _NUMBER.fullmatch(d)
+                    }
+        return out
+    specialized = {sym.source for sym in c.symbols if sym.kind == "specialized"}
+    for sym in c.symbols:
+        if sym.kind != "created" or not sym.source or sym.source in specialized:
+            continue
+        m = _SIZE_SOURCE.fullmatch(sym.source)
+        if m:
+            out.setdefault(m.group(1), {})[int(m.group(2))] = sym.symbol
+    return out
+
+
+def describe(i: Input) -> str:
+    """An input in a few words: 'torch.float32 [8, 16] cpu'."""
+    t = i.tensor
+    return f"{t.fields.get('dtype', '?')} {t.size} {t.device}"
+
+
+def _contiguous(size: list[Any], stride: list[Any]) -> bool:
+    expected = 1
+    for n, s in zip(reversed(size), reversed(stride), strict=False):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _all_ints(v: list[Any] | None) -> bool:
+    return v is not None and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+def input_changes(before: Compile, after: Compile) -> list[InputChange]:
+    """Every way the named inputs of AFTER differ from those of BEFORE, source by source."""
+    old, new = by_source(before), by_source(after)
+    old_dyn, new_dyn = dynamic_dims(before), dynamic_dims(after)
+    old_alias, new_alias = _aliases(before), _aliases(after)
+    out: list[InputChange] = []
+    seen: set[tuple[int, int]] = set()  # (id(before input), id(after input)) already compared
+    for src, a in new.items():
+        b = old.get(src)
+        if b is None:
+            out.append(InputChange(src, "added", None, describe(a)))
+            continue
+        if (id(b), id(a)) in seen:
+            continue
+        seen.add((id(b), id(a)))
+        out.extend(tensor_changes(src, b, a, old_dyn.get(src, {}), new_dyn.get(src, {})))
+        both = old.keys() & new.keys()  # a partner that came or went is reported on its own
+        was = [s for s in old_alias.get(src, []) if s in both]
+        now = [s for s in new_alias.get(src, []) if s in both]
+        if src in old_alias and src in new_alias and was != now:
+            out.append(InputChange(src, "aliases", was, now))
+    for src, b in old.items():
+        if src not in new:
+            out.append(InputChange(src, "removed", describe(b), None))
+    return out
+
+
+def tensor_changes(
+    src: str, b: Input, a: Input, b_dyn: dict[int, str], a_dyn: dict[int, str]
+) -> list[InputChange]:
+    tb, ta = b.tensor, a.tensor
+    out: list[InputChange] = []
+
+    def diff(field: str, x: Any, y: Any) -> None:
+        if x != y:
+            out.append(InputChange(src, field, x, y))
+
+    diff("type", tb.type_name, ta.type_name)
+    diff("dtype", tb.fields.get("dtype"), ta.fields.get("dtype"))
+    diff("device", tb.device, ta.device)
+    diff("layout", tb.get("layout"), ta.get("layout"))
+    sb, sa = tb.size, ta.size
+    if sb is not None and sa is not None and len(sb) != len(sa):
+        diff("ndim", len(sb), len(sa))
+        diff("size", sb, sa)
+    elif sb is not None and sa is not None:
+        for k, (x, y) in enumerate(zip(sb, sa, strict=True)):
+            if isinstance(x, str) and isinstance(y, str):
+                continue  # both symbolic (nested ints are renumbered per tensor)
+            if isinstance(x, str) != isinstance(y, str):
+                out.append(InputChange(src, f"dynamic[{k}]", x, y))
+                continue
+            diff(f"size[{k}]", x, y)
+            if (k in b_dyn) != (k in a_dyn):
+                out.append(InputChange(src, f"dynamic[{k}]", b_dyn.get(k, x), a_dyn.get(k, y)))
+        stb, sta = tb.stride, ta.stride
+        if (
+            _all_ints(stb)
+            and _all_ints(sta)
+            and stb != sta
+            and not (_contiguous(sb, stb or []) and _contiguous(sa, sta or []))
+        ):
+            diff("stride", stb, sta)
+    diff("storage_offset", tb.storage_offset, ta.storage_offset)
+    for f in FLAGS:
+        diff(f, tb.flag(f), ta.flag(f))
+    return out
+
+
+def change_text(ch: InputChange) -> str:
+    """One input change in words, the same in every renderer."""
+
+    def show(v: Any) -> str:
+        if isinstance(v, str) and ch.field in ("dtype", "layout"):
+            return v.removeprefix("torch.")
+        if isinstance(v, list):
+            return "[" + ", ".join(str(x) for x in v) + "]"
+        return str(v)
+
+    if ch.field == "added":
+        return f"{ch.source} appeared ({show(ch.after)})"
+    if ch.field == "removed":
+        return f"{ch.source} disappeared ({show(ch.before)})"
+    if ch.field.startswith("dynamic["):
+        dim = ch.field[len("dynamic[") : -1]
+        became = "dynamic" if isinstance(ch.after, str) else "static"
+        return f"{ch.source} dim {dim} became {became}: {show(ch.before)} -> {show(ch.after)}"
+    return f"{ch.source} {ch.field}: {show(ch.before)} -> {show(ch.after)}"
