@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from . import explain
 from . import inputs as inputs_mod
 from .model import (
     BadLine,
@@ -29,6 +31,7 @@ from .model import (
     TensorDesc,
 )
 from .parse import MAX_BAD_KEPT, Reader, Record
+from .store import SHARED_MIN, CompileList, OpenCompiles, Strings
 
 # Record kinds that carry a graph or generated code as payload.
 GRAPH_KINDS = frozenset(
@@ -88,7 +91,8 @@ _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
-MAX_DESCRIBED = 200_000  # describe_tensor records kept per log
+MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
+KEEP_DESCRIBERS = 16  # describers whose tensors stay at hand for cross-compile references
 
 
 @dataclass(slots=True)
@@ -130,12 +134,13 @@ class Indexer:
         self.log = log
         self.keep = keep or Keep()
         self.strings: dict[int, str] = {}
-        self.compiles: dict[CompileId | None, Compile] = {}
+        self.shared = Strings()  # long strings kept once and pickled by reference
+        self.compiles = OpenCompiles(self.shared)
         self.open: dict[CompileId | None, _Open] = {}
-        self.tensors: dict[int, dict[int, TensorDesc]] = {}  # describer -> id -> tensor
-        self.storages: dict[int, dict[int, StorageDesc]] = {}
-        self.sets: dict[tuple[CompileId | None, int], InputSet] = {}
-        self.described = 0
+        # The last few describers' tensors and storages, for sources and links that name a
+        # tensor described under another compile id (describers are process-wide).
+        self.tensors: OrderedDict[int, dict[int, TensorDesc]] = OrderedDict()
+        self.storages: OrderedDict[int, dict[int, StorageDesc]] = OrderedDict()
         self.started: set[CompileId | None] = set()  # compiles with a dynamo_start record
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
@@ -145,7 +150,9 @@ class Indexer:
         add_bad(self.log, BadLine(self.log.name, rec.line, f"{rec.kind}: {reason}"))
 
     def intern(self, s: str) -> str:
-        """One copy of each repeated long string (configs, versions) across compiles."""
+        """One copy of each repeated string (configs, versions, reprs) across compiles."""
+        if len(s) > SHARED_MIN:
+            return self.shared.intern(s)
         return self.interned.setdefault(s, s)
 
     def compile_for(self, rec: Record, cid: CompileId | None) -> Compile:
@@ -155,7 +162,7 @@ class Indexer:
             c.start = rec.time
             if cid is None:
                 c.status = "outside"
-            self.compiles[cid] = c
+            self.compiles.put(cid, c)
         c.last_line = rec.line
         c.end = rec.time
         if rec.rank is not None and c.rank is None:
@@ -422,10 +429,9 @@ class Indexer:
         ):
             self.bad(rec, "describer_id and id must be integers")
             return
-        key = (c.id, d)
-        s = self.sets.get(key)
+        s = next((x for x in c.input_sets if x.describer == d), None)
         if s is None:
-            s = self.sets[key] = InputSet(describer=d, where=self.user_frame(rec.meta.get("stack")))
+            s = InputSet(describer=d, where=self.user_frame(rec.meta.get("stack")))
             c.input_sets.append(s)
         if rec.kind == "describe_storage":
             size = b.get("size")
@@ -433,27 +439,56 @@ class Indexer:
                 self.bad(rec, f"storage size is not a number or expression: {_peek(size)}")
                 size = None
             st = StorageDesc(i, size, rec.line)
-            self.storages.setdefault(d, {})[i] = st
+            self.describer(self.storages, d)[i] = st
             s.storages[i] = st
         elif rec.kind == "describe_tensor":
-            if self.described >= MAX_DESCRIBED:
+            if len(s.tensors) >= MAX_DESCRIBED:
                 s.dropped += 1
                 return
             problem = inputs_mod.check_tensor(b)
             if problem:
                 self.bad(rec, problem)
-            self.described += 1
             t = TensorDesc(i, inputs_mod.compact(b, self.intern), rec.line)
-            self.tensors.setdefault(d, {})[i] = t
+            self.describer(self.tensors, d)[i] = t
             s.tensors[i] = t
+            self.borrow(s, t)
         elif rec.kind == "describe_source":
             src = b.get("source")
             if not isinstance(src, str):
                 self.bad(rec, "source is not a string")
                 src = str(src)
             s.sources.append((i, src))
+            if i not in s.tensors:
+                known = self.tensors.get(d, {}).get(i)
+                if known is not None:
+                    s.tensors[i] = known
+                    self.borrow(s, known)
         else:
             self.log.unknown_kinds[rec.kind] = self.log.unknown_kinds.get(rec.kind, 0) + 1
+
+    def describer(self, table: OrderedDict[int, dict[int, Any]], d: int) -> dict[int, Any]:
+        got = table.get(d)
+        if got is None:
+            got = table[d] = {}
+            while len(table) > KEEP_DESCRIBERS:
+                table.popitem(last=False)
+        else:
+            table.move_to_end(d)
+        return got
+
+    def borrow(self, s: InputSet, t: TensorDesc) -> None:
+        """Copy into a set the storage and linked tensors its tensor names from elsewhere."""
+        d = s.describer
+        if t.storage is not None and t.storage not in s.storages:
+            st = self.storages.get(d, {}).get(t.storage)
+            if st is not None:
+                s.storages[t.storage] = st
+        for link in (*inputs_mod.links(t), *t.attrs.values()):
+            if link not in s.tensors:
+                other = self.tensors.get(d, {}).get(link)
+                if other is not None:
+                    s.tensors[link] = other
+                    self.borrow(s, other)
 
     def on_chromium(self, rec: Record, cid: CompileId | None) -> None:
         ev = _json(rec.payload)
@@ -492,27 +527,57 @@ class Indexer:
                 for name, t0, depth in st.chromium:
                     _add_phase(c, Phase(name, t0, None, depth))
         self.open.clear()
+        self.tensors.clear()
+        self.storages.clear()
         if log.rank is None:
             m = _RANK_IN_NAME.search(log.name)
             if m:
                 log.rank = int(m.group(1))
-        compiles = sorted(
-            self.compiles.values(),
-            key=lambda c: (c.id is not None, c.id.sort_key if c.id else (0, 0, 0, 0)),
-        )
-        _statuses(compiles, self.started)
-        for c in compiles:
-            if c.rank is None:
-                c.rank = log.rank
-            if c.function is None and c.stack:
-                c.function = c.stack[-1].name
-                c.file = c.file or c.stack[-1].file
-                c.firstline = c.firstline or c.stack[-1].line
-            for s in c.input_sets:
-                s.superseded = c.status == "restarted"
-            c.inputs = inputs_mod.resolve(c, self.tensors, self.storages)
-        log.compiles = compiles
+        # One pass over the compiles in id order: the compiles of one frame are together, so
+        # only one frame's compiles are in memory at a time; each is finished, explained
+        # against the frame's previous compile, and stored.
+        out = CompileList(self.shared)
+        frame: list[list[Compile]] = []
+        for ids in _by_frame(self.compiles.keys()):
+            frame = []
+            for attempt_ids in ids:
+                attempts = [self.compiles.take(cid) for cid in attempt_ids]
+                if attempt_ids != [None]:
+                    _status(attempts, self.started)
+                for c in attempts:
+                    self.finish_compile(c)
+                frame.append(attempts)
+            explain.explain_frame(frame)
+            for attempts in frame:
+                for c in attempts:
+                    out.append(c)
+        log.compiles = out
         return log
+
+    def finish_compile(self, c: Compile) -> None:
+        if c.rank is None:
+            c.rank = self.log.rank
+        if c.function is None and c.stack:
+            c.function = c.stack[-1].name
+            c.file = c.file or c.stack[-1].file
+            c.firstline = c.firstline or c.stack[-1].line
+        for s in c.input_sets:
+            s.superseded = c.status == "restarted"
+        c.inputs = inputs_mod.resolve(c)
+
+
+def _order(cid: CompileId | None) -> tuple[bool, tuple[int, int, int, int]]:
+    return (cid is not None, cid.sort_key if cid is not None else (0, 0, 0, 0))
+
+
+def _by_frame(ids: Iterable[CompileId | None]) -> list[list[list[CompileId | None]]]:
+    """Compile ids in order, as frames -> compiles -> attempts."""
+    frames: dict[tuple[Any, ...], dict[CompileId | None, list[CompileId | None]]] = {}
+    for cid in sorted(ids, key=_order):
+        key = ("-",) if cid is None else (cid.autograd, cid.frame)
+        base = None if cid is None else cid.base
+        frames.setdefault(key, {}).setdefault(base, []).append(cid)
+    return [list(f.values()) for f in frames.values()]
 
 
 def add_bad(log: LogIndex, bad: BadLine) -> None:
@@ -521,49 +586,40 @@ def add_bad(log: LogIndex, bad: BadLine) -> None:
         log.bad_lines.append(bad)
 
 
-def _statuses(compiles: list[Compile], started: set[CompileId | None]) -> None:
-    """Set each compile's status from its attempts, metrics and graph breaks."""
-    by_base: dict[CompileId, list[Compile]] = {}
-    for c in compiles:
-        if c.id is not None:
-            by_base.setdefault(c.id.base, []).append(c)
-    for attempts in by_base.values():
-        attempts.sort(key=lambda c: c.id.attempt if c.id else 0)
-        final = attempts[-1]
-        broke = any(a.graph_breaks for a in attempts)
-        for a in attempts[:-1]:
-            a.status = "restarted"
-        for a in attempts[1:]:
-            if not a.stack:
-                a.stack = attempts[0].stack
-        for i, a in enumerate(attempts[:-1]):
-            if i < len(final.restart_reasons) and not a.restart_reasons:
-                a.restart_reasons = [final.restart_reasons[i]]
-        if not broke and final.restart_reasons and not any(a.graph_breaks for a in attempts):
-            # Logs without dynamo_graph_break_reason artifacts (older torch): the restart
-            # reasons are the graph breaks.
-            for r in final.restart_reasons:
-                if not r.lower().startswith(("restart", "speculat")):
-                    final.graph_breaks.append(
-                        GraphBreak(r.strip(), None, final.first_line, r[:2000])
-                    )
-            broke = bool(final.graph_breaks)
-        m = final.metrics
-        if final.fail_type:
-            final.status = "failed"
-        elif m is None:
-            # No metrics: a compile dynamo started and never finished (a crashed run), or one
-            # logged without dynamo_start/metrics (strict export, compiled autograd).
-            started_here = any(a.id in started for a in attempts)
-            final.status = (
-                "incomplete" if started_here else ("ok" if final.graphs else "incomplete")
-            )
-        elif broke:
-            final.status = "graph_break"
-        elif final.graph_ops == 0 and not final.graphs:
-            final.status = "empty"
-        else:
-            final.status = "ok"
+def _status(attempts: list[Compile], started: set[CompileId | None]) -> None:
+    """Set the status of a compile's attempts from their metrics and graph breaks."""
+    attempts.sort(key=lambda c: c.id.attempt if c.id else 0)
+    final = attempts[-1]
+    broke = any(a.graph_breaks for a in attempts)
+    for a in attempts[:-1]:
+        a.status = "restarted"
+    for a in attempts[1:]:
+        if not a.stack:
+            a.stack = attempts[0].stack
+    for i, a in enumerate(attempts[:-1]):
+        if i < len(final.restart_reasons) and not a.restart_reasons:
+            a.restart_reasons = [final.restart_reasons[i]]
+    if not broke and final.restart_reasons and not any(a.graph_breaks for a in attempts):
+        # Logs without dynamo_graph_break_reason artifacts (older torch): the restart
+        # reasons are the graph breaks.
+        for r in final.restart_reasons:
+            if not r.lower().startswith(("restart", "speculat")):
+                final.graph_breaks.append(GraphBreak(r.strip(), None, final.first_line, r[:2000]))
+        broke = bool(final.graph_breaks)
+    m = final.metrics
+    if final.fail_type:
+        final.status = "failed"
+    elif m is None:
+        # No metrics: a compile dynamo started and never finished (a crashed run), or one
+        # logged without dynamo_start/metrics (strict export, compiled autograd).
+        started_here = any(a.id in started for a in attempts)
+        final.status = "incomplete" if started_here else ("ok" if final.graphs else "incomplete")
+    elif broke:
+        final.status = "graph_break"
+    elif final.graph_ops == 0 and not final.graphs:
+        final.status = "empty"
+    else:
+        final.status = "ok"
 
 
 def _is_torch_file(path: str) -> bool:

@@ -60,13 +60,19 @@ def compact(b: dict[str, Any], intern: Callable[[str], str]) -> dict[str, Any]:
     return out
 
 
+def links(t: TensorDesc) -> list[int]:
+    """Ids of the tensors this one names: its base, grad, sparse parts."""
+    return [
+        v
+        for name in LINK_FIELDS
+        if isinstance(v := t.fields.get(name), int) and not isinstance(v, bool)
+    ]
+
+
 def _referenced(tensors: dict[int, TensorDesc]) -> set[int]:
     refs: set[int] = set()
     for t in tensors.values():
-        for name in LINK_FIELDS:
-            v = t.fields.get(name)
-            if isinstance(v, int):
-                refs.add(v)
+        refs.update(links(t))
         refs.update(t.attrs.values())
     return refs
 
@@ -86,27 +92,21 @@ def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
     if t.storage is not None and storage is None:
         notes.append(f"storage {t.storage} was never described")
     size = t.size
-    if storage is not None and storage.size == 0 and size and all(isinstance(d, int) for d in size):
-        n = 1
-        for d in size:
-            n *= d  # type: ignore[operator]
-        if n:
+    if storage is not None and storage.size == 0 and size:
+        ints = [d for d in size if isinstance(d, int)]
+        if len(ints) == len(size) and all(ints):
             notes.append(
                 "storage of 0 bytes under a non-empty tensor (resized to zero, as FSDP does)"
             )
     return notes
 
 
-def resolve(
-    c: Compile,
-    tensors: dict[int, dict[int, TensorDesc]],
-    storages: dict[int, dict[int, StorageDesc]],
-) -> list[Input]:
+def resolve(c: Compile) -> list[Input]:
     """The inputs of a compile: described tensors named by a source, plus unnamed top-level ones."""
     out: list[Input] = []
     for s in c.input_sets:
-        by_id = tensors.get(s.describer, {})
-        st_by_id = storages.get(s.describer, {})
+        by_id = s.tensors
+        st_by_id = s.storages
         named: dict[int, list[str]] = {}
         for tid, src in s.sources:
             srcs = named.setdefault(tid, [])

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EXIT_NO_TRACE, TlviewError
-from .explain import annotate
 from .index import Keep, read_log
 from .model import LogIndex, Report
 from .parse import discover, sniff
@@ -37,7 +36,6 @@ def load(path: str | Path, keep: Keep | None = None, progress: Any = None) -> Re
     finally:
         if progress is not None:
             progress.close()
-    annotate(report)  # why each recompile happened (explain.py)
     return report
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -428,7 +428,7 @@ class LogIndex:
     bad_count: int = 0
     first_time: str | None = None
     last_time: str | None = None
-    compiles: list[Compile] = field(default_factory=list)
+    compiles: Sequence[Compile] = field(default_factory=list)  # a store.CompileList when read
     notes: list[str] = field(default_factory=list)
 
 
