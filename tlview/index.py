@@ -14,6 +14,7 @@ import orjson
 
 from . import explain
 from . import inputs as inputs_mod
+from .divergence import artifact_meta
 from .model import (
     BadLine,
     CacheEvent,
@@ -30,7 +31,7 @@ from .model import (
     Symbol,
     TensorDesc,
 )
-from .parse import MAX_BAD_KEPT, Reader, Record
+from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
 from .store import SHARED_MIN, CompileList, OpenCompiles, Strings
 
 # Record kinds that carry a graph or generated code as payload.
@@ -379,7 +380,7 @@ class Indexer:
         ):
             c.graphs.append(self.payload(rec, name, c))
         else:
-            c.artifacts.append(self.payload(rec, name, c))
+            c.artifacts.append(self.payload(rec, name, c, artifact_meta(name, rec.payload)))
 
     def payload_always(self, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
         p = self.payload(rec, kind, c)
@@ -732,13 +733,16 @@ def read_log(
     keep: Keep | None = None,
     name: str | None = None,
     progress: Callable[[int], None] | None = None,
+    opener: Opener = open_log,
 ) -> list[LogIndex]:
     """Read one log file into one LogIndex per process that wrote to it."""
     log = LogIndex(path=str(path), name=name or path.name)
     with contextlib.suppress(OSError):
         log.size = path.stat().st_size
     bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
-    reader = Reader(path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress)
+    reader = Reader(
+        path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, opener=opener
+    )
     indexers = index_records(reader, log, keep)
     logs = [ix.finish() for ix in indexers.values()]
     if not logs:

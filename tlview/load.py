@@ -1,57 +1,87 @@
-"""Turn a PATH (file, .gz or directory) into a Report: which files are logs, read each one."""
+"""Turn a PATH (file, .gz, directory or URL) into a Report: find the logs, read them, reduce."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .divergence import Facts, find_in
 from .errors import EXIT_NO_TRACE, TlviewError
-from .index import Keep, read_log
-from .model import LogIndex, Report
-from .parse import discover, sniff
+from .index import Keep
+from .jobs import Read, connect, default_jobs, find, find_on, is_url, read_dask, read_local
+from .model import Report
 
 
-def read_path(
-    path: Path, keep: Keep | None = None, progress: Callable[[int], None] | None = None
-) -> list[LogIndex] | str:
-    """The logs in one file, or the reason it holds none."""
-    why = sniff(path)
-    if why:
-        return why
-    logs = read_log(path, keep, progress=progress)
-    if not any(log.records for log in logs):
-        head = logs[0]
-        first = (
-            f"; line {head.bad_lines[0].line}: {head.bad_lines[0].reason}" if head.bad_lines else ""
-        )
-        return f"no TORCH_TRACE record in {head.lines} line(s){first}"
-    return logs
+def load(
+    path: str | Path,
+    keep: Keep | None = None,
+    progress: Any = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+) -> Report:
+    """Read every log PATH names; fail with one line when none of them holds a record.
 
-
-def load(path: str | Path, keep: Keep | None = None, progress: Any = None) -> Report:
-    """Read every log PATH names; fail with one line when none of them holds a record."""
+    `progress`: True for a bar on stderr when the read is long, or a started `progress.Bar`.
+    `jobs`: processes reading a directory's logs (default: the cores); `scheduler`: the address
+    of a Dask scheduler whose workers read the logs instead.
+    """
+    text = str(path)
+    shown = text if is_url(text) else str(Path(text))
+    made: list[Any] = [progress] if progress is not None and progress is not True else []
+    client = connect(scheduler) if scheduler else None
     try:
-        report = _load(Path(path), keep, progress)
+        found = find_on(client, text) if client is not None else find(text)
+        if found.directory and not found.sources:
+            raise TlviewError(
+                f"{shown}: no *.log or *.log.gz file in this directory", EXIT_NO_TRACE
+            )
+        start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
+        if client is not None:
+            reads = read_dask(client, found.sources, keep, start_bar)
+        else:
+            reads = read_local(found.sources, keep, jobs or default_jobs(), start_bar)
     finally:
-        if progress is not None:
-            progress.close()
-    return report
+        for bar in made:
+            bar.close()
+        if client is not None:
+            client.close()
+    return reduce(shown, reads, found.notes, found.directory)
 
 
-def _load(p: Path, keep: Keep | None, progress: Any) -> Report:
-    files, notes = discover(p)
-    report = Report(path=str(p), notes=notes)
-    if p.is_dir() and not files:
-        raise TlviewError(f"{p}: no *.log or *.log.gz file in this directory", EXIT_NO_TRACE)
-    for f in files:
-        got = read_path(f, keep.fresh() if keep else None, progress)
-        if isinstance(got, str):
-            if not p.is_dir():
-                raise TlviewError(f"{f}: {got}", EXIT_NO_TRACE)
-            report.notes.append(f"skipped {f.name}: {got}")
+def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
+    """What starts the bar once the readers are up, or None when no bar is wanted."""
+    if progress is None or progress is False:
+        return None
+    if progress is not True:
+        return lambda: progress  # a bar the caller started
+    from .progress import MIN_BYTES, MIN_LOGS, Bar
+
+    total = sum(sizes)
+    if total < MIN_BYTES and len(sizes) < MIN_LOGS:
+        return None
+
+    def start() -> Bar:
+        made.append(Bar(total, len(sizes)))
+        return made[-1]
+
+    return start
+
+
+def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> Report:
+    """One report from the reads of a PATH's logs, in file order, with the ranks compared."""
+    report = Report(path=path, notes=list(notes))
+    facts: list[Facts] = []
+    for r in reads:
+        if r.error is not None:
+            raise TlviewError(*r.error)
+        if r.skipped is not None:
+            if not directory:
+                raise TlviewError(f"{r.source.path}: {r.skipped}", EXIT_NO_TRACE)
+            report.notes.append(f"skipped {r.source.name}: {r.skipped}")
             continue
-        report.logs.extend(got)
+        report.logs.extend(r.logs)
+        facts.extend(r.facts)
     if not report.logs:
-        raise TlviewError(f"{p}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
+        raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
+    report.divergence = find_in(facts)
     return report

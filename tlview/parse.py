@@ -90,6 +90,10 @@ def open_log(path: Path) -> IO[bytes]:
         raise TlviewError(f"{path}: cannot open: {e.strerror or e}", EXIT_NO_TRACE) from None
 
 
+# Opens a log's bytes, gunzipped: `open_log` for local files; `tlview.jobs` passes one for URLs.
+Opener = Callable[[Path], IO[bytes]]
+
+
 class Reader:
     """Reads one log file; yields `Record`s and collects `BadLine`s as it goes."""
 
@@ -100,8 +104,10 @@ class Reader:
         on_bad: Callable[[BadLine], None] | None = None,
         verify: bool = True,
         on_chunk: Callable[[int], None] | None = None,
+        opener: Opener = open_log,
     ) -> None:
         self.path = path
+        self.opener = opener
         self.name = name or path.name
         self.verify = verify
         self.lines = 0
@@ -114,7 +120,7 @@ class Reader:
         self._on_bad(BadLine(self.name, line, reason))
 
     def __iter__(self) -> Iterator[Record]:
-        with open_log(self.path) as f:
+        with self.opener(self.path) as f:
             yield from self._read(f)
 
     def _chunks(self, f: IO[bytes]) -> Iterator[bytes]:
@@ -305,10 +311,10 @@ def _peek(head: bytes) -> str:
     return ""
 
 
-def sniff(path: Path) -> str | None:
+def sniff(path: Path, opener: Opener = open_log) -> str | None:
     """Why `path` is plainly not a log (empty, binary), or None if it may be one."""
     try:
-        with open_log(path) as f:
+        with opener(path) as f:
             start = f.read(4096)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
         return "not readable as gzip"

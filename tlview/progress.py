@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 MIN_BYTES = 16 << 20  # smaller inputs read too fast for a bar to help
+MIN_LOGS = 64  # a job of this many logs gets a bar however small they are
 
 
 def total_bytes(path: str) -> int:
@@ -20,25 +21,41 @@ def total_bytes(path: str) -> int:
 
 
 class Bar:
-    """Bytes-read progress, shown only while reading; `close` always removes it."""
+    """Bytes-read progress (and logs done, for a job), shown only while reading; `close` removes it."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, logs: int = 0) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
+        self.logs = logs
+        self.done = 0
         self.progress = Progress(
             "reading",
             BarColumn(),
             DownloadColumn(),
+            TextColumn("{task.fields[logs]}"),
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=True,
         )
-        self.task = self.progress.add_task("read", total=total)
+        self.task = self.progress.add_task("read", total=total, logs=self._logs())
         self.progress.start()
+
+    def _logs(self) -> str:
+        return f"{self.done}/{self.logs} logs" if self.logs > 1 else ""
 
     def __call__(self, n: int) -> None:
         self.progress.advance(self.task, n)
+
+    def log_done(self) -> None:
+        self.done += 1
+        self.progress.update(self.task, logs=self._logs())
 
     def close(self) -> None:
         self.progress.stop()

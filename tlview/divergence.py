@@ -1,0 +1,506 @@
+"""Compare the ranks of a job: which ranks differ from the majority, and how."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .model import Compile, CompileId, Divergence, LogIndex, Payload, Report
+from .summary import is_recompile
+
+# Graph payloads whose text is the same on every rank that traced the same program. Left out:
+# before/after_pre_grad_graph (a `# graph id: <address>` line), fx_graph_runnable (the rank
+# number), guards (object addresses).
+COMPARED_GRAPHS = (
+    "dynamo_output_graph",
+    "aot_joint_graph",
+    "aot_forward_graph",
+    "aot_backward_graph",
+    "aot_inference_graph",
+    "inductor_post_grad_graph",
+    "inductor_output_code",
+    "compiled_autograd_graph",
+    "optimize_ddp_split_graph",
+    "optimize_ddp_split_child",
+)
+COLLECTIVES = "inductor_collective_schedule"
+RUNTIMES = "inductor_runtime_and_tensor_meta"
+EXECUTION = "graph_execution"
+JOB_ARTIFACTS = frozenset({COLLECTIVES, RUNTIMES, EXECUTION})
+# Input fields compared between ranks, as the JSON report names them.
+INPUT_FIELDS = (
+    "size",
+    "stride",
+    "storage_offset",
+    "dtype",
+    "device",
+    "layout",
+    "requires_grad",
+    "is_parameter",
+    "type",
+    "alias",
+)
+KINDS = (
+    "compile_ids",
+    "status",
+    "graph",
+    "inputs",
+    "recompiles",
+    "graph_breaks",
+    "cache",
+    "collective_schedule",
+    "runtime_estimate",
+    "tensor_meta",
+    "graph_execution",
+)
+MAX_KEPT = 64  # schedule entries and execution runs kept per artifact
+MAX_DETAIL = 600  # characters of one divergence's detail
+
+
+# -- compact content of the job artifacts, kept by the index beside each payload's md5 ----------
+def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:
+    """The little of a collective schedule, runtime estimate or execution order a rank diff needs."""
+    if name not in JOB_ARTIFACTS or not payload:
+        return None
+    try:
+        v = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    if name == COLLECTIVES and isinstance(v, list):
+        return {"collectives": len(v), "ops": [_op_name(x) for x in v[:MAX_KEPT]]}
+    if name == RUNTIMES and isinstance(v, dict) and isinstance(v.get("ops"), list):
+        return _runtime_meta(v["ops"])
+    if (
+        name == EXECUTION
+        and isinstance(v, dict)
+        and isinstance(v.get("graph_execution_order"), list)
+    ):
+        order = [
+            str(x.get("compile_id")) if isinstance(x, dict) else "?"
+            for x in v["graph_execution_order"]
+        ]
+        runs: list[list[Any]] = []
+        for cid in order:
+            if runs and runs[-1][0] == cid:
+                runs[-1][1] += 1
+            elif len(runs) < MAX_KEPT:
+                runs.append([cid, 1])
+            else:
+                break
+        return {"calls": len(order), "runs": runs}
+    return None
+
+
+def _op_name(x: Any) -> str:
+    """`torch.ops._c10d_functional.all_reduce_.default` -> `all_reduce_`."""
+    s = str(x)
+    for prefix in ("torch.ops._c10d_functional.", "torch.ops.c10d_functional.", "torch.ops."):
+        if s.startswith(prefix):
+            s = s[len(prefix) :]
+            break
+    return s.removesuffix(".default")
+
+
+def _runtime_meta(ops: list[Any]) -> dict[str, Any]:
+    total = collective = 0.0
+    shapes = []
+    for op in ops:
+        if not isinstance(op, dict):
+            continue
+        ns = op.get("estimated_runtime_ns")
+        if isinstance(ns, int | float) and not isinstance(ns, bool):
+            total += ns
+            if op.get("type") == "collective":
+                collective += ns
+        shapes.append([op.get("name"), op.get("type"), op.get("outputs")])
+    digest = hashlib.md5(orjson.dumps(shapes), usedforsecurity=False).hexdigest()
+    return {
+        "ops": len(ops),
+        "runtime_ns": total,
+        "collective_ns": collective,
+        "tensor_meta": digest,
+    }
+
+
+# -- what one log says, reduced to the values ranks are compared by ------------------------------
+@dataclass(slots=True)
+class Facts:
+    """A log's compiles as small values, computed where the log is read and merged per rank."""
+
+    rank: int | None
+    compiles: dict[str, dict[str, Hashable]] = field(default_factory=dict)  # key -> aspect -> value
+    recompiles: int = 0
+    graph_breaks: int = 0
+    execution: tuple[Hashable, ...] = ()  # graph_execution artifacts: (md5, calls, runs)
+
+
+def facts(log: LogIndex) -> Facts:
+    """The values of every compared aspect of every compile of one log."""
+    f = Facts(log.rank)
+    execution: list[Hashable] = []
+    for c in log.compiles:
+        execution += [_execution_value(p) for p in c.artifacts if p.kind == EXECUTION]
+        if c.id is None:
+            continue
+        f.compiles.setdefault(c.key, {kind: value(c) for kind, value, _ in _PER_COMPILE})
+        f.recompiles += is_recompile(c)
+        f.graph_breaks += len(c.graph_breaks)
+    f.execution = tuple(execution)
+    return f
+
+
+def find(report: Report) -> list[Divergence]:
+    """Ways in which some ranks of a report differ from the others; empty when all agree."""
+    return find_in([facts(log) for log in report.logs])
+
+
+def find_in(logs: Iterable[Facts]) -> list[Divergence]:
+    """Divergence between ranks from their logs' facts (a rank with several logs gets them all)."""
+    ranks: dict[int, Facts] = {}
+    for f in logs:
+        if f.rank is None:
+            continue
+        r = ranks.get(f.rank)
+        if r is None:
+            ranks[f.rank] = Facts(
+                f.rank, dict(f.compiles), f.recompiles, f.graph_breaks, f.execution
+            )
+            continue
+        for k, v in f.compiles.items():
+            r.compiles.setdefault(k, v)
+        r.recompiles += f.recompiles
+        r.graph_breaks += f.graph_breaks
+        r.execution += f.execution
+    if len(ranks) < 2:
+        return []
+    ranks = dict(sorted(ranks.items()))
+    out = _compile_ids(ranks)
+    for kind, _, describe in _PER_COMPILE:
+        out += _per_compile(ranks, kind, describe)
+    out += _per_rank(ranks, "recompiles", lambda r: r.recompiles, lambda v: f"{v} recompiles")
+    out += _per_rank(ranks, "graph_breaks", lambda r: r.graph_breaks, lambda v: f"{v} graph breaks")
+    out += _per_rank(ranks, "graph_execution", lambda r: r.execution, _execution_text)
+    return out
+
+
+# -- grouping ---------------------------------------------------------------------------------
+def _reference(groups: dict[Any, list[int]]) -> Any:
+    """The most common value; on a tie, the one of the lowest rank."""
+    return max(groups, key=lambda v: (len(groups[v]), -min(groups[v])))
+
+
+def _group(values: dict[int, Any]) -> dict[Any, list[int]]:
+    groups: dict[Any, list[int]] = {}
+    for rank, v in values.items():
+        groups.setdefault(v, []).append(rank)
+    return groups
+
+
+def _label(ref: list[int], total: int) -> str:
+    """How a detail names what it compares with: the majority, or the ranks of a tie."""
+    if len(ref) * 2 > total:
+        return "majority"
+    return ("rank " if len(ref) == 1 else "ranks ") + span(ref)
+
+
+def span(ranks: Iterable[int]) -> str:
+    """Ranks as short text: `0-3, 5, 7-999`."""
+    rs = sorted(set(ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        parts.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def _join(parts: list[str]) -> str:
+    text = ""
+    for n, p in enumerate(parts):
+        nxt = p if not text else f"{text}; {p}"
+        if len(nxt) > MAX_DETAIL and text:
+            return f"{text}; and {len(parts) - n} more"
+        text = nxt
+    return text
+
+
+def _ids(keys: Iterable[str], limit: int = 12) -> str:
+    ks = sorted(keys, key=_key_order)
+    shown = ", ".join(ks[:limit])
+    return shown + (f" and {len(ks) - limit} more" if len(ks) > limit else "")
+
+
+def _key_order(key: str) -> tuple[int, ...]:
+    try:
+        return CompileId.parse(key).sort_key
+    except ValueError:
+        return (1 << 30, 0, 0, 0)
+
+
+# -- compile ids ------------------------------------------------------------------------------
+def _compile_ids(ranks: dict[int, Facts]) -> list[Divergence]:
+    n = len(ranks)
+    lowest = next(iter(ranks.values()))
+    have: dict[str, int] = {}
+    for r in ranks.values():
+        for k in r.compiles:
+            have[k] = have.get(k, 0) + 1
+    ref = {k for k, m in have.items() if m * 2 > n or (m * 2 == n and k in lowest.compiles)}
+    diffs: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+    for rank, r in ranks.items():
+        keys = set(r.compiles)
+        if keys != ref:
+            diffs[rank] = (frozenset(ref - keys), frozenset(keys - ref))
+    out = []
+    for (missing, extra), rs in sorted(_group(diffs).items(), key=lambda kv: kv[1]):
+        parts = []
+        if missing:
+            parts.append(f"missing {_ids(missing)}")
+        if extra:
+            parts.append(f"extra {_ids(extra)}")
+        tie = any(have[k] * 2 == n for k in missing | extra)
+        note = f" (no majority for some: compared with rank {lowest.rank})" if tie else ""
+        out.append(Divergence("compile_ids", rs, "; ".join(parts) + note))
+    return out
+
+
+# -- aspects of one compile, compared between the ranks that have it ---------------------------
+Describe = Callable[[str, Any, Any, str], str]
+
+
+def _per_compile(ranks: dict[int, Facts], kind: str, describe: Describe) -> list[Divergence]:
+    keys: dict[str, None] = {}
+    for r in ranks.values():
+        keys.update(dict.fromkeys(r.compiles))
+    diffs: dict[int, list[str]] = {}
+    for key in sorted(keys, key=_key_order):
+        values = {rank: r.compiles[key][kind] for rank, r in ranks.items() if key in r.compiles}
+        groups = _group(values)
+        if len(groups) < 2:
+            continue
+        ref = _reference(groups)
+        label = _label(groups[ref], len(values))
+        for v, rs in groups.items():
+            if v != ref:
+                text = describe(key, v, ref, label)
+                for rank in rs:
+                    diffs.setdefault(rank, []).append(text)
+    details = _group({rank: _join(parts) for rank, parts in diffs.items()})
+    return [Divergence(kind, rs, d) for d, rs in sorted(details.items(), key=lambda kv: kv[1])]
+
+
+def _status(c: Compile) -> Hashable:
+    return c.status
+
+
+def _describe_status(key: str, mine: Any, ref: Any, label: str) -> str:
+    return f"{key} {mine} ({label}: {ref})"
+
+
+def _graphs(c: Compile) -> Hashable:
+    return tuple((p.kind, p.md5) for p in c.graphs if p.kind in COMPARED_GRAPHS)
+
+
+def _describe_graphs(key: str, mine: Any, ref: Any, label: str) -> str:
+    a_all, b_all = _by_kind(mine), _by_kind(ref)
+    parts = []
+    for kind in COMPARED_GRAPHS:
+        a, b = a_all.get(kind, []), b_all.get(kind, [])
+        if a == b:
+            continue
+        parts.append(f"{kind} md5 {_short(a)} ({label}: {_short(b)})")
+    return f"{key} " + ", ".join(parts)
+
+
+def _by_kind(pairs: tuple[tuple[str, str | None], ...]) -> dict[str, list[str | None]]:
+    out: dict[str, list[str | None]] = {}
+    for kind, md5 in pairs:
+        out.setdefault(kind, []).append(md5)
+    return out
+
+
+def _short(md5s: list[str | None]) -> str:
+    return ",".join((m or "?")[:8] for m in md5s) or "none"
+
+
+def _inputs(c: Compile) -> Hashable:
+    out: dict[str, tuple[Any, ...]] = {}
+    for i in c.inputs:
+        if i.superseded:
+            continue
+        t = i.tensor
+        out.setdefault(
+            i.source,
+            (
+                _frozen(t.size),
+                _frozen(t.stride),
+                t.storage_offset,
+                t.fields.get("dtype"),
+                t.device,
+                t.get("layout"),
+                t.flag("requires_grad"),
+                t.flag("is_parameter"),
+                t.type_name,
+                i.alias_group,
+            ),
+        )
+    return tuple(out.items())
+
+
+def _frozen(v: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if v is None else tuple(v)
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+def _describe_inputs(key: str, mine: Any, ref: Any, label: str) -> str:
+    a, b = dict(mine), dict(ref)
+    parts = []
+    for src, fields in a.items():
+        other = b.get(src)
+        if other is None:
+            parts.append(f"{key} {src}: an input the {label} does not have")
+            continue
+        for name, x, y in zip(INPUT_FIELDS, fields, other, strict=True):
+            if x != y:
+                parts.append(f"{key} {src} {name} {_show(x)} ({label}: {_show(y)})")
+    parts += [f"{key} {src}: missing (an input of the {label})" for src in b if src not in a]
+    return "; ".join(parts)
+
+
+def _cache(c: Compile) -> Hashable:
+    return tuple((e.cache, e.outcome) for e in c.cache)
+
+
+def _describe_cache(key: str, mine: Any, ref: Any, label: str) -> str:
+    def seq(events: tuple[tuple[str, str], ...]) -> str:
+        return ", ".join(f"{cache} {outcome}" for cache, outcome in events) or "no cache lookup"
+
+    return f"{key} {seq(mine)} ({label}: {seq(ref)})"
+
+
+def _artifacts(c: Compile, kind: str) -> list[Payload]:
+    return [p for p in c.artifacts if p.kind == kind]
+
+
+def _collectives(c: Compile) -> Hashable:
+    out = []
+    for p in _artifacts(c, COLLECTIVES):
+        m = p.meta or {}
+        out.append((p.md5, m.get("collectives"), tuple(m.get("ops") or ())))
+    return tuple(out)
+
+
+def _describe_collectives(key: str, mine: Any, ref: Any, label: str) -> str:
+    if len(mine) != len(ref):
+        return f"{key} {len(mine)} collective schedules ({label}: {len(ref)})"
+    for (md5_a, n_a, ops_a), (md5_b, n_b, ops_b) in zip(mine, ref, strict=True):
+        if md5_a == md5_b:
+            continue
+        for n, (x, y) in enumerate(zip(ops_a, ops_b, strict=False)):
+            if x != y:
+                return f"{key} collective {n + 1} is {x} ({label}: {y})"
+        if n_a != n_b:
+            return f"{key} {n_a} collectives ({label}: {n_b})"
+        return f"{key} collective schedule md5 {_short([md5_a])} ({label}: {_short([md5_b])})"
+    return f"{key} collective schedules differ"
+
+
+def _runtimes(c: Compile) -> Hashable:
+    return tuple(_sig((p.meta or {}).get("runtime_ns")) for p in _artifacts(c, RUNTIMES))
+
+
+def _sig(v: Any) -> Any:
+    """A runtime rounded to 3 significant digits: estimates that close are equal."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return None
+    return float(f"{v:.3g}")
+
+
+def _describe_runtimes(key: str, mine: Any, ref: Any, label: str) -> str:
+    def total(vs: tuple[Any, ...]) -> str:
+        return " + ".join(_ns(v) for v in vs) or "none"
+
+    return f"{key} estimated runtime {total(mine)} ({label}: {total(ref)})"
+
+
+def _ns(v: Any) -> str:
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return "?"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:.3g} ns"
+
+
+def _tensor_meta(c: Compile) -> Hashable:
+    return tuple(
+        ((p.meta or {}).get("tensor_meta"), (p.meta or {}).get("ops"))
+        for p in _artifacts(c, RUNTIMES)
+    )
+
+
+def _describe_tensor_meta(key: str, mine: Any, ref: Any, label: str) -> str:
+    def ops(v: tuple[Any, ...]) -> str:
+        return "+".join(str(n) for _, n in v) or "no"
+
+    return (
+        f"{key} output shapes, strides or dtypes of its kernels differ "
+        f"({ops(mine)} kernels; {label}: {ops(ref)})"
+    )
+
+
+_PER_COMPILE: list[tuple[str, Callable[[Compile], Hashable], Describe]] = [
+    ("status", _status, _describe_status),
+    ("graph", _graphs, _describe_graphs),
+    ("inputs", _inputs, _describe_inputs),
+    ("cache", _cache, _describe_cache),
+    ("collective_schedule", _collectives, _describe_collectives),
+    ("runtime_estimate", _runtimes, _describe_runtimes),
+    ("tensor_meta", _tensor_meta, _describe_tensor_meta),
+]
+
+
+# -- whole-rank figures -----------------------------------------------------------------------
+def _execution_value(p: Payload) -> Hashable:
+    m = p.meta or {}
+    return (p.md5, m.get("calls"), tuple(tuple(r) for r in m.get("runs") or ()))
+
+
+def _execution_text(v: tuple[Any, ...]) -> str:
+    if not v:
+        return "no graph_execution record"
+    texts = []
+    for _, calls, runs in v:
+        order = ", ".join(f"{cid}" + (f" x{n}" if n > 1 else "") for cid, n in runs[:8])
+        texts.append(f"{calls} graph calls: {order}" + (", ..." if len(runs) > 8 else ""))
+    return "; ".join(texts)
+
+
+def _per_rank(
+    ranks: dict[int, Facts],
+    kind: str,
+    value: Callable[[Facts], Hashable],
+    show: Callable[[Any], str],
+) -> list[Divergence]:
+    groups = _group({rank: value(r) for rank, r in ranks.items()})
+    if len(groups) < 2:
+        return []
+    ref = _reference(groups)
+    label = _label(groups[ref], len(ranks))
+    return [
+        Divergence(kind, rs, f"{show(v)} ({label}: {show(ref)})")
+        for v, rs in sorted(groups.items(), key=lambda kv: kv[1])
+        if v != ref
+    ]
