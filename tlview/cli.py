@@ -92,6 +92,13 @@ def _progress_reader(path: str) -> Any:
 @click.option(
     "--full", is_flag=True, help="HTML: keep every payload whole, beyond the page budget."
 )
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="CHECKS",
+    help=f"Exit {EXIT_STRICT} past these limits, e.g. graph-breaks:0,recompiles:3,compile-time:60s.",
+)
 def report(
     path: str,
     fmt: str,
@@ -102,11 +109,14 @@ def report(
     strict: bool,
     force: bool,
     full: bool,
+    fail_on: tuple[str, ...],
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
+    from .gate import parse as parse_checks
     from .load import load
     from .output import output as open_output
 
+    checks = parse_checks(fail_on, against_base=False)
     keep = None
     if fmt == "html":
         from .render.html import keep_policy
@@ -135,6 +145,11 @@ def report(
     if output not in (None, "-"):
         click.echo(f"tlview: wrote {output}", err=True)
     bad = sum(log.bad_count for log in rep.logs)
+    if checks:
+        from .gate import check_report
+        from .summary import overview
+
+        _gate(check_report(overview(rep), checks))
     if strict and bad:
         raise TlviewError(f"{path}: {bad} bad line(s) (--strict)", EXIT_STRICT)
 
@@ -178,3 +193,96 @@ def _pipe_width() -> int:
         return max(40, int(os.environ.get("COLUMNS", "")))
     except ValueError:
         return 160
+
+
+def _gate(failures: list[str]) -> None:
+    """Print one line per failed --fail-on check and exit EXIT_STRICT if there is any."""
+    for f in failures:
+        click.echo(f"tlview: fail-on {f}", err=True)
+    if failures:
+        raise click.exceptions.Exit(EXIT_STRICT)
+
+
+@main.command()
+@click.argument("base", type=click.Path())
+@click.argument("new", type=click.Path())
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "json", "html")),
+    default="text",
+    show_default=True,
+    help="text for the terminal, json for machines (tlview.diff/1), html for a page.",
+)
+@click.option(
+    "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="CHECKS",
+    help=f"Exit {EXIT_STRICT} when NEW is worse, e.g. graph-breaks,recompiles,failures,compile-time:+20%.",
+)
+@click.option("-v", "--verbose", count=True, help="Text: list every frame, however many.")
+@click.option(
+    "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
+)
+def diff(
+    base: str,
+    new: str,
+    fmt: str,
+    output: str | None,
+    fail_on: tuple[str, ...],
+    verbose: int,
+    force: bool,
+) -> None:
+    """Compare two runs (logs or directories): what NEW compiles, breaks and fails differently."""
+    from .diff import compare
+    from .gate import check_diff
+    from .gate import parse as parse_checks
+    from .load import load
+    from .output import output as open_output
+
+    checks = parse_checks(fail_on, against_base=True)
+    bar = sys.stderr.isatty()
+    d = compare(load(base, progress=bar), load(new, progress=bar))
+    failures = check_diff(d.base, d.new, checks) if checks else None
+    if fmt == "json":
+        from .render import diff_json
+
+        with open_output(output, force) as out:
+            diff_json.write(d, out, failures)
+    elif fmt == "html":
+        from .render import diff_html
+
+        with open_output(output, force) as out:
+            diff_html.write(d, out, failures)
+    else:
+        from .render import diff_text
+
+        _console(output, force, lambda console: diff_text.write(d, console, verbose))
+    if output not in (None, "-"):
+        click.echo(f"tlview: wrote {output}", err=True)
+    _gate(failures or [])
+
+
+def _console(output: str | None, force: bool, draw: Any) -> None:
+    """Run DRAW on a terminal console, or on a plain one whose text goes to OUTPUT."""
+    from rich.console import Console
+
+    from .output import output as open_output
+
+    if output in (None, "-"):
+        draw(Console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width()))
+        return
+    with open_output(output, force) as out:
+        import io
+
+        buf = io.StringIO()
+        console = Console(
+            file=buf, highlight=False, width=_pipe_width(), no_color=True, force_terminal=False
+        )
+        console.print(f"# written by tlview {__version__}", markup=False)
+        draw(console)
+        out.write(buf.getvalue().encode("utf-8"))

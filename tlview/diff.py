@@ -1,0 +1,593 @@
+"""Compare two runs: frames matched by function and place (ids shift between runs), then what changed.
+
+Matching, in order: the same (process, function, file, first line); the same function and file
+name at the same line (the checkout moved); the same function and file name when only one frame
+on each side has them (lines moved); resume functions (`torch_dynamo_resume_in_f_at_13`) by the
+function they resume when their line moved. The nth compile of a frame is matched with the nth
+compile of its match. Times differing by less than the noise floor are never a change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+from .explain import change_text, input_changes
+from .model import Compile, InputChange, LogIndex, Report
+from .summary import Overview, break_title, overview
+
+TIME_NOISE_S = 1.0  # compile-time differences smaller than this are noise
+TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE
+# Per-compile phases from `compilation_metrics`, summed over a run: (name, metric).
+PHASES = (
+    ("total", "entire_frame_compile_time_s"),
+    ("backend", "backend_compile_time_s"),
+    ("inductor", "inductor_compile_time_s"),
+    ("code_gen", "code_gen_time_s"),
+)
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_BIG_NUMBER = re.compile(r"\b\d{9,}\b")  # type ids and object ids in guard text
+_ID_PREFIX = re.compile(r"^\s*!?\d+/\d+(?:_\d+)?:\s*")
+_RESUME_AT = re.compile(r"^(torch_dynamo_resume_in_.+)_at_\d+$")
+
+
+@dataclass(frozen=True, slots=True)
+class FrameKey:
+    """What identifies a frame across runs: where its code is, in which process."""
+
+    process: str  # "" for one process, "rank N", or "process N" in start order
+    function: str
+    file: str
+    line: int | None
+
+    def __str__(self) -> str:
+        where = short(self.file) + (f":{self.line}" if self.line is not None else "")
+        text = f"{self.function} ({where})" if where else self.function
+        return f"{self.process}: {text}" if self.process else text
+
+
+@dataclass(slots=True)
+class Frame:
+    """One frame of one run: its compiles (final attempts) and every attempt, in order."""
+
+    key: FrameKey
+    compiles: list[Compile] = field(default_factory=list)
+    attempts: list[Compile] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ComparedCompile:
+    """The nth compile of a frame in both runs (one side None when a run compiled it less)."""
+
+    index: int
+    base: Compile | None
+    new: Compile | None
+    input_changes: list[InputChange] = field(default_factory=list)
+    compared: bool = False  # both described their inputs
+
+
+@dataclass(slots=True)
+class FrameDiff:
+    """A frame of BASE and its match in NEW (one of them None: the frame came or went)."""
+
+    base: Frame | None
+    new: Frame | None
+    match: str  # exact | moved | renamed | added | removed
+    compiles: list[ComparedCompile] = field(default_factory=list)
+
+    @property
+    def key(self) -> FrameKey:
+        side = self.new or self.base
+        assert side is not None
+        return side.key
+
+
+@dataclass(slots=True)
+class Figure:
+    """One measure of both runs."""
+
+    name: str
+    base: float | None
+    new: float | None
+    changed: bool = False  # differs beyond noise
+    seconds: bool = False  # a time, compared with the noise floor
+    more_is_worse: bool = True
+
+    @property
+    def delta(self) -> float | None:
+        if self.base is None or self.new is None:
+            return None
+        return self.new - self.base
+
+
+@dataclass(slots=True)
+class CacheFigure:
+    """Hits, misses and bypasses of one cache in both runs."""
+
+    cache: str
+    base: dict[str, int]
+    new: dict[str, int]
+
+    @staticmethod
+    def rate(counts: dict[str, int]) -> float | None:
+        total = sum(counts.values())
+        return None if not total else counts.get("hit", 0) / total
+
+
+@dataclass(slots=True)
+class Change:
+    """One thing NEW does differently from BASE, said once."""
+
+    kind: str  # see KINDS
+    frame: str  # the frame it is about ("" for the whole run)
+    what: str  # in words
+    before: Any = None
+    after: Any = None
+    worse: bool | None = None  # NEW is worse (True), better (False), or neither (None)
+    base_compile: str | None = None
+    new_compile: str | None = None
+    input: InputChange | None = None  # for kind "input"
+
+
+KINDS = (
+    "frame-added",
+    "frame-removed",
+    "compiles",
+    "graph-break-new",
+    "graph-break-gone",
+    "graph-break-moved",
+    "graph-break-count",
+    "recompile-reason-new",
+    "recompile-reason-gone",
+    "failure-new",
+    "failure-gone",
+    "status",
+    "graph-ops",
+    "input",
+    "compile-time",
+    "cache",
+)
+
+
+@dataclass(slots=True)
+class Diff:
+    """Everything `tlview diff` shows, computed once for every renderer and for the gate."""
+
+    base_path: str
+    new_path: str
+    base_torch: str | None
+    new_torch: str | None
+    base: Overview
+    new: Overview
+    figures: list[Figure]
+    phases: list[Figure]
+    cache: list[CacheFigure]
+    frames: list[FrameDiff]
+    changes: list[Change]
+    notes: list[str] = field(default_factory=list)
+
+
+def short(path: str | None) -> str:
+    """The file name of a path, the part that survives a move to another checkout."""
+    if not path:
+        return ""
+    return PurePath(path.replace("\\", "/")).name
+
+
+def norm(text: str) -> str:
+    """Text from a log with the parts that change from run to run (ids, addresses) taken out."""
+    text = _ID_PREFIX.sub("", text)
+    text = _ADDRESS.sub("0x…", text)
+    return _BIG_NUMBER.sub("…", text).strip()
+
+
+def _processes(report: Report, many: bool) -> dict[int, str]:
+    """A label per log that names the same process in another run: its rank, or start order."""
+    order = sorted(report.logs, key=lambda lg: (lg.first_time or "", lg.name))
+    return {
+        id(lg): f"rank {lg.rank}"
+        if lg.rank is not None
+        else (f"process {order.index(lg)}" if many else "")
+        for lg in report.logs
+    }
+
+
+def frames_of(report: Report, many: bool = False) -> list[Frame]:
+    """The frames of a run, each with its compiles in order (MANY: label processes)."""
+    labels = _processes(report, many or len(report.logs) > 1)
+    out: list[Frame] = []
+    for log in report.logs:
+        out.extend(_log_frames(log, labels[id(log)]))
+    return out
+
+
+def _log_frames(log: LogIndex, process: str) -> list[Frame]:
+    groups: dict[tuple[int | None, int | None], list[Compile]] = {}
+    for c in log.compiles:
+        if c.id is None:
+            continue
+        groups.setdefault((c.id.autograd if c.id.frame is None else None, c.id.frame), []).append(c)
+    out: list[Frame] = []
+    for (autograd, frame), cs in groups.items():
+        cs.sort(key=lambda c: c.id.sort_key if c.id else (0, 0, 0, 0))
+        named = next((c for c in cs if c.function), None)
+        if frame is None:
+            fn, file, line = f"<compiled autograd {autograd}>", "", None
+        elif named is not None:
+            fn, file, line = named.function or "", named.file or "", named.firstline
+        else:
+            fn, file, line = f"<frame {frame}>", "", None
+        key = FrameKey(process, fn, file, line)
+        finals = [c for c in cs if c.status != "restarted"]
+        out.append(Frame(key, finals, cs))
+    return out
+
+
+def _merge(frames: list[Frame]) -> dict[FrameKey, Frame]:
+    """One frame per key (the same code compiled as two frames, e.g. after a reset, is one)."""
+    out: dict[FrameKey, Frame] = {}
+    for f in frames:
+        if f.key in out:
+            out[f.key].compiles.extend(f.compiles)
+            out[f.key].attempts.extend(f.attempts)
+        else:
+            out[f.key] = Frame(f.key, list(f.compiles), list(f.attempts))
+    return out
+
+
+def match(base: list[Frame], new: list[Frame]) -> list[FrameDiff]:
+    """Pair the frames of two runs, closest key first; the rest came or went."""
+    left, right = _merge(base), _merge(new)
+    pairs: list[FrameDiff] = []
+
+    def take(how: str, keyfn: Any, unique: bool) -> None:
+        lk: dict[Any, list[FrameKey]] = {}
+        rk: dict[Any, list[FrameKey]] = {}
+        for k in left:
+            lk.setdefault(keyfn(k), []).append(k)
+        for k in right:
+            rk.setdefault(keyfn(k), []).append(k)
+        for kk, ls in lk.items():
+            rs = rk.get(kk)
+            if not rs or kk is None:
+                continue
+            if unique and (len(ls) != 1 or len(rs) != 1):
+                continue
+            for a, b in zip(ls, rs, strict=False):
+                pairs.append(FrameDiff(left.pop(a), right.pop(b), how))
+
+    take("exact", lambda k: k, False)
+    take("moved", lambda k: (k.process, k.function, short(k.file), k.line), False)
+    take("moved", lambda k: (k.process, k.function, short(k.file)), True)
+    take("renamed", _resume_key, True)
+    for f in left.values():
+        pairs.append(FrameDiff(f, None, "removed"))
+    for f in right.values():
+        pairs.append(FrameDiff(None, f, "added"))
+    for p in pairs:
+        p.compiles = _pair_compiles(p)
+    pairs.sort(key=lambda p: (p.key.process, _first_line(p)))
+    return pairs
+
+
+def _resume_key(k: FrameKey) -> tuple[str, str, str] | None:
+    m = _RESUME_AT.match(k.function)
+    return (k.process, m.group(1), short(k.file)) if m else None
+
+
+def _first_line(p: FrameDiff) -> int:
+    side = p.new or p.base
+    assert side is not None
+    return min((c.first_line for c in side.attempts), default=0)
+
+
+def _described(c: Compile, frame: Frame) -> Compile | None:
+    """The attempt of C's compile that described its inputs last (a restart describes again)."""
+    if c.id is None:
+        return None
+    tries = [a for a in frame.attempts if a.id is not None and a.id.base == c.id.base]
+    for a in reversed(tries):
+        if a.input_sets:
+            return a
+    return None
+
+
+def _pair_compiles(p: FrameDiff) -> list[ComparedCompile]:
+    bs = p.base.compiles if p.base else []
+    ns = p.new.compiles if p.new else []
+    out = []
+    for i in range(max(len(bs), len(ns))):
+        b = bs[i] if i < len(bs) else None
+        n = ns[i] if i < len(ns) else None
+        cc = ComparedCompile(i, b, n)
+        if b is not None and n is not None and p.base and p.new:
+            db, dn = _described(b, p.base), _described(n, p.new)
+            if db is not None and dn is not None:
+                cc.input_changes = input_changes(db, dn)
+                cc.compared = True
+        out.append(cc)
+    return out
+
+
+# -- what changed -------------------------------------------------------------------------------
+
+
+def _breaks(f: Frame | None) -> Counter[tuple[str, str]]:
+    out: Counter[tuple[str, str]] = Counter()
+    for c in f.attempts if f else []:
+        for g in c.graph_breaks:
+            where = g.where or ""
+            file, _, line = where.rpartition(":")
+            out[(norm(break_title(g.reason)), f"{short(file)}:{line}" if file else where)] += 1
+    return out
+
+
+def _reasons(f: Frame | None) -> set[str]:
+    out: set[str] = set()
+    for c in f.compiles if f else []:
+        if c.recompile is not None:
+            out.update(norm(r) for r in c.recompile.reasons)
+        else:
+            out.update(norm(r) for r in c.recompile_reasons)
+    return out
+
+
+def failure(c: Compile) -> str | None:
+    """A failed or unfinished compile in one line, the same in both runs."""
+    if c.status == "incomplete":
+        return "never finished (the run stopped during this compile)"
+    if c.status != "failed":
+        return None
+    first = (c.fail_reason or "").strip().splitlines()
+    return f"{c.fail_type}: {norm(first[0])}" if first else str(c.fail_type)
+
+
+def _failures(f: Frame | None) -> Counter[str]:
+    return Counter(x for c in (f.compiles if f else []) if (x := failure(c)) is not None)
+
+
+def _counter_changes(
+    out: list[Change], frame: str, base: Counter[Any], new: Counter[Any], kinds: tuple[str, str]
+) -> None:
+    for k in new:
+        if k not in base:
+            out.append(Change(kinds[0], frame, str(k), None, new[k], True))
+    for k in base:
+        if k not in new:
+            out.append(Change(kinds[1], frame, str(k), base[k], None, False))
+
+
+def frame_changes(p: FrameDiff) -> list[Change]:
+    """What changed in one frame: its coming or going, breaks, reasons, failures, compiles."""
+    name = str(p.key)
+    out: list[Change] = []
+    if p.match == "added":
+        n = len(p.new.compiles) if p.new else 0
+        out.append(Change("frame-added", name, f"{n} compile(s)", None, n))
+    elif p.match == "removed":
+        n = len(p.base.compiles) if p.base else 0
+        out.append(Change("frame-removed", name, f"{n} compile(s)", n, None))
+    b_br, n_br = _breaks(p.base), _breaks(p.new)
+    new_breaks = [k for k in n_br if k not in b_br]
+    gone_breaks = [k for k in b_br if k not in n_br]
+    for k in list(new_breaks):
+        moved = [g for g in gone_breaks if g[0] == k[0]]
+        if len(moved) == 1:
+            g = moved[0]
+            out.append(Change("graph-break-moved", name, k[0], g[1], k[1], None))
+            new_breaks.remove(k)
+            gone_breaks.remove(g)
+    for k in new_breaks:
+        out.append(Change("graph-break-new", name, k[0], None, k[1], True))
+    for k in gone_breaks:
+        out.append(Change("graph-break-gone", name, k[0], k[1], None, False))
+    for k in b_br.keys() & n_br.keys():
+        if b_br[k] != n_br[k]:
+            out.append(
+                Change(
+                    "graph-break-count",
+                    name,
+                    f"{k[0]} at {k[1]}",
+                    b_br[k],
+                    n_br[k],
+                    n_br[k] > b_br[k],
+                )
+            )
+    if p.base and p.new:
+        bn, nn = len(p.base.compiles), len(p.new.compiles)
+        if bn != nn:
+            out.append(Change("compiles", name, f"{bn} -> {nn} compiles", bn, nn, nn > bn))
+        b_rs, n_rs = _reasons(p.base), _reasons(p.new)
+        for r in sorted(n_rs - b_rs):
+            out.append(Change("recompile-reason-new", name, r, None, r, True))
+        for r in sorted(b_rs - n_rs):
+            out.append(Change("recompile-reason-gone", name, r, r, None, False))
+    _counter_changes(
+        out, name, _failures(p.base), _failures(p.new), ("failure-new", "failure-gone")
+    )
+    for cc in p.compiles:
+        out.extend(_compile_changes(name, cc))
+    return out
+
+
+def _compile_changes(frame: str, cc: ComparedCompile) -> list[Change]:
+    b, n = cc.base, cc.new
+    if b is None or n is None:
+        return []
+    out: list[Change] = []
+    keys = {"base_compile": b.key, "new_compile": n.key}
+    label = f"compile #{cc.index + 1}"
+    if b.status != n.status:
+        worse = _SEVERITY.get(n.status, 9) < _SEVERITY.get(b.status, 9)
+        out.append(Change("status", frame, label, b.status, n.status, worse, **keys))
+    if b.graph_ops != n.graph_ops:
+        out.append(Change("graph-ops", frame, label, b.graph_ops, n.graph_ops, None, **keys))
+    for x in cc.input_changes:
+        out.append(
+            Change(
+                "input",
+                frame,
+                f"{label}: {x.source} {x.field}",
+                x.before,
+                x.after,
+                None,
+                input=x,
+                **keys,
+            )
+        )
+    return out
+
+
+# Lower is worse: failed < incomplete < graph_break < empty < ok.
+_SEVERITY = {"failed": 0, "incomplete": 1, "graph_break": 2, "empty": 3, "ok": 4}
+
+
+def _phase_totals(report: Report) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for c in report.compiles:
+        for name, metric in PHASES:
+            v = (c.metrics or {}).get(metric)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                out[name] = out.get(name, 0.0) + float(v)
+        for m in c.bwd_metrics:
+            v = m.get("inductor_compile_time_s")
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                out["backward"] = out.get("backward", 0.0) + float(v)
+    return out
+
+
+def beyond_noise(base: float, new: float) -> bool:
+    """A time difference that is more than timing noise (TIME_NOISE_S and TIME_NOISE_REL)."""
+    d = abs(new - base)
+    return d >= TIME_NOISE_S and d >= TIME_NOISE_REL * abs(base)
+
+
+def _cache(report: Report) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for c in report.compiles:
+        for e in c.cache:
+            d = out.setdefault(e.cache, {})
+            d[e.outcome] = d.get(e.outcome, 0) + 1
+    return out
+
+
+def _ops(report: Report) -> int:
+    return sum(
+        c.graph_ops or 0 for c in report.compiles if c.id is not None and c.status != "restarted"
+    )
+
+
+def compare(base: Report, new: Report) -> Diff:
+    """The difference between two runs, for the renderers and the --fail-on gate."""
+    ob, on = overview(base), overview(new)
+    figures = [
+        Figure("compiles", ob.compiles, on.compiles),
+        Figure("graph breaks", ob.graph_breaks, on.graph_breaks),
+        Figure("recompiles", ob.recompiles, on.recompiles),
+        Figure("failures", ob.failures + ob.incomplete, on.failures + on.incomplete),
+        Figure("restarts", ob.restarts, on.restarts),
+        Figure("graph ops", _ops(base), _ops(new), more_is_worse=False),
+        Figure(
+            "compile time (s)",
+            round(ob.compile_time_s, 6),
+            round(on.compile_time_s, 6),
+            seconds=True,
+        ),
+    ]
+    for f in figures:
+        if f.base is not None and f.new is not None:
+            f.changed = beyond_noise(f.base, f.new) if f.seconds else f.base != f.new
+    pb, pn = _phase_totals(base), _phase_totals(new)
+    phases = []
+    for name in [p for p, _ in PHASES] + ["backward"]:
+        if name in pb or name in pn:
+            b, n = round(pb.get(name, 0.0), 6), round(pn.get(name, 0.0), 6)
+            phases.append(Figure(name, b, n, beyond_noise(b, n), seconds=True))
+    cb, cn = _cache(base), _cache(new)
+    cache = [CacheFigure(k, cb.get(k, {}), cn.get(k, {})) for k in sorted(cb.keys() | cn.keys())]
+    many = len(base.logs) > 1 or len(new.logs) > 1
+    pairs = match(frames_of(base, many), frames_of(new, many))
+    changes: list[Change] = []
+    for p in pairs:
+        changes.extend(frame_changes(p))
+    for ph in phases:
+        if ph.changed:
+            changes.append(
+                Change(
+                    "compile-time",
+                    "",
+                    f"{ph.name} compile time (s)",
+                    ph.base,
+                    ph.new,
+                    (ph.delta or 0) > 0,
+                )
+            )
+    for cf in cache:
+        rb, rn = CacheFigure.rate(cf.base), CacheFigure.rate(cf.new)
+        if cf.base != cf.new and rb != rn:
+            worse = None if rb is None or rn is None else rn < rb
+            changes.append(Change("cache", "", f"{cf.cache} cache hit rate", rb, rn, worse))
+    notes = []
+    lb, ln = {lg.rank for lg in base.logs}, {lg.rank for lg in new.logs}
+    if len(base.logs) != len(new.logs):
+        notes.append(f"BASE has {len(base.logs)} process log(s), NEW has {len(new.logs)}")
+    elif lb != ln:
+        notes.append("the two runs have different ranks")
+    if base.torch_version != new.torch_version:
+        notes.append(f"torch {base.torch_version} -> {new.torch_version}")
+    return Diff(
+        base_path=base.path,
+        new_path=new.path,
+        base_torch=base.torch_version,
+        new_torch=new.torch_version,
+        base=ob,
+        new=on,
+        figures=figures,
+        phases=phases,
+        cache=cache,
+        frames=pairs,
+        changes=changes,
+        notes=notes,
+    )
+
+
+# -- words shared by the renderers --------------------------------------------------------------
+
+
+def _value(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    if isinstance(v, list):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+def change_words(c: Change) -> str:
+    """A change in words, for one table cell."""
+    if c.input is not None:
+        return f"{c.what.partition(': ')[0]}: {change_text(c.input)}"
+    if c.kind.startswith("graph-break-"):
+        where = {
+            "graph-break-new": f"at {c.after}",
+            "graph-break-gone": f"was at {c.before}",
+            "graph-break-moved": f"{c.before} -> {c.after}",
+            "graph-break-count": f"{c.before} -> {c.after} times",
+        }[c.kind]
+        return f"{c.what} ({where})"
+    if c.kind in ("failure-new", "failure-gone"):
+        n = c.after if c.kind == "failure-new" else c.before
+        return c.what + (f" (x{n})" if isinstance(n, int) and n > 1 else "")
+    if c.kind in ("recompile-reason-new", "recompile-reason-gone", "frame-added", "frame-removed"):
+        return c.what
+    if c.kind == "cache":
+        return f"{c.what}: {_pct(c.before)} -> {_pct(c.after)}"
+    return f"{c.what}: {_value(c.before)} -> {_value(c.after)}"
+
+
+def _pct(v: object) -> str:
+    return f"{v:.0%}" if isinstance(v, float) else "-"

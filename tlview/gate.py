@@ -1,0 +1,125 @@
+"""The `--fail-on` CI gate: limits on a run (report) or on how much worse NEW is than BASE (diff).
+
+A check is `MEASURE` or `MEASURE:LIMIT`, several separated by commas:
+- `N` (e.g. `graph-breaks:0`, `compile-time:60s`): the run (NEW for diff) may have at most N;
+- `+N` or `+N%` (diff only): NEW may exceed BASE by at most N, or by N percent;
+- no limit: `report` allows none (0); `diff` allows no more than BASE.
+Compile-time increases smaller than the noise floor (diff.TIME_NOISE_S) never fail a relative
+check; an absolute or `+Ns` limit is taken as given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .diff import TIME_NOISE_S
+from .errors import EXIT_USAGE, TlviewError
+from .summary import Overview
+
+MEASURES = ("graph-breaks", "recompiles", "failures", "compiles", "restarts", "compile-time")
+_LIMIT = re.compile(r"(\+)?(\d+(?:\.\d+)?)(%|s)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One parsed `--fail-on` item."""
+
+    measure: str
+    limit: float | None  # None: no limit given
+    relative: bool = False  # "+N": over BASE
+    percent: bool = False  # "+N%"
+    text: str = ""  # as the user wrote it
+
+
+def parse(specs: tuple[str, ...] | list[str], against_base: bool) -> list[Check]:
+    """Read every `--fail-on` value; a bad one is a usage error naming it."""
+    out: list[Check] = []
+    for spec in specs:
+        for item in spec.split(","):
+            item = item.strip()
+            if item:
+                out.append(_one(item, against_base))
+    return out
+
+
+def _one(item: str, against_base: bool) -> Check:
+    name, _, limit = item.partition(":")
+    name = name.strip().lower()
+    if name not in MEASURES:
+        raise TlviewError(
+            f"--fail-on {item!r}: unknown measure {name!r}; use one of {', '.join(MEASURES)}",
+            EXIT_USAGE,
+        )
+    if not limit.strip():
+        if name == "compile-time" and not against_base:
+            raise TlviewError(
+                f"--fail-on {item!r}: give a limit in seconds, e.g. compile-time:60s", EXIT_USAGE
+            )
+        return Check(name, None, text=item)
+    m = _LIMIT.fullmatch(limit.strip())
+    if not m:
+        raise TlviewError(
+            f"--fail-on {item!r}: the limit must be N, +N or +N% (compile-time: Ns, +Ns or +N%)",
+            EXIT_USAGE,
+        )
+    plus, number, unit = m.groups()
+    if unit == "s" and name != "compile-time":
+        raise TlviewError(f"--fail-on {item!r}: only compile-time takes seconds", EXIT_USAGE)
+    if unit == "%" and not plus:
+        raise TlviewError(f"--fail-on {item!r}: a percentage is over BASE: write +N%", EXIT_USAGE)
+    if plus and not against_base:
+        raise TlviewError(
+            f"--fail-on {item!r}: a +limit is relative to BASE; use `tlview diff BASE NEW`",
+            EXIT_USAGE,
+        )
+    return Check(name, float(number), bool(plus), unit == "%", item)
+
+
+def value(o: Overview, measure: str) -> float:
+    """A run's figure for one measure (failures count compiles that never finished)."""
+    return {
+        "graph-breaks": o.graph_breaks,
+        "recompiles": o.recompiles,
+        "failures": o.failures + o.incomplete,
+        "compiles": o.compiles,
+        "restarts": o.restarts,
+        "compile-time": o.compile_time_s,
+    }[measure]
+
+
+def _show(measure: str, v: float) -> str:
+    return f"{v:.2f} s" if measure == "compile-time" else str(int(v))
+
+
+def check_report(o: Overview, checks: list[Check]) -> list[str]:
+    """One line per check the run fails."""
+    out = []
+    for c in checks:
+        v = value(o, c.measure)
+        limit = 0.0 if c.limit is None else c.limit
+        if v > limit:
+            out.append(f"{c.measure}: {_show(c.measure, v)} (limit {_show(c.measure, limit)})")
+    return out
+
+
+def check_diff(base: Overview, new: Overview, checks: list[Check]) -> list[str]:
+    """One line per check NEW fails against BASE."""
+    out = []
+    for c in checks:
+        b, n = value(base, c.measure), value(new, c.measure)
+        was = f"{_show(c.measure, b)} -> {_show(c.measure, n)}"
+        if c.limit is not None and not c.relative:
+            if n > c.limit:
+                out.append(f"{c.measure}: {was} (limit {_show(c.measure, c.limit)})")
+            continue
+        allowed = 0.0 if c.limit is None else (b * c.limit / 100 if c.percent else c.limit)
+        if c.measure == "compile-time" and (c.limit is None or c.percent):
+            allowed = max(allowed, TIME_NOISE_S - 1e-9)
+        if n - b > allowed:
+            extra = f"+{c.limit:g}%" if c.percent else f"+{_show(c.measure, allowed)}"
+            why = "no more than BASE" if c.limit is None else f"allowed {extra}"
+            if c.measure == "compile-time" and c.limit is None:
+                why = f"no more than BASE, {TIME_NOISE_S:g} s noise allowed"
+            out.append(f"{c.measure}: {was} ({why})")
+    return out

@@ -1,0 +1,155 @@
+"""`tlview diff --format html`: one self-contained page (no script, styles pinned by the CSP)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, Any
+
+import jinja2
+from markupsafe import Markup
+
+from .. import __version__
+from ..diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
+from ..explain import change_text
+
+TEMPLATE = "diff.html"
+CSS = """
+:root{--fg:#1b1f24;--bg:#fff;--dim:#6a737d;--line:#d0d7de;--bad:#b31d28;--good:#1a7f37;--head:#f6f8fa}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--dim:#8b949e;--line:#30363d;--bad:#ff7b72;--good:#56d364;--head:#161b22}}
+body{font:14px/1.45 system-ui,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1400px;padding:1em 1.5em}
+h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .4em}
+.facts{display:grid;grid-template-columns:auto 1fr;gap:.1em 1em;margin:.5em 0}.facts div{display:contents}
+.facts dt{font-weight:600}.facts dd{margin:0;word-break:break-all}
+table{border-collapse:collapse;width:100%;margin:.3em 0}
+th,td{border:1px solid var(--line);padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:var(--head)}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.pre{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.92em}
+.dim{color:var(--dim)}.worse{color:var(--bad)}.better{color:var(--good)}
+.gate{padding:.5em 1em;border:2px solid;border-radius:6px}.gate.fail{border-color:var(--bad)}
+.gate.pass{border-color:var(--good)}.note{color:var(--dim)}
+details{border:1px solid var(--line);border-radius:6px;margin:.4em 0;padding:.3em .6em}
+summary{cursor:pointer;font-weight:600}ul{margin:0;padding-left:1.2em}
+"""
+
+
+def template_dirs() -> list[Path]:
+    """Where the templates are: inside the installed package, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent.parent
+    return [d for d in (here / "templates", here.parent / "templates") if (d / TEMPLATE).is_file()]
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    dirs = template_dirs()
+    if not dirs:
+        raise RuntimeError("tlview's HTML templates are missing from this installation")
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _num(f: Figure, v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if f.seconds else str(int(v))
+
+
+def figure(f: Figure) -> dict[str, Any]:
+    d = f.delta
+    if not d:
+        delta, tone = "", ""
+    else:
+        delta = f"{d:+.2f}" if f.seconds else f"{int(d):+d}"
+        if f.seconds and not f.changed:
+            delta, tone = f"{delta} (noise)", "dim"
+        else:
+            tone = "" if not f.more_is_worse else ("worse" if d > 0 else "better")
+    return {
+        "name": f.name,
+        "base": _num(f, f.base),
+        "new": _num(f, f.new),
+        "delta": delta,
+        "tone": tone,
+    }
+
+
+def _rate(counts: dict[str, int]) -> str:
+    r = CacheFigure.rate(counts)
+    if r is None:
+        return "-"
+    return f"{r:.0%} (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"
+
+
+def _compile(cc: ComparedCompile) -> dict[str, Any]:
+    b, n = cc.base, cc.new
+
+    def pair(x: Any, y: Any) -> str:
+        return str(x) if x == y else f"{'-' if x is None else x} → {'-' if y is None else y}"
+
+    def secs(c: Any) -> str | None:
+        return None if c is None or c.compile_time_s is None else f"{c.compile_time_s:.2f}"
+
+    return {
+        "index": cc.index + 1,
+        "base": "" if b is None else b.key,
+        "new": "" if n is None else n.key,
+        "status": pair(b and b.status, n and n.status),
+        "ops": pair(b and b.graph_ops, n and n.graph_ops),
+        "time": pair(secs(b), secs(n)),
+        "inputs": [change_text(x) for x in cc.input_changes],
+        "no_inputs": "no change"
+        if cc.compared
+        else ("" if b is None or n is None else "not logged"),
+    }
+
+
+def _frame(p: FrameDiff, changed: int) -> dict[str, Any]:
+    return {
+        "name": str(p.key),
+        "match": p.match,
+        "changed": changed,
+        "compiles": [_compile(cc) for cc in p.compiles],
+    }
+
+
+def render(d: Diff, gate: list[str] | None = None) -> str:
+    env = environment()
+    counts: dict[str, int] = {}
+    for c in d.changes:
+        counts[c.frame] = counts.get(c.frame, 0) + 1
+    order = {True: 0, None: 1, False: 2}
+    changes = [
+        {
+            "kind": c.kind,
+            "frame": c.frame,
+            "words": change_words(c),
+            "tone": {True: "worse", False: "better", None: ""}[c.worse],
+            "mark": {True: "worse", False: "better", None: ""}[c.worse],
+            "compiles": " → ".join(x for x in (c.base_compile, c.new_compile) if x),
+        }
+        for c in sorted(d.changes, key=lambda c: order[c.worse])
+    ]
+    digest = base64.b64encode(hashlib.sha256(CSS.encode("utf-8")).digest()).decode()
+    return env.get_template(TEMPLATE).render(
+        version=__version__,
+        csp=f"default-src 'none'; style-src 'sha256-{digest}'",
+        css=Markup(CSS),  # our own constant, never text from a log
+        d=d,
+        gate=gate,
+        figures=[figure(f) for f in d.figures],
+        phases=[figure(f) for f in d.phases],
+        cache=[{"cache": c.cache, "base": _rate(c.base), "new": _rate(c.new)} for c in d.cache],
+        changes=changes,
+        frames=[_frame(p, counts.get(str(p.key), 0)) for p in d.frames],
+    )
+
+
+def write(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
+    out.write(render(d, gate).encode("utf-8"))

@@ -1,0 +1,81 @@
+"""`tlview diff` for the terminal: the figures side by side, then every change, worst first."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from .. import __version__
+from ..diff import CacheFigure, Diff, Figure, change_words
+from .text import T, _table
+
+ORDER = {True: 0, None: 1, False: 2}  # worse first, then neutral, then better
+
+
+def _num(f: Figure, v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if f.seconds else str(int(v))
+
+
+def _delta(f: Figure) -> Text:
+    d = f.delta
+    if d is None or d == 0:
+        return T("")
+    text = f"{d:+.2f}" if f.seconds else f"{int(d):+d}"
+    if f.seconds and not f.changed:
+        return T(f"{text} (noise)", "dim")
+    if not f.more_is_worse:
+        return T(text)
+    return T(text, "red" if d > 0 else "green")
+
+
+def _rate(counts: dict[str, int]) -> str:
+    r = CacheFigure.rate(counts)
+    if r is None:
+        return "-"
+    parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    return f"{r:.0%} ({parts})"
+
+
+def write(d: Diff, console: Console, verbose: int = 0) -> None:
+    console.print(T(f"tlview {__version__} diff", "bold"))
+    console.print(T(f"BASE {d.base_path}  (torch {d.base_torch or 'unknown'})"))
+    console.print(T(f"NEW  {d.new_path}  (torch {d.new_torch or 'unknown'})"))
+    for n in d.notes:
+        console.print(T(f"note: {n}", "yellow"))
+    t = _table("Summary", "measure", "BASE", "NEW", "change", console=console)
+    for f in d.figures:
+        t.add_row(T(f.name), T(_num(f, f.base)), T(_num(f, f.new)), _delta(f))
+    console.print(t)
+    if d.phases:
+        t = _table("Compile time per phase (s)", "phase", "BASE", "NEW", "change", console=console)
+        for f in d.phases:
+            t.add_row(T(f.name), T(_num(f, f.base)), T(_num(f, f.new)), _delta(f))
+        console.print(t)
+    if d.cache:
+        t = _table("Cache hit rate", "cache", "BASE", "NEW", console=console)
+        for c in d.cache:
+            t.add_row(T(c.cache), T(_rate(c.base)), T(_rate(c.new)))
+        console.print(t)
+    changes = sorted(d.changes, key=lambda c: ORDER[c.worse])
+    if not changes:
+        console.print(
+            T(
+                "No changes: the same frames, compiles, breaks and inputs (times within noise).",
+                "bold green",
+            )
+        )
+    else:
+        t = _table(f"Changes ({len(changes)})", "", "kind", "frame", "what", console=console)
+        for c in changes:
+            mark = {True: T("worse", "red"), False: T("better", "green"), None: T("")}[c.worse]
+            t.add_row(mark, T(c.kind), T(c.frame), T(change_words(c)))
+        console.print(t)
+    if verbose > 0 or len(d.frames) <= 30:
+        t = _table("Frames", "frame", "match", "BASE compiles", "NEW compiles", console=console)
+        for p in d.frames:
+            b = ", ".join(c.key for c in p.base.compiles) if p.base else ""
+            n = ", ".join(c.key for c in p.new.compiles) if p.new else ""
+            t.add_row(T(str(p.key)), T(p.match), T(b), T(n))
+        console.print(t)
