@@ -99,6 +99,18 @@ def _progress_reader(path: str) -> Any:
     metavar="CHECKS",
     help=f"Exit {EXIT_STRICT} past these limits, e.g. graph-breaks:0,recompiles:3,compile-time:60s.",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Processes reading the logs of a directory (default: the number of cores).",
+)
+@click.option(
+    "--scheduler",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    metavar="ADDRESS",
+    help="Read the logs on this Dask cluster, e.g. tcp://host:8786 (or $DASK_SCHEDULER_ADDRESS).",
+)
 def report(
     path: str,
     fmt: str,
@@ -110,6 +122,8 @@ def report(
     force: bool,
     full: bool,
     fail_on: tuple[str, ...],
+    jobs: int | None,
+    scheduler: str | None,
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
     from .gate import parse as parse_checks
@@ -122,7 +136,7 @@ def report(
         from .render.html import keep_policy
 
         keep = keep_policy(full)
-    rep = load(path, keep, progress=_progress_reader(path))
+    rep = load(path, keep, progress=sys.stderr.isatty(), jobs=jobs, scheduler=scheduler or None)
     if compile_id is not None:
         _check_compile_id(rep, compile_id)
     if fmt == "json":

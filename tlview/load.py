@@ -27,7 +27,7 @@ def load(
     """
     text = str(path)
     shown = text if is_url(text) else str(Path(text))
-    made: list[Any] = [progress] if progress is not None and progress is not True else []
+    made: list[Any] = [] if progress is None or isinstance(progress, bool) else [progress]
     client = connect(scheduler) if scheduler else None
     try:
         found = find_on(client, text) if client is not None else find(text)
@@ -50,7 +50,7 @@ def load(
 
 def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
     """What starts the bar once the readers are up, or None when no bar is wanted."""
-    if progress is None or progress is False:
+    if not progress:
         return None
     if progress is not True:
         return lambda: progress  # a bar the caller started

@@ -209,6 +209,9 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
         "path": report.path,
         "torch_version": report.torch_version,
         "ranks": report.ranks,
+        "divergence": [
+            {"kind": d.kind, "ranks": d.ranks, "detail": d.detail} for d in report.divergence
+        ],
         "logs": [
             {
                 "name": log.name,

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import __version__
+from ..divergence import span
 from ..explain import change_text, limit_text
 from ..model import Compile, Input, Report
 from ..summary import Overview, break_title, compile_ref, overview
@@ -140,6 +141,93 @@ def compile_table(report: Report, console: Console) -> None:
             T(_inputs_count(c)),
         )
     console.print(t)
+
+
+def divergence(report: Report, console: Console) -> None:
+    """How the ranks of a job differ; agreeing ranks are one group, so 1,000 read as one line."""
+    ranks = report.ranks
+    if len(ranks) < 2:
+        return
+    if not report.divergence:
+        console.print(
+            T(
+                f"All {len(ranks)} ranks agree: the same compiles, graphs, inputs, cache hits, "
+                "recompiles, graph breaks and collectives",
+                "green",
+            )
+        )
+        return
+    t = _table(
+        f"Divergence between {len(ranks)} ranks (compared with the majority)",
+        "what",
+        "ranks",
+        "how they differ",
+        console=console,
+    )
+    for d in report.divergence:
+        t.add_row(T(d.kind.replace("_", " "), "yellow"), T(span(d.ranks)), T(d.detail))
+    console.print(t)
+
+
+def rank_tables(report: Report, console: Console) -> None:
+    """Each rank's compile list; ranks with the same list share one table."""
+    logs_of: dict[int | None, int] = {}
+    for log in report.logs:
+        logs_of[log.rank] = logs_of.get(log.rank, 0) + 1
+    rows: dict[int | None, list[tuple[str, ...]]] = {}
+    times: dict[int | None, list[float | None]] = {}
+    for log in report.logs:
+        for c in log.compiles:
+            if c.id is None and not c.inputs and not c.graphs:
+                continue
+            status = c.status + (f" ({c.fail_type})" if c.fail_type else "")
+            rows.setdefault(log.rank, []).append(
+                (
+                    compile_ref(c, logs_of[log.rank] > 1),
+                    status,
+                    c.function or "",
+                    f"{_short_path(c.file)}:{c.firstline}" if c.file else "",
+                    "" if c.graph_ops is None else str(c.graph_ops),
+                    _inputs_count(c),
+                )
+            )
+            times.setdefault(log.rank, []).append(c.compile_time_s)
+    groups: dict[tuple[tuple[str, ...], ...], list[int | None]] = {}
+    for rank, rs in rows.items():
+        groups.setdefault(tuple(rs), []).append(rank)
+    for sig, members in groups.items():
+        known = [r for r in members if r is not None]
+        who = (
+            ("rank " if len(known) == 1 else "ranks ") + span(known)
+            if known
+            else "logs with no rank"
+        )
+        title = f"Compiles of {who}"
+        if len(known) > 1:
+            title += f" ({len(known)} ranks, the same compiles)"
+        t = _table(
+            title,
+            "id",
+            "status",
+            "function",
+            "where",
+            "ops",
+            "time" if len(members) == 1 else "max time",
+            "inputs",
+            console=console,
+        )
+        for n, row in enumerate(sig):
+            ts = [x for r in members if (x := times[r][n]) is not None]
+            t.add_row(
+                T(row[0]),
+                T(row[1], STATUS_STYLE.get(row[1].split(" ")[0], "")),
+                T(row[2]),
+                T(row[3]),
+                T(row[4]),
+                T(seconds(max(ts)) if ts else ""),
+                T(row[5]),
+            )
+        console.print(t)
 
 
 def _inputs_count(c: Compile) -> str:
@@ -415,7 +503,11 @@ def write(report: Report, console: Console, opts: TextOptions) -> None:
             detail(c, report, console, full=True)
         return
     header(report, o, console)
-    compile_table(report, console)
+    divergence(report, console)
+    if len(report.ranks) > 1:
+        rank_tables(report, console)
+    else:
+        compile_table(report, console)
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
         return
