@@ -54,11 +54,18 @@ def frames(compiles: Iterable[Compile]) -> dict[tuple[int | None, int], list[lis
 
 
 def explain_frame(compiles: list[list[Compile]]) -> None:
+    """Explain each compile (its attempts) of one frame against the one before it in the list.
+
+    The first compile has nothing before it here: when it was explained already (a caller
+    passing [previous, current] to explain only the current one), its record is kept.
+    """
     previous: list[Compile] | None = None
     for attempts in compiles:
         final = attempts[-1]
         cid = final.id
-        if cid is not None and cid.frame_compile:
+        if previous is None and final.recompile is not None:
+            pass
+        elif cid is not None and cid.frame_compile:
             rec = Recompile(previous=None if previous is None else previous[-1].key)
             rec.reasons = _reasons(attempts)
             rec.limit_hit = limit_text(final) is not None
