@@ -261,7 +261,7 @@ def diff(
     checks = parse_checks(fail_on, against_base=True)
     bar = sys.stderr.isatty()
     d = compare(load(base, progress=bar), load(new, progress=bar))
-    failures = check_diff(d.base, d.new, checks) if checks else None
+    failures = check_diff(d, checks) if checks else None
     if fmt == "json":
         from .render import diff_json
 

@@ -13,11 +13,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .diff import TIME_NOISE_S
+from .diff import TIME_NOISE_S, Diff, change_words
 from .errors import EXIT_USAGE, TlviewError
 from .summary import Overview
 
-MEASURES = ("graph-breaks", "recompiles", "failures", "compiles", "restarts", "compile-time")
+MEASURES = (
+    "graph-breaks",
+    "recompiles",
+    "failures",
+    "compiles",
+    "restarts",
+    "compile-time",
+    "input-changes",
+)
 _LIMIT = re.compile(r"(\+)?(\d+(?:\.\d+)?)(%|s)?")
 
 
@@ -51,6 +59,11 @@ def _one(item: str, against_base: bool) -> Check:
             f"--fail-on {item!r}: unknown measure {name!r}; use one of {', '.join(MEASURES)}",
             EXIT_USAGE,
         )
+    if name == "input-changes" and not against_base:
+        raise TlviewError(
+            f"--fail-on {item!r}: input changes are between two runs; use `tlview diff BASE NEW`",
+            EXIT_USAGE,
+        )
     if not limit.strip():
         if name == "compile-time" and not against_base:
             raise TlviewError(
@@ -66,6 +79,8 @@ def _one(item: str, against_base: bool) -> Check:
     plus, number, unit = m.groups()
     if unit == "s" and name != "compile-time":
         raise TlviewError(f"--fail-on {item!r}: only compile-time takes seconds", EXIT_USAGE)
+    if unit == "%" and name == "input-changes":
+        raise TlviewError(f"--fail-on {item!r}: input-changes takes a count", EXIT_USAGE)
     if unit == "%" and not plus:
         raise TlviewError(f"--fail-on {item!r}: a percentage is over BASE: write +N%", EXIT_USAGE)
     if plus and not against_base:
@@ -103,11 +118,20 @@ def check_report(o: Overview, checks: list[Check]) -> list[str]:
     return out
 
 
-def check_diff(base: Overview, new: Overview, checks: list[Check]) -> list[str]:
+def check_diff(d: Diff, checks: list[Check]) -> list[str]:
     """One line per check NEW fails against BASE."""
     out = []
     for c in checks:
-        b, n = value(base, c.measure), value(new, c.measure)
+        if c.measure == "input-changes":
+            n = sum(1 for x in d.changes if x.kind == "input")
+            if n > (c.limit or 0):
+                first = next(x for x in d.changes if x.kind == "input")
+                out.append(
+                    f"input-changes: {n} input change(s) in matched compiles "
+                    f"(limit {int(c.limit or 0)}), first: {first.frame}: {change_words(first)}"
+                )
+            continue
+        b, n = value(d.base, c.measure), value(d.new, c.measure)
         was = f"{_show(c.measure, b)} -> {_show(c.measure, n)}"
         if c.limit is not None and not c.relative:
             if n > c.limit:
