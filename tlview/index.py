@@ -7,6 +7,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from .model import (
     TensorDesc,
 )
 from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
-from .store import SHARED_MIN, CompileList, OpenCompiles, Strings
+from .store import SHARED_MIN, CompileList, Facts, OpenCompiles, Strings
 
 # Record kinds that carry a graph or generated code as payload.
 GRAPH_KINDS = frozenset(
@@ -523,7 +524,7 @@ class Indexer:
     def finish(self) -> LogIndex:
         log = self.log
         for cid, st in self.open.items():
-            c = self.compiles.get(cid)
+            c = self.compiles.get(cid) if st.chromium else None
             if c is not None:
                 for name, t0, depth in st.chromium:
                     _add_phase(c, Phase(name, t0, None, depth))
@@ -534,37 +535,40 @@ class Indexer:
             m = _RANK_IN_NAME.search(log.name)
             if m:
                 log.rank = int(m.group(1))
-        # One pass over the compiles in id order: the compiles of one frame are together, so
-        # only one frame's compiles are in memory at a time; each is finished, explained
-        # against the frame's previous compile, and stored.
-        out = CompileList(self.shared)
-        frame: list[list[Compile]] = []
-        for ids in _by_frame(self.compiles.keys()):
-            frame = []
-            for attempt_ids in ids:
-                attempts = [self.compiles.take(cid) for cid in attempt_ids]
+        # Statuses come from each compile's facts, so compiles already on disk stay there;
+        # each is finished (inputs resolved) and explained when it is read back.
+        out = CompileList(
+            self.shared,
+            self.compiles.file,
+            partial(finish_compile, log.rank),
+            explain.explain_frame,
+        )
+        for frame_ids in _by_frame(self.compiles.keys()):
+            entries: list[list[Compile | tuple[int, int]]] = []
+            facts: list[list[Facts | None]] = []
+            for attempt_ids in frame_ids:
+                got = [self.compiles.entry(cid) for cid in attempt_ids]
+                fs = [f for _, f in got]
                 if attempt_ids != [None]:
-                    _status(attempts, self.started)
-                for c in attempts:
-                    self.finish_compile(c)
-                frame.append(attempts)
-            explain.explain_frame(frame)
-            for attempts in frame:
-                for c in attempts:
-                    out.append(c)
+                    _status(fs, self.started)
+                entries.append([e for e, _ in got])
+                facts.append(list(fs))
+            out.add_frame(entries, facts)
         log.compiles = out
         return log
 
-    def finish_compile(self, c: Compile) -> None:
-        if c.rank is None:
-            c.rank = self.log.rank
-        if c.function is None and c.stack:
-            c.function = c.stack[-1].name
-            c.file = c.file or c.stack[-1].file
-            c.firstline = c.firstline or c.stack[-1].line
-        for s in c.input_sets:
-            s.superseded = c.status == "restarted"
-        c.inputs = inputs_mod.resolve(c)
+
+def finish_compile(rank: int | None, c: Compile) -> None:
+    """Fill in what a compile gets from its log, and resolve its inputs."""
+    if c.rank is None:
+        c.rank = rank
+    if c.function is None and c.stack:
+        c.function = c.stack[-1].name
+        c.file = c.file or c.stack[-1].file
+        c.firstline = c.firstline or c.stack[-1].line
+    for s in c.input_sets:
+        s.superseded = c.status == "restarted"
+    c.inputs = inputs_mod.resolve(c)
 
 
 def _order(cid: CompileId | None) -> tuple[bool, tuple[int, int, int, int]]:
@@ -587,7 +591,7 @@ def add_bad(log: LogIndex, bad: BadLine) -> None:
         log.bad_lines.append(bad)
 
 
-def _status(attempts: list[Compile], started: set[CompileId | None]) -> None:
+def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
     """Set the status of a compile's attempts from their metrics and graph breaks."""
     attempts.sort(key=lambda c: c.id.attempt if c.id else 0)
     final = attempts[-1]
@@ -607,10 +611,9 @@ def _status(attempts: list[Compile], started: set[CompileId | None]) -> None:
             if not r.lower().startswith(("restart", "speculat")):
                 final.graph_breaks.append(GraphBreak(r.strip(), None, final.first_line, r[:2000]))
         broke = bool(final.graph_breaks)
-    m = final.metrics
     if final.fail_type:
         final.status = "failed"
-    elif m is None:
+    elif not final.has_metrics:
         # No metrics: a compile dynamo started and never finished (a crashed run), or one
         # logged without dynamo_start/metrics (strict export, compiled autograd).
         started_here = any(a.id in started for a in attempts)

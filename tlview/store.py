@@ -9,10 +9,11 @@ import pickle
 import tempfile
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import IO, Any, overload
 
-from .model import Compile, CompileId
+from .model import Compile, CompileId, GraphBreak, StackFrame
 
 # Compiles held in memory per log; beyond this the least recently touched go to a temp file.
 IN_MEMORY = 256
@@ -115,6 +116,43 @@ def _remove(f: IO[bytes], path: str) -> None:
         os.unlink(path)
 
 
+@dataclass(slots=True)
+class Facts:
+    """What the final pass needs of a compile to set its status, without loading it."""
+
+    id: CompileId | None
+    status: str
+    has_metrics: bool
+    fail_type: str | None
+    graph_ops: int | None
+    graphs: int
+    graph_breaks: list[GraphBreak]
+    restart_reasons: list[str]
+    stack: list[StackFrame]
+    first_line: int
+
+    @classmethod
+    def of(cls, c: Compile) -> Facts:
+        return cls(
+            c.id,
+            c.status,
+            c.metrics is not None,
+            c.fail_type,
+            c.graph_ops,
+            len(c.graphs),
+            c.graph_breaks,
+            c.restart_reasons,
+            c.stack,
+            c.first_line,
+        )
+
+    def apply(self, c: Compile) -> None:
+        c.status = self.status
+        c.graph_breaks = self.graph_breaks
+        c.restart_reasons = self.restart_reasons
+        c.stack = self.stack
+
+
 class OpenCompiles:
     """The compiles of a log while it is read: recent ones in memory, older ones on disk."""
 
@@ -122,7 +160,7 @@ class OpenCompiles:
         self.strings = strings
         self.limit = IN_MEMORY if limit is None else limit
         self.mem: OrderedDict[CompileId | None, Compile] = OrderedDict()
-        self.disk: dict[CompileId | None, tuple[int, int]] = {}
+        self.disk: dict[CompileId | None, tuple[tuple[int, int], Facts]] = {}
         self.file: _SpillFile | None = None
 
     def __contains__(self, cid: CompileId | None) -> bool:
@@ -133,72 +171,115 @@ class OpenCompiles:
         if c is not None:
             self.mem.move_to_end(cid)
             return c
-        where = self.disk.pop(cid, None)
-        if where is None or self.file is None:
+        got = self.disk.pop(cid, None)
+        if got is None or self.file is None:
             return None
-        c = _loads(self.file.read(*where), self.strings.items)
+        c = _loads(self.file.read(*got[0]), self.strings.items)
         self.put(cid, c)
         return c
 
     def put(self, cid: CompileId | None, c: Compile) -> None:
         self.mem[cid] = c
         while len(self.mem) > self.limit:
-            old, oc = self.mem.popitem(last=False)
-            if self.file is None:
-                self.file = _SpillFile()
-            self.disk[old] = self.file.write(_dumps(oc, self.strings))
+            self.evict()
+
+    def evict(self) -> None:
+        old, oc = self.mem.popitem(last=False)
+        if self.file is None:
+            self.file = _SpillFile()
+        self.disk[old] = (self.file.write(_dumps(oc, self.strings)), Facts.of(oc))
 
     def keys(self) -> list[CompileId | None]:
         return [*self.mem, *self.disk]
 
-    def take(self, cid: CompileId | None) -> Compile:
-        """Remove a compile from the working set and return it (for the final pass)."""
-        c = self.get(cid)
-        assert c is not None
-        del self.mem[cid]
-        return c
+    def entry(self, cid: CompileId | None) -> tuple[Compile | tuple[int, int], Facts]:
+        """Where a compile is (in memory, or its place on disk) and its facts."""
+        c = self.mem.get(cid)
+        if c is not None:
+            return c, Facts.of(c)
+        return self.disk[cid]
+
+
+# Turns a compile as read into a finished one (inputs resolved, log-wide defaults filled in).
+Finisher = Callable[[Compile], None]
+# Explains each compile of a frame against the one before it: `explain.explain_frame`.
+Explainer = Callable[[list[list[Compile]]], None]
 
 
 class CompileList(Sequence[Compile]):
-    """A log's compiles in order; past a few hundred they are read back from disk one at a time."""
+    """A log's compiles in id order; past a few hundred they stay on disk and are read back
+    one at a time, finished and explained on the way out."""
 
-    def __init__(self, strings: Strings | None = None, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        strings: Strings | None = None,
+        file: _SpillFile | None = None,
+        finish: Finisher | None = None,
+        explain: Explainer | None = None,
+    ) -> None:
         self.strings = strings or Strings()
-        self.limit = IN_MEMORY if limit is None else limit
-        self.mem: list[Compile] = []
-        self.offsets: list[tuple[int, int]] = []
-        self.file: _SpillFile | None = None
+        self.file = file
+        self.finish = finish
+        self.explain = explain
+        self.entries: list[Compile | tuple[int, int]] = []
+        self.facts: list[Facts | None] = []
+        self.bases: list[tuple[int, int]] = []  # [start, end) of each compile's attempts
+        self.frames: list[tuple[int, int]] = []  # [start, end) into bases, per frame
+        self.base_of: list[int] = []
 
     @classmethod
     def of(cls, compiles: Sequence[Compile]) -> CompileList:
+        """Finished compiles, kept as they are (each its own compile and frame)."""
         out = cls()
-        out.mem = list(compiles)
+        for c in compiles:
+            out.add_frame([[c]], [[None]])
         return out
 
-    def append(self, c: Compile) -> None:
-        if self.file is None and len(self.mem) < self.limit:
-            self.mem.append(c)
-            return
-        if self.file is None:
-            self.file = _SpillFile()
-            for m in self.mem:
-                self.offsets.append(self.file.write(_dumps(m, self.strings)))
-            self.mem = []
-        self.offsets.append(self.file.write(_dumps(c, self.strings)))
-
-    def replace(self, i: int, c: Compile) -> None:
-        """Store a changed compile back (what a post-pass that annotates compiles calls)."""
-        if self.file is None:
-            self.mem[i] = c
-        else:
-            self.offsets[i] = self.file.write(_dumps(c, self.strings))
+    def add_frame(
+        self,
+        frame: list[list[Compile | tuple[int, int]]],
+        facts: list[list[Facts | None]],
+    ) -> None:
+        first_base = len(self.bases)
+        for attempts, fs in zip(frame, facts, strict=True):
+            start = len(self.entries)
+            for e, f in zip(attempts, fs, strict=True):
+                self.entries.append(e)
+                self.facts.append(f)
+                self.base_of.append(len(self.bases))
+            self.bases.append((start, len(self.entries)))
+        self.frames.append((first_base, len(self.bases)))
 
     @property
     def on_disk(self) -> bool:
-        return self.file is not None
+        return any(isinstance(e, tuple) for e in self.entries)
+
+    def _raw(self, i: int) -> Compile:
+        e = self.entries[i]
+        if isinstance(e, Compile):
+            c = e
+        else:
+            assert self.file is not None
+            c = _loads(self.file.read(*e), self.strings.items)
+        f = self.facts[i]
+        if f is not None:
+            f.apply(c)
+            if self.finish is not None:
+                self.finish(c)
+            if isinstance(e, Compile):
+                self.facts[i] = None  # finished in place, once
+        return c
+
+    def _attempts(self, b: int) -> list[Compile]:
+        start, end = self.bases[b]
+        return [self._raw(i) for i in range(start, end)]
+
+    def _explained(self, prev: list[Compile] | None, cur: list[Compile]) -> None:
+        if self.explain is not None:
+            self.explain([prev, cur] if prev is not None else [cur])
 
     def __len__(self) -> int:
-        return len(self.offsets) if self.file is not None else len(self.mem)
+        return len(self.entries)
 
     @overload
     def __getitem__(self, i: int) -> Compile: ...
@@ -209,31 +290,48 @@ class CompileList(Sequence[Compile]):
     def __getitem__(self, i: int | slice) -> Compile | list[Compile]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        if self.file is None:
-            return self.mem[i]
-        return _loads(self.file.read(*self.offsets[i]), self.strings.items)
+        if i < 0:
+            i += len(self)
+        b = self.base_of[i]
+        cur = self._attempts(b)
+        frame_start = next(fs for fs, fe in self.frames if fs <= b < fe)
+        prev = self._attempts(b - 1) if b > frame_start else None
+        self._explained(prev, cur)
+        return cur[i - self.bases[b][0]]
 
     def __iter__(self) -> Iterator[Compile]:
-        if self.file is None:
-            yield from self.mem
-            return
-        for at, n in self.offsets:
-            yield _loads(self.file.read(at, n), self.strings.items)
+        for fs, fe in self.frames:
+            prev: list[Compile] | None = None
+            for b in range(fs, fe):
+                cur = self._attempts(b)
+                self._explained(prev, cur)
+                yield from cur
+                prev = cur
 
     def __reduce__(self) -> Any:
-        # Sent to another process on this machine (a pool worker's result): hand over the
-        # spill file instead of the compiles. SEND_FILES is off where the receiver is remote.
+        # Sent to another process: on this machine, hand over the spill file; elsewhere
+        # (SEND_FILES off) send the finished compiles themselves.
         if self.file is None or not SEND_FILES:
             return (CompileList.of, (list(self),))
         self.file.f.flush()
         self.file.handover()
-        return (CompileList._adopt, (self.file.path, self.offsets, self.strings.items))
+        state = (
+            self.file.path,
+            self.strings.items,
+            self.entries,
+            self.facts,
+            self.bases,
+            self.frames,
+            self.base_of,
+            self.finish,
+            self.explain,
+        )
+        return (CompileList._adopt, state)
 
     @classmethod
-    def _adopt(cls, path: str, offsets: list[tuple[int, int]], items: list[str]) -> CompileList:
-        out = cls()
+    def _adopt(cls, path: str, items: list[str], *state: Any) -> CompileList:
+        out = cls(file=_SpillFile(path))
         out.strings.items = items
         out.strings.ids = {s: i for i, s in enumerate(items)}
-        out.file = _SpillFile(path)
-        out.offsets = offsets
+        out.entries, out.facts, out.bases, out.frames, out.base_of, out.finish, out.explain = state
         return out
