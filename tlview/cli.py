@@ -168,6 +168,105 @@ def report(
         raise TlviewError(f"{path}: {bad} bad line(s) (--strict)", EXIT_STRICT)
 
 
+@main.command()
+@click.argument("path", type=click.Path())
+@click.option(
+    "--compile-id", "compile_id", help="Only this compile, e.g. 0/1 (LOG:ID with several logs)."
+)
+@click.option(
+    "--mode",
+    type=click.Choice(("random", "zeros", "meta")),
+    default="random",
+    show_default=True,
+    help="Values of the rebuilt tensors: random per dtype, zeros, or meta (no memory).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random values.")
+@click.option(
+    "--device", help="Build on this device (default: the logged device when present, else cpu)."
+)
+@click.option(
+    "--max-bytes",
+    "max_bytes",
+    metavar="SIZE",
+    help="Refuse to build more real tensor memory than this, e.g. 8G (default: half of RAM).",
+)
+@click.option(
+    "--allow-import",
+    "allow_import",
+    multiple=True,
+    metavar="MODULE",
+    help="Import tensor subclasses from MODULE (runs its code; torch's own types need no leave).",
+)
+@click.option(
+    "--emit",
+    type=click.Path(),
+    metavar="FILE",
+    help="Write the rebuilt inputs with torch.save (format tlview.inputs/1).",
+)
+@click.option("--force", is_flag=True, help="Replace an existing FILE that tlview did not write.")
+def inputs(
+    path: str,
+    compile_id: str | None,
+    mode: str,
+    seed: int,
+    device: str | None,
+    max_bytes: str | None,
+    allow_import: tuple[str, ...],
+    emit: str | None,
+    force: bool,
+) -> None:
+    """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
+    from .load import load
+    from .rebuild import DEFAULT_MAX_BYTES, compiles_with_inputs, parse_bytes
+
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
+    rep = load(path, progress=sys.stderr.isatty())
+    chosen = list(compiles_with_inputs(rep, compile_id))
+    if emit is not None:
+        from .emit import emit_file
+
+        summary = emit_file(
+            rep,
+            chosen,
+            emit,
+            force=force,
+            mode=mode,
+            seed=seed,
+            device=device,
+            max_bytes=limit,
+            allow_import=allow_import,
+        )
+        click.echo(f"tlview: wrote {emit} ({summary})", err=True)
+        return
+    _inputs_listing(rep, chosen, allow_import)
+
+
+def _inputs_listing(rep: Any, chosen: list[Any], allow_import: tuple[str, ...]) -> None:
+    """Per compile, each input with its metadata and whether it rebuilds as fake and as real."""
+    from .rebuild import input_rows
+
+    if not chosen:
+        click.echo(f"{rep.path}: no compile described any input tensor")
+        return
+    many = len({log.name for log in rep.logs}) > 1
+    for c in chosen:
+        rows, notes, problem = input_rows(c, allow_import)
+        ref = f"{c.log}:{c.key}" if many else c.key
+        click.echo(f"compile {ref}  {c.status}  {len(rows)} input(s)  ({c.log})")
+        head = ("source", "shape", "stride", "offset", "dtype", "device", "alias", "fake", "real")
+        table = [head, *rows]
+        widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+        for r in table:
+            click.echo(
+                "  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            )
+        for line in notes:
+            click.echo(f"    {line}")
+        if problem:
+            click.echo(f"    {problem}")
+        click.echo("")
+
+
 def _check_compile_id(rep: Any, compile_id: str) -> None:
     from .summary import compile_ref
 
@@ -300,3 +399,96 @@ def _console(output: str | None, force: bool, draw: Any) -> None:
         console.print(f"# written by tlview {__version__}", markup=False)
         draw(console)
         out.write(buf.getvalue().encode("utf-8"))
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.option(
+    "--compile-id",
+    "compile_id",
+    help="The compile whose graph to re-run, e.g. 0/1 (LOG:ID with several logs).",
+)
+@click.option(
+    "--all",
+    "all_graphs",
+    is_flag=True,
+    help="One repro per graph, in DIR/<compile>/, with DIR/summary.json.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(),
+    metavar="DIR",
+    help="Write repro.py and inputs.pt into DIR (created if missing).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(("eager", "aot_eager", "inductor")),
+    help="Compile the graph again with this backend (default: run it as it is).",
+)
+@click.option(
+    "--device", help="Build the inputs on this device (default: the logged one if present, else cpu)."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option(
+    "--run",
+    "run_now",
+    is_flag=True,
+    help="Run the repro now in a new Python process: this executes code taken from the log.",
+)
+@click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
+def repro(
+    path: str,
+    compile_id: str | None,
+    all_graphs: bool,
+    output: str | None,
+    backend: str | None,
+    device: str | None,
+    seed: int,
+    run_now: bool,
+    force: bool,
+) -> None:
+    """Write a script that re-runs a captured graph on inputs rebuilt from the log."""
+    from pathlib import Path
+
+    from . import repro as repro_mod
+    from .errors import EXIT_NO_REPRO
+    from .load import load
+
+    if all_graphs == (compile_id is not None):
+        raise TlviewError("give --compile-id ID for one graph, or --all", 2)
+    if output is None and (all_graphs or not run_now):
+        raise TlviewError("give -o DIR: where to write the repro", 2)
+    opts = repro_mod.Options(backend=backend, device=device, seed=seed, run=run_now, force=force)
+    rep = load(path, repro_mod.keep_policy(), progress=_progress_reader(path), jobs=1)
+    out = Path(output) if output is not None else None
+    if all_graphs:
+        assert out is not None
+        outcomes = repro_mod.make_all(rep, out, opts)
+        for line in repro_mod.summary_lines(outcomes, run_now):
+            click.echo(line)
+        click.echo(f"tlview: wrote {out / repro_mod.SUMMARY}", err=True)
+        good = ("ran",) if run_now else ("ran", "written")
+        if any(o.status not in good for o in outcomes):
+            raise TlviewError(
+                f"{path}: {sum(o.status not in good for o in outcomes)} of {len(outcomes)} "
+                f"graph(s) gave no repro that {'ran' if run_now else 'runs here'} "
+                f"(see {out / repro_mod.SUMMARY})",
+                EXIT_NO_REPRO,
+            )
+        return
+    assert compile_id is not None
+    o = repro_mod.make_one(rep, compile_id, out, opts)
+    for note in o.notes:
+        click.echo(f"tlview: note: {note}", err=True)
+    if o.status == "skipped":
+        raise TlviewError(f"{path}: compile {o.ref}: no repro: {o.reason}", EXIT_NO_REPRO)
+    if out is not None:
+        click.echo(f"tlview: wrote {out / repro_mod.SCRIPT} and {out / repro_mod.INPUTS}", err=True)
+    if o.status == "blocked":
+        raise TlviewError(
+            f"{path}: compile {o.ref}: the repro will not run here: {o.reason}", EXIT_NO_REPRO
+        )
+    if o.status in ("failed", "mismatch"):
+        raise TlviewError(f"{path}: compile {o.ref}: the repro {o.status}: {o.reason}", EXIT_NO_REPRO)

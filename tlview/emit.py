@@ -1,0 +1,262 @@
+"""Write rebuilt inputs with torch.save (`tlview.inputs/1`) and read them back exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from . import __version__
+from .errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
+from .model import Compile, Report
+from .output import output
+from .rebuild import (
+    DEFAULT_MAX_BYTES,
+    Devices,
+    GroupPlan,
+    RealBuilder,
+    Rebuilt,
+    TensorPlan,
+    collect,
+    human,
+    need_torch,
+    plan_compile,
+    real_bytes,
+    real_inputs,
+)
+
+FORMAT = "tlview.inputs/1"
+
+
+def compile_key(c: Compile, several_logs: bool) -> str:
+    """torch's compile id string, prefixed with the log's file name when PATH held several."""
+    return f"{c.log}:{c.key}" if several_logs else c.key
+
+
+def payload(rebuilt: Iterable[tuple[str, Rebuilt]], torch_version: str | None) -> dict[str, Any]:
+    """The object `--emit` saves: plain tensors for any reader, plans for `load_inputs`."""
+    compiles: dict[str, dict[str, Any]] = {}
+    notes: dict[str, dict[str, list[str]]] = {}
+    failed: dict[str, dict[str, str]] = {}
+    exact: dict[str, dict[str, Any]] = {}
+    for key, r in rebuilt:
+        plain, extra = _plain_tensors(r)
+        compiles[key] = plain
+        n = {k: list(v) for k, v in r.notes.items()}
+        for src, text in extra.items():
+            n.setdefault(src, []).append(text)
+        if n:
+            notes[key] = n
+        if r.failed:
+            failed[key] = dict(r.failed)
+        exact[key] = {"groups": [_group_record(g, r, plain) for g in r.groups]}
+    return {
+        "format": FORMAT,
+        "torch_version": torch_version,
+        "written_by": f"tlview {__version__}",
+        "compiles": compiles,
+        "notes": notes,
+        "failed": failed,
+        "exact": exact,
+    }
+
+
+def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
+    """Tensors torch.save can write as they are; stand-in copies where it cannot share."""
+    torch = need_torch()
+    out: dict[str, Any] = {}
+    extra: dict[str, str] = {}
+    primary: dict[int, Any] = {}  # storage cdata -> the dtype saved over it
+    for g in r.groups:
+        for name, tid, _src in g.sources:
+            t = r.tensors.get(name)
+            if t is None:
+                continue
+            if type(t) not in (torch.Tensor, torch.nn.Parameter):
+                extra[name] = (
+                    f"{type(t).__name__}: torch.load(weights_only=True) cannot load it; "
+                    "use tlview.load_inputs"
+                )
+                continue
+            p = g.tensors[tid]
+            if p.storage in g.zero:
+                out[name] = _copy(torch, t, zero_bytes=True)
+                extra[name] = (
+                    "its storage has 0 bytes, which torch.save cannot write: a full storage "
+                    "stands in here; tlview.load_inputs restores it"
+                )
+                continue
+            key = t.untyped_storage()._cdata
+            dt = primary.setdefault(key, t.dtype)
+            if dt != t.dtype:
+                out[name] = _copy(torch, t)
+                extra[name] = (
+                    f"shares its storage with a {dt} tensor, which torch.save cannot write: "
+                    "a copy stands in here; tlview.load_inputs restores the sharing"
+                )
+                continue
+            out[name] = t
+    return out, extra
+
+
+def _copy(torch: Any, t: Any, zero_bytes: bool = False) -> Any:
+    """The same size, stride, offset and dtype on a storage of its own."""
+    need = t.storage_offset() + 1
+    for d, s in zip(t.shape, t.stride(), strict=False):
+        need += (d - 1) * s if d else 0
+    nbytes = need * t.element_size() if t.numel() else 0
+    with torch.no_grad():
+        if zero_bytes or t.device.type == "meta":
+            st = torch.zeros(nbytes, dtype=torch.uint8, device=t.device).untyped_storage()
+        else:
+            raw = torch.empty(0, dtype=torch.uint8, device=t.device)
+            raw.set_(t.untyped_storage(), 0, (nbytes,), (1,))
+            st = raw.clone().untyped_storage()
+        r = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+            st, t.storage_offset(), t.shape, t.stride()
+        )
+    if isinstance(t, torch.nn.Parameter):
+        return torch.nn.Parameter(r, requires_grad=t.requires_grad)
+    if t.requires_grad:
+        r.requires_grad_(True)
+    return r
+
+
+def _group_record(g: GroupPlan, r: Rebuilt, plain: Mapping[str, Any]) -> dict[str, Any]:
+    """Plans and storage contents of one group: what `load_inputs` needs to rebuild exactly."""
+    torch = need_torch()
+    by_storage: dict[int, str] = {}
+    for name, _tid, _src in g.sources:
+        if name not in plain or plain[name] is not r.tensors.get(name):
+            continue
+        t = plain[name]
+        by_storage.setdefault(t.untyped_storage()._cdata, name)
+    data: dict[str, Any] = {}
+    for (d, key), st in r.storages.items():
+        if d != g.describer or key in g.zero:
+            continue
+        src = by_storage.get(st._cdata)
+        if src is not None:
+            data[str(key)] = ["source", src]
+        else:
+            data[str(key)] = torch.empty(0, dtype=torch.uint8, device=st.device).set_(
+                st, 0, (st.nbytes(),), (1,)
+            )
+    return {
+        "describer": g.describer,
+        "storages": {str(k): v for k, v in g.storages.items()},
+        "zero": sorted(g.zero),
+        "tensors": {str(k): p.as_dict() for k, p in g.tensors.items()},
+        "sources": [[name, tid, src] for name, tid, src in g.sources],
+        "source_notes": {k: list(v) for k, v in g.source_notes.items()},
+        "missing": dict(g.missing),
+        "data": data,
+    }
+
+
+def save(obj: Mapping[str, Any], out: IO[bytes]) -> None:
+    torch = need_torch()
+    torch.save(dict(obj), out)
+
+
+def load_inputs(
+    path: str | Path, map_location: Any = None, allow_import: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Read a `tlview inputs --emit` file; `compiles` then holds the exact tensors and aliasing."""
+    torch = need_torch()
+    try:
+        obj = torch.load(str(path), weights_only=True, map_location=map_location)
+    except FileNotFoundError:
+        raise TlviewError(f"{path}: no such file", EXIT_NO_TRACE) from None
+    except Exception as e:
+        raise TlviewError(f"{path}: not a torch.save file: {e}", EXIT_NO_TRACE) from None
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise TlviewError(f"{path}: not a {FORMAT} file (written by tlview inputs --emit)")
+    plain = obj.get("compiles") or {}
+    exact: dict[str, Any] = {}
+    notes = {k: dict(v) for k, v in (obj.get("notes") or {}).items()}
+    failed = {k: dict(v) for k, v in (obj.get("failed") or {}).items()}
+    device = map_location if isinstance(map_location, str) else None
+    for key, rec in (obj.get("exact") or {}).items():
+        got = Rebuilt({}, {}, {})
+        for gd in rec.get("groups", []):
+            g = _group_from(gd)
+            storages: dict[int, Any] = {}
+            for k, v in gd.get("data", {}).items():
+                if isinstance(v, list) and len(v) == 2 and v[0] == "source":
+                    t = plain.get(key, {}).get(v[1])
+                    if t is not None:
+                        storages[int(k)] = t.untyped_storage()
+                elif isinstance(v, torch.Tensor):
+                    storages[int(k)] = v.untyped_storage()
+            b = RealBuilder(
+                g,
+                mode="zeros",
+                filler=None,
+                devices=Devices(torch, device, "zeros"),
+                allow_import=allow_import,
+                storages=storages,
+                valid_offsets=False,
+            )
+            b.build_all()
+            collect(got, g, b.memo, b.notes, b.errors)
+        exact[key] = got.tensors
+        for src, why in got.failed.items():
+            failed.setdefault(key, {}).setdefault(src, why)
+    return {**obj, "compiles": exact, "notes": notes, "failed": failed}
+
+
+def _group_from(gd: Mapping[str, Any]) -> GroupPlan:
+    return GroupPlan(
+        describer=int(gd["describer"]),
+        storages={int(k): int(v) for k, v in gd["storages"].items()},
+        zero={int(s) for s in gd.get("zero", [])},
+        tensors={int(k): TensorPlan.from_dict(v) for k, v in gd["tensors"].items()},
+        sources=[(str(n), int(t), str(s)) for n, t, s in gd["sources"]],
+        source_notes={k: list(v) for k, v in gd.get("source_notes", {}).items()},
+        missing=dict(gd.get("missing", {})),
+    )
+
+
+def emit_file(
+    report: Report,
+    chosen: Sequence[Compile],
+    path: str,
+    *,
+    force: bool = False,
+    mode: str = "random",
+    seed: int = 0,
+    device: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    allow_import: Sequence[str] = (),
+) -> str:
+    """Rebuild the chosen compiles' inputs and write them to PATH; a one-line summary."""
+    need_torch()
+    if mode != "meta":
+        need = sum(real_bytes(plan_compile(c)) for c in chosen)
+        if need > max_bytes:
+            raise TlviewError(
+                f"{report.path}: the inputs of {len(chosen)} compile(s) need {human(need)} of "
+                f"memory, over --max-bytes {human(max_bytes)}; use --mode meta, choose one "
+                "compile with --compile-id, or raise --max-bytes",
+                EXIT_REFUSED,
+            )
+    many = len({log.name for log in report.logs}) > 1
+    built: list[tuple[str, Rebuilt]] = []
+    keys: set[str] = set()
+    for c in chosen:
+        key = compile_key(c, many)
+        if key in keys:
+            key = f"{key}@{c.pid}"
+        keys.add(key)
+        r = real_inputs(
+            c, mode=mode, seed=seed, device=device, max_bytes=1 << 62, allow_import=allow_import
+        )
+        built.append((key, r))
+    obj = payload(built, report.torch_version)
+    with output(path, force) as out:
+        save(obj, out)
+    tensors = sum(len(r.tensors) for _, r in built)
+    noted = sum(len(r.notes) for _, r in built)
+    failed = sum(len(r.failed) for _, r in built)
+    return f"{tensors} tensor(s) of {len(built)} compile(s); {noted} with notes, {failed} failed"
