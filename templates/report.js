@@ -1,0 +1,214 @@
+(() => {
+  "use strict";
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+
+  // The compile table: filter by text and status, sort by any column.
+  const table = $("#ctable");
+  const filter = $("#filter");
+  const status = $("#status");
+  const shown = $("#shown");
+  const rows = table ? Array.from(table.tBodies[0].rows) : [];
+  const text = new Map(rows.map((tr) => [tr, tr.textContent.toLowerCase()]));
+
+  function applyFilter() {
+    if (!table) return;
+    const q = filter.value.trim().toLowerCase();
+    const st = status.value;
+    let n = 0;
+    for (const tr of rows) {
+      const ok = (st === "*" || tr.dataset.status === st) && (!q || text.get(tr).includes(q));
+      tr.hidden = !ok;
+      if (ok) n += 1;
+    }
+    shown.textContent = n === rows.length ? `${n} compiles` : `${n} of ${rows.length} compiles`;
+  }
+
+  function sortBy(th) {
+    const col = th.cellIndex;
+    const numeric = th.dataset.type === "num";
+    const dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    for (const h of table.tHead.rows[0].cells) h.setAttribute("aria-sort", "none");
+    th.setAttribute("aria-sort", dir);
+    const sign = dir === "ascending" ? 1 : -1;
+    const key = (tr) => {
+      const td = tr.cells[col];
+      return td.dataset.sort !== undefined ? td.dataset.sort : td.textContent.trim();
+    };
+    const sorted = rows.slice().sort((a, b) => {
+      const x = key(a);
+      const y = key(b);
+      if (numeric) {
+        if (x === "" || y === "") return (x === "") - (y === "");
+        return sign * (parseFloat(x) - parseFloat(y));
+      }
+      return sign * x.localeCompare(y);
+    });
+    const body = table.tBodies[0];
+    const frag = document.createDocumentFragment();
+    for (const tr of sorted) frag.appendChild(tr);
+    body.appendChild(frag);
+  }
+
+  if (table) {
+    filter.addEventListener("input", applyFilter);
+    status.addEventListener("change", applyFilter);
+    for (const th of table.tHead.rows[0].cells) {
+      const b = th.querySelector("button");
+      if (b) b.addEventListener("click", () => sortBy(th));
+    }
+    applyFilter();
+  }
+
+  // Figures in the overview filter the table by status.
+  for (const b of $$("button.fig[data-status]")) {
+    b.addEventListener("click", () => {
+      const want = b.dataset.status;
+      const has = Array.from(status.options).some((o) => o.value === want);
+      status.value = has ? want : "*";
+      filter.value = "";
+      applyFilter();
+      $("#compiles").scrollIntoView();
+    });
+  }
+
+  // Keys: "/" goes to the filter, Escape clears it.
+  document.addEventListener("keydown", (e) => {
+    const t = e.target;
+    const typing = t instanceof HTMLInputElement || t instanceof HTMLSelectElement || t instanceof HTMLTextAreaElement;
+    if (e.key === "/" && !typing && filter) {
+      e.preventDefault();
+      filter.focus();
+      filter.select();
+    } else if (e.key === "Escape" && t === filter) {
+      filter.value = "";
+      applyFilter();
+    }
+  });
+
+  // Cheap syntax colouring, done when a block is first shown; text nodes only, never HTML.
+  const PY_WORDS = new Set(("def class return if else elif for while in not and or is None True False import from as " +
+    "with lambda pass raise try except finally yield async await del global nonlocal assert break continue").split(" "));
+  const JSON_WORDS = new Set(["true", "false", "null"]);
+  const TOKEN = /(#[^\n]*)|("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|(\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b)|([A-Za-z_]\w*)/g;
+  const COLOUR_LIMIT = 300000;
+
+  function colour(code) {
+    if (code.dataset.done) return;
+    code.dataset.done = "1";
+    const lang = code.dataset.lang;
+    if (lang !== "py" && lang !== "json") return;
+    const all = code.textContent;
+    const src = all.length > COLOUR_LIMIT ? all.slice(0, COLOUR_LIMIT) : all;
+    const words = lang === "py" ? PY_WORDS : JSON_WORDS;
+    const frag = document.createDocumentFragment();
+    let plain = "";
+    let last = 0;
+    const span = (cls, s) => {
+      if (plain) {
+        frag.appendChild(document.createTextNode(plain));
+        plain = "";
+      }
+      const el = document.createElement("span");
+      el.className = cls;
+      el.textContent = s;
+      frag.appendChild(el);
+    };
+    TOKEN.lastIndex = 0;
+    let m;
+    while ((m = TOKEN.exec(src)) !== null) {
+      plain += src.slice(last, m.index);
+      last = TOKEN.lastIndex;
+      if (m[1] !== undefined) {
+        if (lang === "py") span("c", m[1]);
+        else plain += m[1];
+      } else if (m[2] !== undefined) span("s", m[2]);
+      else if (m[3] !== undefined) span("n", m[3]);
+      else if (words.has(m[4])) span("k", m[4]);
+      else plain += m[4];
+    }
+    plain += all.slice(last);
+    frag.appendChild(document.createTextNode(plain));
+    code.textContent = "";
+    code.appendChild(frag);
+  }
+
+  function colourIn(details) {
+    for (const code of $$("code[data-lang]", details)) {
+      if (code.closest("details") === details) colour(code);
+    }
+  }
+
+  document.addEventListener("toggle", (e) => {
+    const d = e.target;
+    if (d instanceof HTMLDetailsElement && d.open) colourIn(d);
+  }, true);
+
+  function visible(el) {
+    for (let d = el.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
+      if (!d.open) return false;
+    }
+    return true;
+  }
+  for (const code of $$("code[data-lang]")) if (visible(code)) colour(code);
+
+  // Links to a compile (or to anything inside closed details) open what they point at.
+  function reveal(id) {
+    const el = id && document.getElementById(id);
+    if (!el) return;
+    for (let e = el; e; e = e.parentElement) if (e instanceof HTMLDetailsElement) e.open = true;
+    const own = el.querySelector(":scope > details");
+    if (own) own.open = true;
+  }
+  document.addEventListener("click", (e) => {
+    const a = e.target instanceof Element ? e.target.closest("a") : null;
+    const href = a ? a.getAttribute("href") : null;
+    if (href && href.startsWith("#") && a.id !== "dl-trace") reveal(decodeURIComponent(href.slice(1)));
+  });
+  window.addEventListener("hashchange", () => {
+    reveal(decodeURIComponent(location.hash.slice(1)));
+  });
+  if (location.hash) {
+    reveal(decodeURIComponent(location.hash.slice(1)));
+    const target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target) target.scrollIntoView();
+  }
+
+  for (const [id, open] of [["open-all", true], ["close-all", false]]) {
+    const b = document.getElementById(id);
+    if (b) b.addEventListener("click", () => {
+      for (const d of $$("details.compile-d")) d.open = open;
+    });
+  }
+
+  // The compile phases as a Chrome trace, built from the timelines on this page.
+  const dl = $("#dl-trace");
+  if (dl) {
+    dl.addEventListener("click", () => {
+      const events = [];
+      const pids = new Map();
+      for (const tl of $$("svg.tl[data-cid]")) {
+        const pid = Number(tl.dataset.pid) || 0;
+        if (!pids.has(pid)) pids.set(pid, tl.dataset.log);
+        for (const bar of $$("svg.ph", tl)) {
+          const ev = {
+            name: bar.dataset.name, cat: "dynamo_timed", ts: Number(bar.dataset.ts),
+            pid, tid: 0, args: { compile_id: tl.dataset.cid },
+          };
+          if (bar.dataset.dur === "") ev.ph = "B";
+          else {
+            ev.ph = "X";
+            ev.dur = Number(bar.dataset.dur);
+          }
+          events.push(ev);
+        }
+      }
+      for (const [pid, name] of pids) events.push({ name: "process_name", ph: "M", pid, tid: 0, args: { name } });
+      const blob = new Blob([JSON.stringify({ traceEvents: events, displayTimeUnit: "ms", otherData: { generator: "tlview" } })],
+        { type: "application/json" });
+      if (dl.dataset.url) URL.revokeObjectURL(dl.dataset.url);
+      dl.dataset.url = URL.createObjectURL(blob);
+      dl.href = dl.dataset.url;
+    });
+  }
+})();

@@ -1,0 +1,457 @@
+"""The HTML page as text: every field of the index on it, the budget, escaping, nothing from the environment.
+
+What a browser does with the page is in test_html_browser.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html as htmllib
+import os
+import re
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import CORPUS, FIXTURES, ROOT, corpus
+
+from tlview import __version__
+from tlview.load import load
+from tlview.model import Divergence, Report
+from tlview.render import html, page
+from tlview.summary import compile_ref, overview
+
+DEMO = FIXTURES / "demo.log"
+
+
+def real_paths() -> list[Path]:
+    """Every real log the tests have: each corpus folder (and its subfolders), and the demo."""
+    out = [DEMO]
+    if CORPUS.is_dir():
+        for d in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
+            out.append(d)
+            out += sorted(p for p in d.iterdir() if p.is_dir())
+    return out
+
+
+def render(path: Path | str, full: bool = False) -> tuple[Report, str]:
+    rep = load(path, html.keep_policy(full))
+    return rep, html.render(rep, full=full)
+
+
+def esc(s: str) -> str:
+    """Text as Jinja's autoescape writes it."""
+    return str(htmllib.escape(s, quote=True)).replace("&#x27;", "&#39;").replace("&quot;", "&#34;")
+
+
+# -- hostile text, through real records ----------------------------------------------------------------
+HOSTILE = {
+    "source": "L['</script><b class=\"pwn\">s</b>']",
+    "file": '/tmp/"><img src=x onerror="window.pwned=1">/</script><b class="pwn">f</b>.py',
+    "artifact": 'wrapper\'"><script>window.pwned=2</script><b class="pwn">a</b>',
+    "graph": '# </script><b class="pwn">g</b><img src=x onerror=window.pwned=3><svg onload=window.pwned=4>',
+    "log": 'h"><img src=x onerror=window.pwned=5><b class="pwn">l<b>.log',
+}
+_HEAD = re.compile(rb"^(?:\[rank\d+\]:)?[A-Z]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\n]*?\] (?=\{)")
+
+
+def hostile_log(tmp: Path) -> Path:
+    """The demo log with hostile text in a source, a file name, an artifact name and a graph.
+
+    Record lines are edited as JSON and the graph's `has_payload` md5 recomputed, so every record
+    is still valid: the text reaches the page the way a log written by torch would bring it.
+    """
+    units: list[list[bytes]] = []
+    for line in DEMO.read_bytes().split(b"\n"):
+        if line.startswith(b"\t") and units:
+            units[-1].append(line)
+        else:
+            units.append([line])
+    done: set[str] = set()
+    out = []
+    for unit in units:
+        m = _HEAD.match(unit[0])
+        if m is None:
+            out.append(b"\n".join(unit))
+            continue
+        rec = orjson.loads(unit[0][m.end() :])
+        payload = b"\n".join(ln[1:] for ln in unit[1:]) if len(unit) > 1 else None
+        kind = next(iter(rec))
+        body = rec[kind]
+        if kind == "describe_source" and body["source"] == "L['x']" and "source" not in done:
+            body["source"] = HOSTILE["source"]
+            done.add("source")
+        elif kind == "str" and body[0].endswith("demo.py"):
+            body[0] = HOSTILE["file"]
+            done.add("file")
+        elif (
+            kind == "artifact" and body["name"] == "compiled_fn_wrapper" and "artifact" not in done
+        ):
+            body["name"] = HOSTILE["artifact"]
+            done.add("artifact")
+        elif kind == "dynamo_output_graph" and payload is not None and "graph" not in done:
+            payload += b"\n" + HOSTILE["graph"].encode()
+            rec["has_payload"] = hashlib.md5(payload, usedforsecurity=False).hexdigest()
+            done.add("graph")
+        line = m.group(0) + orjson.dumps(rec)
+        if payload is not None:
+            line += b"\n" + b"\n".join(b"\t" + ln for ln in payload.split(b"\n"))
+        out.append(line)
+    assert done == {"source", "file", "artifact", "graph"}, done
+    dest = tmp / HOSTILE["log"]
+    dest.write_bytes(b"\n".join(out))
+    return dest
+
+
+# -- contents --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
+def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
+    rep, text = render(path)
+    many = len({log.name for log in rep.logs}) > 1
+    assert text.startswith("<!doctype html>")
+    assert f"tlview {__version__}" in text[:4096]  # the marker that lets tlview overwrite it
+    if rep.torch_version:
+        assert f"<dd>{esc(rep.torch_version)}</dd>" in text
+    for c in rep.compiles:
+        ref = compile_ref(c, many)
+        assert f'id="c-{esc(re.sub(r"[^A-Za-z0-9_.:/!-]", "_", ref))}' in text, ref
+        assert esc(ref) in text
+        for i in c.inputs:
+            for s in i.sources:
+                assert f"<code>{esc(s)}</code>" in text, (ref, s)
+        for k in c.metrics or {}:
+            assert f'<th scope="row">{esc(k)}</th>' in text or esc(k) in text, (ref, k)
+        for p in c.payloads():
+            assert f'<code class="kind">{esc(p.kind)}</code>' in text, (ref, p.kind)
+        if c.fail_type:
+            assert esc(c.fail_type) in text
+    o = overview(rep)
+    assert f'<span class="v">{o.compiles:,}</span> <span class="l">compiles</span>' in text
+    for b in o.breaks:
+        assert f'<td class="num">{b.count}</td>' in text
+    for log in rep.logs:
+        for b in log.bad_lines:
+            assert f'<td class="num">{b.line}</td><td>{esc(b.reason)}</td>' in text
+
+
+def test_header_breaks_and_recompiles_of_the_demo() -> None:
+    rep, text = render(DEMO)
+    assert "<title>tlview: demo.log</title>" in text
+    assert "<dd>2.13.0+cpu</dd>" in text
+    assert "<dd>11-29 18:56:30 to 11-29 18:56:31</dd>" in text
+    assert f"<dd>{__version__}</dd>" in text
+    # One graph-break reason, twice, at one place, in two compiles (links to each).
+    row = re.search(r'<tr id="gb-1">(.*?)</tr>', text, re.S)
+    assert row is not None
+    assert '<td class="num">2</td>' in row.group(1)
+    assert 'demo.py:15 <span class="dim">×2</span>' in row.group(1)
+    assert '<a href="#c-0/0">0/0</a>, <a href="#c-0/1">0/1</a>' in row.group(1)
+    # The recompile of frame 0 is shown next to its compile, with what changed.
+    sec = _section(text, "c-0/1_1")
+    assert 'Recompiled</strong> after <a href="#c-0/0_1">0/0_1</a>' in sec
+    assert "tensor &#39;x&#39; size mismatch at index 0. expected 4, actual 6" in sec
+    assert (
+        "<td><code>L[&#39;x&#39;]</code></td><td>size[0]</td><td><code>4</code></td><td><code>6</code></td>"
+        in sec
+    )
+
+
+def _section(text: str, anchor: str) -> str:
+    start = text.index(f'<section class="compile" id="{anchor}"')
+    return text[start : text.index("</section>", start)]
+
+
+def test_aliasing_picture_spans_the_bytes_each_tensor_covers() -> None:
+    rep, text = render(DEMO)
+    c = next(c for c in rep.compiles if c.key == "2/0")
+    st = page.storages(c)
+    # views(base.t(), base[2:, 1:5], randn(4, 4)[:, ::2]) with base a 6x10 float32 tensor.
+    shared = st[0]
+    assert shared.alias_group == 1 and shared.size == 240
+    spans = {s.label: (s.start, s.end) for s in shared.spans}
+    assert spans == {"L['a']": (0, 240), "L['b']": (84, 220), "base of L['a']": (0, 240)}
+    assert {s.label: (s.start, s.end) for s in st[1].spans} == {
+        "L['c']": (0, 60),
+        "base of L['c']": (0, 64),
+    }
+    b = next(s for s in shared.spans if s.label == "L['b']")
+    assert (b.x, b.w) == ("35.000", "56.667")  # 84/240 and 136/240 of the bar
+    sec = _section(text, "c-2/0")
+    assert 'storage 0 · 240 B · <span class="alias a1">shared #1</span>' in sec
+    assert "[4, 4] stride [10, 1] offset 21 float32: bytes 84 to 220" in sec
+    assert '<rect class="fill a1" x="35.000%" width="56.667%"' in sec
+
+
+def test_span_of_symbolic_zero_size_and_unknown_dtype() -> None:
+    from tlview.model import TensorDesc
+
+    def t(**f: object) -> TensorDesc:
+        return TensorDesc(1, {"dtype": "torch.float16", "storage": 0, **f})
+
+    assert page.span(t(size=[2, 3], stride=[3, 1], storage_offset=4)) == (8, 20)
+    assert page.span(t(size=[0, 3], stride=[3, 1], storage_offset=4)) == (8, 8)
+    assert page.span(t(size=["s0", 3], stride=[3, 1])) == (None, None)
+    assert page.span(t(size=[2], stride=[1], dtype="torch.mystery")) == (None, None)
+    assert page.span(t(size=[], stride=[], dtype="torch.complex128", storage_offset=2)) == (32, 48)
+
+
+def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
+    rep, text = render(corpus("views_aliasing"))
+    for c in rep.compiles:
+        keys = {i.storage_key for i in c.inputs if i.storage_key}
+        views = page.storages(c)
+        assert keys <= {f"{i.describer}:{i.tensor.storage}" for i in c.inputs}
+        assert len(views) >= len(keys)
+        for sv in views:
+            for s in sv.spans:
+                if s.start is not None and isinstance(sv.size, int) and sv.size:
+                    assert 0 <= s.start <= s.end, (c.key, s)
+
+
+def test_divergence_and_recompile_records_are_rendered() -> None:
+    rep = load(DEMO, html.keep_policy(False))
+    rep.divergence = [
+        Divergence("compile ids", [1, 3], "ranks 1 and 3 compiled 0/2; the others did not")
+    ]
+    text = html.render(rep)
+    sec = text[text.index('<section id="divergence"') :]
+    sec = sec[: sec.index("</section>")]
+    assert "<td>compile ids</td><td>1, 3</td>" in sec
+    assert "ranks 1 and 3 compiled 0/2; the others did not" in sec
+    assert text.index('id="divergence"') < text.index('id="compiles"')
+
+
+def test_failures_show_reason_stack_and_dynamo_error() -> None:
+    rep, text = render(corpus("compile_error"))
+    failed = [c for c in rep.compiles if c.status == "failed"]
+    assert len(failed) == 7
+    for c in failed:
+        sec = _section(text, "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", compile_ref(c, True)))
+        assert f"<strong>Failed: {esc(c.fail_type or '')}</strong>" in sec
+        assert esc((c.fail_reason or "").strip().splitlines()[0]) in sec
+        assert '<details class="stack" open>' in sec
+        for p in c.artifacts:
+            if p.kind == "dynamo_error":
+                assert '<details class="payload" id="' in sec and "Traceback" in sec
+
+
+def test_timeline_of_a_compile_and_of_the_page() -> None:
+    rep, text = render(DEMO)
+    c = next(c for c in rep.compiles if c.key == "2/0")
+    tl = page.compile_timeline(c.phases)
+    assert tl is not None and len(tl.bars) == len(c.phases) == 8
+    assert {b.name for b in tl.bars} >= {"dynamo", "entire_frame_compile", "build_guards"}
+    outer = next(b for b in tl.bars if b.name == "dynamo")
+    assert (outer.x, outer.w, outer.row) == ("0.000", "100.000", 0)
+    sec = _section(text, "c-2/0")
+    assert sec.count('class="bar  ph"') == 8
+    lanes = re.findall(r'<a href="#(c-[^"]+)"><svg class="bar st-', text)
+    assert set(lanes) == {f"c-{c.key}" for c in rep.compiles if c.phases}
+
+
+def test_truncated_log_shows_phases_that_never_ended() -> None:
+    rep, text = render(corpus("truncated_log"))
+    inc = [c for c in rep.compiles if c.status == "incomplete"]
+    assert inc
+    sec = _section(text, "c-" + inc[0].key)
+    assert "<strong>Never finished.</strong>" in sec
+    assert "began and never ended" in sec
+    assert 'data-dur=""' in sec
+
+
+def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = corpus("transformer_inductor")
+    whole = {
+        (p.line): p.text for c in load(path, html.keep_policy(True)).compiles for p in c.payloads()
+    }
+    monkeypatch.setattr(page, "PAYLOAD_BYTES", 2000)
+    monkeypatch.setattr(page, "PAGE_PAYLOAD_BYTES", 20_000)
+    rep, text = render(path)
+    payloads = [p for c in rep.compiles for p in c.payloads()]
+    cuts = re.findall(
+        r"Cut: showing the first ([\d,]+) of ([\d,]+) lines \(([^)]*)\); the rest is at line (\d+) of ",
+        text,
+    )
+    left = re.findall(r"Not on this page: [^;]+? at line (\d+) of ", text)
+    assert cuts and left
+    noted = {int(c[3]) for c in cuts} | {int(n) for n in left}
+    assert len(noted) == len(cuts) + len(left)  # one note per payload
+    assert {p.line for p in payloads if p.bytes > 2000} <= noted
+    for p in payloads:
+        if p.line not in noted and p.bytes:
+            assert esc(whole[p.line] or "") in text, p.kind
+    for shown, total, _, line in cuts:
+        p = next(p for p in payloads if p.line == int(line))
+        assert int(total.replace(",", "")) == p.lines
+        assert int(shown.replace(",", "")) < p.lines
+    banner = re.search(r'<p class="budget" role="note" id="budget">(.*?)</p>', text, re.S)
+    assert banner is not None
+    assert f"{len(cuts)} payloads cut" in banner.group(1)
+    assert f"{len(left)} payloads left out" in banner.group(1)
+    assert "--full" in banner.group(1)
+    # --full: every payload whole, no cut, no banner.
+    rep, text = render(path, full=True)
+    assert "Cut: showing" not in text and "Not on this page" not in text
+    assert 'id="budget"' not in text
+    for c in rep.compiles:
+        for p in c.payloads():
+            assert p.text is not None and len(p.text.encode()) == p.bytes
+            assert esc(p.text) in text
+
+
+def test_default_budget_holds_on_real_logs() -> None:
+    shown = 0
+    for path in real_paths():
+        built = page.build(load(path, html.keep_policy(False)))
+        assert built.budget.shown_bytes <= page.PAGE_PAYLOAD_BYTES
+        for v in built.compiles:
+            for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
+                assert pv.shown <= page.PAYLOAD_BYTES
+                assert (pv.note is None) == (pv.shown == pv.p.bytes or pv.p.bytes == 0), pv.p.kind
+        shown += built.budget.shown_bytes
+    assert shown > 0
+
+
+def test_repeated_long_metrics_link_to_the_first_compile() -> None:
+    rep, text = render(DEMO)
+    built = page.build(rep)
+    first, later = [v for v in built.compiles if v.metrics][:2]
+    cfg = next(m for m in first.metrics if m.name == "dynamo_config")
+    assert cfg.same_as is None and cfg.value.startswith("{\n")
+    again = next(m for m in later.metrics if m.name == "dynamo_config")
+    assert again.same_as == (first.anchor, first.ref)
+    nulls = [k for k, v in (later.c.metrics or {}).items() if v is None]
+    assert later.null_metrics == nulls
+
+
+# -- safety ------------------------------------------------------------------------------------------
+def test_hostile_text_is_escaped(tmp_path: Path) -> None:
+    log = hostile_log(tmp_path)
+    rep, text = render(log)
+    for name, s in HOSTILE.items():
+        assert s not in text, name
+        assert esc(s) in text, name
+    assert f"<title>tlview: {esc(HOSTILE['log'])}</title>" in text
+    assert text.count("<script") == 1  # only the page's own
+    assert re.search(r"<(img|svg onload|b class=\"pwn\")", text) is None
+
+
+def test_content_security_policy_allows_only_the_inline_assets() -> None:
+    _, text = render(DEMO)
+    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', text)
+    assert csp is not None
+    policy = htmllib.unescape(csp.group(1))
+    assert "default-src 'none'" in policy
+    script = re.search(r"<script>(.*?)</script>", text, re.S)
+    style = re.search(r"<style>(.*?)</style>", text, re.S)
+    assert script is not None and style is not None
+    for body, directive in ((script.group(1), "script-src"), (style.group(1), "style-src")):
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert f"{directive} 'sha256-{digest}'" in policy
+    assert not re.search(r"<(link|img|iframe|object|embed)\b", text)
+    assert not re.search(r"\s(src|srcset)=", text)
+    assert " style=" not in text  # style attributes would need 'unsafe-inline'
+
+
+def test_nothing_from_the_environment(tmp_path: Path) -> None:
+    secret = "zq81-secret-value"
+    env = dict(
+        os.environ,
+        TLVIEW_TEST_SECRET=secret,
+        USER="zq81user",
+        LOGNAME="zq81user",
+        HOME=str(tmp_path / "zq81home"),
+    )
+    log = tmp_path / "run" / "demo.log"
+    log.parent.mkdir()
+    log.write_bytes(DEMO.read_bytes())
+    out = tmp_path / "report.html"
+    code = "import sys; from tlview.cli import main; sys.exit(main())"
+    r = subprocess.run(
+        [sys.executable, "-c", code, "report", str(log), "--format", "html", "-o", str(out)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    logtext = DEMO.read_text()
+    for k, v in env.items():
+        if len(v) >= 6 and v not in logtext:
+            assert v not in text, k
+    for v in (str(tmp_path), socket.gethostname(), "zq81"):
+        assert v not in text or v in logtext, v
+    assert "demo.log" in text
+
+
+# -- packaging and the command -------------------------------------------------------------------------------
+def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    (wheel,) = tmp_path.glob("tlview-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        for t in ("report.html.j2", "macros.html.j2", "report.css", "report.js"):
+            assert f"tlview/templates/{t}" in names
+        z.extractall(tmp_path / "site")
+    out = tmp_path / "page.html"
+    code = (
+        "import sys, tlview; assert tlview.__file__.startswith(sys.argv[1]), tlview.__file__; "
+        "from tlview.cli import main; sys.exit(main(sys.argv[2:]))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(tmp_path / "site"),
+            "report",
+            str(DEMO),
+            "--format",
+            "html",
+            "-o",
+            str(out),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    text = out.read_text()
+    assert '<section class="compile" id="c-2/0"' in text and "<code>L[&#39;c&#39;]</code>" in text
+
+
+def test_cli_writes_and_rewrites_its_own_page(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    out = tmp_path / "r.html"
+    for _ in range(2):  # the second run replaces the page it wrote, without --force
+        r = run_cli("report", DEMO, "--format", "html", "-o", out)
+        assert r.exit_code == 0, r.output
+    assert out.read_text().count('<section class="compile" id="c-') == 8
+    r = run_cli("report", DEMO, "--format", "html", "--full", "-o", out)
+    assert r.exit_code == 0
+    assert 'id="budget"' not in out.read_text()

@@ -1,0 +1,94 @@
+"""The self-contained HTML page: one file, inline CSS and JS, offline, autoescaped, CSP-locked."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import IO
+
+import jinja2
+from markupsafe import Markup
+
+from ..index import Keep
+from ..model import Report
+from . import page as page_mod
+
+_FULL = 1 << 62
+
+
+def keep_policy(full: bool) -> Keep:
+    """Payload text to keep while reading: the page budget per log, or everything with --full."""
+    if full:
+        return Keep(payload_bytes=_FULL, total_bytes=_FULL)
+    return Keep(payload_bytes=page_mod.PAYLOAD_BYTES, total_bytes=page_mod.PAGE_PAYLOAD_BYTES)
+
+
+def template_dirs() -> list[Path]:
+    """Where the templates are: inside the installed package, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent.parent  # the tlview package
+    candidates = [here / "templates", here.parent / "templates"]
+    return [d for d in candidates if (d / "report.html.j2").is_file()]
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    dirs = template_dirs()
+    if not dirs:
+        raise RuntimeError("tlview's HTML templates are missing from this installation")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters["nbytes"] = page_mod.nbytes
+    env.filters["clock"] = page_mod.clock
+    env.filters["short_path"] = page_mod.short_path
+    env.filters["frame"] = page_mod.frame_text
+    env.filters["dims"] = page_mod.dims
+    return env
+
+
+def _asset(env: jinja2.Environment, name: str) -> tuple[Markup, str]:
+    """An inline asset's text and its CSP hash: only these exact bytes may run or style the page."""
+    assert env.loader is not None
+    source, _, _ = env.loader.get_source(env, name)
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return Markup(source), "'sha256-" + base64.b64encode(digest).decode() + "'"
+
+
+def render(report: Report, full: bool = False) -> str:
+    """The page as one string (tests use it; `write` streams the same thing)."""
+    return "".join(_chunks(report, full))
+
+
+def _chunks(report: Report, full: bool) -> Iterator[str]:
+    env = environment()
+    css, css_hash = _asset(env, "report.css")
+    js, js_hash = _asset(env, "report.js")
+    csp = (
+        "default-src 'none'; "
+        f"script-src {js_hash}; style-src {css_hash}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    page = page_mod.build(report, full)
+    tmpl = env.get_template("report.html.j2")
+    return tmpl.generate(page=page, css=css, js=js, csp=csp)
+
+
+def write(report: Report, out: IO[bytes], full: bool = False) -> None:
+    """Write the page to a binary stream, a chunk at a time."""
+    buf: list[str] = []
+    size = 0
+    for chunk in _chunks(report, full):
+        buf.append(chunk)
+        size += len(chunk)
+        if size >= 1 << 16:
+            out.write("".join(buf).encode("utf-8", "replace"))
+            buf, size = [], 0
+    out.write("".join(buf).encode("utf-8", "replace"))

@@ -1,0 +1,71 @@
+"""The `chromium_event` records as one Chrome trace (JSON) for Perfetto, streamed from the logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .. import __version__
+from ..model import Report
+from ..parse import Reader
+
+
+def write(report: Report, out: IO[bytes]) -> None:
+    """Re-read each log and write its events as they pass; one Perfetto process per log process."""
+    names = sorted({log.name for log in report.logs})
+    head = {"otherData": {"generator": f"tlview {__version__}", "logs": names}}
+    out.write(orjson.dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
+    labels = {(log.name, log.pid): _label(log.name, log.rank, log.pid) for log in report.logs}
+    paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))
+    first = True
+    skipped = 0
+    for path, name in paths:
+        seen: set[int] = set()
+        for rec in Reader(Path(path), name):
+            if rec.kind != "chromium_event":
+                continue
+            ev = _event(rec.payload)
+            if ev is None:
+                skipped += 1
+                continue
+            if rec.pid not in seen:
+                seen.add(rec.pid)
+                label = labels.get((name, rec.pid)) or _label(name, rec.rank, rec.pid)
+                meta = [
+                    {"name": "process_name", "ph": "M", "pid": rec.pid, "args": {"name": label}},
+                    {
+                        "name": "process_sort_index",
+                        "ph": "M",
+                        "pid": rec.pid,
+                        "args": {"sort_index": len(seen) + 1000 * paths.index((path, name))},
+                    },
+                ]
+                for m in meta:
+                    out.write((b"" if first else b",\n") + orjson.dumps(m))
+                    first = False
+            # torch writes pid 0 in every process; the log prefix has the real one.
+            ev["pid"] = rec.pid
+            out.write((b"" if first else b",\n") + orjson.dumps(ev))
+            first = False
+    out.write(b'\n],"tlviewSkippedEvents":' + str(skipped).encode() + b"}\n")
+
+
+def _event(payload: bytes | None) -> dict[str, Any] | None:
+    """A trace event from a payload, or None when it is not one (cut short, not JSON)."""
+    if not payload:
+        return None
+    try:
+        ev = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(ev, dict) or not isinstance(ev.get("ph"), str):
+        return None
+    if not isinstance(ev.get("ts"), int | float) and ev["ph"] != "M":
+        return None
+    return ev
+
+
+def _label(name: str, rank: int | None, pid: int | None) -> str:
+    return f"rank {rank} · {name} (pid {pid})" if rank is not None else f"{name} (pid {pid})"
