@@ -181,8 +181,10 @@ def find_in(logs: Iterable[Facts]) -> list[Divergence]:
     out = _compile_ids(ranks)
     for kind, _, describe in _PER_COMPILE:
         out += _per_compile(ranks, kind, describe)
-    out += _per_rank(ranks, "recompiles", lambda r: r.recompiles, lambda v: f"{v} recompiles")
-    out += _per_rank(ranks, "graph_breaks", lambda r: r.graph_breaks, lambda v: f"{v} graph breaks")
+    out += _per_rank(ranks, "recompiles", lambda r: r.recompiles, lambda v: _n(v, "recompile"))
+    out += _per_rank(
+        ranks, "graph_breaks", lambda r: r.graph_breaks, lambda v: _n(v, "graph break")
+    )
     out += _per_rank(ranks, "graph_execution", lambda r: r.execution, _execution_text)
     return out
 
@@ -504,3 +506,7 @@ def _per_rank(
         for v, rs in sorted(groups.items(), key=lambda kv: kv[1])
         if v != ref
     ]
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")

@@ -1,0 +1,218 @@
+"""Divergence between the ranks of a job: real rank logs, and jobs built from them with known plants."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, corpus, run_cli
+
+from tlview.divergence import artifact_meta, span
+from tlview.load import load
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import make_job  # noqa: E402  (benchmarks/ is not a package)
+
+
+def gloo_rank0() -> Path:
+    return corpus("multirank_gloo", "dedicated_log_torch_trace_rank_0_f534302x.log")
+
+
+def report_json(path: Path | str, *extra: str) -> dict[str, Any]:
+    result = run_cli("report", path, "--format", "json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def kinds(data: dict[str, Any]) -> dict[tuple[str, tuple[int, ...]], str]:
+    return {(d["kind"], tuple(d["ranks"])): d["detail"] for d in data["divergence"]}
+
+
+# -- real rank logs, as torch wrote them ---------------------------------------------------------
+def test_gloo_job_ranks_differ_in_one_input_shape() -> None:
+    # The DDP program fed rank 0 a batch of 8 and rank 1 a batch of 9.
+    data = report_json(corpus("multirank_gloo"))
+    assert data["ranks"] == [0, 1]
+    assert data["divergence"] == [
+        {
+            "kind": "inputs",
+            "ranks": [1],
+            "detail": "0/0_1 L['args'][0] size [9, 32] (rank 0: [8, 32])",
+        }
+    ]
+    assert {c["rank"] for c in data["compiles"]} == {0, 1}
+
+
+def test_tlparse_multi_rank_logs() -> None:
+    # Ranks 0 and 2 ran one failing compile, ranks 1 and 3 a kernel recompiled 14 and 6 times.
+    data = report_json(corpus("tlparse-tests", "multi_rank_logs"))
+    assert data["ranks"] == [0, 1, 2, 3]
+    got = kinds(data)
+    assert got[("compile_ids", (1,))].startswith("extra 0/1, 0/2, 0/3")
+    assert "and 2 more" in got[("compile_ids", (1,))]  # 0/1 .. 0/14
+    assert got[("compile_ids", (3,))].startswith("extra 0/1, 0/2, 0/3, 0/4, 0/5, 0/6 ")
+    assert got[("status", (1, 3))] == "0/0 ok (ranks 0, 2: failed)"
+    assert got[("recompiles", (1,))] == "14 recompiles (ranks 0, 2: 0 recompiles)"
+    assert got[("recompiles", (3,))] == "6 recompiles (ranks 0, 2: 0 recompiles)"
+    assert "0/0 L['x'] size [2, 2] (ranks 0, 2: [4, 4])" in got[("inputs", (1, 3))]
+    assert (
+        got[("cache", (1, 3))] == "0/0 fx_graph hit, aotautograd hit (ranks 0, 2: no cache lookup)"
+    )
+    assert "dynamo_output_graph md5 95fa0bd4 (ranks 0, 2: 289c7de0)" in got[("graph", (1, 3))]
+
+
+def test_collective_schedule_kept_small_beside_its_md5() -> None:
+    log = load(gloo_rank0()).logs[0]
+    (c,) = [c for c in log.compiles if c.key == "4/0"]
+    (p,) = [p for p in c.artifacts if p.kind == "inductor_collective_schedule"]
+    assert p.meta == {"collectives": 2, "ops": ["all_reduce_", "wait_tensor"]}
+    assert p.text is None  # the payload text itself is not kept
+
+
+# -- jobs built from a real rank log, with divergences planted ------------------------------------
+def test_identical_ranks_report_no_divergence(tmp_path: Path) -> None:
+    make_job.make_job(tmp_path, 6, gloo_rank0())
+    data = report_json(tmp_path)
+    assert data["ranks"] == [0, 1, 2, 3, 4, 5]
+    assert data["divergence"] == []
+    assert sorted({c["rank"] for c in data["compiles"]}) == [0, 1, 2, 3, 4, 5]
+    text = run_cli("report", tmp_path).stdout
+    assert "All 6 ranks agree" in text
+    assert "Compiles of ranks 0-5 (6 ranks, the same compiles)" in text
+    assert text.count("Compiles of") == 1
+
+
+def test_every_planted_divergence_found_with_its_ranks(tmp_path: Path) -> None:
+    make_job.make_job(tmp_path, 8, gloo_rank0(), make_job.PLANTS)
+    data = report_json(tmp_path)
+    assert kinds(data) == {
+        ("compile_ids", (2,)): "extra 4/1",
+        ("compile_ids", (6,)): "missing 3/0",
+        ("status", (1,)): "3/0 graph_break (majority: ok)",
+        ("graph", (4,)): "4/0 dynamo_output_graph md5 c00de700 (majority: 4580318a)",
+        ("inputs", (5,)): "4/0 L['t'] size [8] (majority: [4])",
+        ("cache", (3,)): (
+            "4/0 aotautograd miss, fx_graph hit (majority: aotautograd miss, fx_graph miss)"
+        ),
+        ("collective_schedule", (7,)): "4/0 collective 1 is wait_tensor (majority: all_reduce_)",
+        ("recompiles", (2,)): "1 recompile (majority: 0 recompiles)",
+        ("graph_breaks", (1,)): "4 graph breaks (majority: 3 graph breaks)",
+    }
+    # Rank 0 is like the majority: it appears in no divergence.
+    assert all(0 not in d["ranks"] for d in data["divergence"])
+
+
+def test_agreeing_ranks_are_one_line(tmp_path: Path) -> None:
+    missing = [make_job.missing_compile(3, 0)]
+    make_job.make_job(tmp_path, 12, gloo_rank0(), {3: missing, 9: missing, 10: missing})
+    data = report_json(tmp_path)
+    assert kinds(data) == {("compile_ids", (3, 9, 10)): "missing 3/0"}
+    text = run_cli("report", tmp_path, "-q").stdout
+    assert "Compiles of ranks 0-2, 4-8, 11 (9 ranks, the same compiles)" in text
+    assert "Compiles of ranks 3, 9-10 (3 ranks, the same compiles)" in text
+    lines = [ln for ln in text.splitlines() if "missing 3/0" in ln]
+    assert len(lines) == 1 and "3, 9-10" in lines[0]
+
+
+def test_tie_compares_with_the_lowest_rank(tmp_path: Path) -> None:
+    make_job.make_job(tmp_path, 2, gloo_rank0(), {1: [make_job.input_size(4, 0, 16)]})
+    assert kinds(report_json(tmp_path)) == {("inputs", (1,)): "4/0 L['t'] size [16] (rank 0: [4])"}
+
+
+def test_divergence_in_terminal_report(tmp_path: Path) -> None:
+    make_job.make_job(tmp_path, 8, gloo_rank0(), make_job.PLANTS)
+    text = run_cli("report", tmp_path, "-q").stdout
+    assert "Divergence between 8 ranks" in text
+    for line in ("extra 4/1", "missing 3/0", "collective 1 is wait_tensor", "1 recompile"):
+        assert line in text
+    assert "Compiles of rank 6" in text and "Compiles of ranks 0, 3, 5, 7" not in text
+
+
+def test_span() -> None:
+    assert span([0, 1, 2, 3, 5, 7, 8, 9]) == "0-3, 5, 7-9"
+    assert span(range(1000)) == "0-999"
+    assert span([4]) == "4"
+
+
+# -- runtime estimates, kernel tensor metadata, graph execution order (torch run once) -----------
+PROGRAM = r"""
+import torch
+import torch._inductor.config as config
+from torch._inductor.debug import record_and_log_graph_execution_order
+
+config.log_tlparse = True
+
+@torch.compile
+def f(x, w):
+    return (x @ w).relu().sum(1)
+
+with record_and_log_graph_execution_order():
+    for n in (4, 4, 6):
+        f(torch.randn(n, 8), torch.randn(8, 8))
+"""
+
+
+@pytest.fixture(scope="module")
+def inductor_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("inductor")
+    script = tmp / "prog.py"
+    script.write_text(PROGRAM)
+    # Caches off: a cache hit skips the compile that logs the runtime estimates.
+    env = dict(
+        os.environ,
+        TORCH_TRACE=str(tmp / "trace"),
+        TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
+        TORCHINDUCTOR_CACHE_DIR=str(tmp / "cache"),
+    )
+    subprocess.run([sys.executable, str(script)], env=env, cwd=tmp, check=True)
+    (log,) = (tmp / "trace").glob("*.log")
+    return log
+
+
+def test_runtime_tensor_meta_and_execution_order(inductor_log: Path, tmp_path: Path) -> None:
+    plants = {
+        1: [
+            make_job.edit_payload(
+                b"inductor_runtime_and_tensor_meta",
+                b'"estimated_runtime_ns": 0',
+                b'"estimated_runtime_ns": 1500000',
+            )
+        ],
+        2: [make_job.edit_payload(b"inductor_runtime_and_tensor_meta", b"float32", b"bfloat16")],
+        3: [
+            make_job.edit_payload(
+                b"graph_execution", b'"compile_id": "0/1"', b'"compile_id": "0/0"'
+            )
+        ],
+    }
+    make_job.make_job(tmp_path, 5, inductor_log, plants)
+    got = kinds(report_json(tmp_path))
+    # Every kernel of both compiles (0/0, then 0/1 for the new batch size) was edited.
+    kernels = "output shapes, strides or dtypes of its kernels differ (2 kernels; majority: 2)"
+    assert got == {
+        ("runtime_estimate", (1,)): (
+            "0/0 estimated runtime 3 ms (majority: 0 ns); 0/1 estimated runtime 3 ms (majority: 0 ns)"
+        ),
+        ("tensor_meta", (2,)): f"0/0 {kernels}; 0/1 {kernels}",
+        ("graph_execution", (3,)): ("3 graph calls: 0/0 x3 (majority: 3 graph calls: 0/0 x2, 0/1)"),
+    }
+
+
+def test_job_artifact_meta_of_real_payloads(inductor_log: Path) -> None:
+    log = load(inductor_log).logs[0]
+    metas = {
+        (c.key, p.kind): p.meta
+        for c in log.compiles
+        for p in c.artifacts
+        if p.kind in ("inductor_runtime_and_tensor_meta", "graph_execution")
+    }
+    assert metas[("-/-", "graph_execution")] == {"calls": 3, "runs": [["0/0", 2], ["0/1", 1]]}
+    rt = metas[("0/0", "inductor_runtime_and_tensor_meta")]
+    assert rt is not None and rt["ops"] == 2 and rt["runtime_ns"] == 0
+    assert artifact_meta("inductor_collective_schedule", b"not json") is None
+    assert artifact_meta("other", b"[]") is None
