@@ -509,10 +509,25 @@ class Indexer:
         if ph == "B":
             st.chromium.append((name, float(ts), len(st.chromium)))
         elif ph == "E":
-            for k in range(len(st.chromium) - 1, -1, -1):
-                if st.chromium[k][0] == name:
-                    _, t0, depth = st.chromium.pop(k)
-                    _add_phase(c, Phase(name, t0, float(ts) - t0, depth))
+            # An event begun before a restart (dynamo, entire_frame_compile) ends in a later
+            # attempt: it belongs to the attempt where it began.
+            owners = [(cid, st)]
+            if cid is not None and cid.attempt:
+                owners += [
+                    (o, s)
+                    for o, s in self.open.items()
+                    if o is not None and o != cid and o.base == cid.base
+                ]
+            for owner, ost in owners:
+                k = next(
+                    (k for k in range(len(ost.chromium) - 1, -1, -1) if ost.chromium[k][0] == name),
+                    None,
+                )
+                if k is not None:
+                    _, t0, depth = ost.chromium.pop(k)
+                    _add_phase(
+                        self.compiles.get(owner) or c, Phase(name, t0, float(ts) - t0, depth)
+                    )
                     break
         elif ph == "X":
             dur = ev.get("dur")
