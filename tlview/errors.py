@@ -9,6 +9,7 @@ EXIT_USAGE = 2  # bad options (click's own status)
 EXIT_STRICT = 3  # --strict saw bad lines, or a --fail-on limit was exceeded
 EXIT_REFUSED = 4  # a request tlview will not carry out (too large a rebuild, existing output, ...)
 EXIT_NEEDS_TORCH = 5  # the command needs the optional torch dependency
+EXIT_NO_REPRO = 6  # repro: a graph gave no repro that runs here (the reason is printed)
 
 
 class TlviewError(Exception):

@@ -1,0 +1,416 @@
+"""Read the `print_readable` code of a logged FX graph: its inputs, outputs, calls and names.
+
+The text is parsed with `ast` only to look at it: no code object is made and nothing runs.
+The checks here are about shape (is this the code of a graph module?), not a sandbox: code a
+graph calls through `torch` can do anything, which is why running a repro is the user's choice.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+from dataclasses import dataclass, field
+
+Dim = int | str
+
+# torch's dtype abbreviations in graph annotations (`torch._C._get_all_dtypes()`, `.abbr`).
+DTYPES = {
+    "u8": "uint8",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "f16": "float16",
+    "f32": "float32",
+    "f64": "float64",
+    "bf16": "bfloat16",
+    "c32": "complex32",
+    "c64": "complex64",
+    "c128": "complex128",
+    "b8": "bool",
+    "f8e5m2": "float8_e5m2",
+    "f8e4m3fn": "float8_e4m3fn",
+    "f8e5m2fnuz": "float8_e5m2fnuz",
+    "f8e4m3fnuz": "float8_e4m3fnuz",
+    "f8e8m0fnu": "float8_e8m0fnu",
+    "f4e2m1fnx2": "float4_e2m1fn_x2",
+}
+
+# Globals torch.fx gives the code it generates (`torch/fx/graph.py`, `_register_custom_builtin`).
+FX_GLOBALS = frozenset({"torch", "device", "inf", "nan", "NoneType", "fx_pytree", "pytree"})
+# Standard modules whose functions fx names `<module>_<function>` when it calls them.
+STD_MODULES = ("_operator", "operator", "math")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SYMBOL = re.compile(r"[a-z]+[0-9]+")  # s0, u3, j1: shape-env symbols and nested ints
+_TENSOR = re.compile(
+    r"(?:(?P<wrap>\w+)\()?(?P<dtype>\w+)\[(?P<size>[^\]]*)\]\[(?P<stride>[^\]]*)\](?P<device>[\w:]*)\)?"
+)
+_SYM = re.compile(r"Sym\((?P<expr>.*)\)")
+
+
+class GraphCodeError(Exception):
+    """The payload is not the code of a graph module tlview can rebuild; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """A tensor annotation as fx prints it: `f32[s0, 4][4, 1]cpu`, `TwoTensor(f32[3][1]cpu)`."""
+
+    dtype: str  # the abbreviation as printed: f32, bf16, ...
+    size: list[Dim]
+    stride: list[Dim]
+    device: str
+    wrapper: str | None = None  # the subclass name, for subclass tensors
+
+    @property
+    def torch_dtype(self) -> str | None:
+        """The `torch.<name>` attribute of the dtype, or None for an abbreviation we don't know."""
+        return DTYPES.get(self.dtype)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """An input of the graph's forward: its placeholder name and what its annotation says."""
+
+    name: str
+    annotation: str | None
+    tensor: TensorType | None = None
+    sym: str | None = None  # the expression of a `Sym(...)` annotation
+
+
+@dataclass(slots=True)
+class GraphCode:
+    """What a graph's code says about itself, for binding inputs and checking outputs."""
+
+    text: str
+    name: str  # the class name, GraphModule as print_readable writes it
+    params: list[Param]
+    outputs: list[str | None]  # returned node names (None where an output is not a plain name)
+    annotations: dict[str, str] = field(default_factory=dict)  # node name -> annotation
+    bodies: dict[str, int] = field(default_factory=dict)  # nested class path -> its arg count
+    attrs: list[str] = field(default_factory=list)  # self.X reads that are not nested classes
+    missing: list[str] = field(default_factory=list)  # self.X.Y reads with no nested class
+    ops: list[str] = field(default_factory=list)  # torch.ops.NS.OP as called
+    calls: list[str] = field(default_factory=list)  # every dotted call target, sorted
+    free: list[str] = field(default_factory=list)  # names read but defined nowhere in the code
+
+    def output_type(self, name: str | None) -> TensorType | None:
+        return tensor_type(self.annotations.get(name, "")) if name else None
+
+
+def tensor_type(annotation: str | None) -> TensorType | None:
+    """The tensor an fx annotation describes, or None when it is not a tensor annotation."""
+    if not annotation:
+        return None
+    m = _TENSOR.fullmatch(annotation.strip())
+    if not m or m.group("dtype") == "Sym":
+        return None
+    return TensorType(
+        dtype=m.group("dtype"),
+        size=_dims(m.group("size")),
+        stride=_dims(m.group("stride")),
+        device=m.group("device"),
+        wrapper=m.group("wrap"),
+    )
+
+
+def sym_expr(annotation: str | None) -> str | None:
+    """The expression of a `Sym(s0)` annotation."""
+    m = _SYM.fullmatch((annotation or "").strip())
+    return m.group("expr").strip() if m else None
+
+
+def _dims(text: str) -> list[Dim]:
+    out: list[Dim] = []
+    for part in _split_top(text):
+        part = part.strip()
+        if not part:
+            continue
+        out.append(int(part) if re.fullmatch(r"-?\d+", part) else part)
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside parentheses: `Max(1, s0), 4` is two dims."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def is_identifier(name: str) -> bool:
+    return bool(_IDENT.fullmatch(name)) and not keyword.iskeyword(name)
+
+
+def is_symbol(name: str) -> bool:
+    return bool(_SYMBOL.fullmatch(name))
+
+
+# -- size expressions ----------------------------------------------------------------------
+_EXPR_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|\*\*|[-+*%(),]))")
+_FUNCS = {"Max": "max", "Min": "min"}
+
+
+def dim_code(dim: Dim, known: set[str], lookup: str = "sym") -> str | None:
+    """Python code for a logged size (`8`, `s0`, `3*s77`, `Max(1, s0)`), or None if it can't be.
+
+    Symbols become `sym["s0"]`; only integers, known symbols and `+ - * // % ( ) Max Min` are
+    let through, so nothing the log says can become other code.
+    """
+    if isinstance(dim, int):
+        return str(dim)
+    text = dim.strip()
+    pos, out = 0, []
+    while pos < len(text):
+        m = _EXPR_TOKEN.match(text, pos)
+        if not m:
+            return None
+        pos = m.end()
+        num, name, op = m.groups()
+        if num is not None:
+            out.append(num)
+        elif name is not None:
+            if name in _FUNCS:
+                out.append(_FUNCS[name])
+            elif name in known and is_symbol(name):
+                out.append(f"{lookup}[{name!r}]")
+            else:
+                return None
+        else:
+            out.append(f" {op} " if op not in "(),**" else (", " if op == "," else op))
+    code = "".join(out).strip()
+    return code if code and _balanced(code) else None
+
+
+def _balanced(code: str) -> bool:
+    depth = 0
+    for ch in code:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def symbols_in(dim: Dim) -> list[str]:
+    if isinstance(dim, int):
+        return []
+    return [t for t in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", dim) if is_symbol(t)]
+
+
+# -- the graph code ------------------------------------------------------------------------
+_STMTS = (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass)
+_FORBIDDEN = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Lambda,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+    ast.NamedExpr,
+)
+_BUILTINS = frozenset(dir(builtins))
+
+
+def parse(text: str) -> GraphCode:
+    """Read a `print_readable` payload; raise GraphCodeError saying why it is not graph code."""
+    try:
+        tree = ast.parse(text, mode="exec")
+    except SyntaxError as e:
+        raise GraphCodeError(
+            f"the graph code does not parse as Python (line {e.lineno}: {e.msg})"
+        ) from None
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise GraphCodeError(
+            f"the graph code does not parse as Python ({type(e).__name__})"
+        ) from None
+    body = [s for s in tree.body if not _is_docstring(s)]
+    if len(body) != 1 or not isinstance(body[0], ast.ClassDef):
+        raise GraphCodeError("the graph code is not one class (not a print_readable payload)")
+    top = body[0]
+    g = GraphCode(text=text, name=top.name, params=[], outputs=[])
+    classes: dict[str, ast.ClassDef] = {}
+    _check_class(top, "", classes)
+    fwd = _forward(top)
+    g.params = [_param(a) for a in fwd.args.args[1:]]
+    g.outputs = _outputs(fwd)
+    for stmt in fwd.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            ann = stmt.annotation
+            if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+                g.annotations[stmt.target.id] = ann.value
+    for p in g.params:
+        if p.annotation is not None:
+            g.annotations[p.name] = p.annotation
+    # Parents before children, so a body is set before the bodies nested in it.
+    g.bodies = {
+        p: len(_forward(classes[p]).args.args) - 1
+        for p in sorted((p for p in classes if p), key=lambda p: (p.count("."), p))
+    }
+    attrs: set[str] = set()
+    missing: set[str] = set()
+    ops: set[str] = set()
+    calls: set[str] = set()
+    free: set[str] = set()
+    for path, cls in classes.items():
+        f = _forward(cls)
+        defined = {a.arg for a in f.args.args} | _assigned(f)
+        for node in ast.walk(f):
+            if isinstance(node, ast.Attribute) and _is_self(node.value):
+                child = f"{path}.{node.attr}" if path else node.attr
+                if child in classes:
+                    continue
+                if path:
+                    missing.add(child)
+                else:
+                    attrs.add(node.attr)
+            elif isinstance(node, ast.Call):
+                target = _dotted(node.func)
+                if target:
+                    calls.add(target)
+                    if target.startswith("torch.ops.") and target.count(".") >= 3:
+                        ops.add(".".join(target.split(".")[:4]))
+            elif (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and node.id not in defined
+                and node.id not in _BUILTINS
+            ):
+                free.add(node.id)
+    for a in attrs:
+        if not is_identifier(a):
+            raise GraphCodeError(f"the graph reads an attribute with a strange name: {a!r}")
+    g.attrs = sorted(attrs)
+    g.missing = sorted(missing)
+    g.ops = sorted(ops)
+    g.calls = sorted(calls)
+    g.free = sorted(free - FX_GLOBALS)
+    return g
+
+
+def _is_docstring(s: ast.stmt) -> bool:
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+
+
+def _check_class(cls: ast.ClassDef, path: str, classes: dict[str, ast.ClassDef]) -> None:
+    where = f"class {cls.name} (line {cls.lineno})"
+    if cls.decorator_list or cls.keywords or len(cls.bases) != 1:
+        raise GraphCodeError(f"{where}: not a plain torch.nn.Module class")
+    if _dotted(cls.bases[0]) not in ("torch.nn.Module", "torch.fx.GraphModule"):
+        raise GraphCodeError(f"{where}: does not derive from torch.nn.Module")
+    if not is_identifier(cls.name):
+        raise GraphCodeError(f"{where}: not an identifier")
+    classes[path] = cls
+    forwards = 0
+    for s in cls.body:
+        if isinstance(s, ast.FunctionDef) and s.name == "forward":
+            forwards += 1
+            _check_forward(s)
+        elif isinstance(s, ast.ClassDef):
+            _check_class(s, f"{path}.{s.name}" if path else s.name, classes)
+        elif not (_is_docstring(s) or isinstance(s, ast.Pass)):
+            raise GraphCodeError(
+                f"{where}: unexpected {type(s).__name__} at line {s.lineno} "
+                "(a graph class holds only forward and nested graph classes)"
+            )
+    if forwards != 1:
+        raise GraphCodeError(f"{where}: has {forwards} forward methods, expected 1")
+
+
+def _check_forward(f: ast.FunctionDef) -> None:
+    where = f"forward at line {f.lineno}"
+    a = f.args
+    if f.decorator_list or f.returns is not None:
+        raise GraphCodeError(f"{where}: decorated or annotated (not fx code)")
+    if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or a.kw_defaults:
+        raise GraphCodeError(f"{where}: takes arguments fx code does not have")
+    if not a.args or a.args[0].arg != "self":
+        raise GraphCodeError(f"{where}: first argument is not self")
+    for arg in a.args:
+        ann = arg.annotation
+        if ann is not None and not (
+            (isinstance(ann, ast.Constant) and isinstance(ann.value, str)) or _dotted(ann)
+        ):
+            raise GraphCodeError(f"{where}: argument {arg.arg} has an annotation that is code")
+    for s in f.body:
+        if not isinstance(s, _STMTS):
+            raise GraphCodeError(
+                f"{where}: unexpected {type(s).__name__} at line {s.lineno} (fx code is straight-line)"
+            )
+        for node in ast.walk(s):
+            if isinstance(node, _FORBIDDEN):
+                raise GraphCodeError(
+                    f"line {node.lineno}: {type(node).__name__} is never in fx code"
+                )
+        if isinstance(s, ast.AnnAssign) and not (
+            isinstance(s.annotation, ast.Constant) and isinstance(s.annotation.value, str)
+        ):
+            raise GraphCodeError(f"line {s.lineno}: an annotation that is code")
+
+
+def _forward(cls: ast.ClassDef) -> ast.FunctionDef:
+    return next(s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "forward")
+
+
+def _param(a: ast.arg) -> Param:
+    ann = a.annotation
+    text: str | None = None
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        text = ann.value
+    elif ann is not None:
+        text = _dotted(ann)
+    return Param(a.arg, text, tensor_type(text), sym_expr(text))
+
+
+def _outputs(f: ast.FunctionDef) -> list[str | None]:
+    rets = [s for s in f.body if isinstance(s, ast.Return)]
+    if not rets or rets[-1].value is None:
+        return []
+    v = rets[-1].value
+    items = v.elts if isinstance(v, ast.Tuple | ast.List) else [v]
+    return [e.id if isinstance(e, ast.Name) else None for e in items]
+
+
+def _assigned(f: ast.FunctionDef) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(f):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`torch.ops.aten.add.Tensor` for an attribute chain on a name, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

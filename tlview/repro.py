@@ -1,0 +1,742 @@
+"""`tlview repro`: turn a logged graph and its rebuilt inputs into a script that runs it again.
+
+tlview writes the script as text and never runs code from the log itself: the graph's code goes
+into repro.py unchanged (after a check that it is the code of a graph module), every other string
+from the log goes in as a Python literal, and only `--run` starts a Python process that runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import math
+import operator
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from . import graphcode as gc
+from .errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
+from .index import Keep
+from .model import Compile, Payload, Report
+
+SCRIPT = "repro.py"
+INPUTS = "inputs.pt"
+SUMMARY = "summary.json"
+SUMMARY_FORMAT = "tlview.repro/1"
+BACKENDS = ("eager", "aot_eager", "inductor")
+GRAPH_KIND = "dynamo_output_graph"
+MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
+MAX_TOTAL_BYTES = 512 << 20  # graph code kept over a whole log
+# Namespaces of torch.ops whose ops need the process group of a distributed job.
+COLLECTIVES = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd"})
+# Free names in compiled-autograd graphs: helpers that exist only inside the run that made them.
+_AUTOGRAD_HELPERS = re.compile(r"torch__dynamo_(compiled_autograd|external_utils)_\w+")
+_STD_NAME = re.compile(r"(?P<module>_operator|operator|math)_(?P<attr>\w+)")
+_SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
+_OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.storage_offset\(\)")
+_MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\['([^'\]]*)'\]")
+_INT = re.compile(r"-?\d+")
+# Names repro.py defines at its top level: the graph's class must not take one of them.
+SCRIPT_NAMES = frozenset(
+    {
+        "argparse",
+        "sys",
+        "Path",
+        "torch",
+        "inf",
+        "nan",
+        "device",
+        "fx_pytree",
+        "pytree",
+        "NoneType",
+        "LOG",
+        "COMPILE_ID",
+        "LOG_TORCH_VERSION",
+        "INPUTS",
+        "BACKEND",
+        "DYNAMIC",
+        "NOTES",
+        "BODIES",
+        "body",
+        "one_rank_group",
+        "load_inputs",
+        "build",
+        "symbols",
+        "arguments",
+        "expected",
+        "check",
+        "run",
+        "describe",
+        "main",
+        "operator",
+        "_operator",
+        "math",
+    }
+)
+
+# Statuses of a graph in the summary, in the order the summary lists them.
+STATUSES = ("ran", "mismatch", "failed", "written", "blocked", "skipped")
+
+
+@dataclass(slots=True)
+class Arg:
+    """One argument of the graph's forward: its placeholder and the code that gives its value."""
+
+    name: str
+    code: str
+
+
+@dataclass(slots=True)
+class Body:
+    """A nested graph class (a higher-order op's body) and where build() puts it."""
+
+    path: str  # "cond_true_0", "cond_true_0.inner"
+    owner: str  # "GraphModule", "GraphModule.cond_true_0"
+    name: str
+    target: str  # "mod.cond_true_0", "mod.cond_true_0.body.inner"
+    nargs: int
+
+
+@dataclass(slots=True)
+class Plan:
+    """Everything a repro of one graph needs, decided before anything is written."""
+
+    ref: str  # the compile as the user names it (`0/1`, `LOG:0/1`)
+    compile: Compile
+    log_path: str
+    torch_version: str | None
+    graph: Payload | None
+    code: gc.GraphCode | None = None
+    fatal: str | None = None  # why no repro can be written
+    blockers: list[str] = field(default_factory=list)  # why a written repro will not run here
+    notes: list[str] = field(default_factory=list)  # what differs from the original run
+    args: list[Arg] = field(default_factory=list)
+    symbols: list[tuple[str, str]] = field(default_factory=list)  # symbol -> code
+    attrs: list[tuple[str, str]] = field(default_factory=list)  # self attribute -> source
+    bodies: list[Body] = field(default_factory=list)
+    outputs: list[tuple[str, str, str]] = field(default_factory=list)  # name, dtype, shape code
+    std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
+    collectives: bool = False
+    dynamic: bool = False
+    rebuilt: Any = None  # rebuild.Rebuilt
+
+    @property
+    def reason(self) -> str | None:
+        return self.fatal or (self.blockers[0] if self.blockers else None)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one graph: written, run, or why not."""
+
+    ref: str
+    log: str
+    compile_id: str
+    dir: str | None  # the repro's directory, relative to the output directory
+    status: str  # one of STATUSES
+    reason: str | None = None
+    outputs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "compile": self.ref,
+            "log": self.log,
+            "compile_id": self.compile_id,
+            "dir": self.dir,
+            "status": self.status,
+            "reason": self.reason,
+            "outputs": self.outputs,
+            "notes": self.notes,
+        }
+
+
+# -- reading the log --------------------------------------------------------------------------
+def keep_policy(compile_key: str | None = None) -> Keep:
+    """Keep the graph code of one compile (or of all), nothing else."""
+    return Keep(
+        payload_bytes=MAX_GRAPH_BYTES,
+        total_bytes=MAX_TOTAL_BYTES,
+        kinds=frozenset({GRAPH_KIND}),
+        compile=compile_key,
+    )
+
+
+def graph_of(c: Compile) -> Payload | None:
+    return next((g for g in c.graphs if g.kind == GRAPH_KIND), None)
+
+
+def graphs(report: Report) -> list[tuple[str, Compile]]:
+    """Every compile that captured a graph, named as the report names compiles."""
+    many = len({log.name for log in report.logs}) > 1
+    out = []
+    for c in report.compiles:
+        if graph_of(c) is not None:
+            out.append((f"{c.log}:{c.key}" if many else c.key, c))
+    return out
+
+
+def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
+    """The compile the user named, or its attempt that holds the graph; with a note if moved."""
+    from .rebuild import find_compile
+
+    c = find_compile(report, compile_id)
+    if graph_of(c) is not None:
+        return compile_id, c, None
+    if c.id is not None:
+        later = [
+            o
+            for o in report.compiles
+            if o.log == c.log and o.id is not None and o.id.base == c.id.base and graph_of(o)
+        ]
+        if later:
+            o = later[-1]
+            ref = compile_id[: len(compile_id) - len(c.key)] + o.key
+            return ref, o, f"compile {c.key} was restarted; its graph is in attempt {o.key}"
+    return compile_id, c, None
+
+
+# -- planning ---------------------------------------------------------------------------------
+def placeholder(source: str) -> str:
+    """The forward argument dynamo names after a source (`L['x']` -> `L_x_`)."""
+    return re.sub(r"[^a-zA-Z0-9]+", "_", source)
+
+
+def attribute_name(source: str) -> str:
+    """The attribute name dynamo gives a module's tensor it did not lift to an input."""
+    return re.sub(r"[^a-zA-Z0-9]", "_", _MODULE_ATTR.sub(r".\1", source))
+
+
+def plan(
+    ref: str,
+    c: Compile,
+    report: Report,
+    rebuild: Callable[[Compile], Any],
+) -> Plan:
+    """Check a graph, bind its inputs and work out its outputs; say why where something fails."""
+    log = next((lg for lg in report.logs if lg.name == c.log), None)
+    p = Plan(
+        ref=ref,
+        compile=c,
+        log_path=log.path if log else c.log,
+        torch_version=report.torch_version,
+        graph=graph_of(c),
+    )
+    p.fatal = _read_graph(p)
+    if p.fatal or p.code is None:
+        return p
+    code = p.code
+    if code.name in SCRIPT_NAMES or not gc.is_identifier(code.name):
+        p.fatal = f"the graph's class is named {code.name!r}, a name the script needs"
+        return p
+    _check_names(p, code)
+    if p.fatal:
+        return p
+    _check_ops(p, code)
+    if c.status == "failed":
+        why = f": {c.fail_type}" if c.fail_type else ""
+        p.notes.append(f"the original compile failed after capturing this graph{why}")
+    try:
+        p.rebuilt = rebuild(c)
+    except TlviewError as e:
+        p.fatal = f"inputs not rebuilt: {e.message}"
+        return p
+    _bind(p, code)
+    if p.fatal:
+        return p
+    _bodies(p, code)
+    _outputs(p, code)
+    return p
+
+
+def _read_graph(p: Plan) -> str | None:
+    g = p.graph
+    if g is None:
+        return f"compile {p.compile.key} has no {GRAPH_KIND} record (status {p.compile.status})"
+    if not g.ok:
+        return f"the graph record at line {g.line} is damaged (its payload's md5 does not match)"
+    if g.text is None:
+        return f"the graph code at line {g.line} was not kept in memory (over {MAX_TOTAL_BYTES} bytes of graphs)"
+    if g.cut:
+        return (
+            f"the graph code at line {g.line} is {g.bytes} bytes, over the {MAX_GRAPH_BYTES} kept"
+        )
+    try:
+        p.code = gc.parse(g.text)
+    except gc.GraphCodeError as e:
+        return f"line {g.line}: {e}"
+    return None
+
+
+def _check_names(p: Plan, code: gc.GraphCode) -> None:
+    """Free names: fx's names for operator and math functions, or things only the program had."""
+    helpers = [n for n in code.free if _AUTOGRAD_HELPERS.fullmatch(n)]
+    if helpers:
+        p.fatal = (
+            f"compiled-autograd internals: the graph calls {helpers[0]}"
+            + (f" and {len(helpers) - 1} more" if len(helpers) > 1 else "")
+            + ", which exist only inside the backward pass that made it"
+        )
+        return
+    modules = {"_operator": operator, "operator": operator, "math": math}
+    for name in code.free:
+        m = _STD_NAME.fullmatch(name)
+        if m and hasattr(modules[m.group("module")], m.group("attr")):
+            p.std.append((name, m.group("module"), m.group("attr")))
+        elif name.startswith(("torch__dynamo_", "torch__inductor_")):
+            p.blockers.append(
+                f"the graph calls {name}, a torch-internal helper fx could not name for import"
+            )
+        else:
+            p.blockers.append(
+                f"the graph calls {name}, which the program that wrote the log defined "
+                "(the log has its name, not its code)"
+            )
+
+
+def _check_ops(p: Plan, code: gc.GraphCode) -> None:
+    for op in code.ops:
+        ns, name = op.split(".")[2:4]
+        if ns in COLLECTIVES:
+            p.collectives = True
+            continue
+        if not _op_exists(ns, name):
+            p.blockers.append(
+                f"the graph calls the custom op {ns}::{name}, which the program registered at "
+                "run time; import the library that defines it at the top of repro.py"
+            )
+    if p.collectives:
+        p.notes.append(
+            "the graph runs collectives of a distributed job: here they run on a process "
+            "group of one rank, so values differ from the job's"
+        )
+
+
+def _op_exists(ns: str, name: str) -> bool:
+    """Whether this torch has the op (a lookup by name: nothing is imported or run)."""
+    import torch
+
+    try:
+        getattr(getattr(torch.ops, ns), name)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def _bind(p: Plan, code: gc.GraphCode) -> None:
+    r = p.rebuilt
+    by_name: dict[str, str] = {}
+    for source in [*r.tensors, *r.failed]:
+        by_name.setdefault(placeholder(source), source)
+    known = _symbol_table(p, code, by_name)
+    needed: list[str] = []
+    for param in code.params:
+        if param.sym is not None:
+            expr = gc.dim_code(_int_or(param.sym), set(known))
+            if expr is None:
+                p.fatal = (
+                    f"input {param.name} is the size {param.sym}, whose value the log does not give"
+                )
+                return
+            needed += gc.symbols_in(param.sym)
+            p.args.append(Arg(param.name, expr))
+            continue
+        source = by_name.get(param.name) or by_name.get(re.sub(r"_\d+$", "", param.name))
+        if source is None:
+            what = f" ({param.annotation})" if param.annotation else ""
+            p.fatal = (
+                f"input {param.name}{what} has no tensor in the log: no describe_source "
+                "names it (a non-tensor input, or a tensor dynamo did not describe)"
+            )
+            return
+        if source in r.failed:
+            p.fatal = f"input {source} could not be rebuilt: {r.failed[source]}"
+            return
+        p.args.append(Arg(param.name, f"inputs[{source!r}]"))
+        for note in r.notes.get(source, []):
+            p.notes.append(f"{source}: {note}")
+        if param.tensor is not None:
+            _device_note(p, source, param.tensor.device)
+    attr_sources = {attribute_name(s): s for s in r.tensors}
+    for attr in code.attrs:
+        source = attr_sources.get(attr)
+        if source is None:
+            p.blockers.append(
+                f"the graph reads self.{attr}, which is not in the log (a module attribute "
+                "or submodule dynamo did not make an input)"
+            )
+            continue
+        p.attrs.append((attr, source))
+    for path in code.missing:
+        p.blockers.append(f"the graph reads self.{path}, a nested graph the log does not print")
+    p.dynamic = any(param.sym is not None for param in code.params)
+    for name in code.outputs:
+        tt = code.output_type(name)
+        if tt is not None:
+            for d in tt.size:
+                needed += gc.symbols_in(d)
+    p.symbols = [(s, known[s]) for s in dict.fromkeys(needed) if s in known]
+
+
+def _int_or(text: str) -> gc.Dim:
+    return int(text) if _INT.fullmatch(text.strip()) else text
+
+
+def _device_note(p: Plan, source: str, logged: str) -> None:
+    t = p.rebuilt.tensors.get(source)
+    here = str(getattr(t, "device", "")) if t is not None else ""
+    if logged and here and logged != here and not (logged == "cuda" and here.startswith("cuda")):
+        note = f"the log ran on {logged}; the inputs are on {here} here"
+        if note not in p.notes:
+            p.notes.append(note)
+
+
+def _symbol_table(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> dict[str, str]:
+    """Code that gives each size symbol its value: from an input's size, or as logged."""
+    tensors = p.rebuilt.tensors
+    known: dict[str, str] = {}
+    for param in code.params:
+        source = by_name.get(param.name)
+        if param.tensor is None or source not in tensors:
+            continue
+        for kind, dims in (("size", param.tensor.size), ("stride", param.tensor.stride)):
+            for d, dim in enumerate(dims):
+                if isinstance(dim, str) and gc.is_symbol(dim) and dim not in known:
+                    known[dim] = f"inputs[{source!r}].{kind}({d})"
+    for s in p.compile.symbols:
+        if s.kind != "created" or s.symbol in known or not gc.is_symbol(s.symbol):
+            continue
+        src = s.source or ""
+        m = _SIZE_SOURCE.fullmatch(src)
+        o = _OFFSET_SOURCE.fullmatch(src)
+        if m and m.group("tensor") in tensors:
+            known[s.symbol] = f"inputs[{m.group('tensor')!r}].{m.group('kind')}({m.group('dim')})"
+        elif o and o.group("tensor") in tensors:
+            known[s.symbol] = f"inputs[{o.group('tensor')!r}].storage_offset()"
+        elif s.value is not None and _INT.fullmatch(s.value) and not src.startswith("<"):
+            known[s.symbol] = str(int(s.value))
+            p.notes.append(f"{s.symbol} = {s.value}, the value the log recorded for {src}")
+    return known
+
+
+def _bodies(p: Plan, code: gc.GraphCode) -> None:
+    for path, nargs in code.bodies.items():
+        parts = path.split(".")
+        owner = ".".join([code.name, *parts[:-1]])
+        target = "mod." + ".body.".join(parts)
+        p.bodies.append(Body(path, owner, parts[-1], target, nargs))
+
+
+def _outputs(p: Plan, code: gc.GraphCode) -> None:
+    known = {s for s, _ in p.symbols}
+    sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
+    sizes = sizes if isinstance(sizes, dict) else {}
+    for i, name in enumerate(code.outputs):
+        label = name or f"output {i}"
+        ann = code.annotations.get(name) if name else None
+        tt = gc.tensor_type(ann)
+        dims: list[gc.Dim] | None = None
+        dtype = "None"
+        if tt is not None:
+            dims = tt.size
+            if tt.torch_dtype:
+                dtype = f"torch.{tt.torch_dtype}"
+        elif name and ann is None and isinstance(sizes.get(name), list):
+            dims = [_int_or(d) if isinstance(d, str) else d for d in sizes[name]]
+        if dims is None or not all(isinstance(d, int | str) for d in dims):
+            p.outputs.append((label, dtype, "None"))
+            continue
+        parts = [gc.dim_code(d, known) or "None" for d in dims]
+        shape = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        p.outputs.append((label, dtype, shape))
+
+
+# -- writing ----------------------------------------------------------------------------------
+def _template_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    return [
+        d for d in (here / "templates", here.parent / "templates") if (d / "repro.py.j2").is_file()
+    ]
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    import jinja2
+
+    dirs = _template_dirs()
+    if not dirs:
+        raise TlviewError("tlview's repro template is missing from this installation", 70)
+    # Autoescape is for HTML; this template writes Python, where the `py` filter does the escaping.
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
+        autoescape=False,  # noqa: S701
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env
+
+
+def render(p: Plan, backend: str | None, literal: Callable[[Any], str] = repr) -> str:
+    """The text of repro.py. `literal` writes every string from the log (repr: a Python literal)."""
+    assert p.code is not None and p.graph is not None and p.graph.text is not None
+    env = _environment().overlay()
+    env.filters["py"] = literal
+    text = p.graph.text if p.graph.text.endswith("\n") else p.graph.text + "\n"
+    return env.get_template("repro.py.j2").render(
+        log_name=p.compile.log,
+        log_path=p.log_path,
+        compile_id=p.compile.key,
+        graph_line=int(p.graph.line),
+        torch_version=p.torch_version,
+        tlview_version=__version__,
+        class_name=p.code.name,
+        graph_code=text,
+        backend=backend,
+        dynamic=True if p.dynamic else None,
+        notes=[*p.blockers, *p.notes],
+        std_modules=sorted({m for _, m, _ in p.std}),
+        std_names=p.std,
+        bodies=p.bodies,
+        collectives=p.collectives,
+        attrs=p.attrs,
+        symbols=p.symbols,
+        args=p.args,
+        outputs=p.outputs,
+    )
+
+
+def verify(p: Plan, script: str, backend: str | None) -> None:
+    """Check that strings from the log stayed strings: the script must parse to the same tree
+    as one written with every string replaced by a harmless one."""
+    try:
+        got = _shape(ast.parse(script))
+        ref = _shape(ast.parse(render(p, backend, literal=_blank)))
+    except SyntaxError as e:
+        raise TlviewError(
+            f"internal error: repro.py for {p.ref} does not parse ({e.msg})", 70
+        ) from None
+    if got != ref:
+        raise TlviewError(
+            f"internal error: a string from the log changed the code of repro.py for {p.ref}", 70
+        )
+
+
+def _blank(v: Any) -> str:
+    return repr("x") if isinstance(v, str) else repr(v)
+
+
+def _shape(tree: ast.AST) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    return ast.dump(tree, include_attributes=False)
+
+
+def write(p: Plan, out: Path, backend: str | None, force: bool) -> None:
+    """Write repro.py and inputs.pt into OUT (created if missing)."""
+    from . import emit
+    from .output import output as open_output
+
+    script = render(p, backend)
+    verify(p, script, backend)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TlviewError(
+            f"{out}: cannot create the directory: {e.strerror or e}", EXIT_REFUSED
+        ) from None
+    if out.exists() and not out.is_dir():
+        raise TlviewError(f"{out}: not a directory", EXIT_REFUSED)
+    obj = emit.payload([(p.compile.key, p.rebuilt)], p.torch_version)
+    with open_output(str(out / INPUTS), force) as f:
+        emit.save(obj, f)
+    with open_output(str(out / SCRIPT), force) as f:
+        f.write(script.encode("utf-8"))
+
+
+def slug(ref: str) -> str:
+    """A directory name for a compile: `0/1_2` -> `0-1_2`, `!0/1/0` -> `ca0-1-0`."""
+    text = ref.replace("!", "ca").replace("/", "-").replace(":", "--")
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".") or "graph"
+
+
+# -- running ----------------------------------------------------------------------------------
+WARNING = (
+    "tlview: --run executes code taken from the log: the graph in {script} runs in a new "
+    "Python process, with whatever it calls. Run only logs you trust."
+)
+
+
+def run(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, Any]]:
+    """Run each repro in a child Python process (one for all; a new one after a crash)."""
+    results: dict[Path, dict[str, Any]] = {}
+    todo = list(dirs)
+    with tempfile.TemporaryDirectory(prefix="tlview-repro-") as tmp:
+        while todo:
+            out = Path(tmp) / f"results-{len(results)}.jsonl"
+            cmd = [sys.executable, "-m", "tlview.reprorun", str(out), *map(str, todo)]
+            sink = None if echo else subprocess.DEVNULL
+            proc = subprocess.run(cmd, stdout=sink, stderr=sink, check=False)
+            done = _read_results(out)
+            for d in todo:
+                if str(d) in done:
+                    results[d] = done[str(d)]
+            todo = [d for d in todo if d not in results]
+            if todo:  # the process died running the first of these
+                results[todo.pop(0)] = {
+                    "status": "failed",
+                    "reason": f"the Python process running it died (exit status {proc.returncode})",
+                }
+    return results
+
+
+def _read_results(path: Path) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                rec = json.loads(line)
+                if isinstance(rec, dict) and isinstance(rec.get("dir"), str):
+                    out[rec["dir"]] = rec
+    return out
+
+
+# -- the command ------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Options:
+    backend: str | None = None
+    device: str | None = None
+    seed: int = 0
+    run: bool = False
+    force: bool = False
+
+
+def rebuilder(opts: Options) -> Callable[[Compile], Any]:
+    from .rebuild import real_inputs
+
+    return lambda c: real_inputs(c, seed=opts.seed, device=opts.device)
+
+
+def make_one(report: Report, compile_id: str, out: Path | None, opts: Options) -> Outcome:
+    """The repro of one compile: written to OUT, and run with --run."""
+    ref, c, moved = select(report, compile_id)
+    p = plan(ref, c, report, rebuilder(opts))
+    if moved:
+        p.notes.insert(0, moved)
+    outcome = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
+    if p.fatal:
+        return outcome
+    with _directory(out) as d:
+        write(p, d, opts.backend, opts.force)
+        outcome.dir = str(d)
+        outcome.status = "blocked" if p.blockers else "written"
+        if opts.run and not p.blockers:
+            print(WARNING.format(script=d / SCRIPT), file=sys.stderr, flush=True)
+            res = run([d], echo=True).get(d, {})
+            _apply(outcome, res)
+    return outcome
+
+
+@contextlib.contextmanager
+def _directory(out: Path | None) -> Iterator[Path]:
+    if out is not None:
+        yield out
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="tlview-repro-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def make_all(report: Report, out: Path, opts: Options) -> list[Outcome]:
+    """One repro per graph in the report, under OUT/<compile>/, and OUT/summary.json."""
+    outcomes: list[Outcome] = []
+    made: list[tuple[Outcome, Path]] = []
+    rebuild = rebuilder(opts)
+    for ref, c in graphs(report):
+        p = plan(ref, c, report, rebuild)
+        o = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
+        outcomes.append(o)
+        if p.fatal:
+            continue
+        d = out / slug(ref)
+        write(p, d, opts.backend, opts.force)
+        o.dir = d.name
+        o.status = "blocked" if p.blockers else "written"
+        if not p.blockers:
+            made.append((o, d))
+        p.rebuilt = None  # free the tensors before the next graph
+    if opts.run and made:
+        print(WARNING.format(script=out / "*" / SCRIPT), file=sys.stderr, flush=True)
+        results = run([d for _, d in made])
+        for o, d in made:
+            _apply(o, results.get(d, {}))
+    write_summary(report, out, outcomes, opts)
+    return outcomes
+
+
+def _apply(o: Outcome, res: dict[str, Any]) -> None:
+    status = res.get("status")
+    o.status = status if status in ("ran", "mismatch", "failed") else "failed"
+    o.reason = res.get("reason") if o.status != "ran" else None
+    if o.status == "failed" and not o.reason:
+        o.reason = "the repro did not report a result"
+    outs = res.get("outputs")
+    o.outputs = [str(x) for x in outs] if isinstance(outs, list) else []
+
+
+def write_summary(report: Report, out: Path, outcomes: Iterable[Outcome], opts: Options) -> None:
+    from .output import output as open_output
+
+    items = list(outcomes)
+    counts = {s: sum(o.status == s for o in items) for s in STATUSES}
+    obj = {
+        "format": SUMMARY_FORMAT,
+        "written_by": f"tlview {__version__}",
+        "path": report.path,
+        "torch_version": report.torch_version,
+        "backend": opts.backend,
+        "ran": opts.run,
+        "counts": {k: v for k, v in counts.items() if v},
+        "graphs": [o.as_json() for o in items],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    with open_output(str(out / SUMMARY), opts.force) as f:
+        f.write(json.dumps(obj, indent=1).encode("utf-8") + b"\n")
+
+
+def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
+    """The summary a person reads: one line per graph, then the counts."""
+    width = max((len(o.ref) for o in outcomes), default=7)
+    lines = []
+    for o in outcomes:
+        line = f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}"
+        lines.append(line.rstrip())
+    counts = {s: sum(o.status == s for o in outcomes) for s in STATUSES}
+    total = len(outcomes)
+    parts = [f"{n} {s}" for s, n in counts.items() if n]
+    head = f"{total} graph(s): " + ", ".join(parts) if total else "no graphs in the log"
+    if ran and total:
+        head += f"; {counts['ran']}/{total} ran and match the logged shapes"
+    lines.append(head)
+    return lines
+
+
+def check_backend(backend: str | None) -> None:
+    if backend is not None and backend not in BACKENDS:
+        raise TlviewError(
+            f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}", EXIT_USAGE
+        )

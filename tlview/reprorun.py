@@ -1,0 +1,82 @@
+"""Run repro scripts one after another in this process: `python -m tlview.reprorun OUT DIR...`.
+
+`tlview repro --run` starts this in a child process; each result is one JSON line in OUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_REASON = 400
+
+
+def reason(e: BaseException, backend: str | None) -> str:
+    """One line that says why a repro did not run."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    text = lines[0] if lines else ""
+    if "Runtime assertion failed" in str(e):
+        return (
+            "a runtime assertion of the graph failed on the rebuilt inputs, whose values are "
+            f"random (the log has none): {text}"
+        )[:MAX_REASON]
+    where = (
+        f"the {backend} backend: " if backend and type(e).__module__.startswith("torch._") else ""
+    )
+    return f"{where}{type(e).__name__}: {text}"[:MAX_REASON]
+
+
+def run_one(d: Path) -> dict[str, Any]:
+    script = d / "repro.py"
+    rec: dict[str, Any] = {"dir": str(d)}
+    ns: dict[str, Any] = {}
+    try:
+        ns = runpy.run_path(str(script), run_name="tlview_repro")
+        for note in ns.get("NOTES", []):
+            print("note:", note)
+        result = ns["run"]()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # a repro that fails says why, in one line
+        rec.update(status="failed", reason=reason(e, ns.get("BACKEND")))
+        print(f"graph {ns.get('COMPILE_ID', d.name)} failed: {rec['reason']}", flush=True)
+        return rec
+    finally:
+        _reset()
+    describe = ns["describe"]
+    rec["outputs"] = [describe(o) for o in result["outputs"]]
+    problems = [str(p) for p in result["problems"]]
+    rec["status"] = "mismatch" if problems else "ran"
+    if problems:
+        rec["reason"] = "; ".join(problems)[:MAX_REASON]
+    how = "as it is" if ns.get("BACKEND") is None else f"compiled with {ns['BACKEND']}"
+    print(f"graph {ns['COMPILE_ID']} ran {how}: " + ", ".join(rec["outputs"]))
+    for p in problems:
+        print("MISMATCH:", p)
+    if not problems:
+        print("outputs match the shapes and dtypes in the log", flush=True)
+    return rec
+
+
+def _reset() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):  # a failed reset must not hide the result
+            torch._dynamo.reset()
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0])
+    for d in argv[1:]:
+        rec = run_one(Path(d))
+        with out.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
