@@ -19,14 +19,18 @@ from .model import BadLine, CompileId
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
 MAX_BAD_KEPT = 1000  # bad lines listed per log; the rest are counted
+MAX_RETRIES = 8  # records looked for on one damaged line (each try parses the rest of it)
 
 # glog prefix as torch's TorchLogsFormatter writes it: optional "[rankN]:", level letter,
 # "MMDD HH:MM:SS.ffffff", the process id, then "path:line]" (the path can hold anything).
-_PREFIX = re.compile(rb"(?:\[rank(\d+)\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d+) ")
+_PREFIX = re.compile(rb"(?:\[rank(\d{1,9})\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) +(\d{1,19}) ")
 # A newline that starts a record line: the next line is neither a payload line (TAB) nor blank.
 _RECORD_START = re.compile(rb"\n(?=[^\t\n\r])")
 _LAST_RECORD_START = re.compile(rb".*\n(?=[^\t\n\r])", re.S)
 _GZIP_MAGIC = b"\x1f\x8b"
+# A run of NUL bytes, as a crash leaves in a log file: kept as one NUL, so a file of zeros
+# with no line break cannot fill memory; the line that holds it is reported.
+_NULS = re.compile(rb"\x00{2,}")
 
 
 @dataclass(slots=True)
@@ -83,11 +87,30 @@ def is_gzip(path: Path) -> bool:
 def open_log(path: Path) -> IO[bytes]:
     """Open a log for reading bytes, decompressing gzip by its magic number, not its name."""
     try:
-        if is_gzip(path):
-            return gzip.open(path, "rb")  # type: ignore[return-value]
-        return path.open("rb", buffering=0)
+        f = path.open("rb")
     except OSError as e:
         raise TlviewError(f"{path}: cannot open: {e.strerror or e}", EXIT_NO_TRACE) from None
+    try:
+        magic = f.peek(2)[:2]  # one open only: a pipe (`<(zcat ...)`) cannot be read twice
+    except OSError:
+        magic = b""
+    if magic == _GZIP_MAGIC:
+        return _GzipFile(f)  # type: ignore[return-value]
+    return f
+
+
+class _GzipFile(gzip.GzipFile):
+    """A gzip stream that closes the file under it."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
 
 
 # Opens a log's bytes, gunzipped: `open_log` for local files; `tlview.jobs` passes one for URLs.
@@ -126,17 +149,24 @@ class Reader:
     def _chunks(self, f: IO[bytes]) -> Iterator[bytes]:
         raw = getattr(f, "fileobj", None) or f  # progress counts file bytes, also for .gz
         pos = 0
+        # read1 returns what one read decompressed: a .gz cut short yields all it holds
+        read = getattr(f, "read1", None) or f.read
         while True:
             try:
-                chunk = f.read(CHUNK)
+                chunk = read(CHUNK)
             except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
                 self.bad(self.lines + 1, f"compressed data is damaged, reading stopped here ({e})")
                 return
             if not chunk:
                 return
             self.bytes_read += len(chunk)
+            if b"\x00\x00" in chunk:
+                chunk = _NULS.sub(b"\x00", chunk)
             if self._on_chunk is not None:
-                now = raw.tell()
+                try:
+                    now = raw.tell()
+                except OSError:  # a pipe
+                    now = pos + len(chunk)
                 self._on_chunk(now - pos)
                 pos = now
             yield chunk
@@ -238,23 +268,46 @@ class Reader:
     def _record(self, head: bytes, line: int) -> Record | None:
         m = _PREFIX.match(head)
         if m is None:
-            self.bad(line, "not a TORCH_TRACE record: no glog prefix" + _peek(head))
-            return None
+            # Junk before a record (NUL bytes, the start of a line cut short): read what follows.
+            m = _PREFIX.search(head)
+            if m is None:
+                self.bad(line, "not a TORCH_TRACE record: no glog prefix" + _peek(head))
+                return None
+            self.bad(
+                line,
+                f"{m.start()} bytes before the glog prefix skipped{_peek(head[: m.start()])}; "
+                "the record after them was read",
+            )
+        error = None
+        for _ in range(MAX_RETRIES):
+            rec, why = self._parse(head, m, line)
+            if rec is not None:
+                if error is not None:
+                    self.bad(line, f"{error}; a record written after it on this line was read")
+                return rec
+            error = error or why
+            # A record cut short and another written after it on the same line (a crashed
+            # writer, two processes): read the later one.
+            m = _PREFIX.search(head, m.end())
+            if m is None:
+                break
+        self.bad(line, error or "record is not valid JSON")
+        return None
+
+    def _parse(self, head: bytes, m: re.Match[bytes], line: int) -> tuple[Record | None, str]:
+        """The record whose glog prefix is `m`, or why there is none."""
         j = head.find(b"] {", m.end())
         if j < 0:
-            self.bad(line, "not a TORCH_TRACE record: no JSON object after the prefix")
-            return None
+            return None, "not a TORCH_TRACE record: no JSON object after the prefix"
         try:
             meta = orjson.loads(head[j + 2 :])
         except orjson.JSONDecodeError as e:
             meta = _lenient_json(head[j + 2 :])
             if meta is None:
-                self.bad(line, f"record is not valid JSON ({_json_error(e)})")
-                return None
+                return None, f"record is not valid JSON ({_json_error(e)})"
             self.bad(line, "record is not valid UTF-8; bad bytes replaced")
         if not isinstance(meta, dict) or not meta:
-            self.bad(line, "record is not a JSON object with an event kind")
-            return None
+            return None, "record is not a JSON object with an event kind"
         kind = next(iter(meta))
         rank = m.group(1)
         rank_v = _int(meta.get("rank"))
@@ -266,7 +319,7 @@ class Reader:
             pid=int(m.group(3)),
             time=m.group(2).decode(),
             rank=rank_v if rank_v is not None else (int(rank) if rank else None),
-        )
+        ), ""
 
 
 def _repairs(data: bytes) -> Iterator[bytes]:
@@ -313,6 +366,8 @@ def _peek(head: bytes) -> str:
 
 def sniff(path: Path, opener: Opener = open_log) -> str | None:
     """Why `path` is plainly not a log (empty, binary), or None if it may be one."""
+    if opener is open_log and path.exists() and not path.is_file():
+        return None  # a pipe or device: what is read here would be lost to the reader
     try:
         with opener(path) as f:
             start = f.read(4096)
@@ -320,7 +375,9 @@ def sniff(path: Path, opener: Opener = open_log) -> str | None:
         return "not readable as gzip"
     if not start:
         return "empty file"
-    if _PREFIX.search(start) is None and (b"\x00" in start or _binary(start)):
+    # NUL runs are what a crash leaves in a log: judge the bytes around them.
+    rest = start.replace(b"\x00", b"")
+    if _PREFIX.search(start) is None and rest and _binary(rest):
         return "binary file, not a TORCH_TRACE log"
     return None
 
