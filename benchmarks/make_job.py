@@ -211,10 +211,12 @@ def grow(units: list[Unit], target: int) -> list[Unit]:
     size = sum(len(u.head) + len(u.payload or b"") for u in units)
     out = list(units)
     body = [u for u in units if u.compile() is not None]
+    step = sum(len(u.head) + len(u.payload or b"") for u in body)
     copy = 1
-    while target and size * copy < target:
+    while target and size < target:
         for u in body:
             out.append(_shift(u, copy * frames, copy * describers))
+        size += step
         copy += 1
     return out
 

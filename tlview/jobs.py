@@ -309,7 +309,7 @@ def read_dask(
     where = {f.key: i for i, f in enumerate(futures)}
     results: list[Read | None] = [None] * len(sources)
     bar = start_bar() if start_bar else None
-    for fut, r in as_completed(futures, with_results=True):
+    for fut, r in as_completed(futures, loop=client.loop, with_results=True):
         results[where[fut.key]] = r
         if bar is not None:
             bar(r.source.size)
