@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -258,6 +259,7 @@ class CompileView:
     anchor: str
     log_label: str
     status: str
+    log_short: str = ""  # the log's short name, when the page has several logs
     where: str = ""
     sort_id: str = ""
     reason: str = ""  # one line for the table: fail type, graph break, recompile reason
@@ -281,6 +283,11 @@ class CompileView:
     @property
     def key(self) -> str:
         return self.c.key
+
+    @property
+    def label(self) -> str:
+        """How the page names the compile: its id, after its log's short name if there are several."""
+        return f"{self.log_short} {self.c.key}" if self.log_short else self.c.key
 
     @property
     def time(self) -> str:
@@ -368,11 +375,12 @@ def build(report: Report, full: bool = False) -> Page:
                     anchor=anchor,
                     log_label=labels[id(log)],
                     status=c.status,
+                    log_short=labels[id(log)] if many or len(report.logs) > 1 else "",
                     where=f"{short_path(c.file)}:{c.firstline}" if c.file else "",
                     sort_id=_sort_id(c, len(views)),
                 )
             )
-    by_ref = {v.ref: v.anchor for v in reversed(views)}
+    by_ref = {v.ref: v for v in reversed(views)}
     breaks = break_views(o, by_ref)
     break_anchor = {b.reason: b.anchor for b in breaks}
     shared: dict[tuple[str, str], tuple[str, str]] = {}
@@ -438,20 +446,36 @@ def _sort_id(c: Compile, n: int) -> str:
 
 
 def log_labels(logs: list[LogIndex]) -> dict[int, str]:
-    """A short name per log: its rank when ranks tell logs apart, else its file name."""
+    """A short name per log: its rank when ranks tell logs apart, else what differs in its name."""
     ranks = [log.rank for log in logs]
     if len(logs) > 1 and None not in ranks and len(set(ranks)) == len(ranks):
         return {id(log): f"rank {log.rank}" for log in logs}
     names = [log.name for log in logs]
+    short = dict(zip(names, _distinct(sorted(set(names))), strict=False))
     out = {}
     for log in logs:
-        label = log.name
+        label = short.get(log.name, log.name)
         if names.count(log.name) > 1:
             label += f" pid {log.pid}"
         if log.rank is not None:
-            label = f"rank {log.rank} · {label}"
+            label = f"rank {log.rank} {label}"
         out[id(log)] = label
     return out
+
+
+def _distinct(names: list[str]) -> list[str]:
+    """Names without the prefix and suffix they all share (cut at a separator), if still distinct."""
+    if len(names) < 2:
+        return names
+    pre = os.path.commonprefix(names)
+    suf = os.path.commonprefix([n[::-1] for n in names])[::-1]
+    pre = pre[: max((pre.rfind(ch) for ch in "_-. /"), default=-1) + 1]
+    k = min((suf.find(ch) for ch in "_-. /" if ch in suf), default=len(suf))
+    suf = suf[k:]
+    out = [n[len(pre) : len(n) - len(suf)] for n in names]
+    if all(out) and len(set(out)) == len(out):
+        return out
+    return names
 
 
 def figures(o: Overview) -> list[Figure]:
@@ -478,7 +502,7 @@ def figures(o: Overview) -> list[Figure]:
     return figs
 
 
-def break_views(o: Overview, by_ref: dict[str, str]) -> list[BreakView]:
+def break_views(o: Overview, by_ref: dict[str, CompileView]) -> list[BreakView]:
     out = []
     for n, s in enumerate(o.breaks, 1):
         out.append(
@@ -488,7 +512,10 @@ def break_views(o: Overview, by_ref: dict[str, str]) -> list[BreakView]:
                 reason=s.reason,
                 count=s.count,
                 where=[(short_path(w, 3), w, k) for w, k in s.where.items()],
-                compiles=[(ref, by_ref.get(ref, "")) for ref in s.compiles],
+                compiles=[
+                    (by_ref[ref].label, by_ref[ref].anchor) if ref in by_ref else (ref, "")
+                    for ref in s.compiles
+                ],
             )
         )
     return out
@@ -536,8 +563,8 @@ def fill(
 
 def _reason(c: Compile) -> str:
     if c.fail_type:
-        first = (c.fail_reason or "").strip().splitlines()
-        return f"{c.fail_type}: {first[0]}" if first else c.fail_type
+        lines = [ln.strip() for ln in (c.fail_reason or "").splitlines() if ln.strip()]
+        return f"{c.fail_type}: {' '.join(lines[:2])}" if lines else c.fail_type
     if c.status == "incomplete":
         return "never finished: no compilation_metrics (the process stopped during this compile)"
     if c.graph_breaks:
@@ -635,7 +662,7 @@ def metric_views(
                 mv.same_as = seen
                 mv.value = ""
             else:
-                shared.setdefault((str(k), text), (v.anchor, v.ref))
+                shared.setdefault((str(k), text), (v.anchor, v.label))
         if not full and len(mv.value) > METRIC_BYTES:
             mv.note = (
                 f"Cut: {nbytes(METRIC_BYTES)} of {nbytes(len(text))} shown. "
@@ -867,7 +894,8 @@ def page_timeline(report: Report, views: list[CompileView]) -> list[Timeline]:
                     x=pct(100 * (start - t0) / longest),
                     w=pct(max(0.3, 100 * (end - start) / longest)),
                     row=row,
-                    tip=f"{v.ref} {v.c.function or ''} [{v.status}]: {ms(end - start)} at +{ms(start - t0)}",
+                    tip=f"{v.label} {v.c.function or ''} [{v.status}]: "
+                    f"{ms(end - start)} at +{ms(start - t0)}",
                     ts=start,
                     dur=end - start,
                     status=v.status,

@@ -1,0 +1,419 @@
+"""The HTML page in a real headless Chromium: no script error, no network, everything shown, usable.
+
+One Chromium for the whole module, driven over the DevTools protocol on a pipe (no extra package).
+Screenshots of the pages are saved under the test's tmp directory (see the paths printed by -s).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import queue
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import corpus
+from test_html import DEMO, HOSTILE, hostile_log, real_paths
+
+from tlview.load import load
+from tlview.model import Report
+from tlview.render import html
+from tlview.summary import compile_ref
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+class Chromium:
+    """Headless Chromium over `--remote-debugging-pipe`: fd 3 carries commands in, fd 4 replies out."""
+
+    def __init__(self, profile: Path) -> None:
+        to_child_r, self._to_child = os.pipe()
+        self._from_child, from_child_w = os.pipe()
+
+        def fds() -> None:  # runs in the child: put the pipe ends at fd 3 and 4
+            r = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
+            w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
+            os.dup2(r, 3)
+            os.dup2(w, 4)
+
+        self.proc = subprocess.Popen(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-extensions",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={profile}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=fds,  # noqa: PLW1509 - the fds must be placed before exec
+            close_fds=False,
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._next = 0
+        self._replies: dict[int, queue.Queue[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.session = ""
+
+    def _read(self) -> None:
+        buf = b""
+        with os.fdopen(self._from_child, "rb", buffering=0) as f:
+            while True:
+                chunk = f.read(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\0" in buf:
+                    msg, buf = buf.split(b"\0", 1)
+                    m = json.loads(msg)
+                    if "id" in m:
+                        with self._lock:
+                            q = self._replies.get(m["id"])
+                        if q is not None:
+                            q.put(m)
+                    else:
+                        self.events.put(m)
+        # Chromium went away: wake every waiter.
+        with self._lock:
+            for q in self._replies.values():
+                q.put({"error": {"message": "chromium exited"}})
+        self.events.put({"method": "<exit>"})
+
+    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        with self._lock:
+            self._next += 1
+            n = self._next
+            q: queue.Queue[dict[str, Any]] = queue.Queue()
+            self._replies[n] = q
+        msg: dict[str, Any] = {"id": n, "method": method, "params": params}
+        sid = self.session if session is None else session
+        if sid:
+            msg["sessionId"] = sid
+        os.write(self._to_child, json.dumps(msg).encode() + b"\0")
+        reply = q.get()
+        with self._lock:
+            del self._replies[n]
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply.get("result", {})
+
+    def wait_for(self, method: str, seen: list[dict[str, Any]]) -> dict[str, Any]:
+        """The next event named `method`; every event on the way is appended to `seen`."""
+        while True:
+            ev = self.events.get()
+            if ev["method"] == "<exit>":
+                raise RuntimeError("chromium exited")
+            seen.append(ev)
+            if ev["method"] == method:
+                return ev
+
+    def settled(self) -> list[dict[str, Any]]:
+        """The events since the last call, once the page has run its pending tasks."""
+        self.eval("new Promise(r => requestAnimationFrame(() => setTimeout(() => r(1), 0)))")
+        seen: list[dict[str, Any]] = []
+        self.drain(seen)
+        return seen
+
+    def drain(self, seen: list[dict[str, Any]]) -> None:
+        while True:
+            try:
+                seen.append(self.events.get_nowait())
+            except queue.Empty:
+                return
+
+    def open_tab(self) -> None:
+        target = self.call("Target.createTarget", session="", url="about:blank")["targetId"]
+        self.session = self.call(
+            "Target.attachToTarget", session="", targetId=target, flatten=True
+        )["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1280,
+            height=900,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+
+    def load(self, path: Path) -> list[dict[str, Any]]:
+        """Open a page and wait for it to load; the events seen while loading are returned."""
+        seen: list[dict[str, Any]] = []
+        self.drain([])
+        self.call("Page.navigate", url=path.as_uri())
+        self.wait_for("Page.loadEventFired", seen)
+        self.eval("new Promise(r => requestAnimationFrame(() => r(1)))")
+        self.drain(seen)
+        return seen
+
+    def eval(self, expr: str) -> Any:
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise AssertionError(
+                f"script error in test expression {expr!r}: {r['exceptionDetails']}"
+            )
+        return r["result"].get("value")
+
+    def screenshot(self, dest: Path, dark: bool = False, full: bool = False) -> Path:
+        self.call(
+            "Emulation.setEmulatedMedia",
+            features=[{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}],
+        )
+        params: dict[str, Any] = {"format": "png"}
+        if full:
+            h = self.eval("Math.min(document.documentElement.scrollHeight, 6000)")
+            params["clip"] = {"x": 0, "y": 0, "width": 1280, "height": h, "scale": 1}
+            params["captureBeyondViewport"] = True
+        data = self.call("Page.captureScreenshot", **params)["data"]
+        dest.write_bytes(base64.b64decode(data))
+        return dest
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.call("Browser.close", session="")
+        self.proc.wait()
+        os.close(self._to_child)
+
+
+def problems(events: list[dict[str, Any]], page: Path) -> list[str]:
+    """Script errors, console errors and any request other than the page itself."""
+    out = []
+    for ev in events:
+        m, p = ev["method"], ev.get("params", {})
+        if m == "Runtime.exceptionThrown":
+            out.append(f"script error: {p['exceptionDetails']}")
+        elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
+            out.append(f"console: {p['entry']['text']}")
+        elif m == "Runtime.consoleAPICalled" and p["type"] in ("error", "assert"):
+            out.append(f"console.{p['type']}: {p['args']}")
+        elif m == "Network.requestWillBeSent":
+            url = p["request"]["url"]
+            if url != page.as_uri():
+                out.append(f"request: {url}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: apt-get install -y chromium (.ci/run does this)")
+    b = Chromium(tmp_path_factory.mktemp("chromium-profile"))
+    b.open_tab()
+    yield b
+    b.close()
+
+
+# -- the pages -------------------------------------------------------------------------------------
+def page_for(path: Path, dest: Path, full: bool = False) -> tuple[Report, Path]:
+    rep = load(path, html.keep_policy(full))
+    with dest.open("wb") as f:
+        html.write(rep, f, full=full)
+    return rep, dest
+
+
+ALL_TEXT = """(() => {
+  for (const d of document.querySelectorAll('details')) d.open = true;
+  return document.body.innerText;
+})()"""
+
+
+@pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
+def test_real_log_pages(browser: Chromium, path: Path, tmp_path: Path) -> None:
+    rep, dest = page_for(path, tmp_path / f"{path.stem}.html")
+    events = browser.load(dest)
+    assert problems(events, dest) == []
+    many = len({log.name for log in rep.logs}) > 1
+    shown = browser.eval(
+        "Array.from(document.querySelectorAll('section.compile'),"
+        " s => [s.id, s.querySelector('.cid').innerText, s.querySelector('.cid').title])"
+    )
+    assert len(shown) == len(list(rep.compiles)) == len({a for a, _, _ in shown})
+    for (_, label, title), c in zip(shown, rep.compiles, strict=True):
+        assert title == compile_ref(c, many)  # the full name: log file and compile id
+        assert label == c.key or (many and label.endswith(" " + c.key)), (label, c.key)
+    rows = browser.eval("document.querySelectorAll('#ctable tbody tr').length")
+    assert rows == len(shown)
+    text = browser.eval(ALL_TEXT)  # opening every block colours its code: no error either
+    assert problems(browser.settled(), dest) == []
+    for c in rep.compiles:
+        for i in c.inputs:
+            for s in i.sources:
+                assert s in text, (compile_ref(c, many), s)
+    # Nothing but the page itself was requested, and no element could have fetched anything.
+    assert (
+        browser.eval("document.querySelectorAll('[src],[srcset],link,iframe,object,embed').length")
+        == 0
+    )
+    assert problems(browser.load(dest), dest) == []
+    if path.name in ("demo.log", "compile_error", "views_aliasing"):
+        browser.screenshot(tmp_path / f"{path.stem}-light.png", full=True)
+        browser.screenshot(tmp_path / f"{path.stem}-dark.png", dark=True, full=True)
+        browser.call(
+            "Emulation.setEmulatedMedia",
+            features=[{"name": "prefers-color-scheme", "value": "light"}],
+        )
+        print(f"screenshots: {tmp_path}")
+
+
+def _visible_ids(browser: Chromium) -> list[str]:
+    return browser.eval(
+        "Array.from(document.querySelectorAll('#ctable tbody tr'))"
+        ".filter(tr => !tr.hidden).map(tr => tr.cells[0].textContent.trim())"
+    )
+
+
+def _press(browser: Chromium, key: str, code: str, text: str = "") -> None:
+    for kind in ("keyDown", "keyUp"):
+        params: dict[str, Any] = {"type": kind, "key": key, "code": code}
+        if text and kind == "keyDown":
+            params["text"] = text
+        browser.call("Input.dispatchKeyEvent", **params)
+
+
+def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
+    rep, dest = page_for(DEMO, tmp_path / "demo.html")
+    assert problems(browser.load(dest), dest) == []
+    keys = [c.key for c in rep.compiles]
+    assert _visible_ids(browser) == keys
+    times = {c.key: c.compile_time_s for c in rep.compiles}
+    timed = sorted((k for k in keys if times[k] is not None), key=lambda k: times[k] or 0)
+    untimed = [k for k in keys if times[k] is None]
+    th = "document.querySelectorAll('#ctable thead th')"
+    col = browser.eval(f"Array.from({th}, t => t.textContent.trim()).indexOf('time')")
+    browser.eval(f"{th}[{col}].querySelector('button').click()")
+    assert browser.eval(f"{th}[{col}].getAttribute('aria-sort')") == "ascending"
+    assert browser.eval(f"{th}[0].getAttribute('aria-sort')") == "none"
+    assert _visible_ids(browser) == timed + untimed  # compiles without a time go last
+    browser.eval(f"{th}[{col}].querySelector('button').click()")
+    assert browser.eval(f"{th}[{col}].getAttribute('aria-sort')") == "descending"
+    assert _visible_ids(browser) == timed[::-1] + untimed
+    # Keyboard: focus the id header's button with Tab-free focus(), Enter sorts by id again.
+    browser.eval(f"{th}[0].querySelector('button').focus()")
+    _press(browser, "Enter", "Enter", "\r")
+    assert browser.eval(f"{th}[0].getAttribute('aria-sort')") == "ascending"
+    assert _visible_ids(browser) == keys
+    # "/" focuses the filter; typing filters; Escape clears.
+    browser.eval("document.activeElement.blur()")
+    _press(browser, "/", "Slash", "/")
+    assert browser.eval("document.activeElement.id") == "filter"
+    browser.call("Input.insertText", text="views")
+    assert _visible_ids(browser) == ["2/0"]
+    assert (
+        browser.eval("document.getElementById('shown').textContent") == f"1 of {len(keys)} compiles"
+    )
+    _press(browser, "Escape", "Escape")
+    assert _visible_ids(browser) == keys
+    browser.eval(
+        "const s = document.getElementById('status'); s.value = 'restarted'; s.dispatchEvent(new Event('change')); 1"
+    )
+    assert _visible_ids(browser) == [c.key for c in rep.compiles if c.status == "restarted"]
+
+
+def test_failing_compile_reason_and_inputs_in_two_clicks(browser: Chromium, tmp_path: Path) -> None:
+    rep, dest = page_for(corpus("compile_error"), tmp_path / "errors.html")
+    assert problems(browser.load(dest), dest) == []
+    failed = [c for c in rep.compiles if c.status == "failed"]
+    # Click 1: the "failed" figure filters the table to the failed compiles.
+    browser.eval("document.querySelector('button.fig[data-status=failed]').click()")
+    shown = _visible_ids(browser)
+    assert len(shown) == len(failed) and set(shown) == {c.key for c in failed}
+    # Click 2: a failed compile's id opens its section, with the reason and the inputs in view.
+    c = failed[-1]
+    anchor = browser.eval(
+        "(() => { const a = Array.from(document.querySelectorAll('#ctable tbody tr'))"
+        ".filter(tr => !tr.hidden).pop().querySelector('a'); a.click(); return a.hash.slice(1); })()"
+    )
+    browser.eval("new Promise(r => requestAnimationFrame(() => r(1)))")
+    sec = f"document.getElementById({anchor!r})"
+    assert browser.eval(f"{sec}.querySelector('details').open") is True
+    reason = browser.eval(f"{sec}.querySelector('.callout.failed').innerText")
+    assert (c.fail_type or "") in reason
+    assert (c.fail_reason or "").strip().splitlines()[0] in reason
+    visible_inputs = browser.eval(
+        f"Array.from({sec}.querySelectorAll('table.inputs td.src code'))"
+        ".filter(e => e.checkVisibility()).map(e => e.textContent)"
+    )
+    assert visible_inputs == [s for i in c.inputs for s in i.sources]
+    browser.screenshot(tmp_path / "failed-compile.png")
+
+
+def test_hostile_text_is_inert(browser: Chromium, tmp_path: Path) -> None:
+    log = hostile_log(tmp_path)
+    _, dest = page_for(log, tmp_path / "hostile.html")
+    assert problems(browser.load(dest), dest) == []
+    text = browser.eval(ALL_TEXT)
+    assert problems(browser.settled(), dest) == []
+    for name, s in HOSTILE.items():
+        assert s in text, name  # shown as text, exactly
+    assert browser.eval("typeof window.pwned") == "undefined"
+    assert (
+        browser.eval(
+            "document.querySelectorAll('.pwn, img, script:not(:last-of-type), [onerror], [onload]').length"
+        )
+        == 0
+    )
+    assert browser.eval("document.scripts.length") == 1
+
+
+def test_download_link_gives_the_phases_as_a_chrome_trace(
+    browser: Chromium, tmp_path: Path
+) -> None:
+    rep, dest = page_for(DEMO, tmp_path / "demo.html")
+    assert problems(browser.load(dest), dest) == []
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    browser.call(
+        "Browser.setDownloadBehavior",
+        session="",
+        behavior="allow",
+        downloadPath=str(downloads),
+        eventsEnabled=True,
+    )
+    browser.eval("document.getElementById('dl-trace').click(); 1")
+    seen: list[dict[str, Any]] = []
+    while True:
+        ev = browser.wait_for("Browser.downloadProgress", seen)
+        if ev["params"]["state"] in ("completed", "canceled"):
+            break
+    assert ev["params"]["state"] == "completed"
+    (f,) = downloads.iterdir()
+    trace = json.loads(f.read_text())
+    phases = [e for e in trace["traceEvents"] if e["ph"] != "M"]
+    assert len(phases) == sum(len(c.phases) for c in rep.compiles)
+    by_id: dict[str, int] = {}
+    for e in phases:
+        by_id[e["args"]["compile_id"]] = by_id.get(e["args"]["compile_id"], 0) + 1
+    assert by_id == {c.key: len(c.phases) for c in rep.compiles if c.phases}
+    first = min(phases, key=lambda e: e["ts"])
+    assert first["name"] == "dynamo" and first["ph"] == "X" and first["dur"] > 0
+
+
+def test_the_harness_sees_script_errors_and_requests(browser: Chromium, tmp_path: Path) -> None:
+    """The checks above would catch a failing script or a fetch: this page has both."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<!doctype html><img src="http://127.0.0.1:9/x.png">'
+        "<script>document.title = 'x'; null.boom();</script>"
+    )
+    found = problems(browser.load(bad), bad)
+    assert any(p.startswith("script error") for p in found), found
+    assert any(p == "request: http://127.0.0.1:9/x.png" for p in found), found

@@ -1,0 +1,100 @@
+"""`--format perfetto`: every chromium_event record of the logs, as one Chrome trace."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import corpus, run_cli
+from test_html import DEMO, real_paths
+
+from tlview import __version__
+from tlview.load import load
+from tlview.parse import Reader
+from tlview.render import perfetto
+
+
+def trace_of(path: Path) -> dict:
+    out = io.BytesIO()
+    perfetto.write(load(path), out)
+    return json.loads(out.getvalue())
+
+
+def logged_events(path: Path) -> tuple[list[tuple[int, dict]], int]:
+    """(process id, event) of each chromium_event record, read straight from the files, and
+    the number of records whose payload is not an event."""
+    files = sorted(path.glob("*.log")) if path.is_dir() else [path]
+    out, bad = [], 0
+    for f in files:
+        for rec in Reader(f):
+            if rec.kind == "chromium_event":
+                try:
+                    out.append((rec.pid, orjson.loads(rec.payload or b"")))
+                except orjson.JSONDecodeError:
+                    bad += 1
+    return out, bad
+
+
+@pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
+def test_every_event_of_every_log(path: Path) -> None:
+    trace = trace_of(path)
+    assert trace["otherData"]["generator"] == f"tlview {__version__}"
+    events = [e for e in trace["traceEvents"] if e["ph"] != "M"]
+    logged, bad = logged_events(path)
+    assert len(events) == len(logged)
+    assert trace["tlviewSkippedEvents"] == bad
+    for got, (pid, ev) in zip(events, logged, strict=True):
+        assert got == dict(ev, pid=pid)  # as logged, with the process id of the log prefix
+    names = {
+        e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"
+    }
+    assert set(names) == {pid for pid, _ in logged}
+
+
+def test_ranks_are_named_processes() -> None:
+    trace = trace_of(corpus("multirank_gloo"))
+    names = sorted(e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name")
+    assert [n.split(" · ")[0] for n in names] == ["rank 0", "rank 1"]
+    phs = Counter(e["ph"] for e in trace["traceEvents"] if e["ph"] != "M")
+    assert phs == Counter(ev["ph"] for _, ev in logged_events(corpus("multirank_gloo"))[0])
+    assert phs["B"] == phs["E"] and phs["i"] == 4
+
+
+def test_truncated_log_keeps_unbalanced_begins() -> None:
+    path = corpus("truncated_log")
+    trace = trace_of(path)
+    phs = Counter(e["ph"] for e in trace["traceEvents"])
+    logged = Counter(ev["ph"] for _, ev in logged_events(path)[0])
+    assert phs["B"] == logged["B"] > phs["E"] == logged["E"]
+
+
+def test_unreadable_event_payloads_are_counted(tmp_path: Path) -> None:
+    """Damage torch never writes: a chromium_event whose payload is not JSON (md5 kept valid)."""
+    lines = DEMO.read_bytes().split(b"\n")
+    k = next(i for i, ln in enumerate(lines) if b'{"chromium_event"' in ln)
+    head = lines[k]
+    bad = b"not json"
+    md5 = hashlib.md5(bad, usedforsecurity=False).hexdigest().encode()
+    j = head.index(b'"has_payload": "') + len(b'"has_payload": "')
+    lines[k] = head[:j] + md5 + head[j + 32 :]
+    lines[k + 1] = b"\t" + bad
+    log = tmp_path / "damaged.log"
+    log.write_bytes(b"\n".join(lines))
+    trace = trace_of(log)
+    assert trace["tlviewSkippedEvents"] == 1
+    events = [e for e in trace["traceEvents"] if e["ph"] != "M"]
+    assert len(events) == len(logged_events(DEMO)[0]) - 1
+
+
+def test_cli_writes_the_trace(tmp_path: Path) -> None:
+    out = tmp_path / "trace.json"
+    for _ in range(2):  # the second run replaces its own file without --force
+        r = run_cli("report", DEMO, "--format", "perfetto", "-o", out)
+        assert r.exit_code == 0, r.output
+    trace = json.loads(out.read_text())
+    assert len([e for e in trace["traceEvents"] if e["ph"] != "M"]) == len(logged_events(DEMO)[0])
