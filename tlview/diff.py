@@ -418,7 +418,7 @@ def _compile_changes(frame: str, cc: ComparedCompile) -> list[Change]:
     if b is None or n is None:
         return []
     out: list[Change] = []
-    keys = {"base_compile": b.key, "new_compile": n.key}
+    keys: dict[str, Any] = {"base_compile": b.key, "new_compile": n.key}
     label = f"compile #{cc.index + 1}"
     if b.status != n.status:
         worse = _SEVERITY.get(n.status, 9) < _SEVERITY.get(b.status, 9)

@@ -123,11 +123,11 @@ def check_diff(d: Diff, checks: list[Check]) -> list[str]:
     out = []
     for c in checks:
         if c.measure == "input-changes":
-            n = sum(1 for x in d.changes if x.kind == "input")
-            if n > (c.limit or 0):
-                first = next(x for x in d.changes if x.kind == "input")
+            inputs = [x for x in d.changes if x.kind == "input"]
+            if len(inputs) > (c.limit or 0):
+                first = inputs[0]
                 out.append(
-                    f"input-changes: {n} input change(s) in matched compiles "
+                    f"input-changes: {len(inputs)} input change(s) in matched compiles "
                     f"(limit {int(c.limit or 0)}), first: {first.frame}: {change_words(first)}"
                 )
             continue

@@ -55,8 +55,8 @@ def write(d: Diff, console: Console, verbose: int = 0) -> None:
         console.print(t)
     if d.cache:
         t = _table("Cache hit rate", "cache", "BASE", "NEW", console=console)
-        for c in d.cache:
-            t.add_row(T(c.cache), T(_rate(c.base)), T(_rate(c.new)))
+        for cf in d.cache:
+            t.add_row(T(cf.cache), T(_rate(cf.base)), T(_rate(cf.new)))
         console.print(t)
     changes = sorted(d.changes, key=lambda c: ORDER[c.worse])
     if not changes:

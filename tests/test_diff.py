@@ -1,0 +1,236 @@
+"""`tlview diff` on two runs of one program that differ in one thing: that thing, nothing else."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from conftest import corpus, run_cli
+from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
+
+from tlview.diff import Diff, FrameKey, compare, frames_of, match
+from tlview.load import load
+
+GATE = "graph-breaks,recompiles,failures,compile-time:+20%"
+
+
+def diff_of(traces: dict[str, Path], new: str) -> Diff:  # noqa: F811
+    return compare(load(traces["base"]), load(traces[new]))
+
+
+def diff_json(*args: Any) -> tuple[int, dict[str, Any], str]:
+    result = run_cli("diff", *args, "--format", "json")
+    return result.exit_code, json.loads(result.stdout), result.stderr
+
+
+def test_identical_runs_have_no_change(traces: dict[str, Path]) -> None:  # noqa: F811
+    d = diff_of(traces, "base2")
+    assert d.changes == []
+    assert [(p.match, len(p.compiles)) for p in d.frames] == [("exact", 2), ("exact", 3)]
+    assert all(not f.changed for f in d.figures)
+    result = run_cli("diff", traces["base"], traces["base2"], "--fail-on", GATE)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert "No changes" in result.stdout
+
+
+def test_dtype_change_is_the_only_change(traces: dict[str, Path]) -> None:  # noqa: F811
+    d = diff_of(traces, "dtype")
+    assert [(c.kind, c.frame, c.base_compile, c.new_compile) for c in d.changes] == [
+        ("input", "f (prog.py:9)", "0/0", "0/0"),
+        ("input", "f (prog.py:9)", "0/1", "0/1"),
+    ]
+    for c in d.changes:
+        assert c.input is not None
+        assert (c.input.source, c.input.field) == ("L['x']", "dtype")
+        assert (c.before, c.after) == ("torch.float32", "torch.float64")
+    assert [(f.name, f.base, f.new) for f in d.figures if f.name != "compile time (s)"] == [
+        ("compiles", 5, 5),
+        ("graph breaks", 0, 0),
+        ("recompiles", 3, 3),
+        ("failures", 1, 1),
+        ("restarts", 0, 0),
+        ("graph ops", 10, 10),
+    ]
+    text = run_cli("diff", traces["base"], traces["dtype"]).stdout
+    assert "compile #1: L['x'] dtype: float32 -> float64" in text
+    assert "compile #2: L['x'] dtype: float32 -> float64" in text
+    # The usual gate passes (nothing got worse by those measures); input-changes fails.
+    assert run_cli("diff", traces["base"], traces["dtype"], "--fail-on", GATE).exit_code == 0
+    result = run_cli("diff", traces["base"], traces["dtype"], "--fail-on", "input-changes")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "tlview: fail-on input-changes: 2 input change(s) in matched compiles (limit 0), "
+        "first: f (prog.py:9): compile #1: L['x'] dtype: float32 -> float64"
+    ]
+
+
+def test_new_graph_break_and_what_follows_from_it(traces: dict[str, Path]) -> None:  # noqa: F811
+    d = diff_of(traces, "break")
+    got = [(c.kind, c.frame, c.what, c.before, c.after) for c in d.changes]
+    assert got == [
+        (
+            "graph-break-new",
+            "f (prog.py:9)",
+            "Call to `torch._dynamo.graph_break()`",
+            None,
+            f"prog.py:{BREAK_LINE}",
+        ),
+        ("status", "f (prog.py:9)", "compile #1", "ok", "graph_break"),
+        ("graph-ops", "f (prog.py:9)", "compile #1", 4, 2),
+        ("status", "f (prog.py:9)", "compile #2", "ok", "graph_break"),
+        ("graph-ops", "f (prog.py:9)", "compile #2", 4, 2),
+        (
+            "frame-added",
+            f"torch_dynamo_resume_in_f_at_{BREAK_LINE} (prog.py:{BREAK_LINE})",
+            "2 compile(s)",
+            None,
+            2,
+        ),
+    ]
+    # g moved from frame 1 to frame 2 (the resume function took id 1): matched by place.
+    g = next(p for p in d.frames if p.key.function == "g")
+    assert g.match == "exact"
+    assert [c.key for c in g.base.compiles] == ["1/0", "1/1", "1/2"]  # type: ignore[union-attr]
+    assert [c.key for c in g.new.compiles] == ["2/0", "2/1", "2/2"]  # type: ignore[union-attr]
+    f = next(p for p in d.frames if p.key.function == "f")
+    assert [(cc.base.key, cc.new.key) for cc in f.compiles] == [  # type: ignore[union-attr]
+        ("0/0", "0/0_1"),
+        ("0/1", "0/1_1"),
+    ]
+    assert all(cc.compared and not cc.input_changes for cc in f.compiles)
+
+
+def test_gate_fails_on_the_new_graph_break(traces: dict[str, Path]) -> None:  # noqa: F811
+    result = run_cli("diff", traces["base"], traces["break"], "--fail-on", GATE)
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "tlview: fail-on graph-breaks: 0 -> 2 (no more than BASE)",
+        "tlview: fail-on recompiles: 3 -> 4 (no more than BASE)",
+    ]
+    # Allowances: two more graph breaks and one more recompile are accepted.
+    ok = run_cli(
+        "diff", traces["base"], traces["break"], "--fail-on", "graph-breaks:+2,recompiles:+1"
+    )
+    assert ok.exit_code == 0, ok.stderr
+    # The other way round NEW is better: nothing fails.
+    assert run_cli("diff", traces["break"], traces["base"], "--fail-on", GATE).exit_code == 0
+
+
+def test_json_format(traces: dict[str, Path]) -> None:  # noqa: F811
+    code, data, err = diff_json(traces["base"], traces["break"], "--fail-on", GATE)
+    assert code == 3
+    assert data["format"] == "tlview.diff/1"
+    assert data["base"]["path"] == str(traces["base"])
+    assert data["base"]["stats"]["graph_breaks"] == 0
+    assert data["new"]["stats"]["graph_breaks"] == 2
+    assert {f["name"]: (f["base"], f["new"]) for f in data["figures"]}["compiles"] == (5, 9)
+    kinds = [c["kind"] for c in data["changes"]]
+    assert kinds == ["graph-break-new", "status", "graph-ops", "status", "graph-ops", "frame-added"]
+    assert data["gate"] == {
+        "checked": True,
+        "failures": [
+            "graph-breaks: 0 -> 2 (no more than BASE)",
+            "recompiles: 3 -> 4 (no more than BASE)",
+        ],
+    }
+    assert err.splitlines() == [f"tlview: fail-on {f}" for f in data["gate"]["failures"]]
+    frames = {f["frame"]: f for f in data["frames"]}
+    assert frames["f (prog.py:9)"]["compiles"][0] == {
+        "index": 0,
+        "base": "0/0",
+        "new": "0/0_1",
+        "status": ["ok", "graph_break"],
+        "graph_ops": [4, 2],
+        "compile_time_s": frames["f (prog.py:9)"]["compiles"][0]["compile_time_s"],
+        "inputs_compared": True,
+        "input_changes": [],
+    }
+    code, data, _ = diff_json(traces["base"], traces["dtype"])
+    assert code == 0 and data["gate"] == {"checked": False, "failures": []}
+    assert [c["input"] for c in data["changes"]] == [
+        {"source": "L['x']", "field": "dtype", "before": "torch.float32", "after": "torch.float64"}
+    ] * 2
+
+
+def test_html_page(traces: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+    out = tmp_path / "diff.html"
+    result = run_cli(
+        "diff", traces["base"], traces["dtype"], "--format", "html", "-o", out, "--fail-on", GATE
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert page.startswith("<!doctype html>")
+    assert "<script" not in page
+    assert "--fail-on: every check passed" in page
+    # Log text is escaped, never markup.
+    assert "L[&#39;x&#39;] dtype: float32 -&gt; float64" in page
+    assert "Changes (2)" in page
+    # A file tlview did not write is not replaced.
+    other = tmp_path / "notes.html"
+    other.write_text("mine")
+    refused = run_cli("diff", traces["base"], traces["dtype"], "--format", "html", "-o", other)
+    assert refused.exit_code == 4 and other.read_text() == "mine"
+
+
+def test_same_log_twice_and_unreadable_input(tmp_path: Path) -> None:
+    log = corpus("dynamic_shapes")
+    code, data, _ = diff_json(log, log, "--fail-on", GATE + ",input-changes")
+    assert code == 0
+    assert data["changes"] == []
+    missing = run_cli("diff", log, tmp_path / "nope")
+    assert missing.exit_code == 1
+    assert missing.stderr.startswith("tlview: ") and len(missing.stderr.splitlines()) == 1
+
+
+def test_frames_match_after_a_move() -> None:
+    """A checkout in another place, with lines shifted: frames still pair up by name and file."""
+    rep = load(corpus("mlp_aot_eager"))
+    base = frames_of(rep)
+    new = frames_of(rep)
+    for f in new:
+        k = f.key
+        fn = re.sub(r"_at_\d+$", f"_at_{(k.line or 0) + 3}", k.function)
+        f.key = FrameKey(k.process, fn, "/elsewhere/" + Path(k.file).name, (k.line or 0) + 3)
+    pairs = match(base, new)
+    assert [(p.match, p.base.key.function, p.new.key.function) for p in pairs] == [  # type: ignore[union-attr]
+        ("moved", "forward", "forward"),
+        (
+            "renamed",
+            "torch_dynamo_resume_in_forward_at_13",
+            "torch_dynamo_resume_in_forward_at_16",
+        ),
+    ]
+    assert all(not cc.input_changes and cc.compared for p in pairs for cc in p.compiles)
+
+
+def test_processes_pair_by_rank() -> None:
+    d = compare(load(corpus("multirank_gloo")), load(corpus("multirank_gloo")))
+    assert d.changes == []
+    assert {p.key.process for p in d.frames} == {"rank 0", "rank 1"}
+    half = compare(
+        load(corpus("multirank_gloo")),
+        load(sorted(corpus("multirank_gloo").glob("*rank_0*.log"))[0]),
+    )
+    assert half.notes == ["BASE has 2 process log(s), NEW has 1"]
+    frames = [c for c in half.changes if c.frame]
+    assert {c.kind for c in frames} == {"frame-removed", "graph-break-gone"}
+    assert {c.frame.split(":")[0] for c in frames} == {"rank 1"}
+    assert {c.kind for c in half.changes if not c.frame} <= {"compile-time", "cache"}
+
+
+def test_diff_records_are_typed() -> None:
+    d = compare(load(corpus("mlp_aot_eager")), load(corpus("dynamic_shapes")))
+    assert dataclasses.is_dataclass(d)
+    assert {c.kind for c in d.changes} <= {
+        "frame-added",
+        "frame-removed",
+        "graph-break-gone",
+        "failure-new",
+        "compile-time",
+        "cache",
+    }
+    assert any(c.kind == "failure-new" and "ConstraintViolationError" in c.what for c in d.changes)

@@ -1,0 +1,90 @@
+"""The --fail-on gate: parsing, absolute limits for report, limits over BASE for diff."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import corpus, run_cli
+
+from tlview.diff import compare
+from tlview.errors import EXIT_USAGE, TlviewError
+from tlview.gate import Check, check_diff, check_report, parse
+from tlview.load import load
+from tlview.summary import overview
+
+
+def test_parse_items_and_limits() -> None:
+    got = parse(["graph-breaks,recompiles:+2", "compile-time:+20%", "failures:0"], True)
+    assert got == [
+        Check("graph-breaks", None, text="graph-breaks"),
+        Check("recompiles", 2.0, True, False, "recompiles:+2"),
+        Check("compile-time", 20.0, True, True, "compile-time:+20%"),
+        Check("failures", 0.0, False, False, "failures:0"),
+    ]
+    assert parse(["compile-time:90s"], False) == [
+        Check("compile-time", 90.0, False, False, "compile-time:90s")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "against_base", "says"),
+    [
+        ("graph-brakes", True, "unknown measure 'graph-brakes'"),
+        ("recompiles:lots", True, "the limit must be N, +N or +N%"),
+        ("recompiles:3s", True, "only compile-time takes seconds"),
+        ("recompiles:20%", True, "a percentage is over BASE"),
+        ("graph-breaks:+1", False, "a +limit is relative to BASE"),
+        ("compile-time", False, "give a limit in seconds"),
+        ("input-changes", False, "input changes are between two runs"),
+    ],
+)
+def test_bad_specs_are_usage_errors(spec: str, against_base: bool, says: str) -> None:
+    with pytest.raises(TlviewError) as e:
+        parse([spec], against_base)
+    assert e.value.exit_code == EXIT_USAGE
+    assert says in e.value.message and spec in e.value.message
+
+
+def test_report_absolute_limits_on_a_real_log() -> None:
+    o = overview(load(corpus("mlp_aot_eager")))  # 2 graph breaks, 2 recompiles, 1.71 s
+    assert check_report(o, parse(["graph-breaks:2,recompiles:2,failures"], False)) == []
+    assert check_report(o, parse(["graph-breaks:0,recompiles:1,compile-time:1s"], False)) == [
+        "graph-breaks: 2 (limit 0)",
+        "recompiles: 2 (limit 1)",
+        "compile-time: 1.71 s (limit 1.00 s)",
+    ]
+
+
+def test_report_cli_exit_status() -> None:
+    log = corpus("mlp_aot_eager")
+    bad = run_cli("report", log, "-q", "--fail-on", "graph-breaks:0,recompiles:0")
+    assert bad.exit_code == 3
+    assert bad.stderr.splitlines() == [
+        "tlview: fail-on graph-breaks: 2 (limit 0)",
+        "tlview: fail-on recompiles: 2 (limit 0)",
+    ]
+    assert "Compiles" in bad.stdout  # the report is still written
+    ok = run_cli("report", log, "-q", "--fail-on", "graph-breaks:2", "--fail-on", "failures")
+    assert ok.exit_code == 0 and ok.stderr == ""
+    failed = run_cli("report", corpus("dynamic_shapes"), "-q", "--fail-on", "failures")
+    assert failed.exit_code == 3
+    assert failed.stderr.splitlines() == ["tlview: fail-on failures: 1 (limit 0)"]
+    usage = run_cli("report", log, "--fail-on", "graph-breaks:+1")
+    assert usage.exit_code == 2 and len(usage.stderr.splitlines()) == 1
+
+
+def test_diff_relative_limits_and_time_noise() -> None:
+    # dtypes_zoo: 28.91 s of compiling, 15 recompiles; dynamic_shapes: 32.50 s, 5, 1 failure.
+    d = compare(load(corpus("dtypes_zoo")), load(corpus("dynamic_shapes")))
+    assert check_diff(d, parse(["compile-time:+20%,recompiles"], True)) == []
+    assert check_diff(d, parse(["compile-time:+10%,failures,compile-time:+3s"], True)) == [
+        "compile-time: 28.91 s -> 32.50 s (allowed +10%)",
+        "failures: 0 -> 1 (no more than BASE)",
+        "compile-time: 28.91 s -> 32.50 s (allowed +3.00 s)",
+    ]
+    assert check_diff(d, parse(["compile-time:30s,recompiles:4"], True)) == [
+        "compile-time: 28.91 s -> 32.50 s (limit 30.00 s)",
+        "recompiles: 15 -> 5 (limit 4)",
+    ]
+    # Under a second more is noise for a relative limit: mlp_aot_eager against itself plus 0.
+    same = compare(load(corpus("mlp_aot_eager")), load(corpus("mlp_aot_eager")))
+    assert check_diff(same, parse(["compile-time,compile-time:+0%,input-changes"], True)) == []
