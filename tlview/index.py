@@ -33,7 +33,7 @@ from .model import (
     TensorDesc,
 )
 from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
-from .store import SHARED_MIN, CompileList, Facts, OpenCompiles, Strings
+from .store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
 
 # Record kinds that carry a graph or generated code as payload.
 GRAPH_KINDS = frozenset(
@@ -137,7 +137,7 @@ class Indexer:
         self.keep = keep or Keep()
         self.strings: dict[int, str] = {}
         self.shared = Strings()  # long strings kept once and pickled by reference
-        self.compiles = OpenCompiles(self.shared)
+        self.compiles = OpenCompiles()
         self.open: dict[CompileId | None, _Open] = {}
         # The last few describers' tensors and storages, for sources and links that name a
         # tensor described under another compile id (describers are process-wide).
@@ -525,6 +525,8 @@ class Indexer:
                 )
                 if k is not None:
                     _, t0, depth = ost.chromium.pop(k)
+                    if not ost.chromium:
+                        self.open.pop(owner, None)
                     _add_phase(
                         self.compiles.get(owner) or c, Phase(name, t0, float(ts) - t0, depth)
                     )
@@ -534,6 +536,9 @@ class Indexer:
             _add_phase(
                 c, Phase(name, float(ts), float(dur) if isinstance(dur, int | float) else 0.0)
             )
+        if not st.chromium:
+            # Only compiles with begun, unended events stay here: the E lookup scans them.
+            self.open.pop(cid, None)
 
     # -- end of log -----------------------------------------------------------------------
     def finish(self) -> LogIndex:
@@ -552,14 +557,9 @@ class Indexer:
                 log.rank = int(m.group(1))
         # Statuses come from each compile's facts, so compiles already on disk stay there;
         # each is finished (inputs resolved) and explained when it is read back.
-        out = CompileList(
-            self.shared,
-            self.compiles.file,
-            partial(finish_compile, log.rank),
-            explain.explain_frame,
-        )
+        out = CompileList(partial(finish_compile, log.rank), explain.explain_frame)
         for frame_ids in _by_frame(self.compiles.keys()):
-            entries: list[list[Compile | tuple[int, int]]] = []
+            entries: list[list[Compile | Spilled]] = []
             facts: list[list[Facts | None]] = []
             for attempt_ids in frame_ids:
                 got = [self.compiles.entry(cid) for cid in attempt_ids]

@@ -24,7 +24,7 @@ SHARED_MIN = 64
 
 
 class Strings:
-    """Long strings shared by many compiles, pickled as references into this table."""
+    """One copy of each long string many compiles share (configs, versions, reprs)."""
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
@@ -39,46 +39,16 @@ class Strings:
         return s
 
 
-class _Pickler(pickle.Pickler):
-    def __init__(self, f: IO[bytes], strings: Strings) -> None:
-        super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
-        self.table = strings.ids
-
-    def persistent_id(self, obj: Any) -> int | None:
-        if type(obj) is str and len(obj) > SHARED_MIN:
-            return self.table.get(obj)
-        return None
-
-
 class _Unpickler(pickle.Unpickler):
-    """Reads only tlview's own records back from tlview's own temp file."""
-
-    def __init__(self, f: IO[bytes], items: list[str]) -> None:
-        super().__init__(f)
-        self.items = items
-
-    def persistent_load(self, pid: Any) -> str:
-        return self.items[pid]
+    """Reads back only tlview's own records from tlview's own temp file."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "tlview.model" or (module == "builtins" and name in ("set", "frozenset")):
+        if module == "tlview.model":
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"unexpected class {module}.{name} in tlview's spill file")
 
 
-def _dumps(c: Compile, strings: Strings) -> bytes:
-    buf = io.BytesIO()
-    _Pickler(buf, strings).dump(c)
-    return buf.getvalue()
-
-
-def _loads(data: bytes, items: list[str]) -> Compile:
-    c = _Unpickler(io.BytesIO(data), items).load()
-    assert isinstance(c, Compile)
-    return c
-
-
-class _SpillFile:
+class SpillFile:
     """An append-only temp file of pickled compiles, deleted when no longer referenced."""
 
     def __init__(self, path: str | None = None) -> None:
@@ -91,22 +61,33 @@ class _SpillFile:
         self.end = self.f.seek(0, os.SEEK_END)
         self._final = weakref.finalize(self, _remove, self.f, self.path)
 
-    def handover(self) -> None:
-        """Another process now owns the file: do not delete it here."""
-        self._final.detach()
-        with contextlib.suppress(OSError):
-            self.f.close()
-
-    def write(self, data: bytes) -> tuple[int, int]:
+    def dump(self, c: Compile) -> tuple[SpillFile, int, int]:
+        data = pickle.dumps(c, pickle.HIGHEST_PROTOCOL)
         self.f.seek(self.end)
         self.f.write(data)
         at = self.end
         self.end += len(data)
-        return at, len(data)
+        return self, at, len(data)
 
-    def read(self, at: int, n: int) -> bytes:
+    def load(self, at: int, n: int) -> Compile:
         self.f.seek(at)
-        return self.f.read(n)
+        c = _Unpickler(io.BytesIO(self.f.read(n))).load()
+        assert isinstance(c, Compile)
+        return c
+
+    def __reduce__(self) -> Any:
+        # Sent to another process on this machine (a pool worker's result, the other half of
+        # a split log): the receiver takes the file over.
+        if not SEND_FILES:
+            raise pickle.PicklingError("spill files cannot be sent to another machine")
+        self.f.flush()
+        self._final.detach()
+        with contextlib.suppress(OSError):
+            self.f.close()
+        return (SpillFile, (self.path,))
+
+
+Spilled = tuple[SpillFile, int, int]  # where a compile is on disk
 
 
 def _remove(f: IO[bytes], path: str) -> None:
@@ -156,12 +137,11 @@ class Facts:
 class OpenCompiles:
     """The compiles of a log while it is read: recent ones in memory, older ones on disk."""
 
-    def __init__(self, strings: Strings, limit: int | None = None) -> None:
-        self.strings = strings
+    def __init__(self, limit: int | None = None) -> None:
         self.limit = IN_MEMORY if limit is None else limit
         self.mem: OrderedDict[CompileId | None, Compile] = OrderedDict()
-        self.disk: dict[CompileId | None, tuple[tuple[int, int], Facts]] = {}
-        self.file: _SpillFile | None = None
+        self.disk: dict[CompileId | None, tuple[Spilled, Facts]] = {}
+        self.file: SpillFile | None = None
 
     def __contains__(self, cid: CompileId | None) -> bool:
         return cid in self.mem or cid in self.disk
@@ -172,32 +152,42 @@ class OpenCompiles:
             self.mem.move_to_end(cid)
             return c
         got = self.disk.pop(cid, None)
-        if got is None or self.file is None:
+        if got is None:
             return None
-        c = _loads(self.file.read(*got[0]), self.strings.items)
+        f, at, n = got[0]
+        c = f.load(at, n)
         self.put(cid, c)
         return c
 
     def put(self, cid: CompileId | None, c: Compile) -> None:
         self.mem[cid] = c
+        self.mem.move_to_end(cid)
         while len(self.mem) > self.limit:
             self.evict()
 
     def evict(self) -> None:
         old, oc = self.mem.popitem(last=False)
         if self.file is None:
-            self.file = _SpillFile()
-        self.disk[old] = (self.file.write(_dumps(oc, self.strings)), Facts.of(oc))
+            self.file = SpillFile()
+        self.disk[old] = (self.file.dump(oc), Facts.of(oc))
 
     def keys(self) -> list[CompileId | None]:
         return [*self.mem, *self.disk]
 
-    def entry(self, cid: CompileId | None) -> tuple[Compile | tuple[int, int], Facts]:
+    def entry(self, cid: CompileId | None) -> tuple[Compile | Spilled, Facts]:
         """Where a compile is (in memory, or its place on disk) and its facts."""
         c = self.mem.get(cid)
         if c is not None:
             return c, Facts.of(c)
         return self.disk[cid]
+
+    def adopt(self, cid: CompileId | None, where: Compile | Spilled, facts: Facts | None) -> None:
+        """Take over a compile another reader of the same log found (the other half)."""
+        if isinstance(where, Compile):
+            self.put(cid, where)
+        else:
+            assert facts is not None
+            self.disk[cid] = (where, facts)
 
 
 # Turns a compile as read into a finished one (inputs resolved, log-wide defaults filled in).
@@ -210,18 +200,10 @@ class CompileList(Sequence[Compile]):
     """A log's compiles in id order; past a few hundred they stay on disk and are read back
     one at a time, finished and explained on the way out."""
 
-    def __init__(
-        self,
-        strings: Strings | None = None,
-        file: _SpillFile | None = None,
-        finish: Finisher | None = None,
-        explain: Explainer | None = None,
-    ) -> None:
-        self.strings = strings or Strings()
-        self.file = file
+    def __init__(self, finish: Finisher | None = None, explain: Explainer | None = None) -> None:
         self.finish = finish
         self.explain = explain
-        self.entries: list[Compile | tuple[int, int]] = []
+        self.entries: list[Compile | Spilled] = []
         self.facts: list[Facts | None] = []
         self.bases: list[tuple[int, int]] = []  # [start, end) of each compile's attempts
         self.frames: list[tuple[int, int]] = []  # [start, end) into bases, per frame
@@ -237,7 +219,7 @@ class CompileList(Sequence[Compile]):
 
     def add_frame(
         self,
-        frame: list[list[Compile | tuple[int, int]]],
+        frame: list[list[Compile | Spilled]],
         facts: list[list[Facts | None]],
     ) -> None:
         first_base = len(self.bases)
@@ -256,11 +238,7 @@ class CompileList(Sequence[Compile]):
 
     def _raw(self, i: int) -> Compile:
         e = self.entries[i]
-        if isinstance(e, Compile):
-            c = e
-        else:
-            assert self.file is not None
-            c = _loads(self.file.read(*e), self.strings.items)
+        c = e if isinstance(e, Compile) else e[0].load(e[1], e[2])
         f = self.facts[i]
         if f is not None:
             f.apply(c)
@@ -309,29 +287,15 @@ class CompileList(Sequence[Compile]):
                 prev = cur
 
     def __reduce__(self) -> Any:
-        # Sent to another process: on this machine, hand over the spill file; elsewhere
-        # (SEND_FILES off) send the finished compiles themselves.
-        if self.file is None or not SEND_FILES:
-            return (CompileList.of, (list(self),))
-        self.file.f.flush()
-        self.file.handover()
-        state = (
-            self.file.path,
-            self.strings.items,
-            self.entries,
-            self.facts,
-            self.bases,
-            self.frames,
-            self.base_of,
-            self.finish,
-            self.explain,
-        )
-        return (CompileList._adopt, state)
+        # Sent to another process: on this machine the spill files change hands with it;
+        # to another machine (SEND_FILES off) the finished compiles themselves go.
+        if SEND_FILES:
+            state = (self.entries, self.facts, self.bases, self.frames, self.base_of)
+            return (CompileList._adopt, (self.finish, self.explain, *state))
+        return (CompileList.of, (list(self),))
 
     @classmethod
-    def _adopt(cls, path: str, items: list[str], *state: Any) -> CompileList:
-        out = cls(file=_SpillFile(path))
-        out.strings.items = items
-        out.strings.ids = {s: i for i, s in enumerate(items)}
-        out.entries, out.facts, out.bases, out.frames, out.base_of, out.finish, out.explain = state
+    def _adopt(cls, finish: Finisher | None, explain: Explainer | None, *state: Any) -> CompileList:
+        out = cls(finish, explain)
+        out.entries, out.facts, out.bases, out.frames, out.base_of = state
         return out
