@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from functools import lru_cache
-from pathlib import Path
 from typing import IO, Any
 
-import jinja2
 from markupsafe import Markup
 
 from .. import __version__
 from ..diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
 from ..explain import change_text
+from .html import environment
 
-TEMPLATE = "diff.html"
+TEMPLATE = "diff.html.j2"  # beside report.html.j2, loaded by the report's environment
 CSS = """
 :root{--fg:#1b1f24;--bg:#fff;--dim:#6a737d;--line:#d0d7de;--bad:#b31d28;--good:#1a7f37;--head:#f6f8fa}
 @media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--dim:#8b949e;--line:#30363d;--bad:#ff7b72;--good:#56d364;--head:#161b22}}
@@ -33,26 +31,6 @@ th{background:var(--head)}td.num{text-align:right;font-variant-numeric:tabular-n
 details{border:1px solid var(--line);border-radius:6px;margin:.4em 0;padding:.3em .6em}
 summary{cursor:pointer;font-weight:600}ul{margin:0;padding-left:1.2em}
 """
-
-
-def template_dirs() -> list[Path]:
-    """Where the templates are: inside the installed package, or at the top of a source checkout."""
-    here = Path(__file__).resolve().parent.parent
-    return [d for d in (here / "templates", here.parent / "templates") if (d / TEMPLATE).is_file()]
-
-
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    dirs = template_dirs()
-    if not dirs:
-        raise RuntimeError("tlview's HTML templates are missing from this installation")
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
 
 
 def _num(f: Figure, v: float | None) -> str:

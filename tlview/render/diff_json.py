@@ -82,7 +82,12 @@ def to_dict(d: Diff, gate: list[str] | None = None) -> dict[str, Any]:
         "figures": [figure(f) for f in d.figures],
         "phases": [figure(f) for f in d.phases],
         "cache": [
-            {"cache": c.cache, "base": c.base, "new": c.new, "rate": [c.rate(c.base), c.rate(c.new)]}
+            {
+                "cache": c.cache,
+                "base": c.base,
+                "new": c.new,
+                "rate": [c.rate(c.base), c.rate(c.new)],
+            }
             for c in d.cache
         ],
         "changes": [change(c) for c in d.changes],
