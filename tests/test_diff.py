@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +236,18 @@ def test_diff_records_are_typed() -> None:
         "cache",
     }
     assert any(c.kind == "failure-new" and "ConstraintViolationError" in c.what for c in d.changes)
+
+
+def test_diff_never_imports_torch(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.argv = ['tlview', 'diff', sys.argv[1], sys.argv[2], '--format', 'html',\n"
+        "            '-o', sys.argv[3], '--fail-on', 'graph-breaks,input-changes']\n"
+        "from tlview.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 3, e.code\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    base, new = corpus("dynamic_shapes"), corpus("mlp_aot_eager")
+    out = tmp_path / "d.html"
+    subprocess.run([sys.executable, "-c", code, str(base), str(new), str(out)], check=True)
+    assert out.read_text().startswith("<!doctype html>")
