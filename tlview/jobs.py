@@ -216,15 +216,32 @@ def read_local(
     start_bar: Callable[[], Progress] | None = None,
 ) -> list[Read]:
     """Read every log, on a pool of JOBS processes when there is more than one log to read."""
-    workers = max(1, min(jobs, len(sources)))
-    if workers == 1:
-        bar = start_bar() if start_bar else None
-        out = []
-        for s in sources:
-            out.append(read_one(s, keep, bar))
-            if bar is not None:
-                bar.log_done()
-        return out
+    workers = min(jobs, len(sources))
+    if workers <= 1:
+        return read_each(sources, keep, start_bar)
+    return read_pool(sources, keep, workers, start_bar)
+
+
+def read_each(
+    sources: Sequence[Source], keep: Keep | None, start_bar: Callable[[], Progress] | None = None
+) -> list[Read]:
+    """Read the logs one after another in this process."""
+    bar = start_bar() if start_bar else None
+    out = []
+    for s in sources:
+        out.append(read_one(s, keep, bar))
+        if bar is not None:
+            bar.log_done()
+    return out
+
+
+def read_pool(
+    sources: Sequence[Source],
+    keep: Keep | None,
+    workers: int,
+    start_bar: Callable[[], Progress] | None = None,
+) -> list[Read]:
+    """Read the logs on a pool of WORKERS processes; results come back in file order."""
     import multiprocessing as mp
 
     # fork starts workers in milliseconds; the pool is made before any thread (the bar's).
