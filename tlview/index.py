@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -93,6 +94,7 @@ _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
+_CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
 KEEP_DESCRIBERS = 16  # describers whose tensors stay at hand for cross-compile references
 
@@ -106,6 +108,10 @@ class Keep:
     kinds: frozenset[str] | None = None  # payload kinds to keep (None: all)
     compile: str | None = None  # keep only for this compile id
     used: int = 0
+
+    def half(self) -> Keep:
+        """The policy for one of two readers of a log: half the budget each."""
+        return Keep(self.payload_bytes, self.total_bytes // 2, self.kinds, self.compile)
 
     def fresh(self) -> Keep:
         """The same policy with its budget unspent, so every log gets the whole budget."""
@@ -146,6 +152,10 @@ class Indexer:
         self.started: set[CompileId | None] = set()  # compiles with a dynamo_start record
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
+        # Reading a later part of a split log: events that end here began in the part before.
+        self.part = False
+        self.unmatched: list[tuple[CompileId | None, str, float]] = []
+        self.closed: dict[CompileId | None, int] = {}  # unmatched ends so far, per compile
 
     # -- helpers --------------------------------------------------------------------------
     def bad(self, rec: Record, reason: str) -> None:
@@ -507,30 +517,14 @@ class Indexer:
             return
         st = self.open.setdefault(cid, _Open())
         if ph == "B":
-            st.chromium.append((name, float(ts), len(st.chromium)))
+            depth = len(st.chromium)
+            if self.part and cid in self.closed:
+                depth += self.closed[cid] << _CLOSED_SHIFT  # see merge()
+            st.chromium.append((name, float(ts), depth))
         elif ph == "E":
-            # An event begun before a restart (dynamo, entire_frame_compile) ends in a later
-            # attempt: it belongs to the attempt where it began.
-            owners = [(cid, st)]
-            if cid is not None and cid.attempt:
-                owners += [
-                    (o, s)
-                    for o, s in self.open.items()
-                    if o is not None and o != cid and o.base == cid.base
-                ]
-            for owner, ost in owners:
-                k = next(
-                    (k for k in range(len(ost.chromium) - 1, -1, -1) if ost.chromium[k][0] == name),
-                    None,
-                )
-                if k is not None:
-                    _, t0, depth = ost.chromium.pop(k)
-                    if not ost.chromium:
-                        self.open.pop(owner, None)
-                    _add_phase(
-                        self.compiles.get(owner) or c, Phase(name, t0, float(ts) - t0, depth)
-                    )
-                    break
+            if not self.end_event(cid, name, float(ts), c) and self.part:
+                self.unmatched.append((cid, name, float(ts)))
+                self.closed[cid] = self.closed.get(cid, 0) + 1
         elif ph == "X":
             dur = ev.get("dur")
             _add_phase(
@@ -539,6 +533,91 @@ class Indexer:
         if not st.chromium:
             # Only compiles with begun, unended events stay here: the E lookup scans them.
             self.open.pop(cid, None)
+
+    def end_event(
+        self, cid: CompileId | None, name: str, ts: float, c: Compile | None = None
+    ) -> bool:
+        """Close the begun event `name` as a phase; False if nothing had begun it."""
+        # An event begun before a restart (dynamo, entire_frame_compile) ends in a later
+        # attempt: it belongs to the attempt where it began.
+        owners = [cid]
+        if cid is not None and cid.attempt:
+            owners += [o for o in self.open if o is not None and o != cid and o.base == cid.base]
+        for owner in owners:
+            ost = self.open.get(owner)
+            if ost is None:
+                continue
+            k = next(
+                (k for k in range(len(ost.chromium) - 1, -1, -1) if ost.chromium[k][0] == name),
+                None,
+            )
+            if k is not None:
+                _, t0, depth = ost.chromium.pop(k)
+                if not ost.chromium:
+                    self.open.pop(owner, None)
+                target = self.compiles.get(owner) or c
+                if target is not None:
+                    _add_phase(target, Phase(name, t0, ts - t0, depth))
+                return True
+        return False
+
+    # -- a log read in parts ----------------------------------------------------------------
+    def merge(self, b: Indexer) -> None:
+        """Take in what another reader found in the part of this log after ours."""
+        la, lb = self.log, b.log
+        la.records += lb.records
+        for k, n in lb.kinds.items():
+            la.kinds[k] = la.kinds.get(k, 0) + n
+        for k, n in lb.unknown_kinds.items():
+            la.unknown_kinds[k] = la.unknown_kinds.get(k, 0) + n
+        la.first_time = la.first_time or lb.first_time
+        la.last_time = lb.last_time or la.last_time
+        la.rank = la.rank if la.rank is not None else lb.rank
+        la.torch_version = la.torch_version or lb.torch_version
+        la.bad_count += lb.bad_count
+        la.bad_lines = (la.bad_lines + lb.bad_lines)[:MAX_BAD_KEPT]
+        la.notes.extend(n for n in lb.notes if n not in la.notes)
+        self.strings.update(b.strings)
+        self.started |= b.started
+        # Events begun in our part and still open are the outer ones of b's. b counted
+        # depths from its own stack and noted how many of ours it had closed by then.
+        deeper = {cid: len(st.chromium) for cid, st in self.open.items() if st.chromium}
+
+        def depth(cid: CompileId | None, d: int) -> int:
+            closed, local = d >> _CLOSED_SHIFT, d & ((1 << _CLOSED_SHIFT) - 1)
+            return local + max(0, deeper.get(cid, 0) - closed)
+
+        for cid in b.compiles:
+            where, facts = b.compiles.entry(cid)
+            if cid in deeper or cid in b.closed:
+                if not isinstance(where, Compile):
+                    where = where[0].load(*where[1:])
+                where.phases = [
+                    dataclasses.replace(p, depth=depth(cid, p.depth)) for p in where.phases
+                ]
+            if cid in self.compiles:
+                mine = self.compiles.get(cid)
+                assert mine is not None
+                merge_compile(
+                    mine, where if isinstance(where, Compile) else where[0].load(*where[1:])
+                )
+            else:
+                self.compiles.adopt(cid, where, facts)
+        for cid, name, ts in b.unmatched:
+            self.end_event(cid, name, ts)
+        for cid, st in b.open.items():
+            self.open.setdefault(cid, _Open()).chromium.extend(
+                (n, t, depth(cid, d)) for n, t, d in st.chromium
+            )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent back by the reader of another part: what it keeps for cross-references while
+        # reading is not needed any more.
+        state = dict(self.__dict__)
+        state["tensors"] = OrderedDict()
+        state["storages"] = OrderedDict()
+        state["interned"] = {}
+        return state
 
     # -- end of log -----------------------------------------------------------------------
     def finish(self) -> LogIndex:
@@ -573,6 +652,38 @@ class Indexer:
         return log
 
 
+# Compile fields set once from one record: the first part's value wins, else the later's.
+_SET_ONCE = frozenset({"stack", "restart_reasons", "recompile_reasons", "inputs", "status"})
+
+
+def merge_compile(a: Compile, b: Compile) -> None:
+    """Fold the later part `b` of one compile's records into `a`."""
+    for f in dataclasses.fields(Compile):
+        name = f.name
+        va, vb = getattr(a, name), getattr(b, name)
+        if name in ("last_line", "end"):
+            setattr(a, name, vb)
+        elif name == "events_dropped":
+            a.events_dropped = va + vb
+        elif name == "input_sets":
+            for sb in vb:
+                sa = next((x for x in va if x.describer == sb.describer), None)
+                if sa is None:
+                    va.append(sb)
+                    continue
+                sa.storages.update(sb.storages)
+                sa.tensors.update(sb.tensors)
+                sa.sources.extend(sb.sources)
+                sa.dropped += sb.dropped
+                sa.where = sa.where or sb.where
+        elif name == "guards":
+            a.guards = vb or va
+        elif isinstance(va, list) and name not in _SET_ONCE:
+            va.extend(vb)
+        elif not va and vb:
+            setattr(a, name, vb)
+
+
 def finish_compile(rank: int | None, c: Compile) -> None:
     """Fill in what a compile gets from its log, and resolve its inputs."""
     if c.rank is None:
@@ -584,6 +695,8 @@ def finish_compile(rank: int | None, c: Compile) -> None:
     for s in c.input_sets:
         s.superseded = c.status == "restarted"
     c.inputs = inputs_mod.resolve(c)
+    # In time order (a phase is logged when it ends; a log read in parts ends some later).
+    c.phases.sort(key=lambda p: (p.start_us, p.depth))
 
 
 def _order(cid: CompileId | None) -> tuple[bool, tuple[int, int, int, int]]:
@@ -723,9 +836,17 @@ def _metrics_summary(body: dict[str, Any]) -> str:
 
 
 def index_records(
-    records: Iterable[Record], log: LogIndex, keep: Keep | None = None
+    records: Iterable[Record],
+    log: LogIndex,
+    keep: Keep | None = None,
+    strings: dict[int, dict[int, str]] | None = None,
+    part: bool = False,
 ) -> dict[int, Indexer]:
-    """Index a record stream, one Indexer per process id found in it."""
+    """Index a record stream, one Indexer per process id found in it.
+
+    `strings` seeds each process's interned file names and `part` marks the reader of a later
+    part of a split log (see split.py).
+    """
     by_pid: dict[int, Indexer] = {}
     first: Indexer | None = None
     for rec in records:
@@ -736,6 +857,8 @@ def index_records(
         if ix is None:
             sub = LogIndex(path=log.path, name=log.name, pid=rec.pid, size=log.size)
             ix = by_pid[pid] = Indexer(sub, keep)
+            ix.strings.update((strings or {}).get(pid, {}))
+            ix.part = part
             if first is None:
                 first = ix
             else:
@@ -757,11 +880,21 @@ def read_log(
     log = LogIndex(path=str(path), name=name or path.name)
     with contextlib.suppress(OSError):
         log.size = path.stat().st_size
-    bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
-    reader = Reader(
-        path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, opener=opener
-    )
-    indexers = index_records(reader, log, keep)
+    part = None
+    if opener is open_log:
+        from . import split
+
+        if split.worth_splitting(path):
+            part = split.read_halves(path, log, keep, progress)
+    if part is None:
+        bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
+        reader = Reader(
+            path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, opener=opener
+        )
+        indexers = index_records(reader, log, keep)
+        lines, crlf = reader.lines, reader.crlf
+    else:
+        indexers, bad, lines, crlf = part.indexers, part.bad, part.lines, part.crlf
     logs = [ix.finish() for ix in indexers.values()]
     if not logs:
         logs = [log]
@@ -770,9 +903,9 @@ def read_log(
     head.bad_count += bad.bad_count
     head.bad_lines = (bad.bad_lines + head.bad_lines)[:MAX_BAD_KEPT]
     for lg in logs:
-        lg.lines = reader.lines if lg is head else 0
+        lg.lines = lines if lg is head else 0
         lg.size = log.size if lg is head else 0
-    if reader.crlf:
+    if crlf:
         head.notes.append("CRLF line ends (read as LF)")
     if len(logs) > 1:
         for lg in logs:

@@ -128,9 +128,12 @@ class Reader:
         verify: bool = True,
         on_chunk: Callable[[int], None] | None = None,
         opener: Opener = open_log,
+        span: tuple[int, int, int] | None = None,
     ) -> None:
         self.path = path
         self.opener = opener
+        # (start byte, end byte, number of the line at start): read one part of a plain file.
+        self.span = span
         self.name = name or path.name
         self.verify = verify
         self.lines = 0
@@ -151,14 +154,20 @@ class Reader:
         pos = 0
         # read1 returns what one read decompressed: a .gz cut short yields all it holds
         read = getattr(f, "read1", None) or f.read
+        left = None
+        if self.span is not None:
+            pos = f.seek(self.span[0])
+            left = self.span[1] - self.span[0]
         while True:
             try:
-                chunk = read(CHUNK)
+                chunk = read(CHUNK if left is None else min(CHUNK, left))
             except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
                 self.bad(self.lines + 1, f"compressed data is damaged, reading stopped here ({e})")
                 return
             if not chunk:
                 return
+            if left is not None:
+                left -= len(chunk)
             self.bytes_read += len(chunk)
             if b"\x00\x00" in chunk:
                 chunk = _NULS.sub(b"\x00", chunk)
@@ -173,7 +182,7 @@ class Reader:
 
     def _read(self, f: IO[bytes]) -> Iterator[Record]:
         pending = bytearray()
-        line = 1  # number of the first line in `pending`
+        line = 1 if self.span is None else self.span[2]  # number of the first line in `pending`
         for chunk in self._chunks(f):
             scan_from = max(0, len(pending) - 1)  # new boundaries can only start here
             pending += chunk
@@ -186,9 +195,9 @@ class Reader:
             line = (yield from self._units(region, line)) + 1
         last = line - 1
         if pending:
-            last = yield from self._units(bytes(pending), line)
-            if pending.endswith(b"\n"):
-                last -= 1
+            # The final line break ends the last line; it is not part of a payload.
+            tail = bytes(pending[:-1] if pending.endswith(b"\n") else pending)
+            last = yield from self._units(tail, line)
         self.lines = last
 
     def _units(self, region: bytes, line: int) -> Generator[Record, None, int]:

@@ -174,6 +174,9 @@ class OpenCompiles:
     def keys(self) -> list[CompileId | None]:
         return [*self.mem, *self.disk]
 
+    def __iter__(self) -> Iterator[CompileId | None]:
+        return iter(self.keys())
+
     def entry(self, cid: CompileId | None) -> tuple[Compile | Spilled, Facts]:
         """Where a compile is (in memory, or its place on disk) and its facts."""
         c = self.mem.get(cid)

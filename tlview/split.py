@@ -1,0 +1,172 @@
+"""Read one large log with two processes: split it at a record line, index both parts, merge."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .model import BadLine, LogIndex
+from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
+
+PARALLEL_MIN = 64 << 20  # smaller logs are read in one process: a fork costs more than it saves
+_STR = b'] {"str": ['
+
+
+@dataclass(slots=True)
+class Part:
+    """What the reader of one part of a log found: its indexers, not yet finished."""
+
+    indexers: dict[int, Any]  # pid key -> index.Indexer
+    bad: LogIndex
+    lines: int
+    crlf: bool
+
+
+def worth_splitting(path: Path) -> bool:
+    """A plain local file large enough, on a machine with a core to spare, not in a pool worker."""
+    if (os.cpu_count() or 1) < 2 or sys.platform == "win32" or os.environ.get("TLVIEW_NO_SPLIT"):
+        return False
+    if multiprocessing.current_process().daemon:
+        return False  # a pool worker: the pool already keeps the cores busy
+    try:
+        if not path.is_file() or path.stat().st_size < PARALLEL_MIN:
+            return False
+    except OSError:
+        return False
+    return not is_gzip(path)
+
+
+def record_start(path: Path, at: int) -> int | None:
+    """The offset of the first record line that starts after byte `at`, if any."""
+    with path.open("rb") as f:
+        f.seek(max(0, at - 1))
+        pos = f.tell()
+        carry = b""
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                return None
+            data = carry + chunk
+            m = _RECORD_START.search(data)
+            if m is not None:
+                return pos - len(carry) + m.end()
+            carry = data[-1:]
+            pos += len(chunk)
+
+
+def prefix(path: Path, end: int) -> tuple[int, dict[int, dict[int, str]]]:
+    """Lines before `end`, and the file names interned there, per process key."""
+    from .index import MAX_PID
+
+    lines = 0
+    tables: dict[int, dict[int, str]] = {}
+    with path.open("rb") as f:
+        carry = b""
+        left = end
+        while left > 0:
+            chunk = f.read(min(1 << 23, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            data = carry + chunk
+            cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
+            body, carry = data[:cut], data[cut:]
+            lines += body.count(b"\n")
+            i = body.find(_STR)
+            while i >= 0:
+                start = body.rfind(b"\n", 0, i) + 1
+                stop = body.find(b"\n", i)
+                head = body[start : len(body) if stop < 0 else stop].rstrip(b"\r")
+                m = _PREFIX.match(head)
+                try:
+                    name, idx = orjson.loads(head[i - start + 2 :])["str"]
+                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                    name = idx = None
+                if m is not None and isinstance(name, str) and isinstance(idx, int):
+                    pid = int(m.group(3))
+                    tables.setdefault(pid if pid <= MAX_PID else -1, {})[idx] = name
+                i = body.find(_STR, i + 1)
+    return lines, tables
+
+
+def read_part(
+    path: Path,
+    log: LogIndex,
+    keep: Any,
+    span: tuple[int, int],
+    progress: Callable[[int], None] | None = None,
+) -> Part:
+    """Index the records in bytes span[0]..span[1] of a log."""
+    from .index import add_bad, index_records
+
+    first_line, strings = (1, {}) if span[0] == 0 else prefix(path, span[0])
+    if span[0]:
+        first_line += 1
+    bad = LogIndex(path=log.path, name=log.name)
+    reader = Reader(
+        path,
+        log.name,
+        on_bad=lambda b: add_bad(bad, b),
+        on_chunk=progress,
+        span=(span[0], span[1], first_line),
+    )
+    indexers = index_records(reader, log, keep, strings=strings, part=span[0] > 0)
+    return Part(indexers, bad, reader.lines, reader.crlf)
+
+
+def _child(conn: Connection, path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> None:
+    try:
+        conn.send(read_part(path, log, keep, span))
+    except BaseException as e:  # the parent reads the part itself instead
+        conn.send(f"{type(e).__name__}: {e}")
+    finally:
+        conn.close()
+
+
+def read_halves(
+    path: Path, log: LogIndex, keep: Any, progress: Callable[[int], None] | None
+) -> Part | None:
+    """Both halves of a log, read at once by this process and a forked one, merged."""
+    size = path.stat().st_size
+    mid = record_start(path, size // 2)
+    if mid is None or mid >= size:
+        return None
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    later = keep.half() if keep is not None else None
+    child = ctx.Process(target=_child, args=(send, path, log, later, (mid, size)), daemon=True)
+    child.start()
+    send.close()
+    mine = read_part(path, log, keep.half() if keep is not None else None, (0, mid), progress)
+    try:
+        theirs = recv.recv()
+    except EOFError:
+        theirs = "the reader of the second half stopped"
+    child.join()
+    if isinstance(theirs, str):
+        # Never lose the second half: read it here.
+        theirs = read_part(path, log, keep, (mid, size))
+    elif progress is not None:
+        progress(size - mid)
+    for pid, ix in theirs.indexers.items():
+        if pid in mine.indexers:
+            mine.indexers[pid].merge(ix)
+        else:
+            mine.indexers[pid] = ix
+    mine.bad.bad_count += theirs.bad.bad_count
+    mine.bad.bad_lines = _first(mine.bad.bad_lines + theirs.bad.bad_lines)
+    return Part(mine.indexers, mine.bad, theirs.lines, mine.crlf or theirs.crlf)
+
+
+def _first(bad: list[BadLine]) -> list[BadLine]:
+    from .parse import MAX_BAD_KEPT
+
+    return bad[:MAX_BAD_KEPT]
