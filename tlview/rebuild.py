@@ -656,7 +656,7 @@ class _Filler:
 
     def storage(self, nbytes: int, dtype: Any, device: str) -> Any:
         torch = self.torch
-        if self.mode == "meta":
+        if self.mode == "meta" or torch.device(device).type == "meta":
             return torch.empty(nbytes, dtype=torch.uint8, device="meta").untyped_storage()
         if self.mode == "zeros":
             return torch.zeros(nbytes, dtype=torch.uint8, device=device).untyped_storage()
@@ -1248,9 +1248,17 @@ def fake_inputs(
     *,
     fake_mode: Any = None,
     shape_env: Any = None,
+    allow_import: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """FakeTensors for the inputs of one compile, with the original run's symbols where dynamic."""
-    got = fake_rebuild(log, compile_id, fake_mode=fake_mode, shape_env=shape_env)
+    """FakeTensors for the inputs of one compile, with the original run's symbols where dynamic.
+
+    `log` is a path, a loaded Report (then `compile_id` picks the compile) or a Compile. Without
+    `fake_mode` and `shape_env`, a new FakeTensorMode over a ShapeEnv that names each dynamic
+    dim's symbol as the original run did.
+    """
+    got = fake_rebuild(
+        log, compile_id, fake_mode=fake_mode, shape_env=shape_env, allow_import=allow_import
+    )
     return got.tensors
 
 
@@ -1260,6 +1268,7 @@ def fake_rebuild(
     *,
     fake_mode: Any = None,
     shape_env: Any = None,
+    allow_import: Sequence[str] = (),
 ) -> Rebuilt:
     """Like `fake_inputs`, with the notes and failures of each input."""
     if isinstance(log, Compile):
@@ -1277,12 +1286,12 @@ def fake_rebuild(
     if fake_mode is None:
         if shape_env is None:
             shape_env = named_shape_env(symbols)
-        fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+        fake_mode = FakeTensorMode(shape_env=shape_env)
     elif shape_env is None:
         shape_env = fake_mode.shape_env
     out = Rebuilt({}, {}, {}, groups)
     for g in groups:
-        fb = FakeBuilder(g, fake_mode, shape_env, symbols)
+        fb = FakeBuilder(g, fake_mode, shape_env, symbols, allow_import)
         fb.build_all()
         collect(out, g, fb.memo, fb.notes, fb.errors)
     return out
@@ -1383,12 +1392,18 @@ class FakeBuilder:
     """Fakes for one describer group: MetaTensorDescs from the plans, one MetaConverter."""
 
     def __init__(
-        self, group: GroupPlan, fake_mode: Any, shape_env: Any, symbols: SymbolPlan
+        self,
+        group: GroupPlan,
+        fake_mode: Any,
+        shape_env: Any,
+        symbols: SymbolPlan,
+        allow_import: Sequence[str] = (),
     ) -> None:
         self.torch = need_torch()
         from torch._subclasses.meta_utils import MetaConverter
 
         self.g = group
+        self.allow_import = allow_import
         self.mode = fake_mode
         self.shape_env = shape_env
         self.symbols = symbols
@@ -1443,14 +1458,14 @@ class FakeBuilder:
         self.keep.append(r)
         return r
 
-    def sdesc(self, sid: int) -> Any:
+    def sdesc(self, sid: int, nbytes: int = 0) -> Any:
         MetaStorageDesc: Any = importlib.import_module(
             "torch._subclasses.meta_utils"
         ).MetaStorageDesc
 
         d = self.sdescs.get(sid)
         if d is None:
-            nbytes = self.g.storages.get(sid, 0)
+            nbytes = self.g.storages.get(sid, nbytes)
             if sid in self.g.zero:
                 nbytes = 0
             d = self.sdescs[sid] = MetaStorageDesc(id=sid, size=nbytes, data=None)
@@ -1477,29 +1492,40 @@ class FakeBuilder:
                 self.note(tid, n)
             kw: dict[str, Any] = {}
             view = p.view and p.base is not None
-            cls = None
-            if p.subclass:
-                cls, why = resolve_type(p.type_name, ())
-                if cls is None:
-                    raise _Failed(f"subclass not faked: {why}")
+            subclass = p.subclass
+            if subclass:
+                cls, why = resolve_type(p.type_name, self.allow_import)
                 ctx, ok = _literal(p.ctx)
-                if not ok:
-                    raise _Failed(
-                        f"subclass not faked: its flatten context {p.ctx!r} is only a repr"
+                if cls is not None and not ok:
+                    why = f"its flatten context {p.ctx!r} is only a repr"
+                if cls is None or not ok:
+                    if not p.concrete():
+                        raise _Failed(f"subclass not faked: {why}")
+                    self.note(
+                        tid,
+                        f"subclass not rebuilt: {why}; a plain tensor with its size, stride "
+                        "and dtype stands in",
                     )
-                kw["attrs"] = {k: self.desc(i) for k, i in p.attrs.items()}
-                kw["ctx"] = ctx
-                kw["type"] = cls
-                if view:
-                    vf = self.view_func(p)
-                    if vf is None:
-                        self.note(
-                            tid,
-                            "a view of another tensor: faked from its inner tensors, not a view",
-                        )
-                        view = False
-                    else:
-                        kw["view_func"] = vf
+                    subclass = view = False
+                else:
+                    kw["attrs"] = {k: self.desc(i) for k, i in p.attrs.items()}
+                    kw["ctx"] = ctx
+                    kw["type"] = cls
+            if subclass and view:
+                vf = self.view_func(p)
+                if vf is None:
+                    self.note(
+                        tid, "a view of another tensor: faked from its inner tensors, not a view"
+                    )
+                    view = False
+                else:
+                    kw["view_func"] = vf
+            if p.functorch or p.functional:
+                self.note(
+                    tid,
+                    "functorch or functional wrapper: its wrapper state is not logged; "
+                    "faked as the plain tensor",
+                )
             if view:
                 assert p.base is not None
                 base = self.g.tensors.get(p.base)
@@ -1520,6 +1546,8 @@ class FakeBuilder:
                     self.note(tid, f".grad not faked: {e}")
             if p.storage is not None:
                 kw["storage"] = self.sdesc(p.storage)
+            elif not p.sparse and not subclass:
+                kw["storage"] = self.sdesc(-1 - tid, p.extent())
             if p.sparse:
                 kw["sparse_dim"] = p.sparse_dim if p.sparse_dim is not None else p.ndim
                 kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
@@ -1527,8 +1555,6 @@ class FakeBuilder:
                 self.note(tid, "sparse: the log has no nnz: faked with nnz 0")
             elif p.layout not in ("strided", "jagged"):
                 raise _Failed(f"layout {p.layout} cannot be faked from the log")
-            if p.functorch or p.functional:
-                raise _Failed("functorch and functional wrappers lose their state in the log")
             layout = getattr(torch, p.layout, torch.strided)
             d = MetaTensorDesc(
                 id=tid,
@@ -1547,7 +1573,7 @@ class FakeBuilder:
                 is_view=view,
                 is_nested=p.nested,
                 nested_int=p.nested_int,
-                is_traceable_wrapper_subclass=p.subclass,
+                is_traceable_wrapper_subclass=subclass,
                 is_conj=p.conj,
                 is_neg=p.neg,
                 is_parameter=p.param,
@@ -1707,7 +1733,7 @@ def input_rows(
     except TlviewError:
         problem = "torch is not installed: the fake and real rebuilds were not tried"
     else:
-        fake = fake_rebuild(c)
+        fake = fake_rebuild(c, allow_import=allow_import)
         real = real_inputs(c, mode="meta", allow_import=allow_import)
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []

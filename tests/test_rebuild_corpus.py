@@ -1,0 +1,203 @@
+"""Every input of every log in the shared corpus rebuilds (real, fake, emitted) as it was logged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CORPUS, corpus
+
+torch = pytest.importorskip("torch")
+
+from tlview.emit import emit_file, load_inputs  # noqa: E402
+from tlview.load import load  # noqa: E402
+from tlview.model import Compile, Input, Report, TensorDesc  # noqa: E402
+from tlview.rebuild import (  # noqa: E402
+    compiles_with_inputs,
+    eval_expr,
+    fake_rebuild,
+    parse_bytes,
+    placeholder_name,
+    real_inputs,
+)
+
+# Every folder of the corpus that holds logs (a folder is read as one job, as `tlview` reads it).
+FOLDERS = (
+    sorted(
+        str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*") if p.is_dir() and any(p.glob("*.log"))
+    )
+    if CORPUS.exists()
+    else []
+)
+# Notes the corpus is expected to produce: each names what could not be exact, and why.
+EXPECTED_NOTES = {
+    "logged on cuda:0, which this machine does not have: built on cpu",
+    "its storage was resized to 0 bytes (as FSDP does): rebuilt the same way",
+}
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, Report]:
+    return {name: load(corpus(name)) for name in FOLDERS}
+
+
+def dim(d: Any) -> Any:
+    """An int dim, a fake's symbolic dim as its hint, or `j` for a nested int."""
+    if isinstance(d, int):
+        return d
+    node = d.node
+    if node.is_nested_int():
+        return "j"
+    if node.maybe_as_int() is not None:
+        return node.maybe_as_int()
+    return node.hint if isinstance(node.hint, int) else "j"
+
+
+def logged(d: Any) -> Any:
+    if isinstance(d, str) and ("j" in d):
+        return "j"
+    return d
+
+
+def check(name: str, x: Any, t: TensorDesc, inputs: dict[int, TensorDesc]) -> None:
+    """A rebuilt tensor against its describe_tensor record: every field the log has."""
+    size = t.size or []
+    assert len(x.shape) == len(size), name
+    for got, want in zip(x.shape, size, strict=True):
+        if isinstance(want, int) or logged(want) == "j":
+            assert dim(got) == logged(want), (name, list(x.shape), size)
+    assert str(x.dtype) == t.dtype, name
+    assert x.requires_grad == t.flag("requires_grad"), name
+    assert x.is_leaf == t.flag("is_leaf"), name
+    assert isinstance(x, torch.nn.Parameter) == t.flag("is_parameter"), name
+    plain = not t.flag("is_traceable_wrapper_subclass") and not t.flag("is_sparse")
+    if plain and t.stride is not None:
+        for got, want in zip(x.stride(), t.stride, strict=True):
+            if isinstance(want, int):
+                assert dim(got) == want, (name, x.stride(), t.stride)
+        if isinstance(t.storage_offset, int):
+            assert dim(x.storage_offset()) == t.storage_offset, name
+        assert x._is_view() == t.flag("is_view"), name
+        assert x.is_conj() == t.flag("is_conj") and x.is_neg() == t.flag("is_neg"), name
+    if t.grad is not None and t.grad in inputs:
+        assert x.grad is not None, name
+        check(f"{name}.grad", x.grad, inputs[t.grad], inputs)
+
+
+def check_compile(c: Compile, tensors: dict[str, Any]) -> None:
+    """Each source's tensor matches its record; inputs share storage exactly when logged so."""
+    keys: dict[str, str] = {}
+    for inp in c.inputs:
+        s = next(s for s in c.input_sets if s.describer == inp.describer)
+        for src in _names(c, inp):
+            check(src, tensors[src], inp.tensor, s.tensors)
+            if inp.storage_key is not None and _plain(inp):
+                keys[src] = inp.storage_key
+    for a, ka in keys.items():
+        for b, kb in keys.items():
+            same = tensors[a].untyped_storage()._cdata == tensors[b].untyped_storage()._cdata
+            assert same == (ka == kb), (c.key, a, b)
+
+
+def _plain(inp: Input) -> bool:
+    return not inp.tensor.flag("is_traceable_wrapper_subclass") and not inp.tensor.flag("is_sparse")
+
+
+def _names(c: Compile, inp: Input) -> list[str]:
+    """The names the rebuild gives an input's sources (suffixed when a describer repeats one)."""
+    seen: dict[str, int] = {}
+    for other in c.inputs:
+        for s in other.sources or [other.source]:
+            seen.setdefault(s, other.describer)
+    out = []
+    for s in inp.sources or [inp.source]:
+        out.append(s if seen[s] == inp.describer else f"{s} [describer {inp.describer}]")
+    return out
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_corpus_input_rebuilds_real_and_fake(reports: dict[str, Report], folder: str) -> None:
+    rep = reports[folder]
+    chosen = list(compiles_with_inputs(rep))
+    for c in chosen:
+        for r, kind in ((real_inputs(c), "real"), (fake_rebuild(c), "fake")):
+            assert r.failed == {}, (folder, c.key, kind)
+            for src, notes in r.notes.items():
+                assert set(notes) <= EXPECTED_NOTES, (folder, c.key, kind, src, notes)
+            check_compile(c, r.tensors)
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_corpus_input_survives_emit_and_load(
+    reports: dict[str, Report], folder: str, tmp_path: Path
+) -> None:
+    rep = reports[folder]
+    chosen = list(compiles_with_inputs(rep))
+    if not chosen:
+        pytest.skip(f"{folder}: no compile described inputs")
+    out = tmp_path / "inputs.pt"
+    emit_file(rep, chosen, str(out), mode="zeros")
+    got = load_inputs(out)
+    many = len({log.name for log in rep.logs}) > 1
+    keys = [f"{c.log}:{c.key}" if many else c.key for c in chosen]
+    assert sorted(got["compiles"]) == sorted(set(keys))
+    for key, c in zip(keys, chosen, strict=True):
+        if keys.count(key) == 1:
+            check_compile(c, got["compiles"][key])
+    assert got["failed"] == {}
+
+
+def test_corpus_facts(reports: dict[str, Report]) -> None:
+    """Specific inputs of the corpus, rebuilt as the programs that wrote it made them."""
+    views = reports["views_aliasing"]
+    c = next(c for c in views.compiles if c.key == "1/0")
+    r = real_inputs(c)
+    x, y = r.tensors["L['x']"], r.tensors["L['y']"]
+    assert x._base is y._base and y.storage_offset() == 4 and x.untyped_storage().nbytes() == 40
+    c = next(c for c in views.compiles if c.key == "6/1")
+    fx = fake_rebuild(c).tensors["L['x']"]
+    assert [str(d) for d in fx.shape] == ["s77", "s27"]  # named as the log's create_symbol said
+    assert str(fx._base.shape[0]) == "s83"
+    dyn = reports["dynamic_shapes"]
+    c = next(c for c in dyn.compiles if c.key == "0/1")
+    f = fake_rebuild(c).tensors
+    assert [str(d) for d in f["L['y']"].shape] == ["s17", "s94", "s48"]
+    assert [str(d) for d in f["L['x']"].shape] == ["s77", "s27", "s48"]
+    c = next(c for c in dyn.compiles if c.key == "1/0")  # mark_dynamic(min=2, max=1024)
+    shape_env = fake_rebuild(c).tensors["L['x']"].fake_mode.shape_env
+    s77 = next(v for v in shape_env.var_to_range if str(v) == "s77")
+    assert (int(shape_env.var_to_range[s77].lower), int(shape_env.var_to_range[s77].upper)) == (
+        2,
+        1024,
+    )
+    export = reports["export"]
+    c = next(c for c in export.compiles if c.key == "1/0")  # sizes logged as "s77", "16*s77"
+    t = real_inputs(c).tensors["L['args'][3][0]"]
+    assert list(t.shape) == [4, 4] and t.untyped_storage().nbytes() == 64
+    sub = reports["subclasses"]
+    c = next(c for c in sub.compiles if c.key == "2/1")
+    w = real_inputs(c).tensors["L['fn']._parameters['weight']"]
+    assert type(w).__name__ == "TwoTensor" and isinstance(w, torch.nn.Parameter)
+    assert w.a.untyped_storage()._cdata != w.b.untyped_storage()._cdata
+    gpu = reports["tlparse-tests"]
+    c = next(c for c in gpu.compiles if c.log == "simple.log" and c.inputs)
+    assert c.inputs[0].tensor.device == "cuda:0"
+    got = real_inputs(c)
+    assert {t.device.type for t in got.tensors.values()} == {"cpu"}
+    assert real_inputs(c, device="meta").tensors[c.inputs[0].source].device.type == "meta"
+
+
+def test_placeholder_names_and_expressions() -> None:
+    assert placeholder_name("L['x']") == "l_x_"
+    assert (
+        placeholder_name("L['self']._modules['l1']._parameters['weight']")
+        == "l_self_modules_l1_parameters_weight_"
+    )
+    assert eval_expr("16*s77", {"s77": 4}) == 64
+    assert eval_expr("Max(1, s0) + s1//2", {"s0": 3, "s1": 9}) == 7
+    assert eval_expr("s9 * 2", {}) is None
+    assert eval_expr("__import__('os').system('x')", {}) is None
+    assert eval_expr("(lambda: 1)()", {}) is None
+    assert parse_bytes("8G") == 8 << 30 and parse_bytes("512MiB") == 512 << 20
+    assert parse_bytes("1000") == 1000
