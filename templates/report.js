@@ -192,7 +192,7 @@
         if (!pids.has(pid)) pids.set(pid, tl.dataset.log);
         for (const bar of $$("svg.ph", tl)) {
           const ev = {
-            name: bar.dataset.name, cat: "dynamo_timed", ts: Number(bar.dataset.ts),
+            name: bar.querySelector("text").textContent, cat: "dynamo_timed", ts: Number(bar.dataset.ts),
             pid, tid: 0, args: { compile_id: tl.dataset.cid },
           };
           if (bar.dataset.dur === "") ev.ph = "B";

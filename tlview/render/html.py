@@ -51,7 +51,14 @@ def environment() -> jinja2.Environment:
     env.filters["short_path"] = page_mod.short_path
     env.filters["frame"] = page_mod.frame_text
     env.filters["dims"] = page_mod.dims
+    env.filters["text"] = text
     return env
+
+
+def text(s: object) -> Markup:
+    """Escaped for element content (not attributes): quotes stay as they are, code is full of them."""
+    v = str(s)
+    return Markup(v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def _asset(env: jinja2.Environment, name: str) -> tuple[Markup, str]:

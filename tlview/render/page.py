@@ -35,8 +35,9 @@ KiB = 1024
 MiB = 1024 * KiB
 # The page budget (README "HTML report"): payload text kept per payload and over the whole page.
 PAYLOAD_BYTES = 64 * KiB
-PAGE_PAYLOAD_BYTES = 4 * MiB
+PAGE_PAYLOAD_BYTES = 3 * MiB
 METRIC_BYTES = 64 * KiB  # a compilation_metrics value longer than this is cut
+DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
 SHARED_METRIC = 200  # a metric value this long that repeats an earlier compile's is linked to it
 MAX_LANE_ROWS = 8  # rows of the compile timeline per log; further overlaps share the last row
 
@@ -260,6 +261,7 @@ class CompileView:
     log_label: str
     status: str
     log_short: str = ""  # the log's short name, when the page has several logs
+    detail: bool = True  # False: beyond the page's DETAIL_COMPILES, shown without the heavy parts
     where: str = ""
     sort_id: str = ""
     reason: str = ""  # one line for the table: fail type, graph break, recompile reason
@@ -318,13 +320,14 @@ class Budget:
     payloads: int = 0
     cut: int = 0  # payloads shown in part
     left_out: int = 0  # payloads not shown at all
+    light: int = 0  # compiles shown without stack, graphs, metrics, timeline (DETAIL_COMPILES)
     shown_bytes: int = 0
     total_bytes: int = 0
     metrics_cut: int = 0
 
     @property
     def limited(self) -> bool:
-        return bool(self.cut or self.left_out or self.metrics_cut)
+        return bool(self.cut or self.left_out or self.metrics_cut or self.light)
 
 
 @dataclass(slots=True)
@@ -386,6 +389,10 @@ def build(report: Report, full: bool = False) -> Page:
     shared: dict[tuple[str, str], tuple[str, str]] = {}
     budget = Budget(full=full)
     payloads: list[PayloadView] = []
+    if not full:
+        for v in sorted(views, key=_detail_order)[DETAIL_COMPILES:]:
+            v.detail = False
+            budget.light += 1
     for v in views:
         fill(v, anchors, break_anchor, shared, budget, full)
         payloads += v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else [])
@@ -420,8 +427,19 @@ def build(report: Report, full: bool = False) -> Page:
             "payload": nbytes(PAYLOAD_BYTES),
             "page": nbytes(PAGE_PAYLOAD_BYTES),
             "metric": nbytes(METRIC_BYTES),
+            "compiles": str(DETAIL_COMPILES),
         },
     )
+
+
+def _detail_order(v: CompileView) -> int:
+    """Which compiles keep every detail when there are too many: problems first."""
+    c = v.c
+    if v.status in ("failed", "incomplete"):
+        return 0
+    if c.graph_breaks or c.restart_reasons or c.recompile is not None or c.recompile_reasons:
+        return 1
+    return 2
 
 
 def _status_order(s: str) -> int:
@@ -532,7 +550,6 @@ def fill(
     """Everything one compile's section shows."""
     c = v.c
     v.inputs = [input_view(i) for i in c.inputs]
-    v.storages = storages(c)
     v.alias_groups = len({i.alias_group for i in c.inputs if i.alias_group})
     v.breaks = [(g, break_anchor.get(g.reason, "")) for g in c.graph_breaks]
     v.recompile = c.recompile
@@ -540,20 +557,29 @@ def fill(
         prev = anchors.get((c.log, c.recompile.previous))
         if prev:
             v.previous = (c.recompile.previous, prev)
-    v.symbols = c.symbols
-    v.events = c.events
     priority = 0 if v.problem else 1
-    for n, p in enumerate(c.payloads()):
+    kinds = [("graph", p) for p in c.graphs] + [("artifact", p) for p in c.artifacts]
+    if c.guards is not None:
+        kinds.append(("guards", c.guards))
+    for n, (where, p) in enumerate(kinds):
+        if not v.detail and p.kind != "dynamo_error":
+            continue
         pv = PayloadView(p, f"{v.anchor}-p{n}", c.log, _lang(p))
         pv.priority = priority if p.kind in _FIRST_KINDS else 2
-        if p is c.guards:
+        if where == "guards":
             v.guards = pv
         elif p.kind == "dynamo_error":
             v.errors.append(pv)
-        elif p in c.graphs:
+        elif where == "graph":
             v.graphs.append(pv)
         else:
             v.artifacts.append(pv)
+    if not v.detail:
+        v.reason = _reason(c)
+        return
+    v.storages = storages(c)
+    v.symbols = c.symbols
+    v.events = c.events
     if c.metrics:
         v.metrics, v.null_metrics = metric_views(c.metrics, v, shared, budget, full)
     v.bwd_metrics = [metric_views(m, v, shared, budget, full)[0] for m in c.bwd_metrics]
@@ -600,8 +626,8 @@ def plan(payloads: list[PayloadView], budget: Budget, full: bool) -> None:
             if p.bytes:
                 budget.left_out += 1
                 pv.note = (
-                    f"Not on this page: {nbytes(p.bytes)} ({p.lines:,} lines) at {where}; "
-                    "the page budget was spent before it. `--full` keeps every payload."
+                    f"Not on this page: the reader kept no more text; it is at {where}. "
+                    "`--full` keeps every payload."
                 )
             continue
         text = p.text
@@ -610,8 +636,7 @@ def plan(payloads: list[PayloadView], budget: Budget, full: bool) -> None:
         if cap <= 0:
             budget.left_out += 1
             pv.note = (
-                f"Not on this page: {nbytes(p.bytes)} ({p.lines:,} lines) at {where}; the page "
-                f"budget of {nbytes(PAGE_PAYLOAD_BYTES)} of payload text was spent before it. "
+                f"Not on this page: the page budget was spent before it; it is at {where}. "
                 "`--full` keeps every payload."
             )
             continue
