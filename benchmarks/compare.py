@@ -1,0 +1,122 @@
+"""Time tlview against tlparse on the same large logs, side by side, and print the ratios.
+
+    python benchmarks/make_logs.py           # once: writes benchmarks/data/*.log
+    python benchmarks/compare.py             # every generated log, 3 runs each
+    python benchmarks/compare.py --runs 5 benchmarks/data/small_records_200mb.log
+
+For each log: wall time (median of the runs), CPU time (user + system, children included),
+and peak RSS of `tlview report --format json`, `--format html`, `tlview inputs --mode meta`,
+`tlparse` (default and `-p` plain), and the floor: Python reading the file's lines and nothing
+else. Ratios are to tlparse -p, the issue's target (at most 0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float
+    rss_mb: float
+    ok: bool
+
+
+def run(cmd: list[str]) -> Run:
+    """One run of a command: wall clock, CPU of it and its children, peak RSS."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    ok = os.waitstatus_to_exitcode(status) == 0
+    if not ok:
+        print(f"  failed: {' '.join(cmd)}: {err.strip().splitlines()[-1:]}", file=sys.stderr)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, ok)
+
+
+def commands(log: Path, out: Path) -> dict[str, list[str]]:
+    tlview = str(BIN / "tlview")
+    tlparse = shutil.which("tlparse") or str(BIN / "tlparse")
+    floor = "import sys\nfor _ in open(sys.argv[1], 'rb'): pass"
+    return {
+        "floor (read lines)": [sys.executable, "-c", floor, str(log)],
+        "tlview json": [tlview, "report", str(log), "--format", "json", "-o", str(out / "r.json"), "--force"],
+        "tlview html": [tlview, "report", str(log), "--format", "html", "-o", str(out / "r.html"), "--force"],
+        "tlview inputs meta": [tlview, "inputs", str(log), "--mode", "meta"],
+        "tlparse -p": [tlparse, str(log), "-o", str(out / "tlp"), "--overwrite", "--no-browser", "-p"],
+        "tlparse": [tlparse, str(log), "-o", str(out / "tlp2"), "--overwrite", "--no-browser"],
+    }
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores, {cpu}, {mem:.0f} GiB, Python {platform.python_version()}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("logs", nargs="*", type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", nargs="*", help="names of the commands to run (default: all)")
+    args = ap.parse_args()
+    logs = args.logs or sorted((HERE / "data").glob("*_*mb.log"))
+    if not logs:
+        sys.exit("no logs: run benchmarks/make_logs.py first")
+    print(f"machine: {machine()}; load average now {os.getloadavg()[0]:.2f}")
+    print("| log | MB | command | wall s | CPU s | peak RSS MB | wall / tlparse -p |")
+    print("|---|---|---|---|---|---|---|")
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for log in logs:
+        mb = log.stat().st_size / 2**20
+        with tempfile.TemporaryDirectory() as tmp:
+            results: dict[str, Run] = {}
+            for name, cmd in commands(log, Path(tmp)).items():
+                if args.only and name not in args.only:
+                    continue
+                runs = [run(cmd) for _ in range(args.runs)]
+                best = Run(
+                    statistics.median(r.wall for r in runs),
+                    statistics.median(r.cpu for r in runs),
+                    max(r.rss_mb for r in runs),
+                    all(r.ok for r in runs),
+                )
+                results[name] = best
+            base = results.get("tlparse -p")
+            for name, r in results.items():
+                ratio = f"{r.wall / base.wall:.2f}" if base and base.ok and r.ok else "-"
+                flag = "" if r.ok else " (failed)"
+                print(
+                    f"| {log.name} | {mb:.0f} | {name}{flag} | {r.wall:.2f} | {r.cpu:.2f} "
+                    f"| {r.rss_mb:.0f} | {ratio} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
