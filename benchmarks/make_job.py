@@ -179,6 +179,15 @@ def copy_artifact(name: bytes, src: tuple[int, int], dst: tuple[int, int]) -> Ed
     return edit
 
 
+def edit_lines(kind: bytes, old: bytes, new: bytes) -> Edit:
+    """Record lines of KIND have OLD replaced by NEW (a field torch logs in the line itself)."""
+
+    def edit(units: list[Unit]) -> list[Unit]:
+        return [replace(u, head=u.head.replace(old, new)) if u.kind() == kind else u for u in units]
+
+    return edit
+
+
 def rename_artifact(old: bytes, new: bytes) -> Edit:
     """An artifact logged under another name: `fx_graph_cache_miss` -> `fx_graph_cache_hit`."""
 

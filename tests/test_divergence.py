@@ -63,7 +63,7 @@ def test_tlparse_multi_rank_logs() -> None:
     assert (
         got[("cache", (1, 3))] == "0/0 fx_graph hit, aotautograd hit (ranks 0, 2: no cache lookup)"
     )
-    assert "dynamo_output_graph md5 95fa0bd4 (ranks 0, 2: 289c7de0)" in got[("graph", (1, 3))]
+    assert "dynamo_output_graph content 95fa0bd4 (ranks 0, 2: 289c7de0)" in got[("graph", (1, 3))]
 
 
 def test_collective_schedule_kept_small_beside_its_md5() -> None:
@@ -94,7 +94,7 @@ def test_every_planted_divergence_found_with_its_ranks(tmp_path: Path) -> None:
         ("compile_ids", (2,)): "extra 4/1",
         ("compile_ids", (6,)): "missing 3/0",
         ("status", (1,)): "3/0 graph_break (majority: ok)",
-        ("graph", (4,)): "4/0 dynamo_output_graph md5 c00de700 (majority: 4580318a)",
+        ("graph", (4,)): "4/0 dynamo_output_graph content c00de700 (majority: 4580318a)",
         ("inputs", (5,)): "4/0 L['t'] size [8] (majority: [4])",
         ("cache", (3,)): (
             "4/0 aotautograd miss, fx_graph hit (majority: aotautograd miss, fx_graph miss)"
@@ -122,6 +122,33 @@ def test_agreeing_ranks_are_one_line(tmp_path: Path) -> None:
 def test_tie_compares_with_the_lowest_rank(tmp_path: Path) -> None:
     make_job.make_job(tmp_path, 2, gloo_rank0(), {1: [make_job.input_size(4, 0, 16)]})
     assert kinds(report_json(tmp_path)) == {("inputs", (1,)): "4/0 L['t'] size [16] (rank 0: [4])"}
+
+
+def test_each_rank_on_its_own_gpu_is_no_divergence(tmp_path: Path) -> None:
+    # As on a GPU job: rank N's graphs and inputs name cuda:N. Rank 3 stayed on the CPU.
+    def on_gpu(n: int) -> list[make_job.Edit]:
+        return [
+            make_job.edit_payload(b"dynamo_output_graph", b"cpu", b"cuda:%d" % n),
+            make_job.edit_lines(
+                b"describe_tensor", b"device(type='cpu')", b"device(type='cuda', index=%d)" % n
+            ),
+        ]
+
+    make_job.make_job(tmp_path, 4, gloo_rank0(), {0: on_gpu(0), 1: on_gpu(1), 2: on_gpu(2)})
+    got = kinds(report_json(tmp_path))
+    assert set(got) == {("graph", (3,)), ("inputs", (3,))}
+    assert got[("inputs", (3,))] == (
+        "0/0_1 L['args'][0] device cpu (majority: cuda); 4/0 L['t'] device cpu (majority: cuda)"
+    )
+    cuda0 = load(tmp_path / "dedicated_log_torch_trace_rank_0_0000job.log").logs[0]
+    (g,) = [
+        p
+        for c in cuda0.compiles
+        if c.key == "4/0"
+        for p in c.graphs
+        if p.kind == "dynamo_output_graph"
+    ]
+    assert g.masked_md5 is not None and g.masked_md5 != g.md5  # the real md5 is left as logged
 
 
 def test_divergence_in_terminal_report(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,21 @@ COMPARED_GRAPHS = (
     "optimize_ddp_split_graph",
     "optimize_ddp_split_child",
 )
+# What differs between ranks by design in a graph's text: device indices (each rank has its own
+# GPU), object addresses and ids; masked before hashing, so equal graphs hash equal. One literal
+# prefix per pattern keeps the scan fast; a pattern runs only if its prefix is in the text.
+_BY_RANK = [
+    (prefix, re.compile(re.escape(prefix) + digits), prefix + b"#")
+    for prefix, digits in (
+        (b"cuda:", rb"\d+"),
+        (b"xpu:", rb"\d+"),
+        (b"index=", rb"\d+"),
+        (b"_DeviceGuard(", rb"\d+"),
+        (b"get_raw_stream(", rb"\d+"),
+        (b"0x", rb"[0-9a-fA-F]+"),
+        (b"# graph id: ", rb"\d+"),
+    )
+]
 COLLECTIVES = "inductor_collective_schedule"
 RUNTIMES = "inductor_runtime_and_tensor_meta"
 EXECUTION = "graph_execution"
@@ -62,6 +78,16 @@ MAX_DETAIL = 600  # characters of one divergence's detail
 
 
 # -- compact content of the job artifacts, kept by the index beside each payload's md5 ----------
+def graph_md5(kind: str, payload: bytes | None) -> str | None:
+    """The md5 of a compared graph with device indices and addresses masked, else None."""
+    if kind not in COMPARED_GRAPHS or payload is None:
+        return None
+    for prefix, pattern, masked in _BY_RANK:
+        if prefix in payload:
+            payload = pattern.sub(masked, payload)
+    return hashlib.md5(payload, usedforsecurity=False).hexdigest()
+
+
 def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:
     """The little of a collective schedule, runtime estimate or execution order a rank diff needs."""
     if name not in JOB_ARTIFACTS or not payload:
@@ -307,7 +333,7 @@ def _describe_status(key: str, mine: Any, ref: Any, label: str) -> str:
 
 
 def _graphs(c: Compile) -> Hashable:
-    return tuple((p.kind, p.md5) for p in c.graphs if p.kind in COMPARED_GRAPHS)
+    return tuple((p.kind, p.masked_md5 or p.md5) for p in c.graphs if p.kind in COMPARED_GRAPHS)
 
 
 def _describe_graphs(key: str, mine: Any, ref: Any, label: str) -> str:
@@ -317,7 +343,7 @@ def _describe_graphs(key: str, mine: Any, ref: Any, label: str) -> str:
         a, b = a_all.get(kind, []), b_all.get(kind, [])
         if a == b:
             continue
-        parts.append(f"{kind} md5 {_short(a)} ({label}: {_short(b)})")
+        parts.append(f"{kind} content {_short(a)} ({label}: {_short(b)})")
     return f"{key} " + ", ".join(parts)
 
 
@@ -345,7 +371,7 @@ def _inputs(c: Compile) -> Hashable:
                 _frozen(t.stride),
                 t.storage_offset,
                 t.fields.get("dtype"),
-                t.device,
+                t.device.split(":")[0],  # each rank has its own device index
                 t.get("layout"),
                 t.flag("requires_grad"),
                 t.flag("is_parameter"),

@@ -16,7 +16,7 @@ import orjson
 
 from . import explain
 from . import inputs as inputs_mod
-from .divergence import artifact_meta
+from .divergence import artifact_meta, graph_md5
 from .model import (
     BadLine,
     CacheEvent,
@@ -241,6 +241,7 @@ class Indexer:
             text=text,
             cut=max(0, size - limit) if text is not None else 0,
             meta=meta,
+            masked_md5=graph_md5(kind, rec.payload),
         )
 
     # -- records --------------------------------------------------------------------------

@@ -103,6 +103,7 @@ class Payload:
     text: str | None = None  # kept text, possibly cut (see `cut`)
     cut: int = 0  # bytes of the payload left out of `text`
     meta: dict[str, Any] | None = None  # small metadata beside the payload (e.g. graph `sizes`)
+    masked_md5: str | None = None  # graphs: md5 with device indices and addresses masked (ranks)
 
 
 @dataclass(slots=True)
