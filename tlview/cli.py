@@ -252,7 +252,7 @@ def _inputs_listing(rep: Any, chosen: list[Any], allow_import: tuple[str, ...]) 
     for c in chosen:
         rows, notes, problem = input_rows(c, allow_import)
         ref = f"{c.log}:{c.key}" if many else c.key
-        click.echo(f"compile {ref}  {c.status}  {len(rows)} input(s)  ({c.log})")
+        click.echo(f"compile {ref}  {c.status}  {len(rows)} input(s)")
         head = ("source", "shape", "stride", "offset", "dtype", "device", "alias", "fake", "real")
         table = [head, *rows]
         widths = [max(len(r[i]) for r in table) for i in range(len(head))]

@@ -1,0 +1,221 @@
+"""`tlview inputs`: the listing, `--emit`, and every refusal as one line with its exit status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, corpus, only_log, run_cli
+
+torch = pytest.importorskip("torch")
+
+
+def lines_of(out: str, compile_id: str) -> list[str]:
+    """The listing block of one compile."""
+    block = out.split(f"compile {compile_id} ")[1].split("\n\n")[0]
+    return block.splitlines()
+
+
+def test_listing_shows_metadata_alias_groups_and_rebuilds() -> None:
+    r = run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0")
+    assert r.exit_code == 0, r.output
+    block = lines_of(r.stdout, "1/0")
+    assert block[0] == " ok  2 input(s)"
+    assert block[1].split() == [
+        "source",
+        "shape",
+        "stride",
+        "offset",
+        "dtype",
+        "device",
+        "alias",
+        "fake",
+        "real",
+    ]
+    assert block[2].split() == ["L['x']", "[6]", "[1]", "0", "float32", "cpu", "A1", "ok", "ok"]
+    assert block[3].split() == ["L['y']", "[6]", "[1]", "4", "float32", "cpu", "A1", "ok", "ok"]
+
+
+def test_listing_subclasses_and_notes() -> None:
+    r = run_cli("inputs", only_log("subclasses"))
+    assert r.exit_code == 0, r.output
+    nested = lines_of(r.stdout, "1/0")[2].split()
+    assert nested[:4] == ["L['n']", "[3,", "j1,", "8]"]
+    assert nested[-2:] == ["ok", "ok"] and "(NestedTensor)" in nested
+    two = lines_of(r.stdout, "2/1")[2]
+    assert "(TwoTensor)" in two and two.split()[-2:] == ["ok", "ok"]
+    r = run_cli("inputs", corpus("tlparse-tests", "simple.log"))
+    block = lines_of(r.stdout, "0/0")
+    assert block[2].split()[-4:] == ["cuda:0", "-", "ok", "ok"]
+
+
+def test_listing_of_several_logs_names_them() -> None:
+    r = run_cli("inputs", corpus("compile_error"))
+    assert r.exit_code == 0, r.output
+    assert "compile dedicated_log_torch_trace_4oku3kw2.log:0/0  failed  1 input(s)" in r.stdout
+    r = run_cli(
+        "inputs",
+        corpus("compile_error"),
+        "--compile-id",
+        "dedicated_log_torch_trace_4oku3kw2.log:2/0",
+    )
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("compile ") == 1 and "L['idx']" in r.stdout
+
+
+def test_emit_writes_a_weights_only_file(tmp_path: Path) -> None:
+    out = tmp_path / "example_inputs.pt"
+    r = run_cli("inputs", only_log("views_aliasing"), "--emit", out, "--seed", "5")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.startswith(f"tlview: wrote {out} (17 tensor(s) of 10 compile(s)")
+    assert r.stdout == ""
+    data = torch.load(out, weights_only=True)
+    assert data["format"] == "tlview.inputs/1" and data["torch_version"] == "2.13.0+cpu"
+    x, y = data["compiles"]["1/0"]["L['x']"], data["compiles"]["1/0"]["L['y']"]
+    assert x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+    assert y.storage_offset() == 4 and list(x.shape) == [6]
+    w = data["compiles"]["4/0"]["L['fn']._parameters['weight']"]
+    assert isinstance(w, torch.nn.Parameter) and w.stride() == (27, 1, 9, 3)
+    # the same seed gives the same values; tlview replaces its own file without --force
+    again = tmp_path / "again.pt"
+    assert (
+        run_cli("inputs", only_log("views_aliasing"), "--emit", again, "--seed", "5").exit_code == 0
+    )
+    assert torch.equal(torch.load(again, weights_only=True)["compiles"]["1/0"]["L['x']"], x)
+    r = run_cli("inputs", only_log("views_aliasing"), "--emit", out, "--seed", "6")
+    assert r.exit_code == 0, r.output
+    assert not torch.equal(torch.load(out, weights_only=True)["compiles"]["1/0"]["L['x']"], x)
+
+
+def test_emit_several_logs_prefixes_the_log_name(tmp_path: Path) -> None:
+    out = tmp_path / "inputs.pt"
+    r = run_cli("inputs", corpus("multirank_gloo"), "--emit", out, "--mode", "zeros")
+    assert r.exit_code == 0, r.output
+    keys = sorted(torch.load(out, weights_only=True)["compiles"])
+    assert keys and all(":" in k for k in keys)
+    assert {k.split(":")[0] for k in keys} == {
+        p.name for p in corpus("multirank_gloo").glob("*.log")
+    }
+
+
+def test_emit_refuses_a_file_tlview_did_not_write(tmp_path: Path) -> None:
+    out = tmp_path / "mine.pt"
+    out.write_text("precious")
+    r = run_cli("inputs", only_log("dtypes_zoo"), "--emit", out)
+    assert r.exit_code == 4
+    assert (
+        r.stderr
+        == f"tlview: {out}: exists and was not written by tlview; use --force to replace it\n"
+    )
+    assert out.read_text() == "precious"
+    assert run_cli("inputs", only_log("dtypes_zoo"), "--emit", out, "--force").exit_code == 0
+
+
+def test_max_bytes_refuses_with_one_line(tmp_path: Path) -> None:
+    log = only_log("transformer_inductor")
+    out = tmp_path / "big.pt"
+    r = run_cli("inputs", log, "--emit", out, "--max-bytes", "64K")
+    assert r.exit_code == 4
+    assert r.stderr.count("\n") == 1
+    assert "need 72.0 KiB of memory, over --max-bytes 64.0 KiB" in r.stderr
+    assert "use --mode meta" in r.stderr and not out.exists()
+    r = run_cli("inputs", log, "--emit", out, "--max-bytes", "64K", "--mode", "meta")
+    assert r.exit_code == 0, r.output
+    t = next(iter(torch.load(out, weights_only=True)["compiles"]["0/0"].values()))
+    assert t.device.type == "meta"
+    assert run_cli("inputs", log, "--emit", out, "--max-bytes", "80K", "--force").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--max-bytes", "lots"], 2, "--max-bytes 'lots': expected a size such as 8G"),
+        (["--compile-id", "9/9"], 2, "no compile '9/9'; the log has: "),
+        (["--device", "nosuch:7", "--emit", "x.pt"], 2, "--device nosuch:7: not available"),
+    ],
+)
+def test_bad_requests_are_one_line(
+    args: list[str], code: int, message: str, tmp_path: Path
+) -> None:
+    args = [str(tmp_path / a) if a.endswith(".pt") else a for a in args]
+    r = run_cli("inputs", only_log("dtypes_zoo"), *args)
+    assert r.exit_code == code, r.output
+    assert r.stderr.startswith("tlview: ") and r.stderr.count("\n") == 1
+    assert message in r.stderr
+
+
+def test_missing_path_is_exit_1(tmp_path: Path) -> None:
+    r = run_cli("inputs", tmp_path / "nope.log")
+    assert r.exit_code == 1 and r.stderr.startswith("tlview: ")
+
+
+def test_load_inputs_is_exported_and_checks_its_file(tmp_path: Path) -> None:
+    import tlview
+
+    out = tmp_path / "x.pt"
+    assert run_cli("inputs", only_log("dtypes_zoo"), "--emit", out).exit_code == 0
+    got = tlview.load_inputs(out)
+    assert got["format"] == "tlview.inputs/1"
+    assert str(got["compiles"]["2/0"]["L['x']"].dtype) == "torch.float8_e4m3fn"
+    bad = tmp_path / "bad.pt"
+    torch.save({"format": "something else"}, bad)
+    with pytest.raises(tlview.errors.TlviewError, match="not a tlview.inputs/1 file"):
+        tlview.load_inputs(bad)
+
+
+SCRIPT = r"""
+import json, sys
+sys.modules["torch"] = None  # as if torch were not installed
+from click.testing import CliRunner
+from tlview.cli import main
+runner = CliRunner()
+listing = runner.invoke(main, ["inputs", sys.argv[1], "--compile-id", "1/0"])
+emit = runner.invoke(main, ["inputs", sys.argv[1], "--emit", sys.argv[2]])
+help = runner.invoke(main, ["inputs", "--help"])
+print(json.dumps({"listing": [listing.exit_code, listing.stdout],
+                  "emit": [emit.exit_code, emit.stderr], "help": help.exit_code}))
+"""
+
+
+def test_without_torch_the_listing_works_and_emit_says_why(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(only_log("views_aliasing")), str(tmp_path / "x.pt")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    code, out = got["listing"]
+    assert code == 0
+    assert out.splitlines()[2].split() == [
+        "L['x']",
+        "[6]",
+        "[1]",
+        "0",
+        "float32",
+        "cpu",
+        "A1",
+        "-",
+        "-",
+    ]
+    assert "torch is not installed: the fake and real rebuilds were not tried" in out
+    code, err = got["emit"]
+    assert (
+        code == 5 and err == "tlview: rebuilding tensors needs torch: pip install 'tlview[torch]'\n"
+    )
+    assert got["help"] == 0
+
+
+def test_help_does_not_import_torch() -> None:
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom tlview.cli import main\n"
+        "r = CliRunner().invoke(main, ['inputs', '--help'])\n"
+        "assert r.exit_code == 0 and '--allow-import' in r.stdout\n"
+        "print('torch' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.stdout.strip() == "False", proc.stderr
