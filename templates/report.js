@@ -72,10 +72,12 @@
     });
   }
 
-  // Keys: "/" goes to the filter, Escape clears it.
+  // Keys: "/" goes to the filter, Escape clears it; j and k move between compile sections.
+  const summaries = $$("details.compile-d > summary");
   document.addEventListener("keydown", (e) => {
     const t = e.target;
     const typing = t instanceof HTMLInputElement || t instanceof HTMLSelectElement || t instanceof HTMLTextAreaElement;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.key === "/" && !typing && filter) {
       e.preventDefault();
       filter.focus();
@@ -83,6 +85,13 @@
     } else if (e.key === "Escape" && t === filter) {
       filter.value = "";
       applyFilter();
+    } else if ((e.key === "j" || e.key === "k") && !typing && summaries.length) {
+      const at = summaries.indexOf(document.activeElement);
+      let next = e.key === "j" ? at + 1 : at - 1;
+      if (at < 0) next = e.key === "j" ? 0 : summaries.length - 1;
+      const el = summaries[Math.max(0, Math.min(summaries.length - 1, next))];
+      el.focus();
+      el.scrollIntoView({ block: "nearest" });
     }
   });
 

@@ -326,6 +326,16 @@ def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
         "const s = document.getElementById('status'); s.value = 'restarted'; s.dispatchEvent(new Event('change')); 1"
     )
     assert _visible_ids(browser) == [c.key for c in rep.compiles if c.status == "restarted"]
+    # j and k walk the compile sections; Enter opens the one with the focus.
+    browser.eval("document.activeElement.blur(); 1")
+    _press(browser, "j", "KeyJ", "j")
+    _press(browser, "j", "KeyJ", "j")
+    here = "document.activeElement.closest('section.compile')"
+    assert browser.eval(f"{here}.id") == "c-0/0"
+    _press(browser, "k", "KeyK", "k")
+    assert browser.eval(f"{here}.id") == "c--/-"
+    _press(browser, "Enter", "Enter", "\r")
+    assert browser.eval(f"{here}.querySelector('details').open") is True
 
 
 def test_failing_compile_reason_and_inputs_in_two_clicks(browser: Chromium, tmp_path: Path) -> None:
