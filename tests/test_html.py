@@ -122,19 +122,29 @@ def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     assert f"tlview {__version__}" in text[:4096]  # the marker that lets tlview overwrite it
     if rep.torch_version:
         assert f"<dd>{esc(rep.torch_version)}</dd>" in text
-    for c in rep.compiles:
+    anchors = [v.anchor for v in page.build(rep).compiles]
+    assert len(anchors) == len(set(anchors)) == len(list(rep.compiles))
+    for c, anchor in zip(rep.compiles, anchors, strict=True):
         ref = compile_ref(c, many)
-        assert f'id="c-{esc(re.sub(r"[^A-Za-z0-9_.:/!-]", "_", ref))}' in text, ref
-        assert esc(ref) in text
+        assert anchor.startswith("c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", ref))
+        sec = _section(text, anchor)
+        assert f'<span class="cid" title="{esc(ref)}">' in sec
+        assert f'"><a href="#{anchor}">{esc(c.key)}</a></td>' in text  # its row in the table
         for i in c.inputs:
             for s in i.sources:
-                assert f"<code>{esc_text(s)}</code>" in text, (ref, s)
-        for k in c.metrics or {}:
-            assert f"<th>{esc(k)}</th>" in text or esc(k) in text, (ref, k)
+                assert f"<code>{esc_text(s)}</code>" in sec, (ref, s)
+        nulls = re.search(r'<p class="dim">null: ([^<]*)</p>', sec)
+        for k, v in (c.metrics or {}).items():
+            if v is None:
+                assert nulls is not None and k in nulls.group(1).split(", "), (ref, k)
+            else:
+                assert f"<tr><th>{esc_text(k)}</th><td>" in sec, (ref, k)
         for p in c.payloads():
-            assert f'<code class="kind">{esc(p.kind)}</code>' in text, (ref, p.kind)
+            assert (
+                f'<code class="kind">{esc(p.kind)}</code> <span class="dim">line {p.line} ' in sec
+            )
         if c.fail_type:
-            assert esc(c.fail_type) in text
+            assert f"<strong>Failed: {esc(c.fail_type)}</strong>" in sec
     o = overview(rep)
     assert f'<span class="v">{o.compiles:,}</span> <span class="l">compiles</span>' in text
     for b in o.breaks:
