@@ -184,35 +184,42 @@ class Indexer:
     def filename(self, v: Any) -> str:
         if isinstance(v, str):
             return v
-        if isinstance(v, int):
+        if _is_int(v):
             name = self.strings.get(v)
             if name is None and self.fallback_strings is not None:
                 name = self.fallback_strings(v)
             return name if name is not None else f"<file {v}>"
         return "?"
 
-    def stack(self, v: Any) -> list[StackFrame]:
+    def stack(self, v: Any, rec: Record | None = None, field: str = "stack") -> list[StackFrame]:
+        """The frames of a logged stack; with `rec`, a frame of the wrong shape is a bad line."""
         if not isinstance(v, list):
+            if v is not None and rec is not None:
+                self.bad(rec, f"{field} is not a list of frames: {_peek(v)}")
             return []
         out = []
-        for fr in v:
+        problem = None
+        for k, fr in enumerate(v):
             if not isinstance(fr, dict):
+                problem = problem or f"{field}[{k}] is not a frame object: {_peek(fr)}"
                 continue
-            line = fr.get("line")
-            loc = fr.get("loc")
+            line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
+            problem = problem or _wrong_fields(fr, _FRAME_FIELDS, f"{field}[{k}].", _IN_FRAME)
             out.append(
                 StackFrame(
                     self.filename(fr.get("filename")),
-                    line if isinstance(line, int) else 0,
-                    str(fr.get("name", "?")),
+                    line if isinstance(line, int) and not isinstance(line, bool) else 0,
+                    name if isinstance(name, str) else "?",
                     loc if isinstance(loc, str) else None,
                 )
             )
+        if problem is not None and rec is not None:
+            self.bad(rec, problem)
         return out
 
-    def user_frame(self, v: Any) -> StackFrame | None:
+    def user_frame(self, v: Any, rec: Record | None = None) -> StackFrame | None:
         """The innermost frame of a stack that is not torch's own code."""
-        frames = self.stack(v)
+        frames = self.stack(v, rec)
         for f in reversed(frames):
             if not _is_torch_file(f.file):
                 return f
@@ -255,6 +262,11 @@ class Indexer:
         log.last_time = rec.time
         if rec.rank is not None and log.rank is None:
             log.rank = rec.rank
+        ctx = rec.meta
+        for key in _CONTEXT_INTS:
+            v = ctx.get(key)
+            if v is not None and (type(v) is not int or v < 0):
+                self.bad(rec, f"{key} is not a non-negative integer: {_peek(v)}")
         if kind == "str":
             self.on_str(rec)
             return
@@ -271,7 +283,7 @@ class Indexer:
         elif kind == "dynamo_start":
             self.started.add(cid)
             if isinstance(body, dict):
-                c.stack = self.stack(body.get("stack"))
+                c.stack = self.stack(body.get("stack"), rec)
             else:
                 self.bad(rec, "expected an object with a stack")
         elif kind == "compilation_metrics":
@@ -307,7 +319,7 @@ class Indexer:
             return
         where = None
         if isinstance(rec.body, dict):
-            user = self.stack(rec.body.get("user_stack"))
+            user = self.stack(rec.body.get("user_stack"), rec, "user_stack")
             where = user[-1] if user else None
         c.events.append(Event(kind, rec.line, summary, where))
 
@@ -322,7 +334,7 @@ class Indexer:
             isinstance(body, list)
             and len(body) == 2
             and isinstance(body[0], str)
-            and isinstance(body[1], int)
+            and _is_int(body[1])
         ):
             self.strings[body[1]] = body[0]
         else:
@@ -333,6 +345,9 @@ class Indexer:
         if not isinstance(body, dict):
             self.bad(rec, "expected an object")
             return
+        problem = _wrong_fields(body, _METRIC_FIELDS)
+        if problem:
+            self.bad(rec, problem)
         if c.metrics is not None:
             # A second metrics record for one id (records outside any compile): keep both.
             self.event(rec, c, "compilation_metrics", _metrics_summary(body))
@@ -344,15 +359,15 @@ class Indexer:
                 setattr(c, attr, v if isinstance(v, str) else repr(v))
         ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
         if isinstance(ff, str):
-            c.fail_where = f"{ff}:{fl}" if isinstance(fl, int) else ff
+            c.fail_where = f"{ff}:{fl}" if _is_int(fl) else ff
         rr = body.get("restart_reasons")
-        if isinstance(rr, list):
+        if isinstance(rr, list) and all(isinstance(r, str) for r in rr):
             c.restart_reasons = [str(r) for r in rr]
         if isinstance(body.get("co_name"), str):
             c.function = body["co_name"]
         if isinstance(body.get("co_filename"), str):
             c.file = body["co_filename"]
-        if isinstance(body.get("co_firstlineno"), int):
+        if _is_int(body.get("co_firstlineno")):
             c.firstline = body["co_firstlineno"]
         rec_reason = body.get("recompile_reason")
         if isinstance(rec_reason, str) and rec_reason and not c.recompile_reasons:
@@ -362,12 +377,18 @@ class Indexer:
         body = rec.body
         name = body.get("name") if isinstance(body, dict) else None
         if not isinstance(name, str):
-            self.bad(rec, "artifact without a name")
+            self.bad(rec, f"artifact without a name: name is {_peek(name)}")
             name = "?"
+        enc = body.get("encoding") if isinstance(body, dict) else None
+        if enc is not None and not isinstance(enc, str):
+            self.bad(rec, f"encoding is not a string: {_peek(enc)}")
         if name == "torch_version":
             v = _json(rec.payload)
             if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
                 self.log.torch_version = v["pytorch_version"]
+            elif rec.payload_ok:
+                got = v.get("pytorch_version") if isinstance(v, dict) else v
+                self.bad(rec, f"torch_version: pytorch_version is not a string: {_peek(got)}")
         elif name == "recompile_reasons":
             c.recompile_reasons = _reasons(rec)
             return
@@ -406,7 +427,10 @@ class Indexer:
         if not isinstance(b, dict):
             self.bad(rec, "expected an object")
             return
-        user = self.stack(b.get("user_stack"))
+        problem = _wrong_fields(b, _SYMBOL_FIELDS)
+        if problem:
+            self.bad(rec, problem)
+        user = self.stack(b.get("user_stack"), rec, "user_stack")
         where = user[-1] if user else None
         kind = {
             "create_symbol": "created",
@@ -444,7 +468,7 @@ class Indexer:
             return
         s = next((x for x in c.input_sets if x.describer == d), None)
         if s is None:
-            s = InputSet(describer=d, where=self.user_frame(rec.meta.get("stack")))
+            s = InputSet(describer=d, where=self.user_frame(rec.meta.get("stack"), rec))
             c.input_sets.append(s)
         if rec.kind == "describe_storage":
             size = b.get("size")
@@ -509,12 +533,15 @@ class Indexer:
             if rec.payload_ok:
                 self.bad(rec, "payload is not a JSON event")
             return
+        problem = _wrong_fields(ev, _CHROMIUM_FIELDS, required=("name", "ph", "ts"))
+        if problem:
+            self.bad(rec, problem)
         args = ev.get("args")
         if cid is None and isinstance(args, dict):
             cid = _parse_id(args.get("compile_id"))
         c = self.compile_for(rec, cid)
         name, ph, ts = ev.get("name"), ev.get("ph"), ev.get("ts")
-        if not isinstance(name, str) or not isinstance(ts, int | float):
+        if not isinstance(name, str) or not isinstance(ts, int | float) or isinstance(ts, bool):
             return
         st = self.open.setdefault(cid, _Open())
         if ph == "B":
@@ -809,6 +836,99 @@ def _parse_id(v: Any) -> CompileId | None:
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+# Context keys torch writes as integers: a record with another type there is reported.
+_CONTEXT_INTS = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank")
+_STR, _INT, _NUM, _LIST, _DICT = (
+    ((str,), "a string"),
+    ((int,), "an integer"),
+    ((int, float), "a number"),
+    ((list,), "a list"),
+    ((dict,), "an object"),
+)
+FieldTypes = dict[str, tuple[tuple[type, ...], str]]
+# Fields tlview reads, and what torch writes there (null aside).
+_METRIC_FIELDS: FieldTypes = {
+    **dict.fromkeys(
+        (
+            "compile_id",
+            "fail_type",
+            "fail_reason",
+            "fail_user_frame_filename",
+            "co_name",
+            "co_filename",
+            "recompile_reason",
+        ),
+        _STR,
+    ),
+    **dict.fromkeys(
+        (
+            "fail_user_frame_lineno",
+            "co_firstlineno",
+            "graph_op_count",
+            "graph_node_count",
+            "graph_input_count",
+            "guard_count",
+            "shape_env_guard_count",
+        ),
+        _INT,
+    ),
+    **dict.fromkeys(
+        (
+            "entire_frame_compile_time_s",
+            "backend_compile_time_s",
+            "inductor_compile_time_s",
+            "code_gen_time_s",
+        ),
+        _NUM,
+    ),
+    "restart_reasons": ((list,), "a list of strings"),
+}
+_FRAME_FIELDS: FieldTypes = {
+    "filename": ((int, str), "an interned index or a file name"),
+    "line": _INT,
+    "name": _STR,
+    "loc": _STR,
+}
+_IN_FRAME = ("filename", "line", "name")
+_SYMBOL_FIELDS: FieldTypes = {
+    "symbol": _STR,
+    "source": _STR,
+    "sources": ((list,), "a list of strings"),
+    "vr": _STR,
+    "reason": _STR,
+    "val": ((str, int, float), "a value"),
+    "value": ((str, int, float), "a value"),
+}
+_CHROMIUM_FIELDS: FieldTypes = {
+    "name": _STR,
+    "ph": _STR,
+    "ts": _NUM,
+    "dur": _NUM,
+    "args": _DICT,
+}
+
+
+def _wrong_fields(
+    d: dict[str, Any], types: FieldTypes, prefix: str = "", required: tuple[str, ...] = ()
+) -> str | None:
+    """The first field of `d` whose type is not the one torch writes, said plainly."""
+    for name, (allowed, what) in types.items():
+        v = d.get(name)
+        if v is None:
+            if name in required:
+                return f"{prefix}{name} is missing: it should be {what}"
+            continue
+        if isinstance(v, bool) or not isinstance(v, allowed):
+            return f"{prefix}{name} is not {what}: {_peek(v)}"
+        if (
+            isinstance(v, list)
+            and what.endswith("strings")
+            and not all(isinstance(x, str) for x in v)
+        ):
+            return f"{prefix}{name} is not {what}: {_peek(v)}"
+    return None
 
 
 def _opt_str(v: Any) -> str | None:

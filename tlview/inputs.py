@@ -41,10 +41,21 @@ def check_tensor(b: dict[str, Any]) -> str | None:
         return f"tensor {b.get('id')}: storage_offset is not an int or expression"
     for name in ("storage", "ndim", *LINK_FIELDS):
         v = b.get(name)
-        if v is not None and not (isinstance(v, int) and not isinstance(v, bool)):
+        if (v is not None or name == "ndim" and name in b) and not (
+            isinstance(v, int) and not isinstance(v, bool)
+        ):
             return f"tensor {b.get('id')}: {name} is not an integer id"
-    if "attrs" in b and not isinstance(b["attrs"], dict):
-        return f"tensor {b.get('id')}: attrs is not an object"
+    if "attrs" in b:
+        attrs = b["attrs"]
+        if not isinstance(attrs, dict) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in attrs.values()
+        ):
+            return f"tensor {b.get('id')}: attrs is not an object of tensor ids"
+    if "type" in b and not isinstance(b["type"], str):
+        return f"tensor {b.get('id')}: type is not a string"
+    for name, v in b.items():
+        if (name.startswith("is_") or name == "requires_grad") and not isinstance(v, bool):
+            return f"tensor {b.get('id')}: {name} is not true or false: {v!r:.40}"
     return None
 
 

@@ -1,0 +1,505 @@
+"""Damaged real logs: no traceback, the documented exit status, nothing readable lost, every bad
+line reported with its file, line and reason (README "Exit status", issue 6)."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from damage import (
+    CORPUS,
+    EXIT_NO_TRACE,
+    EXIT_OK,
+    EXIT_STRICT,
+    FIXTURES,
+    Facts,
+    assert_clean_exit,
+    assert_facts_kept,
+    byte_junk,
+    check_damaged,
+    flips,
+    gunzip_prefix,
+    gzip_bytes,
+    interleave,
+    line_edits,
+    payload_of,
+    real_logs,
+    record_json,
+    report_json,
+    run,
+    run_process,
+    truncations,
+    unit_bytes,
+    unit_edits,
+    units,
+)
+
+SEED = 6  # the issue number: change it to try other damage, the checks stay the same
+LOGS = real_logs(SEED, 4, max_bytes=700_000)
+DAMAGES = {
+    "truncations": truncations,
+    "flips": flips,
+    "line_edits": line_edits,
+    "unit_edits": unit_edits,
+    "byte_junk": byte_junk,
+}
+
+
+def _cases(log: Path, damage: str) -> Iterator[tuple[str, bytes]]:
+    data = log.read_bytes()
+    rng = random.Random(f"{SEED}:{log.name}:{damage}")
+    for what, damaged in DAMAGES[damage](data, rng):
+        yield f"{log.name}: {what}", damaged
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_damaged_copies_keep_every_intact_record(log: Path, damage: str, tmp_path: Path) -> None:
+    """Each damaged copy: clean exit, intact compiles and inputs kept, damage reported."""
+    original = log.read_bytes()
+    failures = []
+    count = 0
+    for what, damaged in _cases(log, damage):
+        count += 1
+        try:
+            check_damaged(original, damaged, tmp_path, log.name, what)
+        except AssertionError as e:
+            failures.append(str(e).splitlines()[0][:600])
+    assert count > 0
+    assert not failures, f"{len(failures)} of {count} cases failed:\n" + "\n".join(failures)
+
+
+def _doc(log: Path) -> dict:
+    return report_json(log)
+
+
+@pytest.mark.parametrize("log", LOGS[:2], ids=lambda p: p.name)
+def test_crlf_reads_as_the_original(log: Path, tmp_path: Path) -> None:
+    """CRLF line ends change nothing: same compiles, statuses, inputs; no bad line; a note."""
+    crlf = tmp_path / log.name
+    crlf.write_bytes(log.read_bytes().replace(b"\n", b"\r\n"))
+    want, got = _doc(log), _doc(crlf)
+    assert_facts_kept(Facts.of(want), Facts.of(got), "CRLF", status=True)
+    assert got["stats"]["bad_lines"] == want["stats"]["bad_lines"]
+    assert got["stats"]["records"] == want["stats"]["records"]
+    assert any("CRLF" in n for lg in got["logs"] for n in lg["notes"])
+
+
+@pytest.mark.parametrize("log", LOGS[:2], ids=lambda p: p.name)
+def test_duplicated_and_shuffled_records_lose_nothing(log: Path, tmp_path: Path) -> None:
+    """Whole records repeated or out of order: every compile and input of the log is there."""
+    want = Facts.of(_doc(log))
+    us = units(log.read_bytes())
+    rng = random.Random(SEED)
+    dup = tmp_path / "dup" / log.name
+    dup.parent.mkdir()
+    dup.write_bytes(b"".join(u.data * (2 if rng.random() < 0.2 else 1) for u in us))
+    assert_facts_kept(want, Facts.of(_doc(dup)), "duplicated records", status=True)
+    shuffled = list(us)
+    rng.shuffle(shuffled)
+    mixed = tmp_path / "shuffled" / log.name
+    mixed.parent.mkdir()
+    mixed.write_bytes(b"".join(u.data for u in shuffled))
+    got = Facts.of(_doc(mixed))
+    assert_facts_kept(want, got, "shuffled records")
+
+
+def test_records_of_two_logs_interleaved(tmp_path: Path) -> None:
+    """Two processes writing one file: each one's compiles and inputs as in its own log."""
+    a = FIXTURES / "demo.log"
+    b = next(p for p in LOGS[1:] if _pids(p) != _pids(a))
+    both = tmp_path / "both.log"
+    both.write_bytes(interleave(a.read_bytes(), b.read_bytes(), random.Random(SEED)))
+    got = _doc(both)
+    facts = Facts.of(got)
+    for one in (a, b):
+        assert_facts_kept(Facts.of(_doc(one)), facts, f"interleaved {one.name}", status=True)
+    assert len(got["logs"]) == 2
+    assert sorted(lg["pid"] for lg in got["logs"]) == sorted(_pids(a) | _pids(b))
+    assert got["stats"]["records"] == _doc(a)["stats"]["records"] + _doc(b)["stats"]["records"]
+
+
+def _pids(p: Path) -> set[int]:
+    return {c["pid"] for c in _doc(p)["compiles"]}
+
+
+def test_empty_binary_and_recordless_files_exit_1(tmp_path: Path) -> None:
+    """Nothing readable: one line on stderr naming the file and why, exit 1."""
+    cases = {
+        "empty.log": b"",
+        "random.bin": random.Random(SEED).randbytes(50_000),
+        "image.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40,
+        "notes.txt": b"just some text\nwith lines\n" * 100,
+        "only-payload.log": b"\tpayload line\n\tanother\n",
+        "blank.log": b"\n\n\r\n",
+        "nul.log": b"\0" * 20_000,
+    }
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        res = run("report", str(p))
+        assert_clean_exit(res, EXIT_NO_TRACE, name)
+        assert name in res.stderr
+    res = run("report", str(tmp_path / "missing.log"))
+    assert_clean_exit(res, EXIT_NO_TRACE, "missing")
+    assert "no such file" in res.stderr
+    empty_dir = tmp_path / "d"
+    empty_dir.mkdir()
+    assert_clean_exit(run("report", str(empty_dir)), EXIT_NO_TRACE, "empty directory")
+
+
+def test_strict_and_text_list_bad_lines(tmp_path: Path) -> None:
+    """--strict exits 3 exactly when a line was bad; the text report lists file:line: reason."""
+    log = FIXTURES / "demo.log"
+    assert_clean_exit(run("report", str(log), "--strict"), EXIT_OK, "undamaged --strict")
+    data = log.read_bytes()
+    u = units(data)[40]
+    cut = tmp_path / "demo.log"
+    cut.write_bytes(data[: u.start + len(u.head) // 2] + b"\n" + data[u.end :])
+    doc = report_json(cut)
+    bad = doc["bad_lines"]
+    assert [b["line"] for b in bad] == [u.line]
+    assert "JSON" in bad[0]["reason"]
+    res = run("report", str(cut), "--strict")
+    assert_clean_exit(res, EXIT_STRICT, "--strict")
+    assert res.stdout, "the report is still written under --strict"
+    text = run("report", str(cut))
+    assert_clean_exit(text, EXIT_OK, "text")
+    assert f"demo.log:{u.line}: {bad[0]['reason']}" in text.stdout
+
+
+def test_20mb_single_lines(tmp_path: Path) -> None:
+    """A 20 MB record line, payload line and garbage line: read or reported, the rest kept."""
+    log = FIXTURES / "demo.log"
+    data = log.read_bytes()
+    us = units(data)
+    at = us[len(us) // 2]
+    big = 20 << 20
+    like = at
+    record = unit_bytes({"tlview_test_blob": {"blob": "x" * big}}, None, like)
+    payload = unit_bytes(
+        {"artifact": {"name": "huge_line", "encoding": "string"}}, b"y" * big, like
+    )
+    garbage = b"z" * big + b"\n"
+    want = Facts.of(_doc(log))
+    for name, line in (("record", record), ("payload", payload), ("garbage", garbage)):
+        p = tmp_path / name / log.name
+        p.parent.mkdir()
+        p.write_bytes(data[: at.start] + line + data[at.start :])
+        doc = _doc(p)
+        assert_facts_kept(want, Facts.of(doc), f"20 MB {name} line")
+        lines = [b["line"] for b in doc["bad_lines"]]
+        if name == "garbage":
+            assert lines == [at.line], lines
+        else:
+            assert lines == [] and doc["stats"]["records"] == _doc(log)["stats"]["records"] + 1
+        assert_clean_exit(run("report", str(p)), EXIT_OK, f"20 MB {name} line, text")
+
+
+def test_gzip_whole_cut_short_and_with_junk(tmp_path: Path) -> None:
+    """A .gz reads as its log; cut short, everything decompressible is reported, the cut said."""
+    log = FIXTURES / "demo.log"
+    data = log.read_bytes()
+    whole = tmp_path / "whole" / "demo.log.gz"
+    whole.parent.mkdir()
+    gz = gzip_bytes(data)
+    whole.write_bytes(gz)
+    want = _doc(log)
+    got = _doc(whole)
+    assert_facts_kept(Facts.of(want), Facts.of(got), ".gz", status=True)
+    assert got["stats"]["bad_lines"] == 0
+    for frac in (0.1, 0.5, 0.97):
+        cut = tmp_path / f"cut{frac}" / "demo.log.gz"
+        cut.parent.mkdir()
+        cut.write_bytes(gz[: int(len(gz) * frac)])
+        readable = gunzip_prefix(gz[: int(len(gz) * frac)])
+        whole_units = [u for u in units(readable) if u.data.endswith(b"\n")]
+        prefix = tmp_path / f"prefix{frac}" / "demo.log"
+        prefix.parent.mkdir()
+        prefix.write_bytes(b"".join(u.data for u in whole_units[:-1]))
+        doc = _doc(cut)
+        assert_facts_kept(Facts.of(_doc(prefix)), Facts.of(doc), f".gz cut at {frac}")
+        reasons = [b["reason"] for b in doc["bad_lines"]]
+        assert any("compressed" in r for r in reasons), reasons
+    junk = tmp_path / "junk" / "demo.log.gz"
+    junk.parent.mkdir()
+    junk.write_bytes(gz + b"this is not gzip" * 10)
+    assert_facts_kept(Facts.of(want), Facts.of(_doc(junk)), ".gz with junk after it")
+    notgz = tmp_path / "fake" / "demo.log.gz"
+    notgz.parent.mkdir()
+    notgz.write_bytes(b"\x1f\x8b" + b"\x00garbage" * 100)
+    assert_clean_exit(run("report", str(notgz)), EXIT_NO_TRACE, "gzip magic, no gzip")
+
+
+def test_directory_with_decoys(tmp_path: Path) -> None:
+    """A directory's logs are read; decoys are skipped with a note, never read as logs."""
+    log = FIXTURES / "demo.log"
+    d = tmp_path / "trace"
+    d.mkdir()
+    (d / "demo.log").write_bytes(log.read_bytes())
+    (d / "empty.log").write_bytes(b"")
+    (d / "binary.log").write_bytes(random.Random(SEED).randbytes(10_000))
+    (d / "text.log").write_bytes(b"not a trace\n")
+    (d / "notes.txt").write_bytes(log.read_bytes())
+    (d / "model.pt").write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    (d / "sub.log").mkdir()
+    (d / "nested").mkdir()
+    (d / "nested" / "other.log").write_bytes(log.read_bytes())
+    os.mkfifo(d / "pipe.log")  # opened, a FIFO would block the reader forever
+    os.symlink("/nonexistent/target.log", d / "dangling.log")
+    doc = _doc(d)
+    assert [lg["name"] for lg in doc["logs"]] == ["demo.log"]
+    assert_facts_kept(Facts.of(_doc(log)), Facts.of(doc), "directory", status=True)
+    notes = " ".join(doc["notes"])
+    for name in ("empty.log", "binary.log", "text.log", "notes.txt", "sub.log", "pipe.log"):
+        assert name in notes, (name, notes)
+    assert_clean_exit(run("report", str(d)), EXIT_OK, "directory, text")
+
+
+def test_as_a_process(tmp_path: Path) -> None:
+    """The installed command, as its own process: no traceback, documented statuses."""
+    log = FIXTURES / "demo.log"
+    data = log.read_bytes()
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(data[: len(data) // 2 + 7])
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    binary = tmp_path / "bin.log"
+    binary.write_bytes(random.Random(SEED).randbytes(4096))
+    for args, status in (
+        ((str(cut),), EXIT_OK),
+        ((str(cut), "--format", "json"), EXIT_OK),
+        ((str(cut), "--strict"), EXIT_STRICT),
+        ((str(empty),), EXIT_NO_TRACE),
+        ((str(binary),), EXIT_NO_TRACE),
+    ):
+        p = run_process("report", *args)
+        err = p.stderr.decode()
+        assert p.returncode == status, (args, p.returncode, err)
+        assert "Traceback" not in err and "internal error" not in err, err
+        if status == EXIT_NO_TRACE:
+            assert len(err.strip().splitlines()) == 1 and err.startswith("tlview: "), err
+    doc = orjson.loads(run_process("report", str(cut), "--format", "json").stdout)
+    assert doc["stats"]["bad_lines"] >= 1
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not checked out here")
+def test_corpus_corrupted_json_log_counts_one_bad_line() -> None:
+    """The corpus's own damaged log: its one bad line is found and the rest reported."""
+    doc = report_json(next(CORPUS.rglob("simple_corrupted_json.log")))
+    assert doc["stats"]["bad_lines"] == 1
+    assert doc["stats"]["records"] == 76
+
+
+# -- a field of the wrong type, for each field tlview reads -------------------------------------
+INT = ["7", 2.5, True, [7], {"n": 7}, None]
+INT_OPT = INT[:-1]  # null is what torch writes when there is no value
+NUM_OPT = ["1.5", True, [1.5], {"s": 1}]
+STR = [7, True, ["x"], {"x": "y"}, None]
+STR_OPT = STR[:-1]
+LIST = ["x", 7, {"0": "x"}]
+DICT = ["x", 7, ["x"]]
+DIMS = ["[2, 3]", [2.5], [True], [[2]], {"0": 2}, [None], 7, None]
+BOOL = ["false", 1, [True], {"b": True}]
+FRAME = ["frame", 7, None, [1, 2]]
+PAIR = [{"a": 1}, ["x"], "x", 7]
+INT_OR_STR = [2.5, True, [7], {"n": 7}]
+
+METRICS = {
+    **dict.fromkeys(
+        ["fail_type", "fail_reason", "fail_user_frame_filename", "co_name", "co_filename"],
+        STR_OPT,
+    ),
+    "recompile_reason": STR_OPT,
+    "compile_id": STR_OPT,
+    **dict.fromkeys(
+        [
+            "fail_user_frame_lineno",
+            "co_firstlineno",
+            "graph_op_count",
+            "guard_count",
+            "graph_node_count",
+            "graph_input_count",
+            "shape_env_guard_count",
+        ],
+        INT_OPT,
+    ),
+    **dict.fromkeys(
+        [
+            "entire_frame_compile_time_s",
+            "backend_compile_time_s",
+            "inductor_compile_time_s",
+            "code_gen_time_s",
+        ],
+        NUM_OPT,
+    ),
+    "restart_reasons": LIST + [[7]],
+}
+TENSOR = {
+    "id": INT,
+    "describer_id": INT,
+    "ndim": INT,
+    "dtype": STR,
+    "device": STR,
+    "layout": STR,
+    "size": DIMS,
+    "stride": DIMS,
+    "storage_offset": INT_OR_STR,
+    "storage": INT_OPT,
+    "base": INT_OPT,
+    "grad": INT_OPT,
+    "attrs": DICT + [{"a": "1"}],
+    "type": STR_OPT,
+    "requires_grad": BOOL,
+    "is_leaf": BOOL,
+    "is_parameter": BOOL,
+    "is_view": BOOL,
+}
+# (record kind or "artifact:NAME", where the field is, its path, wrong values)
+SPECS: list[tuple[str, str, tuple[Any, ...], list[Any]]] = [
+    *[("describe_tensor", "meta", (k,), INT_OPT) for k in ("frame_id", "frame_compile_id")],
+    *[("describe_tensor", "meta", (k,), INT_OPT) for k in ("attempt", "compiled_autograd_id")],
+    ("dynamo_start", "meta", ("rank",), INT_OPT),
+    ("chromium_event", "meta", ("has_payload",), [7, ["x"], {"md5": "x"}]),
+    ("str", "body", (), PAIR),
+    ("str", "body", (0,), STR),
+    ("str", "body", (1,), INT),
+    ("dynamo_start", "body", ("stack",), LIST),
+    ("dynamo_start", "body", ("stack", 0), FRAME),
+    ("dynamo_start", "body", ("stack", 0, "filename"), [2.5, True, [1], {"f": 1}]),
+    ("dynamo_start", "body", ("stack", 0, "line"), INT),
+    ("dynamo_start", "body", ("stack", 0, "name"), STR),
+    ("dynamo_start", "body", ("stack", 0, "loc"), STR_OPT),
+    *[("compilation_metrics", "body", (k,), v) for k, v in METRICS.items()],
+    ("artifact", "body", ("name",), STR),
+    ("artifact", "body", ("encoding",), STR_OPT),
+    ("describe_storage", "body", ("id",), INT),
+    ("describe_storage", "body", ("describer_id",), INT),
+    ("describe_storage", "body", ("size",), INT_OR_STR),
+    *[("describe_tensor", "body", (k,), v) for k, v in TENSOR.items()],
+    ("describe_tensor", "body", ("size", 0), [2.5, True, None, [2]]),
+    ("describe_source", "body", ("id",), INT),
+    ("describe_source", "body", ("describer_id",), INT),
+    ("describe_source", "body", ("source",), STR),
+    ("create_symbol", "body", ("symbol",), STR),
+    ("create_symbol", "body", ("source",), STR_OPT),
+    ("create_symbol", "body", ("user_stack",), LIST),
+    ("chromium_event", "payload", ("name",), STR),
+    ("chromium_event", "payload", ("ph",), STR),
+    ("chromium_event", "payload", ("ts",), NUM_OPT + [None]),
+    ("chromium_event", "payload", ("args",), DICT),
+    ("artifact:torch_version", "payload", ("pytorch_version",), STR),
+]
+WRONG_PER_FIELD = 2  # values tried per field, rotating through its list
+
+
+def _record_pool() -> list[Path]:
+    """Real logs to take one record of each kind from: the demo first, then small corpus logs."""
+    pool = [FIXTURES / "demo.log"]
+    if CORPUS.is_dir():
+        pool += sorted(CORPUS.rglob("*.log"), key=lambda p: p.stat().st_size)
+    return pool
+
+
+def _find(kind: str, where: str, path: tuple[Any, ...]) -> tuple[Path, bytes, Any] | None:
+    """The first record of a kind (with the parent of `path` present) in the pool of logs."""
+    name = None
+    if kind.startswith("artifact:"):
+        kind, name = "artifact", kind.split(":", 1)[1]
+    for log in _record_pool():
+        data = log.read_bytes()
+        for u in units(data):
+            meta = record_json(u, lenient=False)
+            if meta is None or next(iter(meta)) != kind:
+                continue
+            if name is not None and (meta[kind] or {}).get("name") != name:
+                continue
+            root = meta if where == "meta" else meta[kind]
+            if where == "payload":
+                try:
+                    root = orjson.loads(payload_of(u) or b"")
+                except orjson.JSONDecodeError:
+                    continue
+            if _has_parent(root, path):
+                return log, data, u
+    return None
+
+
+def _has_parent(root: Any, path: tuple[Any, ...]) -> bool:
+    for p in path[:-1]:
+        if isinstance(p, int):
+            if not isinstance(root, list) or len(root) <= p:
+                return False
+        elif not isinstance(root, dict) or p not in root:
+            return False
+        root = root[p]
+    return not path or isinstance(root, dict) or (isinstance(root, list) and len(root) > path[-1])
+
+
+def _set(root: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    for p in path[:-1]:
+        root = root[p]
+    root[path[-1]] = value
+    return None
+
+
+def _wrong_cases() -> Iterator[tuple[str, str, tuple[Any, ...], Any]]:
+    for n, (kind, where, path, values) in enumerate(SPECS):
+        for k in range(WRONG_PER_FIELD):
+            yield kind, where, path, values[(n + k) % len(values)]
+
+
+def _label(case: tuple[str, str, tuple[Any, ...], Any]) -> str:
+    kind, where, path, value = case
+    return f"{kind}.{where}.{'.'.join(map(str, path))}={orjson.dumps(value).decode()}"
+
+
+@pytest.mark.parametrize("case", list(_wrong_cases()), ids=_label)
+def test_field_of_wrong_type(case: tuple[str, str, tuple[Any, ...], Any], tmp_path: Path) -> None:
+    """A field tlview reads, of the wrong type: the record's line is reported naming the field,
+    the field is not used as if it were right, and every other record is reported as before."""
+    kind, where, path, value = case
+    found = _find(kind, where, path)
+    if found is None:
+        pytest.skip(f"no {kind} record with {path[:-1]} in the logs at hand")
+    log, data, u = found
+    meta = record_json(u, lenient=False)
+    assert meta is not None
+    k = next(iter(meta))
+    payload = payload_of(u)
+    if where == "payload":
+        doc = orjson.loads(payload or b"")
+        _set(doc, path, value)
+        payload = orjson.dumps(doc)
+    elif where == "meta":
+        if path == ("has_payload",):
+            new = u.head[: u.head.find(b"] {") + 2] + orjson.dumps(dict(meta, has_payload=value))
+            new += b"\n" + u.data[len(u.head) + 1 :]
+            payload = None
+        else:
+            _set(meta, path, value)
+    else:
+        body = _set(meta[k], path, value) if path else value
+        if not path:
+            meta[k] = body
+    if not (where == "meta" and path == ("has_payload",)):
+        new = unit_bytes(meta, payload, u)
+        if payload is None and meta.get("has_payload") is None:
+            new = unit_bytes({x: y for x, y in meta.items()}, None, u)
+    damaged = data[: u.start] + new + data[u.end :]
+    what = f"{log.name}:{u.line} {_label(case)}"
+    out = check_damaged(data, damaged, tmp_path, log.name, what, require_flag=True)
+    word = next((p for p in reversed(path) if isinstance(p, str)), k)
+    hits = [
+        b
+        for b in out.doc["bad_lines"]
+        if u.line <= b["line"] <= u.line + new.count(b"\n") and word in b["reason"]
+    ]
+    assert hits, f"{what}: no bad line at line {u.line} naming {word!r}: {out.doc['bad_lines']}"
