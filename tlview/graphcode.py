@@ -193,7 +193,7 @@ def dim_code(dim: Dim, known: set[str], lookup: str = "sym") -> str | None:
             else:
                 return None
         else:
-            out.append(f" {op} " if op not in "(),**" else (", " if op == "," else op))
+            out.append({"(": "(", ")": ")", ",": ", ", "**": "**"}.get(op, f" {op} "))
     code = "".join(out).strip()
     return code if code and _balanced(code) else None
 
@@ -215,7 +215,7 @@ def symbols_in(dim: Dim) -> list[str]:
 
 
 # -- the graph code ------------------------------------------------------------------------
-_STMTS = (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass)
+_STMTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return, ast.Pass)
 _FORBIDDEN = (
     ast.Import,
     ast.ImportFrom,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import json
 import math
 import operator
@@ -27,7 +28,7 @@ from . import __version__
 from . import graphcode as gc
 from .errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .index import Keep
-from .model import Compile, Payload, Report
+from .model import Compile, CompileId, InputSet, Payload, Report
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
@@ -43,7 +44,7 @@ COLLECTIVES = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functiona
 _AUTOGRAD_HELPERS = re.compile(r"torch__dynamo_(compiled_autograd|external_utils)_\w+")
 _STD_NAME = re.compile(r"(?P<module>_operator|operator|math)_(?P<attr>\w+)")
 _SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
-_OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.storage_offset\(\)")
+_OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
 _MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\['([^'\]]*)'\]")
 _INT = re.compile(r"-?\d+")
 # Names repro.py defines at its top level: the graph's class must not take one of them.
@@ -69,6 +70,7 @@ SCRIPT_NAMES = frozenset(
         "BODIES",
         "body",
         "one_rank_group",
+        "standin",
         "load_inputs",
         "build",
         "symbols",
@@ -127,7 +129,9 @@ class Plan:
     outputs: list[tuple[str, str, str]] = field(default_factory=list)  # name, dtype, shape code
     std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
     collectives: bool = False
+    standins: bool = False  # some input is made in the script from the graph's annotation
     dynamic: bool = False
+    device: str | None = None  # --device
     rebuilt: Any = None  # rebuild.Rebuilt
 
     @property
@@ -176,34 +180,75 @@ def graph_of(c: Compile) -> Payload | None:
     return next((g for g in c.graphs if g.kind == GRAPH_KIND), None)
 
 
+def views(c: Compile) -> list[Compile]:
+    """One compile per dynamo graph it holds. A program that resets dynamo reuses compile ids, and
+    the index files both graphs under one id: each view keeps the inputs described before its graph.
+    """
+    found = [g for g in c.graphs if g.kind == GRAPH_KIND]
+    if len(found) <= 1:
+        return [c] if found else []
+    out: list[Compile] = []
+    prev = 0
+    for g in found:
+        sets = [s for s in c.input_sets if prev < _first_line(s) < g.line]
+        describers = {s.describer for s in sets}
+        inputs = [i for i in c.inputs if i.describer in describers]
+        out.append(dataclasses.replace(c, graphs=[g], input_sets=sets, inputs=inputs))
+        prev = g.line
+    return out
+
+
+def _first_line(s: InputSet) -> int:
+    lines = [t.line for t in s.tensors.values()] + [st.line for st in s.storages.values()]
+    return min(lines, default=0)
+
+
 def graphs(report: Report) -> list[tuple[str, Compile]]:
-    """Every compile that captured a graph, named as the report names compiles."""
+    """Every graph dynamo captured, named as the report names compiles (`ID#2`: the second graph
+    filed under one id)."""
     many = len({log.name for log in report.logs}) > 1
     out = []
     for c in report.compiles:
-        if graph_of(c) is not None:
-            out.append((f"{c.log}:{c.key}" if many else c.key, c))
+        ref = f"{c.log}:{c.key}" if many else c.key
+        for n, v in enumerate(views(c)):
+            out.append((ref if n == 0 else f"{ref}#{n + 1}", v))
     return out
 
 
 def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
-    """The compile the user named, or its attempt that holds the graph; with a note if moved."""
-    from .rebuild import find_compile
-
-    c = find_compile(report, compile_id)
-    if graph_of(c) is not None:
-        return compile_id, c, None
-    if c.id is not None:
-        later = [
-            o
-            for o in report.compiles
-            if o.log == c.log and o.id is not None and o.id.base == c.id.base and graph_of(o)
-        ]
-        if later:
-            o = later[-1]
-            ref = compile_id[: len(compile_id) - len(c.key)] + o.key
-            return ref, o, f"compile {c.key} was restarted; its graph is in attempt {o.key}"
-    return compile_id, c, None
+    """The graph the user named (`ID`, `LOG:ID`, `ID#N`), or the attempt of that compile that
+    holds a graph, with a note saying so."""
+    found = graphs(report)
+    hits = [(r, v) for r, v in found if r == compile_id or r.endswith(f":{compile_id}")]
+    if len(hits) == 1:
+        return hits[0][0], hits[0][1], None
+    if len(hits) > 1:
+        refs = ", ".join(r for r, _ in hits[:6])
+        raise TlviewError(
+            f"{report.path}: {compile_id!r} is in several logs; use {refs}", EXIT_USAGE
+        )
+    prefix, _, key = compile_id.rpartition(":")
+    try:
+        wanted = CompileId.parse(key.partition("#")[0])
+    except ValueError:
+        raise TlviewError(
+            f"{report.path}: {compile_id!r} is not a compile id (like 0/1 or LOG:0/1)", EXIT_USAGE
+        ) from None
+    for r, v in reversed(found):
+        if (
+            v.id is not None
+            and v.id.base == wanted.base
+            and v.id.attempt > wanted.attempt
+            and (not prefix or v.log == prefix)
+        ):
+            return r, v, f"compile {key} was restarted; its graph is in attempt {v.key}"
+    known = ", ".join(r for r, _ in found[:12]) or "none"
+    have = [c for c in report.compiles if c.key == key and (not prefix or c.log == prefix)]
+    why = f" (status {have[0].status}, no {GRAPH_KIND} record)" if have else ""
+    raise TlviewError(
+        f"{report.path}: no graph for compile {compile_id!r}{why}; the log's graphs: {known}",
+        EXIT_USAGE,
+    )
 
 
 # -- planning ---------------------------------------------------------------------------------
@@ -222,6 +267,7 @@ def plan(
     c: Compile,
     report: Report,
     rebuild: Callable[[Compile], Any],
+    device: str | None = None,
 ) -> Plan:
     """Check a graph, bind its inputs and work out its outputs; say why where something fails."""
     log = next((lg for lg in report.logs if lg.name == c.log), None)
@@ -231,6 +277,7 @@ def plan(
         log_path=log.path if log else c.log,
         torch_version=report.torch_version,
         graph=graph_of(c),
+        device=device,
     )
     p.fatal = _read_graph(p)
     if p.fatal or p.code is None:
@@ -338,7 +385,8 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
     by_name: dict[str, str] = {}
     for source in [*r.tensors, *r.failed]:
         by_name.setdefault(placeholder(source), source)
-    known = _symbol_table(p, code, by_name)
+    logged: dict[str, str] = {}
+    known = _symbol_table(p, code, by_name, logged)
     needed: list[str] = []
     for param in code.params:
         if param.sym is not None:
@@ -353,18 +401,33 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
             continue
         source = by_name.get(param.name) or by_name.get(re.sub(r"_\d+$", "", param.name))
         if source is None:
-            what = f" ({param.annotation})" if param.annotation else ""
-            p.fatal = (
-                f"input {param.name}{what} has no tensor in the log: no describe_source "
-                "names it (a non-tensor input, or a tensor dynamo did not describe)"
-            )
-            return
+            standin = _standin(p, code, param, known)
+            if standin is None:
+                what = f" ({param.annotation})" if param.annotation else ""
+                p.fatal = (
+                    f"input {param.name}{what} has no tensor in the log: no describe_source "
+                    "names it, and the graph does not say its size and dtype"
+                )
+                return
+            code_text, used = standin
+            needed += used
+            p.args.append(Arg(param.name, code_text))
+            p.standins = True
+            continue
         if source in r.failed:
             p.fatal = f"input {source} could not be rebuilt: {r.failed[source]}"
             return
         p.args.append(Arg(param.name, f"inputs[{source!r}]"))
         for note in r.notes.get(source, []):
             p.notes.append(f"{source}: {note}")
+        wrapper = param.tensor.wrapper if param.tensor else None
+        got = type(r.tensors[source])
+        if wrapper and not any(k.__name__ == wrapper for k in got.__mro__):
+            p.blockers.append(
+                f"input {source} is a {wrapper}, a tensor subclass tlview did not rebuild "
+                f"(a plain {got.__name__} stands in, so the graph would not do what it did): "
+                "build it at the top of repro.py"
+            )
         if param.tensor is not None:
             _device_note(p, source, param.tensor.device)
     attr_sources = {attribute_name(s): s for s in r.tensors}
@@ -386,6 +449,72 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
             for d in tt.size:
                 needed += gc.symbols_in(d)
     p.symbols = [(s, known[s]) for s in dict.fromkeys(needed) if s in known]
+    p.notes += [logged[s] for s, _ in p.symbols if s in logged]
+
+
+def _standin(
+    p: Plan, code: gc.GraphCode, param: gc.Param, known: dict[str, str]
+) -> tuple[str, list[str]] | None:
+    """Code for a random tensor shaped as the graph says, for an input the log never described
+    (logs of older torch have no describe records); None when the graph does not say enough."""
+    from .rebuild import placeholder_name
+
+    tt = param.tensor
+    sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
+    meta = sizes.get(placeholder_name(param.name)) if isinstance(sizes, dict) else None
+    note = ""
+    stride: list[gc.Dim] | None
+    if tt is not None and tt.wrapper is None and tt.torch_dtype:
+        size, stride, dtype, logged = tt.size, tt.stride, tt.torch_dtype, tt.device
+    elif tt is None and param.annotation in (None, "torch.Tensor") and isinstance(meta, list):
+        size = [_int_or(d) if isinstance(d, str) else d for d in meta]
+        stride, dtype, logged = _contiguous(size), "float32", "cpu"
+        note = "; the log does not give its dtype: float32 assumed"
+    else:
+        return None
+    if stride is None or len(stride) != len(size):
+        return None
+    names = set(known)
+    dims = [gc.dim_code(d, names) for d in size]
+    steps = [gc.dim_code(d, names) for d in stride]
+    if any(d is None for d in dims) or any(d is None for d in steps):
+        return None
+    device = _device_here(p, logged)
+    shape = "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+    strides = "(" + ", ".join(str(d) for d in steps) + ("," if len(steps) == 1 else "") + ")"
+    p.notes.append(
+        f"{param.name}: the log does not describe this input; a random tensor of the size "
+        f"and stride the graph gives stands in{note}"
+    )
+    used = [s for d in [*size, *stride] for s in gc.symbols_in(d)]
+    return f"standin({shape}, {strides}, torch.{dtype}, {device!r})", used
+
+
+def _contiguous(size: list[gc.Dim]) -> list[gc.Dim] | None:
+    if not all(isinstance(d, int) for d in size):
+        return None
+    out: list[gc.Dim] = []
+    step = 1
+    for d in reversed(size):
+        out.append(step)
+        step *= max(int(d), 1)
+    return list(reversed(out))
+
+
+def _device_here(p: Plan, logged: str) -> str:
+    """The device for a stand-in: --device, else the logged one when this machine has it."""
+    if p.device:
+        return p.device
+    here = logged or "cpu"
+    if here.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            note = f"the log ran on {logged}; this machine has no CUDA, so inputs are on cpu"
+            if note not in p.notes:
+                p.notes.append(note)
+            return "cpu"
+    return here
 
 
 def _int_or(text: str) -> gc.Dim:
@@ -401,8 +530,11 @@ def _device_note(p: Plan, source: str, logged: str) -> None:
             p.notes.append(note)
 
 
-def _symbol_table(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> dict[str, str]:
-    """Code that gives each size symbol its value: from an input's size, or as logged."""
+def _symbol_table(
+    p: Plan, code: gc.GraphCode, by_name: dict[str, str], logged: dict[str, str]
+) -> dict[str, str]:
+    """Code that gives each size symbol its value: from an input's size, or as logged (those go
+    into LOGGED with the note to show if the graph uses them)."""
     tensors = p.rebuilt.tensors
     known: dict[str, str] = {}
     for param in code.params:
@@ -422,10 +554,10 @@ def _symbol_table(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> dict[
         if m and m.group("tensor") in tensors:
             known[s.symbol] = f"inputs[{m.group('tensor')!r}].{m.group('kind')}({m.group('dim')})"
         elif o and o.group("tensor") in tensors:
-            known[s.symbol] = f"inputs[{o.group('tensor')!r}].storage_offset()"
+            known[s.symbol] = f"inputs[{o.group('tensor')!r}].{o.group('method')}()"
         elif s.value is not None and _INT.fullmatch(s.value) and not src.startswith("<"):
             known[s.symbol] = str(int(s.value))
-            p.notes.append(f"{s.symbol} = {s.value}, the value the log recorded for {src}")
+            logged[s.symbol] = f"{s.symbol} = {s.value}, the value the log recorded for {src}"
     return known
 
 
@@ -510,6 +642,7 @@ def render(p: Plan, backend: str | None, literal: Callable[[Any], str] = repr) -
         std_names=p.std,
         bodies=p.bodies,
         collectives=p.collectives,
+        standins=p.standins,
         attrs=p.attrs,
         symbols=p.symbols,
         args=p.args,
@@ -568,7 +701,7 @@ def write(p: Plan, out: Path, backend: str | None, force: bool) -> None:
 
 def slug(ref: str) -> str:
     """A directory name for a compile: `0/1_2` -> `0-1_2`, `!0/1/0` -> `ca0-1-0`."""
-    text = ref.replace("!", "ca").replace("/", "-").replace(":", "--")
+    text = ref.replace("#", "-g").replace("!", "ca").replace("/", "-").replace(":", "--")
     return re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".") or "graph"
 
 
@@ -580,24 +713,31 @@ WARNING = (
 
 
 def run(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, Any]]:
-    """Run each repro in a child Python process (one for all; a new one after a crash)."""
+    """Run each repro in a child Python process (one for all; a new one after a crash).
+
+    With ECHO, what the repros print is printed here; torch's own warnings on stderr are not.
+    """
     results: dict[Path, dict[str, Any]] = {}
     todo = list(dirs)
     with tempfile.TemporaryDirectory(prefix="tlview-repro-") as tmp:
         while todo:
             out = Path(tmp) / f"results-{len(results)}.jsonl"
             cmd = [sys.executable, "-m", "tlview.reprorun", str(out), *map(str, todo)]
-            sink = None if echo else subprocess.DEVNULL
-            proc = subprocess.run(cmd, stdout=sink, stderr=sink, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if echo and proc.stdout:
+                sys.stdout.write(proc.stdout)
+                sys.stdout.flush()
             done = _read_results(out)
             for d in todo:
                 if str(d) in done:
                     results[d] = done[str(d)]
             todo = [d for d in todo if d not in results]
             if todo:  # the process died running the first of these
+                last = (proc.stderr.strip().splitlines() or [""])[-1][:300]
                 results[todo.pop(0)] = {
                     "status": "failed",
-                    "reason": f"the Python process running it died (exit status {proc.returncode})",
+                    "reason": f"the Python process running it died (exit status "
+                    f"{proc.returncode})" + (f": {last}" if last else ""),
                 }
     return results
 
@@ -621,6 +761,7 @@ class Options:
     seed: int = 0
     run: bool = False
     force: bool = False
+    warn: bool = True  # say before running that the repros run code from the log
 
 
 def rebuilder(opts: Options) -> Callable[[Compile], Any]:
@@ -632,7 +773,7 @@ def rebuilder(opts: Options) -> Callable[[Compile], Any]:
 def make_one(report: Report, compile_id: str, out: Path | None, opts: Options) -> Outcome:
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
-    p = plan(ref, c, report, rebuilder(opts))
+    p = plan(ref, c, report, rebuilder(opts), opts.device)
     if moved:
         p.notes.insert(0, moved)
     outcome = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
@@ -643,7 +784,8 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: Options) -
         outcome.dir = str(d)
         outcome.status = "blocked" if p.blockers else "written"
         if opts.run and not p.blockers:
-            print(WARNING.format(script=d / SCRIPT), file=sys.stderr, flush=True)
+            if opts.warn:
+                print(WARNING.format(script=d / SCRIPT), file=sys.stderr, flush=True)
             res = run([d], echo=True).get(d, {})
             _apply(outcome, res)
     return outcome
@@ -667,7 +809,7 @@ def make_all(report: Report, out: Path, opts: Options) -> list[Outcome]:
     made: list[tuple[Outcome, Path]] = []
     rebuild = rebuilder(opts)
     for ref, c in graphs(report):
-        p = plan(ref, c, report, rebuild)
+        p = plan(ref, c, report, rebuild, opts.device)
         o = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
         outcomes.append(o)
         if p.fatal:
@@ -680,7 +822,8 @@ def make_all(report: Report, out: Path, opts: Options) -> list[Outcome]:
             made.append((o, d))
         p.rebuilt = None  # free the tensors before the next graph
     if opts.run and made:
-        print(WARNING.format(script=out / "*" / SCRIPT), file=sys.stderr, flush=True)
+        if opts.warn:
+            print(WARNING.format(script=out / "*" / SCRIPT), file=sys.stderr, flush=True)
         results = run([d for _, d in made])
         for o, d in made:
             _apply(o, results.get(d, {}))
