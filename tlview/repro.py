@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -26,7 +27,7 @@ from typing import Any
 
 from . import __version__
 from . import graphcode as gc
-from .errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
+from .errors import EXIT_NEEDS_TORCH, EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .index import Keep
 from .model import Compile, CompileId, InputSet, Payload, Report
 
@@ -369,10 +370,22 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
         )
 
 
+def _torch() -> Any:
+    """torch, imported when a repro is made (never for `tlview report`)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+            import torch
+    except ImportError:
+        raise TlviewError(
+            "tlview repro needs torch: pip install 'tlview[torch]'", EXIT_NEEDS_TORCH
+        ) from None
+    return torch
+
+
 def _op_exists(ns: str, name: str) -> bool:
     """Whether this torch has the op (a lookup by name: nothing is imported or run)."""
-    import torch
-
+    torch = _torch()
     try:
         getattr(getattr(torch.ops, ns), name)
     except (AttributeError, RuntimeError):
@@ -506,14 +519,11 @@ def _device_here(p: Plan, logged: str) -> str:
     if p.device:
         return p.device
     here = logged or "cpu"
-    if here.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            note = f"the log ran on {logged}; this machine has no CUDA, so inputs are on cpu"
-            if note not in p.notes:
-                p.notes.append(note)
-            return "cpu"
+    if here.startswith("cuda") and not _torch().cuda.is_available():
+        note = f"the log ran on {logged}; this machine has no CUDA, so inputs are on cpu"
+        if note not in p.notes:
+            p.notes.append(note)
+        return "cpu"
     return here
 
 
