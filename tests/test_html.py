@@ -138,7 +138,7 @@ def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
             if v is None:
                 assert nulls is not None and k in nulls.group(1).split(", "), (ref, k)
             else:
-                assert f"<tr><th>{esc_text(k)}</th><td>" in sec, (ref, k)
+                assert f"<dt>{esc_text(k)}</dt><dd>" in sec, (ref, k)
         for p in c.payloads():
             assert (
                 f'<code class="kind">{esc(p.kind)}</code> <span class="dim">line {p.line} ' in sec
