@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import os
 import queue
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -30,39 +30,43 @@ from tlview.summary import compile_ref
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
+_PLACE_FDS = """
+import fcntl, os, sys
+r, w = (fcntl.fcntl(int(fd), fcntl.F_DUPFD, 10) for fd in sys.argv[1:3])
+os.dup2(r, 3)
+os.dup2(w, 4)
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
+
 class Chromium:
     """Headless Chromium over `--remote-debugging-pipe`: fd 3 carries commands in, fd 4 replies out."""
 
     def __init__(self, profile: Path) -> None:
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
-
-        def fds() -> None:  # runs in the child: put the pipe ends at fd 3 and 4
-            r = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
-            w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
-            os.dup2(r, 3)
-            os.dup2(w, 4)
-
+        args = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-extensions",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={profile}",
+            "about:blank",
+        ]
+        # A small Python puts the pipe ends at fd 3 and 4, then becomes Chromium (no preexec_fn,
+        # which is unsafe with threads).
         self.proc = subprocess.Popen(
-            [
-                CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-extensions",
-                "--remote-debugging-pipe",
-                f"--user-data-dir={profile}",
-                "about:blank",
-            ],
+            [sys.executable, "-c", _PLACE_FDS, str(to_child_r), str(from_child_w), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=fds,  # noqa: PLW1509 - the fds must be placed before exec
-            close_fds=False,
+            pass_fds=(to_child_r, from_child_w),
         )
         os.close(to_child_r)
         os.close(from_child_w)
