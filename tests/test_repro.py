@@ -571,3 +571,15 @@ def test_corpus_graph_code_parses_everywhere() -> None:
                     assert p.name.lower() in sizes, (folder, c.key, p.name)
             seen += 1
     assert seen == 99
+
+
+def test_mode_zeros(traced: Path, made: dict[str, Any], tmp_path: Path) -> None:
+    import tlview
+
+    cid = made["cases"]["views"]["compile_id"]
+    res = run_cli("repro", traced, "--compile-id", cid, "-o", tmp_path, "--mode", "zeros")
+    assert res.exit_code == 0, res.output
+    inputs = tlview.load_inputs(tmp_path / "inputs.pt")["compiles"][cid]
+    assert set(inputs) == {"L['a']", "L['b']", "L['c']"}
+    assert all(not t.any() for t in inputs.values())
+    assert "and zero values." in (tmp_path / "repro.py").read_text()

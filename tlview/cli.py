@@ -428,7 +428,15 @@ def _console(output: str | None, force: bool, draw: Any) -> None:
     help="Compile the graph again with this backend (default: run it as it is).",
 )
 @click.option(
-    "--device", help="Build the inputs on this device (default: the logged one if present, else cpu)."
+    "--device",
+    help="Build the inputs on this device (default: the logged one if present, else cpu).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(("random", "zeros")),
+    default="random",
+    show_default=True,
+    help="Values of the inputs (the log has none): random per dtype, or zeros.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option(
@@ -445,6 +453,7 @@ def repro(
     output: str | None,
     backend: str | None,
     device: str | None,
+    mode: str,
     seed: int,
     run_now: bool,
     force: bool,
@@ -460,7 +469,9 @@ def repro(
         raise TlviewError("give --compile-id ID for one graph, or --all", 2)
     if output is None and (all_graphs or not run_now):
         raise TlviewError("give -o DIR: where to write the repro", 2)
-    opts = repro_mod.Options(backend=backend, device=device, seed=seed, run=run_now, force=force)
+    opts = repro_mod.Options(
+        backend=backend, device=device, mode=mode, seed=seed, run=run_now, force=force
+    )
     rep = load(path, repro_mod.keep_policy(), progress=_progress_reader(path), jobs=1)
     out = Path(output) if output is not None else None
     if all_graphs:
@@ -491,4 +502,6 @@ def repro(
             f"{path}: compile {o.ref}: the repro will not run here: {o.reason}", EXIT_NO_REPRO
         )
     if o.status in ("failed", "mismatch"):
-        raise TlviewError(f"{path}: compile {o.ref}: the repro {o.status}: {o.reason}", EXIT_NO_REPRO)
+        raise TlviewError(
+            f"{path}: compile {o.ref}: the repro {o.status}: {o.reason}", EXIT_NO_REPRO
+        )

@@ -48,6 +48,7 @@ _SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\
 _OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
 _MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\['([^'\]]*)'\]")
 _INT = re.compile(r"-?\d+")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
 # Names repro.py defines at its top level: the graph's class must not take one of them.
 SCRIPT_NAMES = frozenset(
     {
@@ -412,7 +413,7 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
             needed += gc.symbols_in(param.sym)
             p.args.append(Arg(param.name, expr))
             continue
-        source = by_name.get(param.name) or by_name.get(re.sub(r"_\d+$", "", param.name))
+        source = by_name.get(param.name)
         if source is None:
             standin = _standin(p, code, param, known)
             if standin is None:
@@ -565,8 +566,8 @@ def _symbol_table(
             known[s.symbol] = f"inputs[{m.group('tensor')!r}].{m.group('kind')}({m.group('dim')})"
         elif o and o.group("tensor") in tensors:
             known[s.symbol] = f"inputs[{o.group('tensor')!r}].{o.group('method')}()"
-        elif s.value is not None and _INT.fullmatch(s.value) and not src.startswith("<"):
-            known[s.symbol] = str(int(s.value))
+        elif s.value is not None and _NUMBER.fullmatch(s.value) and not src.startswith("<"):
+            known[s.symbol] = repr(int(s.value) if _INT.fullmatch(s.value) else float(s.value))
             logged[s.symbol] = f"{s.symbol} = {s.value}, the value the log recorded for {src}"
     return known
 
@@ -630,7 +631,9 @@ def _environment() -> Any:
     return env
 
 
-def render(p: Plan, backend: str | None, literal: Callable[[Any], str] = repr) -> str:
+def render(
+    p: Plan, backend: str | None, literal: Callable[[Any], str] = repr, mode: str = "random"
+) -> str:
     """The text of repro.py. `literal` writes every string from the log (repr: a Python literal)."""
     assert p.code is not None and p.graph is not None and p.graph.text is not None
     env = _environment().overlay()
@@ -643,6 +646,7 @@ def render(p: Plan, backend: str | None, literal: Callable[[Any], str] = repr) -
         graph_line=int(p.graph.line),
         torch_version=p.torch_version,
         tlview_version=__version__,
+        values="zero" if mode == "zeros" else "random",
         class_name=p.code.name,
         graph_code=text,
         backend=backend,
@@ -660,12 +664,12 @@ def render(p: Plan, backend: str | None, literal: Callable[[Any], str] = repr) -
     )
 
 
-def verify(p: Plan, script: str, backend: str | None) -> None:
+def verify(p: Plan, script: str, backend: str | None, mode: str = "random") -> None:
     """Check that strings from the log stayed strings: the script must parse to the same tree
     as one written with every string replaced by a harmless one."""
     try:
         got = _shape(ast.parse(script))
-        ref = _shape(ast.parse(render(p, backend, literal=_blank)))
+        ref = _shape(ast.parse(render(p, backend, literal=_blank, mode=mode)))
     except SyntaxError as e:
         raise TlviewError(
             f"internal error: repro.py for {p.ref} does not parse ({e.msg})", 70
@@ -687,13 +691,13 @@ def _shape(tree: ast.AST) -> str:
     return ast.dump(tree, include_attributes=False)
 
 
-def write(p: Plan, out: Path, backend: str | None, force: bool) -> None:
+def write(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "random") -> None:
     """Write repro.py and inputs.pt into OUT (created if missing)."""
     from . import emit
     from .output import output as open_output
 
-    script = render(p, backend)
-    verify(p, script, backend)
+    script = render(p, backend, mode=mode)
+    verify(p, script, backend, mode)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -768,6 +772,7 @@ def _read_results(path: Path) -> dict[str, dict[str, Any]]:
 class Options:
     backend: str | None = None
     device: str | None = None
+    mode: str = "random"  # values of the rebuilt inputs: random or zeros
     seed: int = 0
     run: bool = False
     force: bool = False
@@ -777,7 +782,7 @@ class Options:
 def rebuilder(opts: Options) -> Callable[[Compile], Any]:
     from .rebuild import real_inputs
 
-    return lambda c: real_inputs(c, seed=opts.seed, device=opts.device)
+    return lambda c: real_inputs(c, mode=opts.mode, seed=opts.seed, device=opts.device)
 
 
 def make_one(report: Report, compile_id: str, out: Path | None, opts: Options) -> Outcome:
@@ -790,7 +795,7 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: Options) -
     if p.fatal:
         return outcome
     with _directory(out) as d:
-        write(p, d, opts.backend, opts.force)
+        write(p, d, opts.backend, opts.force, opts.mode)
         outcome.dir = str(d)
         outcome.status = "blocked" if p.blockers else "written"
         if opts.run and not p.blockers:
@@ -819,13 +824,20 @@ def make_all(report: Report, out: Path, opts: Options) -> list[Outcome]:
     made: list[tuple[Outcome, Path]] = []
     rebuild = rebuilder(opts)
     for ref, c in graphs(report):
-        p = plan(ref, c, report, rebuild, opts.device)
+        try:
+            p = plan(ref, c, report, rebuild, opts.device)
+        except TlviewError:
+            raise
+        except Exception as e:  # a bug for one graph must not lose the others' repros
+            reason = f"internal error in tlview: {type(e).__name__}: {e}"[:300]
+            outcomes.append(Outcome(ref, c.log, c.key, None, "skipped", reason))
+            continue
         o = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
         outcomes.append(o)
         if p.fatal:
             continue
         d = out / slug(ref)
-        write(p, d, opts.backend, opts.force)
+        write(p, d, opts.backend, opts.force, opts.mode)
         o.dir = d.name
         o.status = "blocked" if p.blockers else "written"
         if not p.blockers:

@@ -22,7 +22,12 @@ def reason(e: BaseException, backend: str | None) -> str:
     if "Runtime assertion failed" in str(e):
         return (
             "a runtime assertion of the graph failed on the rebuilt inputs, whose values are "
-            f"random (the log has none): {text}"
+            f"random (the log has none; try --mode zeros): {text}"
+        )[:MAX_REASON]
+    if isinstance(e, IndexError) or "out of range" in text or "out of bounds" in text:
+        return (
+            "the graph indexes with an input's values, which are random here (the log has "
+            f"none; try --mode zeros): {type(e).__name__}: {text}"
         )[:MAX_REASON]
     where = (
         f"the {backend} backend: " if backend and type(e).__module__.startswith("torch._") else ""
