@@ -164,6 +164,11 @@ def test_load_inputs_is_exported_and_checks_its_file(tmp_path: Path) -> None:
     torch.save({"format": "something else"}, bad)
     with pytest.raises(tlview.errors.TlviewError, match="not a tlview.inputs/1 file"):
         tlview.load_inputs(bad)
+    data = torch.load(out, weights_only=True)
+    data["exact"]["2/0"]["groups"][0]["storages"] = {"0": "many"}
+    torch.save(data, bad)
+    with pytest.raises(tlview.errors.TlviewError, match="compile 2/0: its plans are damaged"):
+        tlview.load_inputs(bad)
 
 
 SCRIPT = r"""

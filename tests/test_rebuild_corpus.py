@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, corpus
+from conftest import CORPUS, corpus, only_log, run_cli
 
 torch = pytest.importorskip("torch")
 
 from tlview.emit import emit_file, load_inputs  # noqa: E402
+from tlview.errors import EXIT_REFUSED, TlviewError  # noqa: E402
 from tlview.load import load  # noqa: E402
 from tlview.model import Compile, Input, Report, TensorDesc  # noqa: E402
 from tlview.rebuild import (  # noqa: E402
@@ -201,3 +203,49 @@ def test_placeholder_names_and_expressions() -> None:
     assert eval_expr("(lambda: 1)()", {}) is None
     assert parse_bytes("8G") == 8 << 30 and parse_bytes("512MiB") == 512 << 20
     assert parse_bytes("1000") == 1000
+
+
+def _damaged(tmp_path: Path, edits: dict[tuple[int, int], Any]) -> Path:
+    """views_aliasing with some describe_tensor records damaged as torch never writes them."""
+    out = []
+    for line in only_log("views_aliasing").read_text().splitlines(keepends=True):
+        head, sep, body = line.partition("] {")
+        if sep and body.startswith('"describe_tensor"'):
+            rec = json.loads("{" + body)
+            d = rec["describe_tensor"]
+            edit = edits.get((d["describer_id"], d["id"]))
+            if edit is not None:
+                edit(d)
+                line = head + "] " + json.dumps(rec) + "\n"
+        out.append(line)
+    path = tmp_path / "damaged.log"
+    path.write_text("".join(out))
+    return path
+
+
+def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
+    def drop_stride(d: dict[str, Any]) -> None:
+        del d["stride"]
+
+    def bad_dtype(d: dict[str, Any]) -> None:
+        d["dtype"] = "torch.nonsense"
+
+    def huge(d: dict[str, Any]) -> None:
+        d["size"] = [1 << 40, 1 << 20]
+
+    rep = load(_damaged(tmp_path, {(0, 3): drop_stride, (2, 3): bad_dtype, (15, 0): huge}))
+    by = {c.key: c for c in rep.compiles}
+    for r in (real_inputs(by["0/0"]), fake_rebuild(by["0/0"])):
+        assert r.failed == {"L['b']": "stride is not logged"}
+        assert sorted(r.tensors) == ["L['a']", "L['c']"]
+    for r in (real_inputs(by["1/0"]), fake_rebuild(by["1/0"])):
+        assert r.failed == {"L['y']": "dtype 'torch.nonsense' is not a torch dtype"}
+        assert list(r.tensors["L['x']"].shape) == [6]
+    with pytest.raises(TlviewError) as e:
+        real_inputs(by["5/0"])
+    assert e.value.exit_code == EXIT_REFUSED and "use --mode meta" in e.value.message
+    assert list(real_inputs(by["5/0"], mode="meta").tensors["L['x']"].shape) == [1 << 40, 1 << 20]
+    assert list(fake_rebuild(by["5/0"]).tensors["L['x']"].shape) == [1 << 40, 1 << 20]
+    r = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
+    assert r.exit_code == 0
+    assert "L['y']: not rebuilt as real: dtype 'torch.nonsense' is not a torch dtype" in r.stdout

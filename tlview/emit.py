@@ -180,7 +180,12 @@ def load_inputs(
     for key, rec in (obj.get("exact") or {}).items():
         got = Rebuilt({}, {}, {})
         for gd in rec.get("groups", []):
-            g = _group_from(gd)
+            try:
+                g = _group_from(gd)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise TlviewError(
+                    f"{path}: compile {key}: its plans are damaged ({type(e).__name__}: {e})"
+                ) from None
             storages: dict[int, Any] = {}
             for k, v in gd.get("data", {}).items():
                 if isinstance(v, list) and len(v) == 2 and v[0] == "source":

@@ -463,6 +463,10 @@ class _PlanError(Exception):
     pass
 
 
+class _Failed(Exception):
+    """This tensor cannot be built; the message says why."""
+
+
 def _link(v: Any) -> int | None:
     return v if type(v) is int else None
 
@@ -576,7 +580,7 @@ def torch_dtype(name: str) -> Any:
         torch = need_torch()
         dt = getattr(torch, name, None)
         if not isinstance(dt, torch.dtype):
-            raise ValueError(f"torch has no dtype {name}")
+            raise _Failed(f"dtype 'torch.{name}' is not a torch dtype")
         _DTYPES[name] = dt
     return dt
 
@@ -590,6 +594,8 @@ def resolve_type(name: str | None, allow_import: Sequence[str]) -> tuple[Any, st
     if not name or not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", name):
         return None, f"the logged type {name!r} is not a class name"
     parts = name.split(".")
+    if any(part.startswith("__") for part in parts):
+        return None, f"the logged type {name} names a private module: not imported"
     allowed = parts[0] == "torch" or any(
         name == m or name.startswith(m.rstrip(".") + ".") for m in allow_import
     )
@@ -1149,10 +1155,6 @@ def _valid_offsets(
         if lengths is not None and lengths.shape == (batch,):
             lengths.copy_(torch.tensor(lens, dtype=lengths.dtype))
     return note
-
-
-class _Failed(Exception):
-    pass
 
 
 def _creation_meta(torch: Any, text: str) -> Any:
