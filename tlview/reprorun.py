@@ -30,7 +30,9 @@ def reason(e: BaseException, backend: str | None) -> str:
             f"none; try --mode zeros): {type(e).__name__}: {text}"
         )[:MAX_REASON]
     where = (
-        f"the {backend} backend: " if backend and type(e).__module__.startswith("torch._") else ""
+        f"compiling with {backend}: "
+        if backend and type(e).__module__.startswith("torch._")
+        else ""
     )
     return f"{where}{type(e).__name__}: {text}"[:MAX_REASON]
 
