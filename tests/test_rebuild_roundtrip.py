@@ -149,6 +149,11 @@ def case_restart(x):
     return y + 1
 case("restart", case_restart, {"x": torch.randn(4)})
 
+mu = torch.randn(6, 3)
+torch._dynamo.decorators.mark_unbacked(mu, 0)
+def case_mark_unbacked(x): return x * 2
+case("mark_unbacked", case_mark_unbacked, {"x": mu})
+
 json.dump(out, open(sys.argv[1], "w"), indent=1)
 """
 
@@ -259,6 +264,7 @@ CASES = [
     "jagged",
     "dynamic",
     "mark_dynamic",
+    "mark_unbacked",
 ]
 
 
@@ -289,7 +295,7 @@ def test_fake_matches_original(run: Any, case: str) -> None:
         t = got.tensors[src]
         if w["type"] in ("Tensor", "Parameter"):
             assert isinstance(t, FakeTensor), src
-        if case in ("dynamic", "mark_dynamic"):
+        if case in ("dynamic", "mark_dynamic", "mark_unbacked"):
             continue  # symbolic sizes: see test_fakes_carry_the_logged_symbols
         check(src, t, w, fake=True)
     check_sharing(got.tensors, want["inputs"])
@@ -313,6 +319,10 @@ def test_fakes_carry_the_logged_symbols(run: Any) -> None:
     sym = next(s.symbol for s in c.symbols if s.source == "L['x'].size()[0]")
     x = fake_rebuild(c).tensors["L['x']"]
     assert str(x.shape[0]) == sym and x.shape[1] == 3
+    # mark_unbacked: the graph sizes say u0; the fake's dim 0 is a fresh unbacked symbol.
+    c = only(rep, originals["mark_unbacked"]["function"])
+    x = fake_rebuild(c).tensors["L['x']"]
+    assert str(x.shape[0]) == "u0" and x.shape[1] == 3
     # the jagged tensor's ragged dim is a symbol over a nested int, as dynamo made it.
     c = only(rep, originals["jagged"]["function"])
     created = {s.source: s.symbol for s in c.symbols if s.kind == "created"}

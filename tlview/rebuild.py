@@ -287,6 +287,7 @@ class SymbolPlan:
 
     names: dict[str, str]  # "L['x'].size()[0]" -> "s77"
     fresh: set[str]  # dims that had their own create_symbol record
+    unbacked: set[str]  # dims the graph sizes show as unbacked ("u0": mark_unbacked)
     hints: dict[str, int]  # "s77" -> 10
     ranges: dict[str, tuple[int | None, int | None]]  # dim source -> (lo, hi) when not default
 
@@ -305,6 +306,7 @@ def plan_symbols(c: Compile) -> SymbolPlan:
     fresh: set[str] = set()
     hints: dict[str, int] = {}
     ranges: dict[str, tuple[int | None, int | None]] = {}
+    unbacked: set[str] = set()
     for sym in c.symbols:
         if (
             sym.kind == "specialized"
@@ -334,9 +336,12 @@ def plan_symbols(c: Compile) -> SymbolPlan:
                 if not isinstance(dims, list):
                     continue
                 for i, d in enumerate(dims):
-                    if isinstance(d, str) and _SYMBOL.fullmatch(d) and d.startswith("s"):
-                        names.setdefault(f"{src}.size()[{i}]", d)
-    return SymbolPlan(names, fresh, hints, ranges)
+                    if isinstance(d, str) and _SYMBOL.fullmatch(d):
+                        if d.startswith("s"):
+                            names.setdefault(f"{src}.size()[{i}]", d)
+                        else:
+                            unbacked.add(f"{src}.size()[{i}]")
+    return SymbolPlan(names=names, fresh=fresh, unbacked=unbacked, hints=hints, ranges=ranges)
 
 
 def _bound(text: str) -> int | None:
@@ -1358,15 +1363,23 @@ def _load(path: str | Path) -> Report:
 
 def named_shape_env(symbols: SymbolPlan) -> Any:
     """A ShapeEnv that gives each dynamic dim the symbol name it had in the original run."""
+    return _named_shape_env_cls()(symbols.names)
+
+
+@functools.cache
+def _named_shape_env_cls() -> Any:
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
     class NamedShapeEnv(ShapeEnv):
-        """ShapeEnv whose new symbols take the names logged by `create_symbol`."""
+        """ShapeEnv whose new symbols take the names logged by `create_symbol`.
 
-        def __init__(self) -> None:
+        A dim with its own record gets a fresh symbol of that name; a dim the graph shows with
+        a symbol made earlier reuses it, as duck sizing did in the original run.
+        """
+
+        def __init__(self, names: Mapping[str, str]) -> None:
             super().__init__()
-            self.tlview_names = dict(symbols.names)
-            self.tlview_fresh = set(symbols.fresh)
+            self.tlview_names = dict(names)
             self.tlview_made: dict[str, Any] = {}
             self.tlview_want: int | None = None
 
@@ -1377,12 +1390,11 @@ def named_shape_env(symbols: SymbolPlan) -> Any:
                 dynamic_dim = DimDynamic.DUCK
             name = getattr(source, "name", None)
             want = self.tlview_names.get(name) if isinstance(name, str) else None
-            if want is None or dynamic_dim is DimDynamic.STATIC or not isinstance(val, int):
+            if want is None or dynamic_dim is DimDynamic.STATIC or type(val) is not int:
                 return super().create_symbol(val, source, dynamic_dim, *a, **k)
             made = self.tlview_made.get(want)
             hint = self.backed_var_to_val.get(made) if made is not None else None
             if made is not None and hint is not None and int(hint) == val:
-                # The original run reused this symbol (duck sizing): reuse it too.
                 old = self.val_to_var.get(val)
                 self.val_to_var[val] = made
                 try:
@@ -1409,7 +1421,7 @@ def named_shape_env(symbols: SymbolPlan) -> Any:
                 return w
             return super()._generate_unique_id(source_name)
 
-    return NamedShapeEnv()
+    return NamedShapeEnv
 
 
 def logged_source(name: str) -> Any:
@@ -1513,7 +1525,7 @@ class FakeBuilder:
             return False
         if self.owners is None:
             self.owners = set()
-            for key in self.symbols.names:
+            for key in [*self.symbols.names, *self.symbols.unbacked]:
                 owner = _DIM_SUFFIX.sub("", key)
                 self.owners.update(owner[:i] for i, ch in enumerate(owner) if ch in ".[")
                 self.owners.add(owner)
@@ -1727,7 +1739,10 @@ class FakeBuilder:
         for i in range(p.ndim):
             dim = f"{name}.size()[{i}]"
             nested = isinstance(p.size[i], str)
-            if dim in self.symbols.names or nested:
+            if dim in self.symbols.unbacked:
+                dyn.append(DimDynamic.UNBACKED)
+                cons.append(None)
+            elif dim in self.symbols.names or nested:
                 dyn.append(DimDynamic.DYNAMIC if nested else DimDynamic.DUCK)
                 rng = self.symbols.ranges.get(dim)
                 if rng is not None:
