@@ -33,7 +33,7 @@ from torch import nn
 
 torch.manual_seed(0)
 layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True, dropout=0.0)
-model = nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+model = nn.TransformerEncoder(layer, num_layers=64, enable_nested_tensor=False)
 opt = torch.optim.AdamW(model.parameters())
 cm = torch.compile(model)
 for _ in range(2):
