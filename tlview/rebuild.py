@@ -43,10 +43,10 @@ class Rebuilt:
     notes: dict[str, list[str]]  # source -> what could not be reproduced exactly, and why
     failed: dict[str, str]  # source -> why it could not be rebuilt at all
     groups: list[GroupPlan] = field(default_factory=list, repr=False)
-    built: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)  # (describer, id)
-    storages: dict[tuple[int, int], Any] = field(
-        default_factory=dict, repr=False
-    )  # (describer, id)
+    # Every tensor and storage built, by (describer, logged id): bases, grads and inner tensors
+    # too, so views keep their `_base` object alive and `--emit` can save each storage once.
+    built: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
+    storages: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,10 +409,6 @@ def _plan_group(
         if p.storage is not None and p.storage not in storages and not p.subclass:
             storages[p.storage] = reach[tid]
             p.notes.append(f"storage {p.storage} was never described: allocated {reach[tid]} bytes")
-        if p.storage in zero:
-            p.notes.append(
-                "its storage was resized to 0 bytes (as FSDP does): rebuilt the same way"
-            )
     group = GroupPlan(s.describer, storages, zero, tensors, [])
     seen_here: set[str] = set()
     for tid, src in s.sources:
