@@ -244,24 +244,25 @@ def inputs(
 def _inputs_listing(rep: Any, chosen: list[Any], allow_import: tuple[str, ...]) -> None:
     """Per compile, each input with its metadata and whether it rebuilds as fake and as real."""
     from .rebuild import input_rows
+    from .render.text import clean  # text from the log: control characters shown, not obeyed
 
     if not chosen:
-        click.echo(f"{rep.path}: no compile described any input tensor")
+        click.echo(clean(f"{rep.path}: no compile described any input tensor"))
         return
     many = len({log.name for log in rep.logs}) > 1
     for c in chosen:
         rows, notes, problem = input_rows(c, allow_import)
         ref = f"{c.log}:{c.key}" if many else c.key
-        click.echo(f"compile {ref}  {c.status}  {len(rows)} input(s)")
+        click.echo(clean(f"compile {ref}  {c.status}  {len(rows)} input(s)"))
         head = ("source", "shape", "stride", "offset", "dtype", "device", "alias", "fake", "real")
-        table = [head, *rows]
+        table = [head, *[tuple(clean(v) for v in r) for r in rows]]
         widths = [max(len(r[i]) for r in table) for i in range(len(head))]
         for r in table:
             click.echo(
                 "  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
             )
         for line in notes:
-            click.echo(f"    {line}")
+            click.echo(f"    {clean(line)}")
         if problem:
             click.echo(f"    {problem}")
         click.echo("")
