@@ -94,6 +94,8 @@ _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
+MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
+OTHER_KINDS = "(other kinds)"
 _CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
 KEEP_DESCRIBERS = 16  # describers whose tensors stay at hand for cross-compile references
@@ -256,7 +258,11 @@ class Indexer:
         log = self.log
         log.records += 1
         kind = rec.kind
-        log.kinds[kind] = log.kinds.get(kind, 0) + 1
+        kinds = log.kinds
+        if kind in kinds:
+            kinds[kind] += 1
+        else:
+            _count(kinds, kind)
         if log.first_time is None:
             log.first_time = rec.time
         log.last_time = rec.time
@@ -310,7 +316,7 @@ class Indexer:
             self.on_symbol(rec, c)
         else:
             if kind not in EVENT_KINDS:
-                log.unknown_kinds[kind] = log.unknown_kinds.get(kind, 0) + 1
+                _count(log.unknown_kinds, kind)
             self.event(rec, c, kind, _summary(body))
 
     def event(self, rec: Record, c: Compile, kind: str, summary: str) -> None:
@@ -490,6 +496,9 @@ class Indexer:
             s.tensors[i] = t
             self.borrow(s, t)
         elif rec.kind == "describe_source":
+            if len(s.sources) >= MAX_DESCRIBED:
+                s.dropped += 1
+                return
             src = b.get("source")
             if not isinstance(src, str):
                 self.bad(rec, "source is not a string")
@@ -501,7 +510,7 @@ class Indexer:
                     s.tensors[i] = known
                     self.borrow(s, known)
         else:
-            self.log.unknown_kinds[rec.kind] = self.log.unknown_kinds.get(rec.kind, 0) + 1
+            _count(self.log.unknown_kinds, rec.kind)
 
     def describer(self, table: OrderedDict[int, dict[int, Any]], d: int) -> dict[int, Any]:
         got = table.get(d)
@@ -545,6 +554,9 @@ class Indexer:
             return
         st = self.open.setdefault(cid, _Open())
         if ph == "B":
+            if len(st.chromium) >= MAX_EVENTS:  # begun and never ended: a hostile log
+                c.events_dropped += 1
+                return
             depth = len(st.chromium)
             if self.part and cid in self.closed:
                 depth += self.closed[cid] << _CLOSED_SHIFT  # see merge()
@@ -739,6 +751,13 @@ def _by_frame(ids: Iterable[CompileId | None]) -> list[list[list[CompileId | Non
         base = None if cid is None else cid.base
         frames.setdefault(key, {}).setdefault(base, []).append(cid)
     return [list(f.values()) for f in frames.values()]
+
+
+def _count(counts: dict[str, int], kind: str) -> None:
+    """Count a record kind; past MAX_KINDS distinct kinds (a hostile log) under OTHER_KINDS."""
+    if kind not in counts and len(counts) >= MAX_KINDS:
+        kind = OTHER_KINDS
+    counts[kind] = counts.get(kind, 0) + 1
 
 
 def add_bad(log: LogIndex, bad: BadLine) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -12,13 +13,23 @@ from typing import IO
 
 from .errors import EXIT_REFUSED, TlviewError
 
-MARKER = b"tlview"  # every file tlview writes names it in its first bytes
+MARKER = b"tlview"  # every file tlview writes names it in its first bytes, as one of these:
+SIGNATURE = re.compile(
+    rb"# written by tlview \d"  # text reports
+    rb'|"format": ?"tlview\.'  # JSON: report, diff, repro summary
+    rb'|content="tlview \d'  # HTML: <meta name="generator" content="tlview X.Y">
+    rb'|"generator": ?"tlview \d'  # Perfetto traces
+    rb"|\(written by tlview\)"  # repro scripts
+    rb"|written_by.{1,16}tlview \d",  # torch.save files (inputs, repro): "written_by" in the pickle
+    re.S,
+)
 
 
 def written_by_tlview(path: Path) -> bool:
+    """Whether tlview wrote PATH: its signature in the first 4 KB, not just the word."""
     try:
         with path.open("rb") as f:
-            return MARKER in f.read(4096)
+            return SIGNATURE.search(f.read(4096)) is not None
     except OSError:
         return False
 

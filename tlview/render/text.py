@@ -25,8 +25,11 @@ STATUS_STYLE = {
     "empty": "dim",
     "outside": "dim",
 }
-# C0/C1 controls (but TAB and newline), DEL, and bidi overrides: never sent to a terminal.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0/C1 controls (but TAB and newline), DEL, bidi overrides, isolates and marks, and line or
+# paragraph separators: never sent to a terminal.
+_UNSAFE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def clean(text: object) -> str:
