@@ -21,7 +21,7 @@ class Main(click.Group):
         try:
             return super().invoke(ctx)
         except TlviewError as e:
-            click.echo(f"tlview: {e.message}", err=True)
+            click.echo(f"tlview: {_clean(e.message)}", err=True)
             ctx.exit(e.exit_code)
         except BrokenPipeError:
             # The reader went away (`| head`): not an error of ours.
@@ -36,11 +36,18 @@ class Main(click.Group):
             if os.environ.get("TLVIEW_DEBUG"):
                 raise
             click.echo(
-                f"tlview: internal error: {type(e).__name__}: {e} "
+                f"tlview: internal error: {type(e).__name__}: {_clean(e)} "
                 "(a bug in tlview; rerun with TLVIEW_DEBUG=1 for the traceback)",
                 err=True,
             )
             ctx.exit(70)
+
+
+def _clean(text: object) -> str:
+    """A message that may quote a log or a file name, safe for a terminal."""
+    from .render.text import clean
+
+    return clean(text)
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
