@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from damage import (
     interleave,
     line_edits,
     payload_of,
+    readable,
     real_logs,
     record_json,
     report_json,
@@ -503,3 +506,86 @@ def test_field_of_wrong_type(case: tuple[str, str, tuple[Any, ...], Any], tmp_pa
         if u.line <= b["line"] <= u.line + new.count(b"\n") and word in b["reason"]
     ]
     assert hits, f"{what}: no bad line at line {u.line} naming {word!r}: {out.doc['bad_lines']}"
+
+
+# -- damaged copies read in two parts (large logs are split between two processes) --------------
+@pytest.mark.parametrize("damage", ["truncations", "flips", "line_edits", "byte_junk"])
+def test_damaged_copies_read_in_two_parts_as_in_one(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log big enough to be read by two processes gives the report one reader gives, damaged
+    or not: the same compiles, inputs, records and bad lines (the split is at the middle)."""
+    from tlview import split
+
+    log = FIXTURES / "demo.log"
+    cases = list(_cases(log, damage))[:6]
+    halves = split.read_halves
+    calls: list[Path] = []
+    monkeypatch.setattr(split, "read_halves", lambda p, *a: calls.append(p) or halves(p, *a))
+    for k, (what, damaged) in enumerate(cases):
+        p = tmp_path / str(k) / log.name
+        p.parent.mkdir()
+        p.write_bytes(damaged)
+        expected = EXIT_OK if any(readable(u) for u in units(damaged)) else EXIT_NO_TRACE
+        monkeypatch.setattr(split, "PARALLEL_MIN", 1 << 62)
+        one = report_json(p, expected=expected, what=f"{what}, one reader")
+        monkeypatch.setattr(split, "PARALLEL_MIN", 1)
+        two = report_json(p, expected=expected, what=f"{what}, two readers")
+        if one is None:
+            continue
+        assert_facts_kept(Facts.of(one), Facts.of(two), f"{what}, two readers", status=True)
+        assert_facts_kept(Facts.of(two), Facts.of(one), f"{what}, one reader", status=True)
+        assert two["stats"]["records"] == one["stats"]["records"], what
+        assert two["bad_lines"] == one["bad_lines"], what
+    assert len(calls) == len(cases)  # each copy was read in two parts
+
+
+# -- a log no one has seen: written by torch now, damaged the same ways --------------------------
+FRESH = r"""
+import torch
+
+torch.manual_seed(0)
+
+
+@torch.compile(backend="eager")
+def f(a, b, k):
+    c = a * b + k
+    torch._dynamo.graph_break()
+    return c.relu().sum(dim=0)
+
+
+base = torch.randn(10, 8)
+for n in (3, 5, 7):
+    f(base[:n], base[1 : n + 1], n)
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log torch writes during the test run: not in the corpus, not in the fixtures."""
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("fresh")
+    (tmp / "prog.py").write_text(FRESH)
+    env = dict(os.environ, TORCH_TRACE=str(tmp / "trace"))
+    done = subprocess.run(
+        [sys.executable, "prog.py"], cwd=tmp, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (log,) = (tmp / "trace").glob("*.log")
+    return log
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_log_the_suite_never_saw(fresh_log: Path, damage: str, tmp_path: Path) -> None:
+    """The same checks on damaged copies of a log torch wrote a moment ago."""
+    original = fresh_log.read_bytes()
+    doc = report_json(fresh_log)
+    assert doc["stats"]["bad_lines"] == 0 and len(doc["compiles"]) >= 3
+    rng = random.Random(f"{SEED}:fresh:{damage}")
+    failures = []
+    for what, damaged in list(DAMAGES[damage](original, rng))[:8]:
+        try:
+            check_damaged(original, damaged, tmp_path, fresh_log.name, f"fresh: {what}")
+        except AssertionError as e:
+            failures.append(str(e).splitlines()[0][:600])
+    assert not failures, "\n".join(failures)
