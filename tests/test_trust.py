@@ -651,3 +651,15 @@ def test_a_crash_while_writing_leaves_no_half_report(
         assert len(res.stderr.strip().splitlines()) == 1
     assert old.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
+
+
+def test_repro_writes_but_runs_nothing_from_the_log(evil: Hostile, tmp_path: Path) -> None:
+    """`tlview repro` (without --run) writes scripts from the log and runs none of it."""
+    pytest.importorskip("torch")
+    import tlview.repro  # noqa: F401  (torch imported before watching)
+
+    with watch() as events:
+        res = run("repro", str(evil.log), "--all", "-o", str(tmp_path / "repros"))
+    assert res.exit_code in (0, 6), res.stderr  # 6: some graph gave no repro (README)
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
+    check_inert(evil, events)
