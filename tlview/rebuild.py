@@ -367,7 +367,7 @@ def _plan_group(
     names_of: dict[int, list[str]] = {}
     for tid, src in s.sources:
         names_of.setdefault(tid, []).append(src)
-    for tid, t in s.tensors.items():
+    for tid, t in s.tensors.items() if symbols.names else ():
         for src in names_of.get(tid, []):
             for i, d in enumerate(t.size or []):
                 if isinstance(d, str) and _SYMBOL.fullmatch(d):
@@ -515,38 +515,48 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
         p.error = f"dtype {t.fields.get('dtype')!r} is not a torch dtype"
     if p.device == "?":
         p.error = p.error or f"device {t.fields.get('device')!r} is not a device"
-    ni = f("nested_int")
-    if isinstance(ni, int | str) and re.fullmatch(r"\d+", str(ni)):
-        p.nested_int = int(ni)
+    if "nested_int" in fields:
+        ni = f("nested_int")
+        if isinstance(ni, int | str) and re.fullmatch(r"\d+", str(ni)):
+            p.nested_int = int(ni)
     dyn = f("dynamo_dynamic_indices")
-    if isinstance(dyn, list):
-        p.dynamic_indices = [i for i in dyn if isinstance(i, int) and not isinstance(i, bool)]
+    if dyn and isinstance(dyn, list):
+        p.dynamic_indices = [i for i in dyn if type(i) is int]
     hov = f("dynamo_hint_overrides")
-    if isinstance(hov, dict):
+    if hov and isinstance(hov, dict):
         for k, v in hov.items():
-            if re.fullmatch(r"\d+", str(k)) and isinstance(v, int) and not isinstance(v, bool):
+            if re.fullmatch(r"\d+", str(k)) and type(v) is int:
                 p.hint_overrides[int(k)] = v
-    for name in ("sparse_dim", "dense_dim"):
-        v = f(name)
-        if isinstance(v, int) and not isinstance(v, bool):
-            setattr(p, name, v)
-    if isinstance(f("is_coalesced"), bool):
-        p.coalesced = f("is_coalesced")
+    if p.sparse or p.layout != "strided":
+        for name in ("sparse_dim", "dense_dim"):
+            v = f(name)
+            if type(v) is int:
+                setattr(p, name, v)
+        if isinstance(f("is_coalesced"), bool):
+            p.coalesced = f("is_coalesced")
     try:
-        p.size = _dims(t.fields.get("size"), env, "size", p.nested)
-        if "stride" in t.fields and t.fields["stride"] is not None:
-            p.stride = _dims(t.fields["stride"], env, "stride", p.nested)
+        p.size = _dims(f("size"), env, "size", p.nested)
+        stride = f("stride")
+        if stride is not None:
+            p.stride = _dims(stride, env, "stride", p.nested)
             if len(p.stride) != len(p.size):
                 raise _PlanError(f"stride has {len(p.stride)} dims but size has {len(p.size)}")
-        off = t.fields.get("storage_offset", 0)
-        p.offset = _dims([off], env, "storage_offset", False)[0]  # type: ignore[assignment]
+        off = f("storage_offset", 0)
+        p.offset = off if type(off) is int else _dims([off], env, "storage_offset", False)[0]  # type: ignore[assignment]
     except _PlanError as e:
         p.error = p.error or str(e)
-    if any(isinstance(d, int) and d < 0 for d in p.size + (p.stride or [])) or p.offset < 0:
+    if p.offset < 0 or _negative(p.size) or (p.stride is not None and _negative(p.stride)):
         p.error = p.error or "negative size, stride or offset"
     if p.stride is None and not (p.sparse or p.layout != "strided" or p.nested):
         p.error = p.error or "stride is not logged"
     return p
+
+
+def _negative(dims: list[int | str]) -> bool:
+    try:
+        return bool(dims) and min(dims) < 0  # type: ignore[operator]
+    except TypeError:  # nested ints ("j1") beside ints
+        return any(type(d) is int and d < 0 for d in dims)
 
 
 # --------------------------------------------------------------------------------------------
@@ -925,10 +935,44 @@ class RealBuilder:
         torch = self.torch
         if not p.concrete() or p.stride is None:
             raise _Failed("sizes are not concrete")
-        st = self.storage(p) if not outer or p.storage is not None else self.storage_for(p)
-        r = torch.empty(0, dtype=torch_dtype(p.dtype), device=st.device)
-        r.set_(st, p.offset, p.size, p.stride)  # under build_all's no_grad
+        r = self.whole(p) if not outer else None
+        if r is None:
+            st = self.storage(p) if not outer or p.storage is not None else self.storage_for(p)
+            r = torch.empty(0, dtype=torch_dtype(p.dtype), device=st.device)
+            r.set_(st, p.offset, p.size, p.stride)  # under build_all's no_grad
         return self.finish(p, r)
+
+    def whole(self, p: TensorPlan) -> Any:
+        """The common case made fast: a tensor that is its whole storage, filled in place."""
+        sid = p.storage
+        if (
+            sid is None
+            or self.filler is None
+            or p.offset
+            or sid in self.storages
+            or sid in self.given
+            or sid in self.g.zero
+        ):
+            return None
+        nbytes = self.g.storages.get(sid)
+        numel = 1
+        for d in p.size:
+            numel *= d  # type: ignore[assignment]
+        if not nbytes or nbytes != p.extent() or nbytes != numel * itemsize(p.dtype):
+            return None
+        dev, why = self.devices.map(p.device)
+        if why:
+            self.note(p.id, why)
+        dt = torch_dtype(p.dtype)
+        if dev.startswith("meta") or self.filler.mode == "meta" or dt.itemsize != itemsize(p.dtype):
+            return None
+        r = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
+        if self.filler.mode == "zeros":
+            r.zero_()
+        else:
+            self.filler.fill(r, dev)
+        self.storages[sid] = r.untyped_storage()
+        return r
 
     def storage_for(self, p: TensorPlan) -> Any:
         q = dataclasses.replace(p, storage=None)
@@ -1241,7 +1285,7 @@ def collect(
             out.failed[name] = errors.get(tid, "not rebuilt")
         else:
             out.tensors[name] = t
-        got = extra + _tree_notes(g, tid, notes, errors)
+        got = extra + _tree_notes(g, tid, notes, errors) if notes or errors else extra
         if got:
             out.notes[name] = got
 
