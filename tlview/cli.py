@@ -185,7 +185,7 @@ def report(
     type=click.Choice(("random", "zeros", "meta")),
     default="random",
     show_default=True,
-    help="Values of the rebuilt tensors: random per dtype, zeros, or meta (no memory).",
+    help="Values of the tensors --emit writes: random per dtype, zeros, or meta (no memory).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random values.")
 @click.option(
@@ -202,7 +202,7 @@ def report(
     "allow_import",
     multiple=True,
     metavar="MODULE",
-    help="Import tensor subclasses from MODULE (runs its code; torch's own types need no leave).",
+    help="Import tensor subclasses from MODULE (runs its code; torch's own types need none).",
 )
 @click.option(
     "--emit",
