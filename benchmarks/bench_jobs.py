@@ -16,6 +16,7 @@ a different input shape, a missing compile). Timed, best of --repeat:
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import shutil
@@ -45,16 +46,6 @@ PLANTS = {
 }
 
 
-def best(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """Best and median wall time of REPEAT runs."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times), statistics.median(times)
-
-
 def run(cmd: list[str]) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -78,8 +69,10 @@ def main() -> None:
         def in_process(read: Callable[[], list[Read]]) -> Callable[[], Report]:
             return lambda: reduce(str(job), read(), found.notes, True)
 
-        report = in_process(lambda: read_each(found.sources, None))()
-        planted = sorted((d.kind, tuple(d.ranks)) for d in report.divergence)
+        planted = sorted(
+            (d.kind, tuple(d.ranks))
+            for d in in_process(lambda: read_each(found.sources, None))().divergence
+        )
 
         tlview = [str(Path(sys.executable).parent / "tlview")]
         tlparse = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
@@ -120,7 +113,14 @@ def main() -> None:
             ),
         ]
         load0 = os.getloadavg()[0]
-        timed = [(name, *best(fn, args.repeat)) for name, fn in rows]
+        times: dict[str, list[float]] = {name: [] for name, _ in rows}
+        for _ in range(args.repeat):  # round robin, so a busy spell hits every row alike
+            for name, fn in rows:
+                gc.collect()
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+        timed = [(name, min(ts), statistics.median(ts)) for name, ts in times.items()]
         load1 = os.getloadavg()[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

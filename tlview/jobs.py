@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import re
@@ -248,7 +249,14 @@ def read_pool(
     ctx = mp.get_context("fork" if sys.platform == "linux" else "spawn")
     queue = ctx.SimpleQueue() if start_bar else None
     results: list[Read | None] = [None] * len(sources)
-    with ctx.Pool(workers, initializer=_init_worker, initargs=(queue,)) as pool:
+    # Frozen, this process's objects are never scanned by a worker's collector, so forked
+    # workers do not copy the pages they sit on.
+    gc.freeze()
+    try:
+        pool = ctx.Pool(workers, initializer=_init_worker, initargs=(queue,))
+    finally:
+        gc.unfreeze()
+    with pool:
         bar = drain = None
         if start_bar is not None and queue is not None:
             bar = start_bar()
