@@ -586,9 +586,14 @@ def _stream_peak(tmp: Path, n: int, index: bool) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("index", [False, True], ids=["reader", "index"])
-def test_memory_stays_flat_over_many_tiny_records(tmp_path: Path, index: bool) -> None:
+def test_memory_stays_flat_over_many_tiny_records(
+    tmp_path: Path, index: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ten times the records, the same memory: nothing is kept per record (distinct kinds,
-    events never ended, bad lines, repeated sources are all bounded)."""
+    events never ended, bad lines, repeated file names are all bounded)."""
+    from tlview import parse
+
+    monkeypatch.setattr(parse, "CHUNK", 1 << 16)  # both streams span many chunks
     small_n, big_n = 20_000, 200_000
     small, small_peak = _stream_peak(tmp_path, small_n, index)
     big, big_peak = _stream_peak(tmp_path, big_n, index)

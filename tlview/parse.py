@@ -154,31 +154,48 @@ class Reader:
         pos = 0
         # read1 returns what one read decompressed: a .gz cut short yields all it holds
         read = getattr(f, "read1", None) or f.read
+        compressed = isinstance(f, gzip.GzipFile)
+        seen = 0  # lines decompressed so far, to say where damaged compressed data begins
         left = None
         if self.span is not None:
             pos = f.seek(self.span[0])
             left = self.span[1] - self.span[0]
         while True:
-            try:
-                chunk = read(CHUNK if left is None else min(CHUNK, left))
-            except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
-                self.bad(self.lines + 1, f"compressed data is damaged, reading stopped here ({e})")
+            want = CHUNK if left is None else min(CHUNK, left)
+            parts: list[bytes] = []
+            got, error = 0, None
+            while got < want:  # whole chunks: fewer, larger scans
+                try:
+                    part = read(want - got)
+                except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+                    error = e
+                    break
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+            chunk = parts[0] if len(parts) == 1 else b"".join(parts)
+            if chunk:
+                if compressed:
+                    seen += chunk.count(b"\n")
+                if left is not None:
+                    left -= len(chunk)
+                self.bytes_read += len(chunk)
+                if b"\x00\x00" in chunk:
+                    chunk = _NULS.sub(b"\x00", chunk)
+                if self._on_chunk is not None:
+                    try:
+                        now = raw.tell()
+                    except OSError:  # a pipe
+                        now = pos + len(chunk)
+                    self._on_chunk(now - pos)
+                    pos = now
+                yield chunk
+            if error is not None:
+                self.bad(seen + 1, f"compressed data is damaged, reading stopped here ({error})")
                 return
             if not chunk:
                 return
-            if left is not None:
-                left -= len(chunk)
-            self.bytes_read += len(chunk)
-            if b"\x00\x00" in chunk:
-                chunk = _NULS.sub(b"\x00", chunk)
-            if self._on_chunk is not None:
-                try:
-                    now = raw.tell()
-                except OSError:  # a pipe
-                    now = pos + len(chunk)
-                self._on_chunk(now - pos)
-                pos = now
-            yield chunk
 
     def _read(self, f: IO[bytes]) -> Iterator[Record]:
         pending = bytearray()
