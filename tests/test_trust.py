@@ -372,6 +372,8 @@ def test_as_a_process_nothing_is_run_and_the_fifo_is_never_opened(evil: Hostile)
     env = dict(
         os.environ, PYTHONPATH=f"{evil.module_dir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
     )
+    atime = _atime_is_kept(evil.markers.parent)
+    os.utime(evil.secret, (0, evil.secret.stat().st_mtime))
     t = threading.Thread(target=writer, daemon=True)
     t.start()
     try:
@@ -392,7 +394,18 @@ def test_as_a_process_nothing_is_run_and_the_fifo_is_never_opened(evil: Hostile)
         t.join()
     assert opened == []
     assert evil.marks() == []
+    if atime:  # the secret file the log names was never read
+        assert evil.secret.stat().st_atime == 0
     _secret_untouched(evil)
+
+
+def _atime_is_kept(tmp: Path) -> bool:
+    """Whether reading a file here updates its access time (not on noatime mounts)."""
+    probe = tmp / "atime_probe"
+    probe.write_text("x")
+    os.utime(probe, (0, probe.stat().st_mtime))
+    probe.read_text()
+    return probe.stat().st_atime != 0
 
 
 # -- no escape sequence from the log reaches a terminal -------------------------------------------
