@@ -40,6 +40,7 @@ from damage import (
     unit_bytes,
     unit_edits,
     units,
+    valid,
 )
 
 SEED = 6  # the issue number: change it to try other damage, the checks stay the same
@@ -589,3 +590,24 @@ def test_a_log_the_suite_never_saw(fresh_log: Path, damage: str, tmp_path: Path)
         except AssertionError as e:
             failures.append(str(e).splitlines()[0][:600])
     assert not failures, "\n".join(failures)
+
+
+def _every_real_log() -> list[Path]:
+    logs = sorted(FIXTURES.glob("*.log"))
+    if CORPUS.is_dir():
+        logs += sorted(CORPUS.rglob("*.log"))
+    return logs
+
+
+@pytest.mark.parametrize("log", _every_real_log(), ids=lambda p: p.parent.name + "/" + p.name)
+def test_real_logs_accuse_no_good_line(log: Path) -> None:
+    """On logs as torch wrote them, a line is reported bad exactly when its record is not one
+    torch could have written (the format check here, not tlview's): no false alarms."""
+    doc = report_json(log, "--jobs", "1")
+    us = units(log.read_bytes())
+    bad_units = [u for u in us if not valid(u)]
+    flagged = {b["line"] for b in doc["bad_lines"]}
+    for line in flagged:
+        assert any(line in u.spans() for u in bad_units), f"{log.name}:{line} accused"
+    for u in bad_units:
+        assert flagged & set(u.spans()), f"{log.name}:{u.line} not reported"
