@@ -20,7 +20,7 @@ from .rebuild import (
     collect,
     human,
     need_torch,
-    plan_compile,
+    planned,
     real_bytes,
     real_inputs,
 )
@@ -238,7 +238,7 @@ def emit_file(
     """Rebuild the chosen compiles' inputs and write them to PATH; a one-line summary."""
     need_torch()
     if mode != "meta":
-        need = sum(real_bytes(plan_compile(c)) for c in chosen)
+        need = sum(real_bytes(planned(c)[1]) for c in chosen)
         if need > max_bytes:
             raise TlviewError(
                 f"{report.path}: the inputs of {len(chosen)} compile(s) need {human(need)} of "

@@ -10,6 +10,7 @@ import importlib
 import os
 import re
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ class Rebuilt:
     tensors: dict[str, Any]  # source -> tensor; one object for all sources of one described tensor
     notes: dict[str, list[str]]  # source -> what could not be reproduced exactly, and why
     failed: dict[str, str]  # source -> why it could not be rebuilt at all
-    groups: list[GroupPlan] = field(default_factory=list, repr=False)
+    groups: list[GroupPlan] = field(default_factory=list, repr=False)  # shared: read only
     # Every tensor and storage built, by (describer, logged id): bases, grads and inner tensors
     # too, so views keep their `_base` object alive and `--emit` can save each storage once.
     built: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
@@ -279,6 +280,8 @@ class GroupPlan:
     sources: list[tuple[str, int, str]]  # (name as returned, tensor id, logged source), log order
     source_notes: dict[str, list[str]] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)  # source -> why it has no tensor
+    # Plain leaf tensors that are all of their storage: one allocation each, filled in place.
+    whole: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -359,6 +362,41 @@ def plan_compile(c: Compile, symbols: SymbolPlan | None = None) -> list[GroupPla
     return out
 
 
+_PLANNED: OrderedDict[int, tuple[Compile, tuple[Any, ...], SymbolPlan, list[GroupPlan]]]
+_PLANNED = OrderedDict()
+_PLANNED_KEEP = 8  # compiles whose plans are kept (each holds its Compile alive)
+
+
+def planned(c: Compile) -> tuple[SymbolPlan, list[GroupPlan]]:
+    """The symbols and plans of a compile, made once and reused while its records are unchanged.
+
+    The plans are shared by every rebuild of the compile: read them, never change them.
+    """
+    mark = _plan_mark(c)
+    hit = _PLANNED.get(id(c))
+    if hit is not None and hit[0] is c and hit[1] == mark:
+        _PLANNED.move_to_end(id(c))
+        return hit[2], hit[3]
+    symbols = plan_symbols(c)
+    groups = plan_compile(c, symbols)
+    _PLANNED[id(c)] = (c, mark, symbols, groups)
+    _PLANNED.move_to_end(id(c))
+    while len(_PLANNED) > _PLANNED_KEEP:
+        _PLANNED.popitem(last=False)
+    return symbols, groups
+
+
+def forget_plans() -> None:
+    """Drop the kept plans (and the compiles they hold): memory back, or a first call timed."""
+    _PLANNED.clear()
+
+
+def _plan_mark(c: Compile) -> tuple[Any, ...]:
+    """What plans are made from, counted: it changes when records are added to the compile."""
+    sets = tuple((id(s), len(s.tensors), len(s.storages), len(s.sources)) for s in c.input_sets)
+    return (len(c.symbols), len(c.graphs), len(c.inputs), sets)
+
+
 def _plan_group(
     s: InputSet, symbols: SymbolPlan, taken: set[str], unnamed: set[tuple[int, int]]
 ) -> GroupPlan:
@@ -410,6 +448,10 @@ def _plan_group(
             storages[p.storage] = reach[tid]
             p.notes.append(f"storage {p.storage} was never described: allocated {reach[tid]} bytes")
     group = GroupPlan(s.describer, storages, zero, tensors, [])
+    for tid, p in tensors.items():
+        own, e = p.storage, reach[tid]
+        if own is not None and own not in zero and storages.get(own) == e and _alone(p, e):
+            group.whole.add(tid)
     seen_here: set[str] = set()
     for tid, src in s.sources:
         if src in seen_here:
@@ -429,6 +471,28 @@ def _plan_group(
             group.sources.append((name, tid, name))
             group.source_notes.setdefault(name, []).append("no source was logged for this tensor")
     return group
+
+
+def _alone(p: TensorPlan, extent: int) -> bool:
+    """A dense tensor from offset 0 that needs nothing but itself (no base, grad or notes)."""
+    return (
+        p.error is None
+        and not p.notes
+        and p.offset == 0
+        and p.layout == "strided"
+        and p.grad is None
+        and not (p.view or p.conj or p.neg or p.nested or p.subclass or p.sparse)
+        and not (p.functorch or p.functional or p.inference or p.mkldnn)
+        and (p.leaf or p.param or not p.requires_grad)
+        and extent == _numel(p.size) * itemsize(p.dtype) > 0
+    )
+
+
+def _numel(size: list[int | str]) -> int:
+    n = 1
+    for d in size:
+        n *= d  # type: ignore[assignment]
+    return n
 
 
 def _storage_bytes(st: StorageDesc, env: Mapping[str, int]) -> int | None:
@@ -472,76 +536,71 @@ def _link(v: Any) -> int | None:
     return v if type(v) is int else None
 
 
+# Logged flags -> the TensorPlan field each sets; absent flags are False.
+_FLAG_FIELDS = {
+    "is_leaf": "leaf",
+    "requires_grad": "requires_grad",
+    "is_view": "view",
+    "is_parameter": "param",
+    "is_conj": "conj",
+    "is_neg": "neg",
+    "is_inference": "inference",
+    "is_nested": "nested",
+    "is_traceable_wrapper_subclass": "subclass",
+    "is_sparse": "sparse",
+    "is_functorch_wrapped": "functorch",
+    "is_batchedtensor": "functorch",
+    "is_gradtrackingtensor": "functorch",
+    "is_legacy_batchedtensor": "functorch",
+    "is_functional": "functional",
+    "is_mkldnn": "mkldnn",
+}
+# Fields most tensors do not log (links, subclass and dynamic-dim details).
+_RARE_FIELDS = frozenset(
+    {"layout", "base", "grad", "attrs", "type", "ctx", "creation_meta", "nested_int"}
+    | {"dynamo_dynamic_indices", "sparse_dim", "dense_dim", "is_coalesced"}
+)
+
+
 def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
     fields = t.fields
     f = fields.get
     dtype = dtype_name(f("dtype"))
-    ctx, cm = f("ctx"), f("creation_meta")
-    p = TensorPlan(
-        t.id,
-        dtype or "float32",
-        _device(f("device")),
-        [],
-        None,
-        0,
-        _link(f("storage")),
-        dtype_name(f("layout")) or "strided",
-        bool(f("is_leaf", False)),
-        bool(f("requires_grad", False)),
-        bool(f("is_view", False)),
-        bool(f("is_parameter", False)),
-        bool(f("is_conj", False)),
-        bool(f("is_neg", False)),
-        bool(f("is_inference", False)),
-        bool(f("is_nested", False)),
-        bool(f("is_traceable_wrapper_subclass", False)),
-        bool(f("is_sparse", False)),
-        bool(
-            f("is_functorch_wrapped", False)
-            or f("is_batchedtensor", False)
-            or f("is_gradtrackingtensor", False)
-            or f("is_legacy_batchedtensor", False)
-        ),
-        bool(f("is_functional", False)),
-        bool(f("is_mkldnn", False)),
-        _link(f("base")),
-        _link(f("grad")),
-        t.attrs if "attrs" in fields else {},
-        t.type_name if "type" in fields else None,
-        ctx if isinstance(ctx, str) else None,
-        cm if isinstance(cm, str) else None,
-    )
+    p = TensorPlan(t.id, dtype or "float32", _device(f("device")), [], None, 0, _link(f("storage")))
+    keys = fields.keys()
+    for k in keys & _FLAG_FIELDS.keys():
+        if fields[k]:
+            setattr(p, _FLAG_FIELDS[k], True)
+    if not keys.isdisjoint(_RARE_FIELDS):
+        _plan_rare(p, t)
     if dtype is None:
-        p.error = f"dtype {t.fields.get('dtype')!r} is not a torch dtype"
+        p.error = f"dtype {f('dtype')!r} is not a torch dtype"
     if p.device == "?":
-        p.error = p.error or f"device {t.fields.get('device')!r} is not a device"
-    if "nested_int" in fields:
-        ni = f("nested_int")
-        if isinstance(ni, int | str) and re.fullmatch(r"\d+", str(ni)):
-            p.nested_int = int(ni)
-    dyn = f("dynamo_dynamic_indices")
-    if dyn and isinstance(dyn, list):
-        p.dynamic_indices = [i for i in dyn if type(i) is int]
+        p.error = p.error or f"device {f('device')!r} is not a device"
     hov = f("dynamo_hint_overrides")
     if hov and isinstance(hov, dict):
         for k, v in hov.items():
             if re.fullmatch(r"\d+", str(k)) and type(v) is int:
                 p.hint_overrides[int(k)] = v
-    if p.sparse or p.layout != "strided":
-        for name in ("sparse_dim", "dense_dim"):
-            v = f(name)
-            if type(v) is int:
-                setattr(p, name, v)
-        if isinstance(f("is_coalesced"), bool):
-            p.coalesced = f("is_coalesced")
+    size, stride, off = f("size"), f("stride"), f("storage_offset", 0)
+    if (
+        type(size) is list
+        and type(stride) is list
+        and type(off) is int
+        and len(size) == len(stride)
+        and _ints(size)
+        and _ints(stride)
+    ):  # the common case: concrete sizes, checked without the general parser
+        p.size, p.stride, p.offset = list(size), list(stride), off
+        if off < 0 or (size and (min(size) < 0 or min(stride) < 0)):
+            p.error = p.error or "negative size, stride or offset"
+        return p
     try:
-        p.size = _dims(f("size"), env, "size", p.nested)
-        stride = f("stride")
+        p.size = _dims(size, env, "size", p.nested)
         if stride is not None:
             p.stride = _dims(stride, env, "stride", p.nested)
             if len(p.stride) != len(p.size):
                 raise _PlanError(f"stride has {len(p.stride)} dims but size has {len(p.size)}")
-        off = f("storage_offset", 0)
         p.offset = off if type(off) is int else _dims([off], env, "storage_offset", False)[0]  # type: ignore[assignment]
     except _PlanError as e:
         p.error = p.error or str(e)
@@ -550,6 +609,42 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
     if p.stride is None and not (p.sparse or p.layout != "strided" or p.nested):
         p.error = p.error or "stride is not logged"
     return p
+
+
+def _ints(dims: list[Any]) -> bool:
+    for d in dims:  # noqa: SIM110 (a loop: twice as fast as all() over a generator)
+        if type(d) is not int:
+            return False
+    return True
+
+
+def _plan_rare(p: TensorPlan, t: TensorDesc) -> None:
+    """Links, layout, subclass and dynamic-dim fields, for the tensors that log them."""
+    fields = t.fields
+    f = fields.get
+    p.layout = dtype_name(f("layout")) or "strided"
+    p.base, p.grad = _link(f("base")), _link(f("grad"))
+    if "attrs" in fields:
+        p.attrs = t.attrs
+    if "type" in fields:
+        p.type_name = t.type_name
+    ctx, cm = f("ctx"), f("creation_meta")
+    p.ctx = ctx if isinstance(ctx, str) else None
+    p.creation_meta = cm if isinstance(cm, str) else None
+    if "nested_int" in fields:
+        ni = f("nested_int")
+        if isinstance(ni, int | str) and re.fullmatch(r"\d+", str(ni)):
+            p.nested_int = int(ni)
+    dyn = f("dynamo_dynamic_indices")
+    if dyn and isinstance(dyn, list):
+        p.dynamic_indices = [i for i in dyn if type(i) is int]
+    if p.sparse or p.layout != "strided":
+        for name in ("sparse_dim", "dense_dim"):
+            v = f(name)
+            if type(v) is int:
+                setattr(p, name, v)
+        if isinstance(f("is_coalesced"), bool):
+            p.coalesced = f("is_coalesced")
 
 
 def _negative(dims: list[int | str]) -> bool:
@@ -597,6 +692,23 @@ def torch_dtype(name: str) -> Any:
 
 
 _DTYPES: dict[str, Any] = {}
+
+
+def _whole_dtype(name: str) -> tuple[Any, bool] | None:
+    """A dtype whose size tlview's plans know, and whether its tensors can require grad."""
+    got = _WHOLE_DTYPES.get(name)
+    if got is None and name not in _WHOLE_DTYPES:
+        try:
+            dt = torch_dtype(name)
+        except _Failed:
+            dt = None
+        if dt is not None and dt.itemsize == itemsize(name):
+            got = (dt, dt.is_floating_point or dt.is_complex)
+        _WHOLE_DTYPES[name] = got
+    return got
+
+
+_WHOLE_DTYPES: dict[str, tuple[Any, bool] | None] = {}
 
 
 def resolve_type(name: str | None, allow_import: Sequence[str]) -> tuple[Any, str | None]:
@@ -812,6 +924,11 @@ class RealBuilder:
         self.errors: dict[int, str] = {}
         self.busy: set[int] = set()
         self.fill_dtypes: dict[int, str] | None = None
+        fills = filler is not None and filler.mode != "meta"
+        self.quick: set[int] = group.whole if fills else set()
+        self.ready: dict[tuple[str, str], tuple[Any, ...]] = {}  # (dtype, device) -> for `alone`
+        # What Parameter(t, requires_grad) does for a plain tensor, without its Python frame.
+        self.as_param = functools.partial(self.torch.Tensor._make_subclass, self.torch.nn.Parameter)
 
     def note(self, tid: int, text: str) -> None:
         lst = self.notes.setdefault(tid, [])
@@ -819,8 +936,16 @@ class RealBuilder:
             lst.append(text)
 
     def build_all(self) -> None:
+        memo, quick, tensors = self.memo, self.quick, self.g.tensors
         with self.torch.no_grad():  # views and non-leaf tensors enable grad where they need it
             for _name, tid, _src in self.g.sources:
+                if tid in memo:
+                    continue
+                if tid in quick:
+                    r = self.alone(tensors[tid])
+                    if r is not None:
+                        memo[tid] = r
+                        continue
                 self.get(tid)
         for sid in self.g.zero:
             st = self.storages.get(sid)
@@ -898,6 +1023,10 @@ class RealBuilder:
 
     # -- tensors --------------------------------------------------------------------------
     def make(self, p: TensorPlan) -> Any:
+        if p.id in self.quick:
+            r = self.alone(p)
+            if r is not None:
+                return r
         torch = self.torch
         if p.functorch:
             self.note(p.id, "functorch wrapper: its wrapper state is not logged; the plain tensor")
@@ -942,6 +1071,65 @@ class RealBuilder:
             r.set_(st, p.offset, p.size, p.stride)  # under build_all's no_grad
         return self.finish(p, r)
 
+    def alone(self, p: TensorPlan) -> Any:
+        """A tensor of the plan's `whole` set, made without detours; None: the general way."""
+        sid = p.storage
+        how = self.ready.get((p.dtype, p.device))
+        if how is None:
+            how = self.ready[(p.dtype, p.device)] = self.ready_for(p.dtype, p.device)
+        if not how or sid is None or sid in self.storages or sid in self.given:
+            return None
+        dt, grads, dev, why, gen = how
+        if p.requires_grad and not grads:
+            return None  # the general way says why requires_grad is left off
+        try:
+            r = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
+            if gen is not None:
+                r.normal_(generator=gen)
+            else:
+                self.filler_for(r, dev)
+        except Exception:
+            return None  # the general way tries again and says why it fails
+        self.storages[sid] = r.untyped_storage()
+        if why:
+            self.note(p.id, why)
+        if p.param:
+            return self.as_param(r, p.requires_grad)
+        if p.requires_grad:
+            r.requires_grad_(True)
+        return r
+
+    def ready_for(self, dtype: str, device: str) -> tuple[Any, ...]:
+        """How `alone` makes tensors of one dtype and device; empty: it cannot."""
+        kind = _whole_dtype(dtype)
+        dev, why = self.devices.map(device)
+        if kind is None or dev.startswith("meta") or self.filler is None:
+            return ()
+        dt, grads = kind
+        normal = self.filler.mode == "random" and dt in self.filler.normal
+        return dt, grads, dev, why, self.filler.gen(dev) if normal else None
+
+    def filler_for(self, r: Any, dev: str) -> None:
+        assert self.filler is not None
+        if self.filler.mode == "zeros":
+            r.zero_()
+        else:
+            self.filler.fill(r, dev)
+
+    def fresh(self, sid: int, p: TensorPlan, dt: Any, dev: str) -> Any:
+        """A new tensor that is all of its storage, filled, and that storage kept."""
+        filler = self.filler
+        assert filler is not None
+        r = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
+        if filler.mode == "zeros":
+            r.zero_()
+        elif dt in filler.normal:
+            r.normal_(generator=filler.gen(dev))
+        else:
+            filler.fill(r, dev)
+        self.storages[sid] = r.untyped_storage()
+        return r
+
     def whole(self, p: TensorPlan) -> Any:
         """The common case made fast: a tensor that is its whole storage, filled in place."""
         sid = p.storage
@@ -966,13 +1154,7 @@ class RealBuilder:
         dt = torch_dtype(p.dtype)
         if dev.startswith("meta") or self.filler.mode == "meta" or dt.itemsize != itemsize(p.dtype):
             return None
-        r = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
-        if self.filler.mode == "zeros":
-            r.zero_()
-        else:
-            self.filler.fill(r, dev)
-        self.storages[sid] = r.untyped_storage()
-        return r
+        return self.fresh(sid, p, dt, dev)
 
     def storage_for(self, p: TensorPlan) -> Any:
         q = dataclasses.replace(p, storage=None)
@@ -1244,7 +1426,7 @@ def real_inputs(
     if mode not in MODES:
         raise TlviewError(f"mode {mode!r}: expected one of {', '.join(MODES)}", EXIT_USAGE)
     torch = need_torch()
-    groups = plan_compile(compile)
+    _symbols, groups = planned(compile)
     if mode != "meta":
         need = real_bytes(groups)
         if need > max_bytes:
@@ -1261,8 +1443,7 @@ def real_inputs(
         b = RealBuilder(g, mode=mode, filler=filler, devices=devices, allow_import=allow_import)
         b.build_all()
         collect(out, g, b.memo, b.notes, b.errors)
-        for key, st in b.storages.items():
-            out.storages[(g.describer, key)] = st
+        out.storages.update(((g.describer, key), st) for key, st in b.storages.items())
     return out
 
 
@@ -1273,8 +1454,11 @@ def collect(
     notes: Mapping[int, list[str]],
     errors: Mapping[int, str],
 ) -> None:
-    for tid, t in memo.items():
-        out.built[(g.describer, tid)] = t
+    d = g.describer
+    out.built.update(((d, tid), t) for tid, t in memo.items())
+    if not (notes or errors or g.missing or g.source_notes):  # the common case, in one pass
+        out.tensors.update((name, memo[tid]) for name, tid, _src in g.sources)
+        return
     for name, tid, _src in g.sources:
         extra = list(g.source_notes.get(name, []))
         if name in g.missing:
@@ -1379,8 +1563,7 @@ def fake_rebuild(
     need_torch()
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    symbols = plan_symbols(c)
-    groups = plan_compile(c, symbols)
+    symbols, groups = planned(c)
     if fake_mode is None:
         if shape_env is None:
             shape_env = named_shape_env(symbols)
@@ -1850,7 +2033,7 @@ def input_rows(
 ) -> tuple[list[tuple[str, ...]], list[str], str | None]:
     """Rows for `tlview inputs`: each source with its metadata and how it rebuilds."""
     by_tensor = {(inp.describer, inp.tensor.id): inp for inp in c.inputs}
-    groups = plan_compile(c)
+    _symbols, groups = planned(c)
     fake: Rebuilt | None = None
     real: Rebuilt | None = None
     problem = None
