@@ -401,26 +401,29 @@ def _plan_group(
     s: InputSet, symbols: SymbolPlan, taken: set[str], unnamed: set[tuple[int, int]]
 ) -> GroupPlan:
     env = dict(symbols.hints)
-    # A tensor described with symbolic sizes (refakified in export): its own dims name values.
-    names_of: dict[int, list[str]] = {}
-    for tid, src in s.sources:
-        names_of.setdefault(tid, []).append(src)
-    for tid, t in s.tensors.items() if symbols.names else ():
-        for src in names_of.get(tid, []):
-            for i, d in enumerate(t.size or []):
-                if isinstance(d, str) and _SYMBOL.fullmatch(d):
-                    sym = symbols.names.get(f"{src}.size()[{i}]")
-                    if sym is not None and sym in symbols.hints:
-                        env.setdefault(d, symbols.hints[sym])
-    tensors = {tid: _plan_tensor(t, env) for tid, t in s.tensors.items()}
+    if symbols.names:
+        # A tensor described with symbolic sizes (refakified in export): its dims name values.
+        names_of: dict[int, list[str]] = {}
+        for tid, src in s.sources:
+            names_of.setdefault(tid, []).append(src)
+        for tid, t in s.tensors.items():
+            for src in names_of.get(tid, []):
+                for i, d in enumerate(t.size or []):
+                    if isinstance(d, str) and _SYMBOL.fullmatch(d):
+                        sym = symbols.names.get(f"{src}.size()[{i}]")
+                        if sym is not None and sym in symbols.hints:
+                            env.setdefault(d, symbols.hints[sym])
+    tensors: dict[int, TensorPlan] = {}
     storages: dict[int, int] = {}
     zero: set[int] = set()
     extents: dict[int, int] = {}
     reach: dict[int, int] = {}
-    for tid, p in tensors.items():
+    for tid, t in s.tensors.items():
+        tensors[tid] = p = _plan_tensor(t, env)
         reach[tid] = e = p.extent()
-        if p.storage is not None and p.error is None:
-            extents[p.storage] = max(extents.get(p.storage, 0), e)
+        own = p.storage
+        if own is not None and p.error is None and e > extents.get(own, -1):
+            extents[own] = e
     for sid, st in s.storages.items():
         logged = _storage_bytes(st, env)
         need = extents.get(sid, 0)
@@ -443,14 +446,15 @@ def _plan_group(
                         f"{reach[tid]}: allocated {need}"
                     )
         storages[sid] = max(logged, need)
-    for tid, p in tensors.items():
-        if p.storage is not None and p.storage not in storages and not p.subclass:
-            storages[p.storage] = reach[tid]
-            p.notes.append(f"storage {p.storage} was never described: allocated {reach[tid]} bytes")
     group = GroupPlan(s.describer, storages, zero, tensors, [])
     for tid, p in tensors.items():
         own, e = p.storage, reach[tid]
-        if own is not None and own not in zero and storages.get(own) == e and _alone(p, e):
+        if own is None:
+            continue
+        if own not in storages and not p.subclass:
+            storages[own] = e
+            p.notes.append(f"storage {own} was never described: allocated {e} bytes")
+        elif own not in zero and storages.get(own) == e and _alone(p, e):
             group.whole.add(tid)
     seen_here: set[str] = set()
     for tid, src in s.sources:
