@@ -79,13 +79,16 @@ MAX_DETAIL = 600  # characters of one divergence's detail
 
 # -- compact content of the job artifacts, kept by the index beside each payload's md5 ----------
 def graph_md5(kind: str, payload: bytes | None) -> str | None:
-    """The md5 of a compared graph with device indices and addresses masked, else None."""
+    """The md5 of a compared graph with device indices and addresses masked; None if none were."""
     if kind not in COMPARED_GRAPHS or payload is None:
         return None
+    masked_any = False
     for prefix, pattern, masked in _BY_RANK:
         if prefix in payload:
             payload = pattern.sub(masked, payload)
-    return hashlib.md5(payload, usedforsecurity=False).hexdigest()
+            masked_any = True
+    # Nothing masked: the payload's own md5 (has_payload) says the same.
+    return hashlib.md5(payload, usedforsecurity=False).hexdigest() if masked_any else None
 
 
 def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:

@@ -221,18 +221,20 @@ class Reader:
         """Yield the records of `region`, which ends at a unit boundary; return its last line."""
         start = 0
         for m in _RECORD_START.finditer(region):
-            rec = self._unit(region, start, m.start(), line)
+            n = region.count(b"\n", start, m.start())
+            rec = self._unit(region, start, m.start(), line, n)
             if rec is not None:
                 yield rec
-            line += region.count(b"\n", start, m.start()) + 1
+            line += n + 1
             start = m.end()
-        rec = self._unit(region, start, len(region), line)
+        n = region.count(b"\n", start, len(region))
+        rec = self._unit(region, start, len(region), line, n)
         if rec is not None:
             yield rec
-        return line + region.count(b"\n", start, len(region))
+        return line + n
 
-    def _unit(self, region: bytes, start: int, end: int, line: int) -> Record | None:
-        """Read one record line and the payload lines under it."""
+    def _unit(self, region: bytes, start: int, end: int, line: int, lines: int) -> Record | None:
+        """Read one record line and the `lines` payload lines under it."""
         nl = region.find(b"\n", start, end)
         head_end = end if nl < 0 else nl
         head = region[start:head_end]
@@ -254,6 +256,7 @@ class Reader:
             return None
         expected = rec.meta.get("has_payload")
         if nl >= 0 and region.startswith(b"\t", nl + 1):
+            rec.payload_lines = lines
             self._payload(rec, region[nl + 2 : end], expected)
         elif expected is not None:
             rec.payload_ok = False
@@ -261,7 +264,6 @@ class Reader:
         return rec
 
     def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
-        rec.payload_lines = raw.count(b"\n") + 1
         data = raw.replace(b"\n\t", b"\n")
         if expected is None:
             rec.payload = data
