@@ -10,8 +10,27 @@ from click.testing import CliRunner, Result
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-# The shared corpus of real TORCH_TRACE logs; TLVIEW_CORPUS overrides where it lives.
-CORPUS = Path(os.environ.get("TLVIEW_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
+
+
+def _find_corpus() -> Path:
+    """The shared corpus of real TORCH_TRACE logs: TLVIEW_CORPUS, else beside the checkout.
+
+    A clone elsewhere (CI's clean checkout in a temp dir) still finds the workplace's corpus.
+    """
+    env = os.environ.get("TLVIEW_CORPUS")
+    if env:
+        return Path(env).resolve()
+    for candidate in (ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
+        if candidate.is_dir():
+            return candidate.resolve()
+    return (ROOT.parent / "shared" / "corpus").resolve()
+
+
+CORPUS = _find_corpus()
+
+
+def pytest_report_header() -> str:
+    return f"tlview corpus: {CORPUS}" + ("" if CORPUS.is_dir() else " (missing: corpus tests skip)")
 
 
 def corpus(*parts: str) -> Path:
