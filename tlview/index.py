@@ -109,15 +109,16 @@ class Keep:
     total_bytes: int = 0  # budget over the whole log
     kinds: frozenset[str] | None = None  # payload kinds to keep (None: all)
     compile: str | None = None  # keep only for this compile id
+    ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
     used: int = 0
 
     def half(self) -> Keep:
         """The policy for one of two readers of a log: half the budget each."""
-        return Keep(self.payload_bytes, self.total_bytes // 2, self.kinds, self.compile)
+        return Keep(self.payload_bytes, self.total_bytes // 2, self.kinds, self.compile, self.ranks)
 
     def fresh(self) -> Keep:
         """The same policy with its budget unspent, so every log gets the whole budget."""
-        return Keep(self.payload_bytes, self.total_bytes, self.kinds, self.compile)
+        return Keep(self.payload_bytes, self.total_bytes, self.kinds, self.compile, self.ranks)
 
     def take(self, kind: str, compile_key: str) -> int:
         """Bytes of this payload to keep."""
@@ -250,7 +251,7 @@ class Indexer:
             text=text,
             cut=max(0, size - limit) if text is not None else 0,
             meta=meta,
-            masked_md5=graph_md5(kind, rec.payload),
+            masked_md5=graph_md5(kind, rec.payload) if self.keep.ranks else None,
         )
 
     # -- records --------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ def load(
             raise TlviewError(
                 f"{shown}: no *.log or *.log.gz file in this directory", EXIT_NO_TRACE
             )
+        if not found.directory:
+            # One log: no ranks to compare, so nothing to hash for it.
+            keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
         if client is not None:
             reads = read_dask(client, found.sources, keep, start_bar)
