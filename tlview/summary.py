@@ -44,57 +44,72 @@ def is_recompile(c: Compile) -> bool:
     return c.id is not None and bool(c.id.frame_compile) and c.status != "restarted"
 
 
+class Tally:
+    """Builds an Overview one compile at a time, so a renderer needs one pass over the compiles."""
+
+    def __init__(self, report: Report) -> None:
+        o = self.o = Overview(logs=len(report.logs))
+        self.many = len({log.name for log in report.logs}) > 1
+        self.cache: Counter[str] = Counter()
+        self.status: Counter[str] = Counter()
+        self.breaks: dict[str, BreakSummary] = {}
+        kinds: Counter[str] = Counter()
+        unknown: Counter[str] = Counter()
+        times = [log.first_time for log in report.logs if log.first_time]
+        ends = [log.last_time for log in report.logs if log.last_time]
+        o.first_time = min(times) if times else None
+        o.last_time = max(ends) if ends else None
+        for log in report.logs:
+            o.lines += log.lines
+            o.records += log.records
+            o.bad_lines += log.bad_count
+            kinds.update(log.kinds)
+            unknown.update(log.unknown_kinds)
+        o.kinds = dict(kinds.most_common())
+        o.unknown_kinds = dict(unknown.most_common())
+
+    def add(self, c: Compile) -> None:
+        o = self.o
+        if c.id is None:
+            o.inputs += len(c.inputs)
+            return
+        o.compiles += 1
+        self.status[c.status] += 1
+        o.inputs += sum(1 for i in c.inputs if not i.superseded)
+        if is_recompile(c):
+            o.recompiles += 1
+        if c.compile_time_s:
+            o.compile_time_s += c.compile_time_s
+        for ev in c.cache:
+            self.cache[ev.outcome] += 1
+        ref = compile_ref(c, self.many)
+        for gb in c.graph_breaks:
+            o.graph_breaks += 1
+            s = self.breaks.get(gb.reason)
+            if s is None:
+                s = self.breaks[gb.reason] = BreakSummary(gb.reason)
+            s.count += 1
+            if gb.where:
+                s.where[gb.where] = s.where.get(gb.where, 0) + 1
+            if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
+                s.compiles.append(ref)
+
+    def done(self) -> Overview:
+        o = self.o
+        o.by_status = dict(self.status)
+        o.failures = self.status.get("failed", 0)
+        o.restarts = self.status.get("restarted", 0)
+        o.incomplete = self.status.get("incomplete", 0)
+        o.cache = dict(self.cache)
+        o.breaks = sorted(self.breaks.values(), key=lambda s: -s.count)
+        return o
+
+
 def overview(report: Report) -> Overview:
-    o = Overview(logs=len(report.logs))
-    many = len({log.name for log in report.logs}) > 1
-    kinds: Counter[str] = Counter()
-    unknown: Counter[str] = Counter()
-    cache: Counter[str] = Counter()
-    breaks: dict[str, BreakSummary] = {}
-    status: Counter[str] = Counter()
-    times = [log.first_time for log in report.logs if log.first_time]
-    ends = [log.last_time for log in report.logs if log.last_time]
-    o.first_time = min(times) if times else None
-    o.last_time = max(ends) if ends else None
-    for log in report.logs:
-        o.lines += log.lines
-        o.records += log.records
-        o.bad_lines += log.bad_count
-        kinds.update(log.kinds)
-        unknown.update(log.unknown_kinds)
-        for c in log.compiles:
-            if c.id is None:
-                o.inputs += len(c.inputs)
-                continue
-            o.compiles += 1
-            status[c.status] += 1
-            o.inputs += sum(1 for i in c.inputs if not i.superseded)
-            if is_recompile(c):
-                o.recompiles += 1
-            if c.compile_time_s:
-                o.compile_time_s += c.compile_time_s
-            for ev in c.cache:
-                cache[ev.outcome] += 1
-            ref = compile_ref(c, many)
-            for gb in c.graph_breaks:
-                o.graph_breaks += 1
-                s = breaks.get(gb.reason)
-                if s is None:
-                    s = breaks[gb.reason] = BreakSummary(gb.reason)
-                s.count += 1
-                if gb.where:
-                    s.where[gb.where] = s.where.get(gb.where, 0) + 1
-                if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
-                    s.compiles.append(ref)
-    o.by_status = dict(status)
-    o.failures = status.get("failed", 0)
-    o.restarts = status.get("restarted", 0)
-    o.incomplete = status.get("incomplete", 0)
-    o.cache = dict(cache)
-    o.kinds = dict(kinds.most_common())
-    o.unknown_kinds = dict(unknown.most_common())
-    o.breaks = sorted(breaks.values(), key=lambda s: -s.count)
-    return o
+    tally = Tally(report)
+    for c in report.compiles:
+        tally.add(c)
+    return tally.done()
 
 
 def break_title(reason: str) -> str:

@@ -9,7 +9,7 @@ import orjson
 from .. import __version__
 from ..explain import limit_text
 from ..model import Compile, Input, Payload, Report, StackFrame, TensorDesc
-from ..summary import Overview, break_title, overview
+from ..summary import Overview, Tally, break_title
 
 FORMAT = "tlview.report/1"
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -250,19 +250,19 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
 
 
 def write(report: Report, out: IO[bytes], extra: dict[str, Any] | None = None) -> None:
-    """Write the report; compiles go out one at a time and are never all held as dicts."""
-    o = overview(report)
-    top = head(report, o)
-    if extra:
-        top.update(extra)
-    top.setdefault("divergence", [])
-    text = orjson.dumps(top, option=_OPTS)
-    out.write(text[:-1])
-    out.write(b',"compiles":[')
+    """Write the report in one pass: compiles go out one at a time, the figures after them."""
+    tally = Tally(report)
+    out.write(b'{"format":' + orjson.dumps(FORMAT) + b',"compiles":[')
     first = True
     for c in report.compiles:
+        tally.add(c)
         if not first:
             out.write(b",")
         first = False
         out.write(orjson.dumps(compile_dict(c), option=_OPTS, default=str))
-    out.write(b"]}\n")
+    top = head(report, tally.done())
+    del top["format"]
+    if extra:
+        top.update(extra)
+    top.setdefault("divergence", [])
+    out.write(b"]," + orjson.dumps(top, option=_OPTS)[1:] + b"\n")
