@@ -166,7 +166,8 @@ def read_one(
             f"; line {head.bad_lines[0].line}: {head.bad_lines[0].reason}" if head.bad_lines else ""
         )
         return Read(src, skipped=f"no TORCH_TRACE record in {head.lines} line(s){first}")
-    return Read(src, logs, [facts(log) for log in logs])
+    # Facts for comparing ranks, unless there are no ranks to compare (one log).
+    return Read(src, logs, [facts(log) for log in logs] if keep is None or keep.ranks else [])
 
 
 def read_remote(src: Source, keep: Keep | None = None) -> Read:
