@@ -324,7 +324,7 @@ def test_default_budget_holds_on_real_logs() -> None:
     for path in real_paths():
         built = page.build(load(path, html.keep_policy(False)))
         assert built.budget.shown_bytes <= page.PAGE_PAYLOAD_BYTES
-        for v in built.compiles:
+        for v in built.views():
             for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
                 assert pv.shown <= page.PAYLOAD_BYTES
                 assert (pv.note is None) == (pv.shown == pv.p.bytes or pv.p.bytes == 0), pv.p.kind
@@ -335,7 +335,7 @@ def test_default_budget_holds_on_real_logs() -> None:
 def test_repeated_long_metrics_link_to_the_first_compile() -> None:
     rep, text = render(DEMO)
     built = page.build(rep)
-    first, later = [v for v in built.compiles if v.metrics][:2]
+    first, later = [v for v in built.views() if v.metrics][:2]
     cfg = next(m for m in first.metrics if m.name == "dynamo_config")
     assert cfg.same_as is None and cfg.value.startswith("{\n")
     again = next(m for m in later.metrics if m.name == "dynamo_config")
@@ -483,7 +483,9 @@ def test_compiles_beyond_the_detail_budget_keep_status_reasons_and_inputs(
     assert detailed == ["0/0", "0/0_1", "0/1"]
     assert built.budget.light == len(built.compiles) - 3
     assert f"{built.budget.light} compiles shown without details" in text
-    for v in built.compiles:
+    views = list(built.views())
+    assert [v.key for v in views] == [r.key for r in built.compiles]
+    for v in views:
         sec = _section(text, v.anchor)
         note = "for this one it shows the status, reasons and inputs" in sec
         assert note == (not v.detail)
@@ -494,3 +496,164 @@ def test_compiles_beyond_the_detail_budget_keep_status_reasons_and_inputs(
     assert "Recompiled</strong> after" in _section(text, "c-1/1")
     # --full shows every compile in full.
     assert all(v.detail for v in page.build(rep, full=True).compiles)
+
+
+def _dangling(text: str) -> set[str]:
+    """Links within the page that point at nothing on it."""
+    ids = set(re.findall(r'\sid="([^"]*)"', text))
+    return {h for h in re.findall(r'\shref="#([^"]*)"', text) if h not in ids}
+
+
+@pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
+def test_every_link_on_the_page_has_its_target(path: Path) -> None:
+    _, text = render(path)
+    assert _dangling(text) == set()
+
+
+def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = corpus("compile_error")  # two logs, 13 compiles, 7 of them failed
+    monkeypatch.setattr(page, "PAGE_COMPILES", 9)
+    rep, text = render(path)
+    compiles = list(rep.compiles)
+    failed = [k for k, c in enumerate(compiles) if c.status == "failed"]
+    rest = [k for k, c in enumerate(compiles) if c.status != "failed"]
+    assert len(compiles) == 13 and len(failed) == 7
+    # Failures first, then the rest in log order; the page lists them in log order.
+    shown = sorted(failed + rest[:2])
+    refs = [compile_ref(compiles[k], True) for k in shown]
+    built = page.build(rep)
+    assert [r.ref for r in built.compiles] == refs
+    b = built.budget
+    assert (b.compiles, b.hidden, b.hidden_problems) == (13, 4, 0)
+    assert len(re.findall(r'<section class="compile" id="', text)) == 9
+    assert len(re.findall(r'<td class="id" data-sort="', text)) == 9
+    for k, c in enumerate(compiles):
+        anchor = "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", compile_ref(c, True))
+        assert (f'<section class="compile" id="{anchor}"' in text) == (k in shown)
+    # Every failure has its row among the failures and its section; the figures count all.
+    problems = text[text.index('<section id="problems"') :]
+    problems = problems[: problems.index("</section>")]
+    assert problems.count('<td class="id"><a href="#c-') == 7
+    o = overview(rep)
+    assert f'<span class="v">{o.compiles:,}</span> <span class="l">compiles</span>' in text
+    assert f'<span class="v">{o.failures:,}</span> <span class="l">failed</span>' in text
+    # Said at the top and above the table, with how to see them all.
+    banner = re.search(r'<p class="budget" role="note" id="budget">(.*?)</p>', text, re.S)
+    assert banner is not None
+    assert "4 of 13 compiles not on this page" in banner.group(1)
+    assert "--full" in banner.group(1) and "--format json" in banner.group(1)
+    note = re.search(r'<p class="budget" role="note" id="compiles-left-out">(.*?)</p>', text, re.S)
+    assert note is not None
+    assert "<strong>4 of 13 compiles are not on this page</strong>: it shows 9" in note.group(1)
+    assert "--full" in note.group(1) and "--format json" in note.group(1)
+    assert _dangling(text) == set()
+    # --full: every compile, no note.
+    rep, text = render(path, full=True)
+    assert page.build(rep, full=True).budget.hidden == 0
+    assert len(re.findall(r'<section class="compile" id="', text)) == 13
+    assert 'id="compiles-left-out"' not in text
+
+
+def test_page_cap_keeps_problems_first_and_counts_left_out_recompiles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(page, "PAGE_COMPILES", 3)
+    rep, text = render(DEMO)
+    built = page.build(rep)
+    # Graph breaks, restarts and recompiles come before plain compiles, then log order.
+    assert [r.key for r in built.compiles] == ["0/0", "0/0_1", "0/1"]
+    assert built.budget.hidden == 5
+    assert built.budget.hidden_recompiles == 2  # 0/1_1 and 1/1
+    sec = text[text.index('<section id="recompiles"') :]
+    sec = sec[: sec.index("</section>")]
+    assert 'Recompiles <span class="count">2</span>' in sec
+    assert "2 more recompiles are not on this page" in sec
+    assert [v.key for v in built.views()] == ["0/0", "0/0_1", "0/1"]
+    assert _dangling(text) == set()
+
+
+def _reachable(root: object, stop: list[object]) -> list[object]:
+    """Every object `root` refers to, directly or not, without going through those in `stop`."""
+    import gc
+    import types
+
+    seen = {id(x) for x in stop}
+    out, todo = [], [root]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen or isinstance(x, type | types.ModuleType | types.FunctionType):
+            continue
+        seen.add(id(x))
+        out.append(x)
+        todo.extend(gc.get_referents(x))
+    return out
+
+
+def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import io
+    import tracemalloc
+    import weakref
+
+    import tlview.store as store
+    from tlview.model import Compile, Input, Payload
+
+    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    path = corpus("tlparse-tests", "multi_rank_logs")  # 4 logs, 25 compiles (16 in one)
+    rep = load(path, html.keep_policy(False))
+    assert sum(log.compiles.on_disk for log in rep.logs) == 2  # type: ignore[attr-defined]
+    every = len(list(rep.compiles))
+    # The page-wide parts keep no compile, payload or input: only rows.
+    built = page.build(rep)
+    assert len(built.compiles) == every
+    the_report = [rep, *rep.logs, *(log.compiles for log in rep.logs)]
+    held = [x for x in _reachable(built, the_report) if isinstance(x, Compile | Payload | Input)]
+    assert held == []
+
+    # Each section is dropped once written: while one is made, only the one written last lives
+    # (and the one before it, which Jinja's loop keeps for `loop.previtem`).
+    class Tracked(page.CompileView):
+        __slots__ = ("__weakref__",)
+
+    made: list[weakref.ref[page.CompileView]] = []
+    section = page.section
+
+    def tracked(*args: object, **kw: object) -> page.CompileView:
+        alive = [r for r in made if r() is not None]
+        assert len(alive) <= 2, [r().key for r in alive]  # type: ignore[union-attr]
+        v = section(*args, **kw)  # type: ignore[arg-type]
+        made.append(weakref.ref(v))
+        return v
+
+    monkeypatch.setattr(page, "CompileView", Tracked)
+    monkeypatch.setattr(page, "section", tracked)
+    sink = io.BytesIO()
+    html.write(rep, sink)
+    assert len(made) == every
+    for c in rep.compiles:
+        for i in c.inputs:
+            for s in i.sources:
+                assert f"<code>{esc_text(s)}</code>".encode() in sink.getvalue()
+
+    # So writing the page takes less memory than the compiles would all at once.
+    class Null(io.RawIOBase):
+        def write(self, b: object) -> int:
+            return len(b)  # type: ignore[arg-type]
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        html.write(rep, Null())
+        peak = tracemalloc.get_traced_memory()[1] - start
+        gc.collect()
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        everything = list(rep.compiles)
+        held_all = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert len(everything) == every
+    assert peak < held_all, (peak, held_all)

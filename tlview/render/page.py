@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
@@ -29,7 +32,7 @@ from ..model import (
     Symbol,
     TensorDesc,
 )
-from ..summary import Overview, break_title, compile_ref, is_recompile, overview
+from ..summary import Overview, Tally, break_title, compile_ref, is_recompile
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -38,6 +41,9 @@ PAYLOAD_BYTES = 64 * KiB
 PAGE_PAYLOAD_BYTES = 3 * MiB
 METRIC_BYTES = 64 * KiB  # a compilation_metrics value longer than this is cut
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
+PAGE_COMPILES = 1000  # compiles with a row and a section; the rest are counted in a note
+MAX_ROW_CHANGES = 6  # input changes a recompile shows in the Recompiles table
+_REASON_CHARS = 1000  # of a compile's one-line reason kept for the table (which shows 140)
 SHARED_METRIC = 200  # a metric value this long that repeats an earlier compile's is linked to it
 MAX_LANE_ROWS = 8  # rows of the compile timeline per log; further overlaps share the last row
 
@@ -152,7 +158,6 @@ class PayloadView:
     text: str | None = None
     shown: int = 0  # bytes of text shown
     note: str | None = None  # what was cut or left out, and how to get it
-    priority: int = 2
 
     @property
     def title(self) -> str:
@@ -163,6 +168,20 @@ class PayloadView:
         if not self.p.meta:
             return ""
         return orjson.dumps(self.p.meta, default=str).decode()
+
+
+@dataclass(slots=True)
+class Planned:
+    """A payload's share of the page budget, decided before any compile section is written."""
+
+    pos: int  # its place among the compile's graphs, artifacts and guards
+    kind: str
+    priority: int  # 0: a failure's; 1: dynamo's graph or guards; 2: the rest
+    bytes: int  # the whole payload
+    size: int | None  # bytes of text the reader kept (None: none)
+    state: str = ""  # whole | cut | reader (no text kept) | spent (the page budget was)
+    shown: int = 0
+    text: str | None = None  # the text shown, when the page cut it
 
 
 @dataclass(slots=True)
@@ -243,31 +262,85 @@ class BreakView:
     reason: str
     count: int
     where: list[tuple[str, str, int]]  # (short place, full place, count)
-    compiles: list[tuple[str, str]]  # (label, anchor)
+    compiles: list[tuple[str, str]]  # (label, anchor; "" when the compile is not on the page)
 
 
 @dataclass(slots=True)
 class TrieNode:
     frames: list[StackFrame]
-    compiles: list[CompileView] = field(default_factory=list)
+    compiles: list[Row] = field(default_factory=list)
     children: list[TrieNode] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class CompileView:
-    c: Compile
+class Row:
+    """One compile as the page-wide parts show it (table, stacks, failures, recompiles, timeline).
+
+    Made while the figures are tallied; it keeps none of the compile's records, so the page
+    holds one of these per compile it shows and reads each compile again for its section.
+    """
+
+    n: int  # place among the report's compiles
+    at: tuple[int, int]  # (log, place in the log): where to read the compile again
+    order: int  # _detail_order: 0 failures, 1 breaks, restarts and recompiles, 2 the rest
     ref: str  # compile_ref: the id, with its log when the page has several logs
     anchor: str
+    key: str
+    log: str
     log_label: str
+    log_short: str  # the log's short name, when the page has several logs
     status: str
-    log_short: str = ""  # the log's short name, when the page has several logs
-    detail: bool = True  # False: beyond the page's DETAIL_COMPILES, shown without the heavy parts
-    where: str = ""
-    sort_id: str = ""
-    reason: str = ""  # one line for the table: fail type, graph break, recompile reason
+    pid: int | None
+    function: str | None
+    file: str | None
+    where: str
+    sort_id: str
+    ops: int | None
+    time_s: float | None
+    inputs: int
+    alias_groups: int
+    breaks: int
+    reason: str  # one line for the table: fail type, graph break, recompile reason
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    fail_where: str | None = None
+    restart_reasons: list[str] = field(default_factory=list)  # problems only
+    recompile: Recompile | None = None  # with at most MAX_ROW_CHANGES input changes
+    changes: int = 0  # input changes in all
+    recompile_reasons: list[str] = field(default_factory=list)  # recompiles only
+    stack: tuple[StackFrame, ...] = ()
+    span: tuple[float, float] | None = None  # first and last chromium_event, for the timeline
+    payloads: list[Planned] = field(default_factory=list)  # those its section shows
+    big_metrics: list[tuple[str, bytes]] = field(default_factory=list)  # values over METRIC_BYTES
+    detail: bool = True  # False: beyond DETAIL_COMPILES, shown without the heavy parts
+    previous: tuple[str, str] | None = None  # (label, anchor) of the previous compile
+
+    @property
+    def label(self) -> str:
+        """How the page names the compile: its id, after its log's short name if there are several."""
+        return f"{self.log_short} {self.key}" if self.log_short else self.key
+
+    @property
+    def time(self) -> str:
+        return seconds(self.time_s)
+
+    @property
+    def problem(self) -> bool:
+        return self.status in ("failed", "incomplete")
+
+    @property
+    def listed_recompile(self) -> bool:
+        return self.recompile is not None or bool(self.recompile_reasons)
+
+
+@dataclass(slots=True)
+class CompileView:
+    """One compile's section: built from the compile as it is read again, dropped once written."""
+
+    c: Compile
+    row: Row
     inputs: list[InputView] = field(default_factory=list)
     storages: list[StorageView] = field(default_factory=list)
-    alias_groups: int = 0
     graphs: list[PayloadView] = field(default_factory=list)
     guards: PayloadView | None = None
     artifacts: list[PayloadView] = field(default_factory=list)
@@ -277,27 +350,27 @@ class CompileView:
     bwd_metrics: list[list[MetricView]] = field(default_factory=list)
     timeline: Timeline | None = None
     breaks: list[tuple[GraphBreak, str]] = field(default_factory=list)  # (break, its anchor)
-    recompile: Recompile | None = None
-    previous: tuple[str, str] | None = None  # (label, anchor) of the previous compile
     symbols: list[Symbol] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
-    @property
-    def key(self) -> str:
-        return self.c.key
+    anchor = property(lambda self: self.row.anchor)
+    ref = property(lambda self: self.row.ref)
+    key = property(lambda self: self.row.key)
+    label = property(lambda self: self.row.label)
+    log_label = property(lambda self: self.row.log_label)
+    log_short = property(lambda self: self.row.log_short)
+    status = property(lambda self: self.row.status)
+    where = property(lambda self: self.row.where)
+    time = property(lambda self: self.row.time)
+    reason = property(lambda self: self.row.reason)
+    detail = property(lambda self: self.row.detail)
+    problem = property(lambda self: self.row.problem)
+    alias_groups = property(lambda self: self.row.alias_groups)
+    previous = property(lambda self: self.row.previous)
 
     @property
-    def label(self) -> str:
-        """How the page names the compile: its id, after its log's short name if there are several."""
-        return f"{self.log_short} {self.c.key}" if self.log_short else self.c.key
-
-    @property
-    def time(self) -> str:
-        return seconds(self.c.compile_time_s)
-
-    @property
-    def problem(self) -> bool:
-        return self.status in ("failed", "incomplete")
+    def recompile(self) -> Recompile | None:
+        return self.c.recompile
 
 
 @dataclass(slots=True)
@@ -324,16 +397,23 @@ class Budget:
     shown_bytes: int = 0
     total_bytes: int = 0
     metrics_cut: int = 0
+    compiles: int = 0  # compiles in the report (records outside any compile included)
+    hidden: int = 0  # compiles beyond PAGE_COMPILES: no row, no section
+    hidden_problems: int = 0  # of them failed, unfinished or restarted
+    hidden_recompiles: int = 0  # of them recompiles
 
     @property
     def limited(self) -> bool:
-        return bool(self.cut or self.left_out or self.metrics_cut or self.light)
+        return bool(self.cut or self.left_out or self.metrics_cut or self.light or self.hidden)
 
 
 @dataclass(slots=True)
 class Page:
-    """Everything the template renders, built once from a Report."""
+    """Everything the template renders: built in one pass over the compiles, except each
+    compile's section, which `views` builds as the compile is read again."""
 
+    report: Report
+    full: bool
     title: str
     version: str
     torch_version: str | None
@@ -342,11 +422,11 @@ class Page:
     o: Overview
     figures: list[Figure]
     budget: Budget
-    compiles: list[CompileView]
+    compiles: list[Row]  # in log order
     trie: list[TrieNode]
     breaks: list[BreakView]
-    recompiles: list[CompileView]
-    problems: list[CompileView]
+    recompiles: list[Row]
+    problems: list[Row]
     divergence: list[Divergence]
     notes: list[str]
     bad_lines: list[BadLine]
@@ -355,87 +435,213 @@ class Page:
     many: bool
     statuses: list[str]
     limits: dict[str, str]
+    anchors: dict[tuple[str, str], str]  # (log name, compile key) -> anchor, for shown compiles
+    break_anchor: dict[str, str]  # graph-break reason -> its row in the graph-break table
+
+    def views(self) -> Iterator[CompileView]:
+        """The section of each compile the page shows, in log order, one compile read at a time."""
+        want = {r.n: r for r in self.compiles}
+        last = max(want, default=-1)
+        shared: dict[tuple[str, str], tuple[str, str]] = {}
+        n = -1
+        for log in self.report.logs:
+            if n >= last:
+                return
+            for c in log.compiles:
+                n += 1
+                r = want.get(n)
+                if r is not None:
+                    yield section(r, c, self, shared)
+                if n >= last:
+                    return
 
 
 # -- building ---------------------------------------------------------------------------------------
 def build(report: Report, full: bool = False) -> Page:
-    """The page for a report; `full` shows every payload and metric whole."""
-    o = overview(report)
-    many = len({log.name for log in report.logs}) > 1
-    labels = log_labels(report.logs)
-    anchors: dict[tuple[str, str], str] = {}  # (log name, compile key) -> anchor
-    used: set[str] = set()
-    views: list[CompileView] = []
-    for log in report.logs:
-        for c in log.compiles:
-            ref = compile_ref(c, many)
-            anchor = unique(used, "c-" + _ANCHOR_UNSAFE.sub("_", ref))
-            anchors.setdefault((c.log, c.key), anchor)
-            views.append(
-                CompileView(
-                    c=c,
-                    ref=ref,
-                    anchor=anchor,
-                    log_label=labels[id(log)],
-                    status=c.status,
-                    log_short=labels[id(log)] if many or len(report.logs) > 1 else "",
-                    where=f"{short_path(c.file)}:{c.firstline}" if c.file else "",
-                    sort_id=_sort_id(c, len(views)),
-                )
-            )
-    by_ref = {v.ref: v for v in reversed(views)}
-    breaks = break_views(o, by_ref)
-    break_anchor = {b.reason: b.anchor for b in breaks}
-    shared: dict[tuple[str, str], tuple[str, str]] = {}
-    budget = Budget(full=full)
-    payloads: list[PayloadView] = []
-    if not full:
-        for v in sorted(views, key=_detail_order)[DETAIL_COMPILES:]:
-            v.detail = False
-            budget.light += 1
-    for v in views:
-        fill(v, anchors, break_anchor, shared, budget, full)
-        payloads += v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else [])
-    plan(payloads, budget, full)
-    lanes = page_timeline(report, views)
+    """The page for a report; `full` shows every compile, payload and metric whole."""
+    tally = Tally(report)
+    pick = _Pick(report, full)
+    for li, log in enumerate(report.logs):
+        for k, c in enumerate(log.compiles):
+            tally.add(c)
+            pick.add(li, k, c)
+    o = tally.done()
+    rows, budget = pick.done()
+    plan(report, rows, budget, full)
+    anchors: dict[tuple[str, str], str] = {}
+    for r in rows:
+        anchors.setdefault((r.log, r.key), r.anchor)
+    for r in rows:
+        if r.recompile is not None and r.recompile.previous:
+            prev = anchors.get((r.log, r.recompile.previous))
+            if prev:
+                r.previous = (r.recompile.previous, prev)
+    breaks = break_views(o, {r.ref: r for r in reversed(rows)})
     return Page(
+        report=report,
+        full=full,
         title=PurePath(report.path).name or report.path,
         version=__version__,
         torch_version=report.torch_version,
-        logs=[LogView(log, labels[id(log)]) for log in report.logs],
+        logs=[LogView(log, pick.labels[id(log)]) for log in report.logs],
         ranks=report.ranks,
         o=o,
         figures=figures(o),
         budget=budget,
-        compiles=views,
-        trie=trie(views),
+        compiles=rows,
+        trie=trie(rows),
         breaks=breaks,
-        recompiles=[
-            v
-            for v in views
-            if v.recompile is not None or (is_recompile(v.c) and v.c.recompile_reasons)
-        ],
-        problems=[v for v in views if v.status in ("failed", "incomplete", "restarted")],
+        recompiles=[r for r in rows if r.listed_recompile],
+        problems=[r for r in rows if r.status in _PROBLEMS],
         divergence=list(report.divergence),
         notes=list(report.notes) + [f"{log.name}: {n}" for log in report.logs for n in log.notes],
         bad_lines=[b for log in report.logs for b in log.bad_lines],
         bad_total=sum(log.bad_count for log in report.logs),
-        lanes=lanes,
-        many=many,
-        statuses=sorted({v.status for v in views}, key=_status_order),
+        lanes=page_timeline(rows),
+        many=pick.many,
+        statuses=sorted({r.status for r in rows}, key=_status_order),
         limits={
             "payload": nbytes(PAYLOAD_BYTES),
             "page": nbytes(PAGE_PAYLOAD_BYTES),
             "metric": nbytes(METRIC_BYTES),
             "compiles": str(DETAIL_COMPILES),
+            "rows": str(PAGE_COMPILES),
         },
+        anchors=anchors,
+        break_anchor={b.reason: b.anchor for b in breaks},
     )
 
 
-def _detail_order(v: CompileView) -> int:
-    """Which compiles keep every detail when there are too many: problems first."""
-    c = v.c
-    if v.status in ("failed", "incomplete"):
+_PROBLEMS = ("failed", "incomplete", "restarted")
+
+
+class _Pick:
+    """Chooses, as the compiles go by, the ones the page shows (PAGE_COMPILES) and the ones it
+    shows in full (DETAIL_COMPILES): failures first, then graph breaks, restarts and recompiles,
+    then the rest, each in log order. Only the rows still in the running are kept."""
+
+    def __init__(self, report: Report, full: bool) -> None:
+        self.full = full
+        self.many = len({log.name for log in report.logs}) > 1
+        self.labels = log_labels(report.logs)
+        self.short = self.many or len(report.logs) > 1
+        self.names = [self.labels[id(log)] for log in report.logs]
+        self.cap = PAGE_COMPILES
+        self.detail_cap = min(DETAIL_COMPILES, PAGE_COMPILES)
+        # Min-heaps of (-order, -n, row): the first entry is the worst row kept.
+        self.rows: list[tuple[int, int, Row]] = []
+        self.detailed: list[tuple[int, int, Row]] = []
+        self.used: set[str] = set()
+        self.frames: dict[StackFrame, StackFrame] = {}
+        self.n = 0
+        self.hidden_problems = 0
+        self.hidden_recompiles = 0
+
+    def add(self, li: int, k: int, c: Compile) -> None:
+        n = self.n
+        self.n += 1
+        order = _detail_order(c)
+        key = (-order, -n)
+        if self.full:
+            self.rows.append((*key, self.row(li, k, n, order, c, True)))
+            return
+        if len(self.rows) >= self.cap and key < self.rows[0][:2]:
+            self._hide_count(c.status, _listed_recompile(c))
+            return
+        in_detail = len(self.detailed) < self.detail_cap or key > self.detailed[0][:2]
+        r = self.row(li, k, n, order, c, in_detail)
+        heapq.heappush(self.rows, (*key, r))
+        if len(self.rows) > self.cap:
+            out = heapq.heappop(self.rows)[2]
+            self._hide_count(out.status, out.listed_recompile)
+        if in_detail:
+            heapq.heappush(self.detailed, (*key, r))
+            if len(self.detailed) > self.detail_cap:
+                _lighten(heapq.heappop(self.detailed)[2])
+
+    def _hide_count(self, status: str, recompile: bool) -> None:
+        self.hidden_problems += status in _PROBLEMS
+        self.hidden_recompiles += recompile
+
+    def row(self, li: int, k: int, n: int, order: int, c: Compile, detail: bool) -> Row:
+        ref = compile_ref(c, self.many)
+        anchor = unique(self.used, "c-" + _ANCHOR_UNSAFE.sub("_", ref))
+        ph = c.phases
+        r = Row(
+            n=n,
+            at=(li, k),
+            order=order,
+            ref=ref,
+            anchor=anchor,
+            key=c.key,
+            log=c.log,
+            log_label=self.names[li],
+            log_short=self.names[li] if self.short else "",
+            status=c.status,
+            pid=c.pid,
+            function=c.function,
+            file=c.file,
+            where=f"{short_path(c.file)}:{c.firstline}" if c.file else "",
+            sort_id=_sort_id(c, n),
+            ops=c.graph_ops,
+            time_s=c.compile_time_s,
+            inputs=len(c.inputs),
+            alias_groups=len({i.alias_group for i in c.inputs if i.alias_group}),
+            breaks=len(c.graph_breaks),
+            reason=_reason(c)[:_REASON_CHARS],
+            stack=tuple(self.frames.setdefault(f, f) for f in c.stack) if c.id else (),
+            span=(
+                min(p.start_us for p in ph),
+                max([p.start_us + (p.dur_us or 0.0) for p in ph]),
+            )
+            if ph
+            else None,
+            detail=detail,
+        )
+        if c.status in _PROBLEMS:
+            r.fail_type, r.fail_where = c.fail_type, c.fail_where
+            r.fail_reason = c.fail_reason if c.fail_type else None
+            r.restart_reasons = c.restart_reasons
+        rc = c.recompile
+        if rc is not None:
+            r.recompile = Recompile(
+                rc.previous,
+                rc.reasons,
+                rc.input_changes[:MAX_ROW_CHANGES],
+                rc.limit_hit,
+                rc.compared,
+            )
+            r.changes = len(rc.input_changes)
+        elif _listed_recompile(c):
+            r.recompile_reasons = c.recompile_reasons
+        r.payloads = planned(c, not detail)
+        if detail and not self.full:
+            r.big_metrics = big_metrics(c)
+        return r
+
+    def done(self) -> tuple[list[Row], Budget]:
+        rows = sorted((e[2] for e in self.rows), key=lambda r: r.n)
+        budget = Budget(full=self.full, compiles=self.n, hidden=self.n - len(rows))
+        budget.hidden_problems = self.hidden_problems
+        budget.hidden_recompiles = self.hidden_recompiles
+        budget.light = sum(not r.detail for r in rows)
+        return rows, budget
+
+
+def _lighten(r: Row) -> None:
+    """A row pushed out of the detailed ones by a compile that matters more."""
+    r.detail = False
+    r.payloads = [p for p in r.payloads if p.kind == "dynamo_error"]
+    r.big_metrics = []
+
+
+def _listed_recompile(c: Compile) -> bool:
+    return c.recompile is not None or (is_recompile(c) and bool(c.recompile_reasons))
+
+
+def _detail_order(c: Compile) -> int:
+    """Which compiles the page shows, and shows in full, when there are too many: problems first."""
+    if c.status in ("failed", "incomplete"):
         return 0
     if c.graph_breaks or c.restart_reasons or c.recompile is not None or c.recompile_reasons:
         return 1
@@ -520,7 +726,7 @@ def figures(o: Overview) -> list[Figure]:
     return figs
 
 
-def break_views(o: Overview, by_ref: dict[str, CompileView]) -> list[BreakView]:
+def break_views(o: Overview, by_ref: dict[str, Row]) -> list[BreakView]:
     out = []
     for n, s in enumerate(o.breaks, 1):
         out.append(
@@ -539,33 +745,42 @@ def break_views(o: Overview, by_ref: dict[str, CompileView]) -> list[BreakView]:
     return out
 
 
-def fill(
-    v: CompileView,
-    anchors: dict[tuple[str, str], str],
-    break_anchor: dict[str, str],
-    shared: dict[tuple[str, str], tuple[str, str]],
-    budget: Budget,
-    full: bool,
-) -> None:
-    """Everything one compile's section shows."""
-    c = v.c
-    v.inputs = [input_view(i) for i in c.inputs]
-    v.alias_groups = len({i.alias_group for i in c.inputs if i.alias_group})
-    v.breaks = [(g, break_anchor.get(g.reason, "")) for g in c.graph_breaks]
-    v.recompile = c.recompile
-    if c.recompile is not None and c.recompile.previous:
-        prev = anchors.get((c.log, c.recompile.previous))
-        if prev:
-            v.previous = (c.recompile.previous, prev)
-    priority = 0 if v.problem else 1
+def _kinds(c: Compile) -> list[tuple[str, Payload]]:
+    """A compile's payloads in the order its section shows them, with where each goes."""
     kinds = [("graph", p) for p in c.graphs] + [("artifact", p) for p in c.artifacts]
     if c.guards is not None:
         kinds.append(("guards", c.guards))
-    for n, (where, p) in enumerate(kinds):
-        if not v.detail and p.kind != "dynamo_error":
+    return kinds
+
+
+def planned(c: Compile, errors_only: bool) -> list[Planned]:
+    """What the budget needs of the payloads a compile's section shows (light: its errors)."""
+    problem = c.status in ("failed", "incomplete")
+    out = []
+    for pos, (_, p) in enumerate(_kinds(c)):
+        if errors_only and p.kind != "dynamo_error":
             continue
-        pv = PayloadView(p, f"{v.anchor}-p{n}", c.log, _lang(p))
-        pv.priority = priority if p.kind in _FIRST_KINDS else 2
+        first = p.kind in _FIRST_KINDS
+        size = None if p.text is None else _utf8_len(p.text)
+        out.append(Planned(pos, p.kind, (0 if problem else 1) if first else 2, p.bytes, size))
+    return out
+
+
+def _utf8_len(s: str) -> int:
+    return len(s) if s.isascii() else len(s.encode("utf-8", "replace"))
+
+
+def section(
+    r: Row, c: Compile, page: Page, shared: dict[tuple[str, str], tuple[str, str]]
+) -> CompileView:
+    """Everything one compile's section shows."""
+    v = CompileView(c=c, row=r)
+    v.inputs = [input_view(i) for i in c.inputs]
+    v.breaks = [(g, page.break_anchor.get(g.reason, "")) for g in c.graph_breaks]
+    kinds = _kinds(c)
+    for pl in r.payloads:
+        where, p = kinds[pl.pos]
+        pv = payload_view(p, pl, f"{r.anchor}-p{pl.pos}", c.log, page.full)
         if where == "guards":
             v.guards = pv
         elif p.kind == "dynamo_error":
@@ -574,17 +789,46 @@ def fill(
             v.graphs.append(pv)
         else:
             v.artifacts.append(pv)
-    if not v.detail:
-        v.reason = _reason(c)
-        return
+    if not r.detail:
+        return v
     v.storages = storages(c)
     v.symbols = c.symbols
     v.events = c.events
     if c.metrics:
-        v.metrics, v.null_metrics = metric_views(c.metrics, v, shared, budget, full)
-    v.bwd_metrics = [metric_views(m, v, shared, budget, full)[0] for m in c.bwd_metrics]
+        v.metrics, v.null_metrics = metric_views(c.metrics, r, shared, page.full)
+    v.bwd_metrics = [metric_views(m, r, shared, page.full)[0] for m in c.bwd_metrics]
     v.timeline = compile_timeline(c.phases)
-    v.reason = _reason(c)
+    return v
+
+
+def payload_view(p: Payload, pl: Planned, anchor: str, log: str, full: bool) -> PayloadView:
+    """A payload with the text the plan gave it, and a note for whatever it could not show."""
+    pv = PayloadView(p, anchor, log, _lang(p))
+    where = f"line {p.line} of {log}"
+    if pl.state == "reader":
+        pv.note = (
+            f"Not on this page: the reader kept no more text; it is at {where}. "
+            "`--full` keeps every payload."
+        )
+    elif pl.state == "spent":
+        pv.note = (
+            f"Not on this page: the page budget was spent before it; it is at {where}. "
+            "`--full` keeps every payload."
+        )
+    elif pl.state in ("whole", "cut"):
+        pv.text = p.text if pl.state == "whole" else pl.text
+        pv.shown = pl.shown
+        if pl.shown < p.bytes and pv.text is not None:
+            pv.note = (
+                f"Cut: showing the first {pv.text.count(chr(10)) + 1:,} of {p.lines:,} lines "
+                f"({nbytes(pv.shown)} of {nbytes(p.bytes)}); the rest is at {where}. "
+                + (
+                    "`--full` keeps every payload whole."
+                    if not full
+                    else "tlview keeps at most this much of this payload."
+                )
+            )
+    return pv
 
 
 def _reason(c: Compile) -> str:
@@ -604,59 +848,61 @@ def _reason(c: Compile) -> str:
     return ""
 
 
+_NOT_SPACE = re.compile(r"\S")
+
+
 def _lang(p: Payload) -> str:
-    if p.encoding == "json" or (p.text or "").lstrip()[:1] in ("{", "["):
+    m = _NOT_SPACE.search(p.text or "")
+    if p.encoding == "json" or (m is not None and m.group() in ("{", "[")):
         return "json"
     if _PY_KINDS.search(p.kind):
         return "py"
     return "text"
 
 
-def plan(payloads: list[PayloadView], budget: Budget, full: bool) -> None:
+def plan(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
     """Give payloads their share of the page budget: problems and dynamo's graphs first."""
-    order = sorted(range(len(payloads)), key=lambda k: (payloads[k].priority, k))
+    payloads = [(r, pl) for r in rows for pl in r.payloads]
+    order = sorted(range(len(payloads)), key=lambda k: (payloads[k][1].priority, k))
     left = PAGE_PAYLOAD_BYTES
     for k in order:
-        pv = payloads[k]
-        p = pv.p
+        r, pl = payloads[k]
         budget.payloads += 1
-        budget.total_bytes += p.bytes
-        where = f"line {p.line} of {pv.log}"
-        if p.text is None:
-            if p.bytes:
+        budget.total_bytes += pl.bytes
+        if pl.size is None:
+            if pl.bytes:
                 budget.left_out += 1
-                pv.note = (
-                    f"Not on this page: the reader kept no more text; it is at {where}. "
-                    "`--full` keeps every payload."
-                )
+                pl.state = "reader"
             continue
-        text = p.text
-        size = len(text.encode("utf-8", "replace"))
-        cap = size if full else min(PAYLOAD_BYTES, left)
-        if cap <= 0:
+        cap = pl.size if full else min(PAYLOAD_BYTES, left)
+        if cap <= 0 and pl.size:
             budget.left_out += 1
-            pv.note = (
-                f"Not on this page: the page budget was spent before it; it is at {where}. "
-                "`--full` keeps every payload."
-            )
+            pl.state = "spent"
             continue
-        if size > cap:
-            text = _cut(text, cap)
-        pv.text = text
-        pv.shown = len(text.encode("utf-8", "replace"))
-        left -= pv.shown
-        budget.shown_bytes += pv.shown
-        if pv.shown < p.bytes:
+        if pl.size > cap:
+            pl.state = "cut"
+            pl.text = _cut(_text_of(report, r, pl), cap)
+            pl.shown = _utf8_len(pl.text)
+        else:
+            pl.state = "whole"
+            pl.shown = pl.size
+        left -= pl.shown
+        budget.shown_bytes += pl.shown
+        if pl.shown < pl.bytes:
             budget.cut += 1
-            pv.note = (
-                f"Cut: showing the first {pv.text.count(chr(10)) + 1:,} of {p.lines:,} lines "
-                f"({nbytes(pv.shown)} of {nbytes(p.bytes)}); the rest is at {where}. "
-                + (
-                    "`--full` keeps every payload whole."
-                    if not full
-                    else "tlview keeps at most this much of this payload."
-                )
-            )
+    seen: dict[tuple[str, bytes], str] = {}
+    for r in rows:
+        for name, digest in r.big_metrics:
+            if seen.setdefault((name, digest), r.anchor) == r.anchor:
+                budget.metrics_cut += 1
+
+
+def _text_of(report: Report, r: Row, pl: Planned) -> str:
+    """The kept text of a payload the page cuts: its compile is read once more, for it alone."""
+    li, k = r.at
+    p = _kinds(report.logs[li].compiles[k])[pl.pos][1]
+    assert p.text is not None and p.kind == pl.kind
+    return p.text
 
 
 def _cut(text: str, cap: int) -> str:
@@ -666,11 +912,35 @@ def _cut(text: str, cap: int) -> str:
     return head[:nl] if nl > len(head) // 2 else head
 
 
+def big_metrics(c: Compile) -> list[tuple[str, bytes]]:
+    """The metric values a detailed section cuts (longer than METRIC_BYTES), by name and digest."""
+    out = []
+    for m in ([c.metrics] if c.metrics else []) + c.bwd_metrics:
+        for k, val in m.items():
+            if val is None or not _may_be_long(val):
+                continue
+            text = _metric_text(val)
+            if len(text) > METRIC_BYTES:
+                out.append((str(k), hashlib.blake2b(text.encode(), digest_size=16).digest()))
+    return out
+
+
+def _may_be_long(v: Any) -> bool:
+    """Whether a metric value's text can be longer than METRIC_BYTES, from a cheap look."""
+    if isinstance(v, bool | int | float):
+        return False
+    if isinstance(v, str):
+        head = v[:1]
+        if len(v) > 120 and (head == "{" or head.isspace()):
+            return True  # _metric_text may indent it
+        return len(v) > METRIC_BYTES
+    return True
+
+
 def metric_views(
     m: dict[str, Any],
-    v: CompileView,
+    r: Row,
     shared: dict[tuple[str, str], tuple[str, str]],
-    budget: Budget,
     full: bool,
 ) -> tuple[list[MetricView], list[str]]:
     """Every field of a metrics record; long values seen in an earlier compile are linked."""
@@ -683,18 +953,17 @@ def metric_views(
         mv = MetricView(str(k), text)
         if len(text) >= SHARED_METRIC:
             seen = shared.get((str(k), text))
-            if seen is not None and seen[0] != v.anchor:
+            if seen is not None and seen[0] != r.anchor:
                 mv.same_as = seen
                 mv.value = ""
             else:
-                shared.setdefault((str(k), text), (v.anchor, v.label))
+                shared.setdefault((str(k), text), (r.anchor, r.label))
         if not full and len(mv.value) > METRIC_BYTES:
             mv.note = (
                 f"Cut: {nbytes(METRIC_BYTES)} of {nbytes(len(text))} shown. "
                 "`--full` shows every value whole."
             )
             mv.value = mv.value[:METRIC_BYTES]
-            budget.metrics_cut += 1
         out.append(mv)
     return out, nulls
 
@@ -703,14 +972,20 @@ def _metric_text(v: Any) -> str:
     if isinstance(v, str):
         s = v.strip()
         if s[:1] == "{" and s[-1:] == "}" and len(s) > 120:
-            try:
-                return orjson.dumps(orjson.loads(s), option=orjson.OPT_INDENT_2).decode()
-            except orjson.JSONDecodeError:
-                return v
+            return _indented(s) or v
         return v
     if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
         return "\n".join(v)
     return orjson.dumps(v, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+@lru_cache(maxsize=64)
+def _indented(s: str) -> str | None:
+    """A JSON object logged as one line, indented; the configs repeat in every compile."""
+    try:
+        return orjson.dumps(orjson.loads(s), option=orjson.OPT_INDENT_2).decode()
+    except orjson.JSONDecodeError:
+        return None
 
 
 # -- inputs and the aliasing picture --------------------------------------------------------------
@@ -880,19 +1155,12 @@ def ticks(total_us: float, n: int = 4) -> list[tuple[str, str]]:
     return [(pct(100 * k / n), ms(total_us * k / n)) for k in range(1, n)]
 
 
-def page_timeline(report: Report, views: list[CompileView]) -> list[Timeline]:
+def page_timeline(rows: list[Row]) -> list[Timeline]:
     """One lane per log: each compile as a bar from its first phase to its last."""
-    by_log: dict[str, list[tuple[float, float, CompileView]]] = {}
-    lane_logs: dict[str, str] = {}
-    for v in views:
-        ph = v.c.phases
-        if not ph:
-            continue
-        start = min(p.start_us for p in ph)
-        end = max([p.start_us + (p.dur_us or 0.0) for p in ph])
-        key = f"{v.c.log}#{v.c.pid}"
-        by_log.setdefault(key, []).append((start, end, v))
-        lane_logs[key] = v.log_label
+    by_log: dict[tuple[str, int | None], list[tuple[float, float, Row]]] = {}
+    for r in rows:
+        if r.span is not None:
+            by_log.setdefault((r.log, r.pid), []).append((*r.span, r))
     if not by_log:
         return []
     longest = max(
@@ -900,51 +1168,50 @@ def page_timeline(report: Report, views: list[CompileView]) -> list[Timeline]:
     )
     longest = max(longest, 1.0)
     lanes = []
-    for key, spans in by_log.items():
+    for spans in by_log.values():
         t0 = min(s for s, _, _ in spans)
-        rows: list[float] = []
+        ends: list[float] = []
         bars = []
-        for start, end, v in sorted(spans, key=lambda x: x[0]):
-            row = next((k for k, r in enumerate(rows) if r <= start), None)
+        for start, end, r in sorted(spans, key=lambda x: x[0]):
+            row = next((k for k, e in enumerate(ends) if e <= start), None)
             if row is None:
-                if len(rows) < MAX_LANE_ROWS:
-                    rows.append(end)
-                    row = len(rows) - 1
-                else:
-                    row = len(rows) - 1
-            rows[row] = max(rows[row], end)
+                if len(ends) < MAX_LANE_ROWS:
+                    ends.append(end)
+                row = len(ends) - 1
+            ends[row] = max(ends[row], end)
             bars.append(
                 Bar(
-                    name=v.c.key,
+                    name=r.key,
                     x=pct(100 * (start - t0) / longest),
                     w=pct(max(0.3, 100 * (end - start) / longest)),
                     row=row,
-                    tip=f"{v.label} {v.c.function or ''} [{v.status}]: "
+                    tip=f"{r.label} {r.function or ''} [{r.status}]: "
                     f"{ms(end - start)} at +{ms(start - t0)}",
                     ts=start,
                     dur=end - start,
-                    status=v.status,
-                    href=v.anchor,
+                    status=r.status,
+                    href=r.anchor,
                 )
             )
-        lanes.append(Timeline(bars, max(1, len(rows)), ms(longest), ticks(longest), lane_logs[key]))
+        label = spans[0][2].log_label
+        lanes.append(Timeline(bars, max(1, len(ends)), ms(longest), ticks(longest), label))
     return lanes
 
 
 # -- the compile stack trie ----------------------------------------------------------------------------
-def trie(views: Iterable[CompileView]) -> list[TrieNode]:
+def trie(rows: Iterable[Row]) -> list[TrieNode]:
     """The user stacks that triggered compiles, common prefixes merged, as tlparse shows them."""
     root = TrieNode([])
     index: dict[int, dict[tuple[str, int, str], TrieNode]] = {}
     nostack = TrieNode([])
-    for v in views:
-        if v.c.id is None:
+    for r in rows:
+        if r.key == "-/-":
             continue
-        if not v.c.stack:
-            nostack.compiles.append(v)
+        if not r.stack:
+            nostack.compiles.append(r)
             continue
         node = root
-        for f in v.c.stack:
+        for f in r.stack:
             kids = index.setdefault(id(node), {})
             k = (f.file, f.line, f.name)
             nxt = kids.get(k)
@@ -952,7 +1219,7 @@ def trie(views: Iterable[CompileView]) -> list[TrieNode]:
                 nxt = kids[k] = TrieNode([f])
                 node.children.append(nxt)
             node = nxt
-        node.compiles.append(v)
+        node.compiles.append(r)
     out = [_squash(n) for n in root.children]
     if nostack.compiles:
         out.append(nostack)
