@@ -58,7 +58,9 @@ def environment() -> jinja2.Environment:
 def text(s: object) -> Markup:
     """Escaped for element content (not attributes): quotes stay as they are, code is full of them."""
     v = str(s)
-    return Markup(v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    if "&" in v or "<" in v or ">" in v:
+        v = v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return Markup(v)
 
 
 def _asset(env: jinja2.Environment, name: str) -> tuple[Markup, str]:

@@ -545,10 +545,12 @@ class _Pick:
         if self.full:
             self.rows.append((*key, self.row(li, k, n, order, c, True)))
             return
-        if len(self.rows) >= self.cap and key < self.rows[0][:2]:
+        if self.cap <= 0 or (len(self.rows) >= self.cap and key < self.rows[0][:2]):
             self._hide_count(c.status, _listed_recompile(c))
             return
-        in_detail = len(self.detailed) < self.detail_cap or key > self.detailed[0][:2]
+        in_detail = len(self.detailed) < self.detail_cap or (
+            self.detail_cap > 0 and key > self.detailed[0][:2]
+        )
         r = self.row(li, k, n, order, c, in_detail)
         heapq.heappush(self.rows, (*key, r))
         if len(self.rows) > self.cap:
