@@ -58,10 +58,36 @@ def commands(log: Path, out: Path) -> dict[str, list[str]]:
     floor = "import sys\nfor _ in open(sys.argv[1], 'rb'): pass"
     return {
         "floor (read lines)": [sys.executable, "-c", floor, str(log)],
-        "tlview json": [tlview, "report", str(log), "--format", "json", "-o", str(out / "r.json"), "--force"],
-        "tlview html": [tlview, "report", str(log), "--format", "html", "-o", str(out / "r.html"), "--force"],
+        "tlview json": [
+            tlview,
+            "report",
+            str(log),
+            "--format",
+            "json",
+            "-o",
+            str(out / "r.json"),
+            "--force",
+        ],
+        "tlview html": [
+            tlview,
+            "report",
+            str(log),
+            "--format",
+            "html",
+            "-o",
+            str(out / "r.html"),
+            "--force",
+        ],
         "tlview inputs meta": [tlview, "inputs", str(log), "--mode", "meta"],
-        "tlparse -p": [tlparse, str(log), "-o", str(out / "tlp"), "--overwrite", "--no-browser", "-p"],
+        "tlparse -p": [
+            tlparse,
+            str(log),
+            "-o",
+            str(out / "tlp"),
+            "--overwrite",
+            "--no-browser",
+            "-p",
+        ],
         "tlparse": [tlparse, str(log), "-o", str(out / "tlp2"), "--overwrite", "--no-browser"],
     }
 

@@ -27,7 +27,7 @@ _DESCRIBER = re.compile(rb'"describer_id": (\d+)')
 _METRICS_ID = re.compile(rb'"compile_id": "(\d+)/')
 
 # A deep model compiled by inductor, forward and backward: large payloads, hundreds of inputs.
-DEEP = r'''
+DEEP = r"""
 import torch
 from torch import nn
 
@@ -41,7 +41,7 @@ for _ in range(2):
     cm(x).sum().backward()
     opt.step()
     opt.zero_grad()
-'''
+"""
 
 
 def shift(line: bytes, frames: int, describers: int) -> bytes:
@@ -50,7 +50,9 @@ def shift(line: bytes, frames: int, describers: int) -> bytes:
         line = _FRAME.sub(lambda m: b'"frame_id": %d' % (int(m.group(1)) + frames), line)
         line = _METRICS_ID.sub(lambda m: b'"compile_id": "%d/' % (int(m.group(1)) + frames), line)
     if describers and b'"describer_id"' in line:
-        line = _DESCRIBER.sub(lambda m: b'"describer_id": %d' % (int(m.group(1)) + describers), line)
+        line = _DESCRIBER.sub(
+            lambda m: b'"describer_id": %d' % (int(m.group(1)) + describers), line
+        )
     return line
 
 
