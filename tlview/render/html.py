@@ -6,6 +6,7 @@ import base64
 import hashlib
 from collections.abc import Iterator
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from typing import IO
 
@@ -91,13 +92,7 @@ def _chunks(report: Report, full: bool) -> Iterator[str]:
 
 
 def write(report: Report, out: IO[bytes], full: bool = False) -> None:
-    """Write the page to a binary stream, a chunk at a time."""
-    buf: list[str] = []
-    size = 0
-    for chunk in _chunks(report, full):
-        buf.append(chunk)
-        size += len(chunk)
-        if size >= 1 << 16:
-            out.write("".join(buf).encode("utf-8", "replace"))
-            buf, size = [], 0
-    out.write("".join(buf).encode("utf-8", "replace"))
+    """Write the page to a binary stream, a few hundred template pieces at a time."""
+    chunks = _chunks(report, full)
+    while part := "".join(islice(chunks, 512)):
+        out.write(part.encode("utf-8", "replace"))

@@ -32,7 +32,7 @@ from ..model import (
     Symbol,
     TensorDesc,
 )
-from ..summary import Overview, Tally, break_title, compile_ref, is_recompile
+from ..summary import MAX_BREAK_COMPILES, Overview, Tally, break_title, compile_ref, is_recompile
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -282,7 +282,6 @@ class Row:
 
     n: int  # place among the report's compiles
     at: tuple[int, int]  # (log, place in the log): where to read the compile again
-    order: int  # _detail_order: 0 failures, 1 breaks, restarts and recompiles, 2 the rest
     ref: str  # compile_ref: the id, with its log when the page has several logs
     anchor: str
     key: str
@@ -435,24 +434,23 @@ class Page:
     many: bool
     statuses: list[str]
     limits: dict[str, str]
-    anchors: dict[tuple[str, str], str]  # (log name, compile key) -> anchor, for shown compiles
     break_anchor: dict[str, str]  # graph-break reason -> its row in the graph-break table
 
     def views(self) -> Iterator[CompileView]:
         """The section of each compile the page shows, in log order, one compile read at a time."""
         want = {r.n: r for r in self.compiles}
-        last = max(want, default=-1)
+        if not want:
+            return
+        last = max(want)
         shared: dict[tuple[str, str], tuple[str, str]] = {}
         n = -1
         for log in self.report.logs:
-            if n >= last:
-                return
             for c in log.compiles:
                 n += 1
                 r = want.get(n)
                 if r is not None:
                     yield section(r, c, self, shared)
-                if n >= last:
+                if n == last:
                     return
 
 
@@ -506,8 +504,8 @@ def build(report: Report, full: bool = False) -> Page:
             "metric": nbytes(METRIC_BYTES),
             "compiles": str(DETAIL_COMPILES),
             "rows": str(PAGE_COMPILES),
+            "break_compiles": str(MAX_BREAK_COMPILES),
         },
-        anchors=anchors,
         break_anchor={b.reason: b.anchor for b in breaks},
     )
 
@@ -543,7 +541,7 @@ class _Pick:
         order = _detail_order(c)
         key = (-order, -n)
         if self.full:
-            self.rows.append((*key, self.row(li, k, n, order, c, True)))
+            self.rows.append((*key, self.row(li, k, n, c, True)))
             return
         if self.cap <= 0 or (len(self.rows) >= self.cap and key < self.rows[0][:2]):
             self._hide_count(c.status, _listed_recompile(c))
@@ -551,7 +549,7 @@ class _Pick:
         in_detail = len(self.detailed) < self.detail_cap or (
             self.detail_cap > 0 and key > self.detailed[0][:2]
         )
-        r = self.row(li, k, n, order, c, in_detail)
+        r = self.row(li, k, n, c, in_detail)
         heapq.heappush(self.rows, (*key, r))
         if len(self.rows) > self.cap:
             out = heapq.heappop(self.rows)[2]
@@ -565,14 +563,13 @@ class _Pick:
         self.hidden_problems += status in _PROBLEMS
         self.hidden_recompiles += recompile
 
-    def row(self, li: int, k: int, n: int, order: int, c: Compile, detail: bool) -> Row:
+    def row(self, li: int, k: int, n: int, c: Compile, detail: bool) -> Row:
         ref = compile_ref(c, self.many)
         anchor = unique(self.used, "c-" + _ANCHOR_UNSAFE.sub("_", ref))
         ph = c.phases
         r = Row(
             n=n,
             at=(li, k),
-            order=order,
             ref=ref,
             anchor=anchor,
             key=c.key,
@@ -614,7 +611,7 @@ class _Pick:
                 rc.compared,
             )
             r.changes = len(rc.input_changes)
-        elif _listed_recompile(c):
+        if _listed_recompile(c):
             r.recompile_reasons = c.recompile_reasons
         r.payloads = planned(c, not detail)
         if detail and not self.full:
