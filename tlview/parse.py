@@ -28,6 +28,7 @@ _PREFIX = re.compile(rb"(?:\[rank(\d{1,9})\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) 
 _RECORD_START = re.compile(rb"\n(?=[^\t\n\r])")
 _LAST_RECORD_START = re.compile(rb".*\n(?=[^\t\n\r])", re.S)
 _GZIP_MAGIC = b"\x1f\x8b"
+_NEWLINE_TAB = re.compile(rb"\n\t")
 # A run of NUL bytes, as a crash leaves in a log file: kept as one NUL, so a file of zeros
 # with no line break cannot fill memory; the line that holds it is reported.
 _NULS = re.compile(rb"\x00{2,}")
@@ -264,7 +265,7 @@ class Reader:
         return rec
 
     def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
-        data = raw.replace(b"\n\t", b"\n")
+        data = _untab(raw, rec.payload_lines - 1)
         if expected is None:
             rec.payload = data
             self.bad(rec.line + 1, "payload lines under a record without has_payload")
@@ -281,6 +282,11 @@ class Reader:
         if hashlib.md5(data, usedforsecurity=False).hexdigest() == expected:
             rec.payload = data
             return
+        exact = _NEWLINE_TAB.sub(b"\n", raw)
+        if exact != data and hashlib.md5(exact, usedforsecurity=False).hexdigest() == expected:
+            rec.payload = exact
+            return
+        data = exact
         for fixed in _repairs(data):
             if hashlib.md5(fixed, usedforsecurity=False).hexdigest() == expected:
                 rec.payload = fixed
@@ -348,6 +354,18 @@ class Reader:
             time=m.group(2).decode(),
             rank=rank_v if rank_v is not None else (int(rank) if rank else None),
         ), ""
+
+
+def _untab(raw: bytes, tabs: int) -> bytes:
+    """Payload lines without the TAB that starts each of them (`raw` starts after the first).
+
+    When the only TABs are the `tabs` that start lines (the usual case), deleting every TAB is
+    twice as fast as replacing "\n\t"; otherwise, or if the md5 then disagrees, the exact
+    replacement is used.
+    """
+    if raw.count(b"\t") == tabs:
+        return raw.translate(None, b"\t")
+    return _NEWLINE_TAB.sub(b"\n", raw)
 
 
 def _repairs(data: bytes) -> Iterator[bytes]:
