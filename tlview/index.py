@@ -98,7 +98,7 @@ MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has abo
 OTHER_KINDS = "(other kinds)"
 _CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
-KEEP_DESCRIBERS = 16  # describers whose tensors stay at hand for cross-compile references
+KEEP_DESCRIBERS = 4  # describers whose tensors stay at hand for cross-compile references
 
 
 @dataclass(slots=True)

@@ -17,6 +17,9 @@ from .model import Compile, CompileId, GraphBreak, StackFrame
 
 # Compiles held in memory per log; beyond this the least recently touched go to a temp file.
 IN_MEMORY = 256
+# ... and at most about this many bytes of them (see `weight`), the most recent few aside.
+IN_MEMORY_BYTES = 8 << 20
+KEEP_RECENT = 4
 # Whether a pickled CompileList hands over its spill file (same machine) or its contents.
 SEND_FILES = True
 # Strings longer than this (configs, versions, stacks) are pickled once per log, by reference.
@@ -134,6 +137,17 @@ class Facts:
         c.stack = self.stack
 
 
+def weight(c: Compile) -> int:
+    """Roughly the bytes a compile holds in memory: mostly its described tensors."""
+    n = 4096 + 120 * len(c.phases) + 300 * (len(c.graphs) + len(c.artifacts) + len(c.events))
+    for s in c.input_sets:
+        n += 1000 * len(s.tensors) + 200 * (len(s.storages) + len(s.sources))
+    for p in c.payloads():
+        if p.text is not None:
+            n += len(p.text)
+    return n
+
+
 class OpenCompiles:
     """The compiles of a log while it is read: recent ones in memory, older ones on disk."""
 
@@ -164,6 +178,13 @@ class OpenCompiles:
         self.mem.move_to_end(cid)
         while len(self.mem) > self.limit:
             self.evict()
+        # Compiles with hundreds of inputs weigh megabytes: bound the bytes too, keeping
+        # the few most recent (records for them may still come).
+        if len(self.mem) > KEEP_RECENT:
+            total = sum(weight(x) for x in self.mem.values())
+            while total > IN_MEMORY_BYTES and len(self.mem) > KEEP_RECENT:
+                total -= weight(next(iter(self.mem.values())))
+                self.evict()
 
     def evict(self) -> None:
         old, oc = self.mem.popitem(last=False)
