@@ -17,6 +17,11 @@ from .model import BadLine, LogIndex
 from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
 
 PARALLEL_MIN = 64 << 20  # smaller logs are read in one process: a fork costs more than it saves
+PREFIX_BUF = 8 << 20
+# Where the second reader starts, as a fraction of the file: a little past the middle, since it
+# first counts the lines and finds the interned names before its start (about 5x cheaper a
+# byte than reading records) while the first reader starts at once.
+SPLIT_AT = 0.54
 _STR = b'] {"str": ['
 
 
@@ -68,23 +73,23 @@ def prefix(path: Path, end: int) -> tuple[int, dict[int, dict[int, str]]]:
 
     lines = 0
     tables: dict[int, dict[int, str]] = {}
-    with path.open("rb") as f:
-        carry = b""
-        left = end
-        while left > 0:
-            chunk = f.read(min(1 << 23, left))
-            if not chunk:
+    buf = bytearray(PREFIX_BUF)
+    view = memoryview(buf)
+    with path.open("rb", buffering=0) as f:
+        pos = 0
+        while pos < end:
+            n = f.readinto(view[: min(len(buf), end - pos)])
+            if not n:
                 break
-            left -= len(chunk)
-            data = carry + chunk
-            cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
-            body, carry = data[:cut], data[cut:]
-            lines += body.count(b"\n")
-            i = body.find(_STR)
+            # Whole lines only, so a record is never cut between two reads.
+            last = buf.rfind(b"\n", 0, n)
+            stop = n if pos + n >= end or last < 0 else last + 1
+            lines += buf.count(b"\n", 0, stop)
+            i = buf.find(_STR, 0, stop)
             while i >= 0:
-                start = body.rfind(b"\n", 0, i) + 1
-                stop = body.find(b"\n", i)
-                head = body[start : len(body) if stop < 0 else stop].rstrip(b"\r")
+                start = buf.rfind(b"\n", 0, i) + 1
+                nl = buf.find(b"\n", i, stop)
+                head = bytes(buf[start : stop if nl < 0 else nl]).rstrip(b"\r")
                 m = _PREFIX.match(head)
                 try:
                     name, idx = orjson.loads(head[i - start + 2 :])["str"]
@@ -93,7 +98,9 @@ def prefix(path: Path, end: int) -> tuple[int, dict[int, dict[int, str]]]:
                 if m is not None and isinstance(name, str) and isinstance(idx, int):
                     pid = int(m.group(3))
                     tables.setdefault(pid if pid <= MAX_PID else -1, {})[idx] = name
-                i = body.find(_STR, i + 1)
+                i = buf.find(_STR, i + 1, stop)
+            pos += stop
+            f.seek(pos)
     return lines, tables
 
 
@@ -136,7 +143,7 @@ def read_halves(
 ) -> Part | None:
     """Both halves of a log, read at once by this process and a forked one, merged."""
     size = path.stat().st_size
-    mid = record_start(path, size // 2)
+    mid = record_start(path, int(size * SPLIT_AT))
     if mid is None or mid >= size:
         return None
     ctx = multiprocessing.get_context("fork")
