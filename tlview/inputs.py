@@ -88,7 +88,21 @@ def _referenced(tensors: dict[int, TensorDesc]) -> set[int]:
     return refs
 
 
+# Fields that can make a tensor need a note; most tensors have none of them.
+_NOTED = frozenset(
+    {
+        "is_sparse",
+        "is_functorch_wrapped",
+        "is_batchedtensor",
+        "is_gradtrackingtensor",
+        "is_functional",
+    }
+)
+
+
 def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
+    if storage is not None and storage.size != 0 and _NOTED.isdisjoint(t.fields):
+        return []  # the common case, decided without looking further
     notes = []
     if t.flag("is_sparse"):
         notes.append("sparse: the log has no indices, values or nnz")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -197,7 +198,8 @@ class TensorDesc:
         return class_name(self.fields.get("type"))
 
     def flag(self, name: str) -> bool:
-        return bool(self.get(name))
+        # Every boolean field defaults to False (TENSOR_DEFAULTS).
+        return bool(self.fields.get(name))
 
 
 def _id(v: Any) -> int | None:
@@ -210,6 +212,11 @@ _CLASS_REPR = re.compile(r"<class '([\w.]+)'>")
 def class_name(v: Any) -> str | None:
     if not isinstance(v, str):
         return None
+    return _class_name(v)
+
+
+@functools.lru_cache(maxsize=256)
+def _class_name(v: str) -> str:
     m = _CLASS_REPR.fullmatch(v.strip())
     return m.group(1) if m else v
 
@@ -221,6 +228,11 @@ def device_name(v: Any) -> str:
     """`device(type='cuda', index=0)` -> `cuda:0`, the form users type."""
     if not isinstance(v, str):
         return "?"
+    return _device_name(v)
+
+
+@functools.lru_cache(maxsize=256)
+def _device_name(v: str) -> str:
     m = _DEVICE_REPR.fullmatch(v.strip())
     if not m:
         return v
