@@ -340,6 +340,7 @@ class CompileView:
     row: Row
     inputs: list[InputView] = field(default_factory=list)
     storages: list[StorageView] = field(default_factory=list)
+    plain_storages: int = 0  # storages holding exactly one input, whole: counted, not drawn
     graphs: list[PayloadView] = field(default_factory=list)
     guards: PayloadView | None = None
     artifacts: list[PayloadView] = field(default_factory=list)
@@ -790,7 +791,9 @@ def section(
             v.artifacts.append(pv)
     if not r.detail:
         return v
-    v.storages = storages(c)
+    drawn = storages(c)
+    v.storages = [sv for sv in drawn if not _plain(sv)]
+    v.plain_storages = len(drawn) - len(v.storages)
     v.symbols = c.symbols
     v.events = c.events
     if c.metrics:
@@ -1097,6 +1100,14 @@ def storages(c: Compile) -> list[StorageView]:
         _scale(sv)
     out.sort(key=lambda s: (s.alias_group is None, s.alias_group or 0))
     return out
+
+
+def _plain(sv: StorageView) -> bool:
+    """A storage with one input covering all of it: nothing to see in a picture of aliasing."""
+    if sv.alias_group or sv.note or len(sv.spans) != 1:
+        return False
+    sp = sv.spans[0]
+    return sp.input and sp.start == 0 and isinstance(sv.size, int) and sp.end == sv.size
 
 
 def _scale(sv: StorageView) -> None:
