@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .model import Compile, Input, StorageDesc, TensorDesc
+from .model import Compile, Input, StorageDesc, TensorDesc, as_id
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 # Fields that link one described tensor to another in the same describer.
@@ -71,6 +71,9 @@ def compact(b: dict[str, Any], intern: Callable[[str], str]) -> dict[str, Any]:
     return out
 
 
+_LINKING = frozenset((*LINK_FIELDS, "attrs"))
+
+
 def links(t: TensorDesc) -> list[int]:
     """Ids of the tensors this one names: its base, grad, sparse parts."""
     return [
@@ -83,6 +86,8 @@ def links(t: TensorDesc) -> list[int]:
 def _referenced(tensors: dict[int, TensorDesc]) -> set[int]:
     refs: set[int] = set()
     for t in tensors.values():
+        if _LINKING.isdisjoint(t.fields):
+            continue  # most tensors name no other tensor
         refs.update(links(t))
         refs.update(t.attrs.values())
     return refs
@@ -147,16 +152,20 @@ def resolve(c: Compile) -> list[Input]:
             if t is None:
                 t = TensorDesc(tid, {})
                 notes.append(f"tensor {tid} was named by a source but never described")
-            st = st_by_id.get(t.storage) if t.storage is not None else None
+            f = t.fields
+            sid, base, grad = as_id(f.get("storage")), as_id(f.get("base")), as_id(f.get("grad"))
+            st = st_by_id.get(sid) if sid is not None else None
             inp = Input(
                 tensor=t,
                 sources=srcs,
                 storage=st,
-                storage_key=None if t.storage is None else f"{s.describer}:{t.storage}",
+                storage_key=None if sid is None else f"{s.describer}:{sid}",
                 describer=s.describer,
-                base=by_id.get(t.base) if t.base is not None else None,
-                grad=by_id.get(t.grad) if t.grad is not None else None,
-                inner={k: by_id[i] for k, i in t.attrs.items() if i in by_id},
+                base=by_id.get(base) if base is not None else None,
+                grad=by_id.get(grad) if grad is not None else None,
+                inner={k: by_id[i] for k, i in t.attrs.items() if i in by_id}
+                if "attrs" in f
+                else {},
                 superseded=s.superseded,
                 notes=notes + _notes(t, st),
             )

@@ -175,22 +175,22 @@ class TensorDesc:
 
     @property
     def storage(self) -> int | None:
-        return _id(self.fields.get("storage"))
+        return as_id(self.fields.get("storage"))
 
     @property
     def base(self) -> int | None:
-        return _id(self.fields.get("base"))
+        return as_id(self.fields.get("base"))
 
     @property
     def grad(self) -> int | None:
-        return _id(self.fields.get("grad"))
+        return as_id(self.fields.get("grad"))
 
     @property
     def attrs(self) -> dict[str, int]:
         v = self.fields.get("attrs")
         if not isinstance(v, dict):
             return {}
-        return {str(k): i for k, i in v.items() if _id(i) is not None}
+        return {str(k): i for k, i in v.items() if as_id(i) is not None}
 
     @property
     def type_name(self) -> str | None:
@@ -202,7 +202,7 @@ class TensorDesc:
         return bool(self.fields.get(name))
 
 
-def _id(v: Any) -> int | None:
+def as_id(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
