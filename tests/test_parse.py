@@ -80,14 +80,34 @@ def test_payload_text_keeps_unusual_line_breaks() -> None:
 
 
 def test_small_chunks_give_the_same_records(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Records and payloads that straddle read chunks are put back together.
+    # Records and payloads that straddle read chunks (streams) or windows (mapped files) are
+    # put back together, and both ways of reading give the same records and line counts.
     import tlview.parse as parse
 
     path = only_log("mlp_aot_eager")
-    whole = [(r.line, r.kind, r.payload) for r in Reader(path)]
+    reader = Reader(path)
+    whole = [(r.line, r.kind, r.payload, r.payload_ok) for r in reader]
+    monkeypatch.setattr(parse, "WINDOW", 97)
+    small = Reader(path)
+    assert [(r.line, r.kind, r.payload, r.payload_ok) for r in small] == whole
+    monkeypatch.setenv("TLVIEW_NO_MMAP", "1")
     monkeypatch.setattr(parse, "CHUNK", 97)
-    chunked = [(r.line, r.kind, r.payload) for r in Reader(path)]
-    assert chunked == whole
+    chunked = Reader(path)
+    assert [(r.line, r.kind, r.payload, r.payload_ok) for r in chunked] == whole
+    assert reader.lines == small.lines == chunked.lines
+
+
+@pytest.mark.parametrize("folder", ["truncated_log", "subclasses", "export", "dtypes_zoo"])
+def test_mapped_and_streamed_reads_agree(folder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = only_log(folder)
+    bad_mapped: list = []
+    mapped = Reader(path, on_bad=bad_mapped.append)
+    got = [(r.line, r.kind, r.payload, r.payload_ok) for r in mapped]
+    monkeypatch.setenv("TLVIEW_NO_MMAP", "1")
+    bad_streamed: list = []
+    streamed = Reader(path, on_bad=bad_streamed.append)
+    assert [(r.line, r.kind, r.payload, r.payload_ok) for r in streamed] == got
+    assert mapped.lines == streamed.lines and bad_mapped == bad_streamed
 
 
 def test_gzip_log_reads_like_the_plain_one(tmp_path: Path) -> None:

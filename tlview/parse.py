@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
+import mmap
 import os
 import re
 import zlib
@@ -18,6 +20,7 @@ from .errors import EXIT_NO_TRACE, TlviewError
 from .model import BadLine, CompileId
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
+WINDOW = 1 << 24  # bytes of a mapped file read at a time (then let go of)
 MAX_BAD_KEPT = 1000  # bad lines listed per log; the rest are counted
 MAX_RETRIES = 8  # records looked for on one damaged line (each try parses the rest of it)
 
@@ -148,7 +151,71 @@ class Reader:
 
     def __iter__(self) -> Iterator[Record]:
         with self.opener(self.path) as f:
-            yield from self._read(f)
+            mm = _mapped(f)
+            if mm is None:
+                yield from self._read(f)
+                return
+            try:
+                yield from self._read_mapped(mm)
+            finally:
+                mm.close()
+
+    def _read_mapped(self, mm: mmap.mmap) -> Iterator[Record]:
+        """Read a mapped plain file a window at a time, each unit copied out once."""
+        pos, end, line = self.span if self.span is not None else (0, len(mm), 1)
+        last = line - 1
+        done = pos - pos % mmap.ALLOCATIONGRANULARITY  # start of the pages still mapped in
+        while pos < end:
+            limit = min(end, pos + WINDOW)
+            cut = end
+            if limit < end:
+                m = _LAST_RECORD_START.match(mm, pos, limit)
+                if m is None:  # one record longer than a window: read to the next record
+                    m2 = _RECORD_START.search(mm, limit, end)
+                    cut = end if m2 is None else m2.start()
+                else:
+                    cut = m.end() - 1
+            final = cut >= end
+            if mm.find(b"\x00", pos, cut) >= 0:
+                # NUL bytes (a crash's leftovers): read this part as the chunked reader does.
+                region = _NULS.sub(b"\x00", mm[pos:cut])
+                if final and region.endswith(b"\n"):
+                    region = region[:-1]
+                last = yield from self._units(region, line)
+            else:
+                last = yield from self._units_mapped(mm, pos, cut, line, final)
+            self.bytes_read += cut + 1 - pos
+            if self._on_chunk is not None:
+                self._on_chunk(cut + 1 - pos)
+            pos, line = cut + 1, last + 1
+            keep = min(pos, end) - min(pos, end) % mmap.ALLOCATIONGRANULARITY
+            if keep > done:
+                # Pages behind us leave this process's memory (they stay in the page cache).
+                mm.madvise(mmap.MADV_DONTNEED, done, keep - done)
+                done = keep
+        self.lines = last
+
+    def _units_mapped(
+        self, mm: mmap.mmap, a: int, b: int, line: int, final: bool
+    ) -> Generator[Record, None, int]:
+        """`_units` over mm[a:b], each unit copied out once; returns the last line's number."""
+        start = a
+        for m in _RECORD_START.finditer(mm, a, b):
+            unit = mm[start : m.start()]
+            n = unit.count(b"\n")
+            rec = self._unit(unit, 0, len(unit), line, n)
+            if rec is not None:
+                yield rec
+            line += n + 1
+            start = m.end()
+        unit = mm[start:b]
+        if final and unit.endswith(b"\n"):
+            unit = unit[:-1]  # the last line break ends the last line; it is not a payload's
+        n = unit.count(b"\n")
+        rec = self._unit(unit, 0, len(unit), line, n)
+        if rec is not None:
+            yield rec
+        return line + n
 
     def _chunks(self, f: IO[bytes]) -> Iterator[bytes]:
         raw = getattr(f, "fileobj", None) or f  # progress counts file bytes, also for .gz
@@ -366,6 +433,18 @@ def _untab(raw: bytes) -> bytes:
     tries the exact replacement before calling the payload damaged.
     """
     return raw.translate(None, b"\t")
+
+
+def _mapped(f: IO[bytes]) -> mmap.mmap | None:
+    """A read-only map of a plain, non-empty local file, else None (read it in chunks)."""
+    if not isinstance(f, io.BufferedReader | io.FileIO) or os.environ.get("TLVIEW_NO_MMAP"):
+        return None
+    try:
+        if os.fstat(f.fileno()).st_size == 0 or not f.seekable():
+            return None
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
 
 
 def _repairs(data: bytes) -> Iterator[bytes]:

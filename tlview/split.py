@@ -131,7 +131,10 @@ def read_part(
 
 def _child(conn: Connection, path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> None:
     try:
-        conn.send(read_part(path, log, keep, span))
+        part = read_part(path, log, keep, span)
+        for ix in part.indexers.values():
+            ix.compiles.spill_all()  # the file changes hands, not the compiles
+        conn.send(part)
     except BaseException as e:  # the parent reads the part itself instead
         conn.send(f"{type(e).__name__}: {e}")
     finally:

@@ -192,6 +192,12 @@ class OpenCompiles:
             self.file = SpillFile()
         self.disk[old] = (self.file.dump(oc), Facts.of(oc))
 
+    def spill_all(self) -> None:
+        """Put every compile on disk (before sending this reader's work to another process)."""
+        if self.disk:  # a log this small stays in memory
+            while self.mem:
+                self.evict()
+
     def keys(self) -> list[CompileId | None]:
         return [*self.mem, *self.disk]
 
