@@ -16,7 +16,7 @@ import orjson
 from .model import BadLine, LogIndex
 from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
 
-PARALLEL_MIN = 64 << 20  # smaller logs are read in one process: a fork costs more than it saves
+PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 PREFIX_BUF = 8 << 20
 # Where the second reader starts, as a fraction of the file: a little past the middle, since it
 # first counts the lines and finds the interned names before its start (about 5x cheaper a
