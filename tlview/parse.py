@@ -184,9 +184,10 @@ class Reader:
                 last = yield from self._units(region, line)
             else:
                 last = yield from self._units_mapped(mm, pos, cut, line, final)
-            self.bytes_read += cut + 1 - pos
+            step = min(cut + 1, end) - pos  # the region and the line break after it
+            self.bytes_read += step
             if self._on_chunk is not None:
-                self._on_chunk(cut + 1 - pos)
+                self._on_chunk(step)
             pos, line = cut + 1, last + 1
             keep = min(pos, end) - min(pos, end) % mmap.ALLOCATIONGRANULARITY
             if keep > done:
