@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import gzip
 import os
 import re
 import sys
@@ -18,7 +17,7 @@ from .divergence import Facts, facts
 from .errors import EXIT_NEEDS_TORCH, EXIT_NO_TRACE, TlviewError
 from .index import Keep, read_log
 from .model import LogIndex
-from .parse import Opener, discover, open_log, sniff
+from .parse import Gunzip, Opener, discover, open_log, sniff
 
 # An optional dependency is missing: the same status as for torch.
 EXIT_NEEDS_EXTRA = EXIT_NEEDS_TORCH
@@ -186,24 +185,10 @@ def _url_opener(url: str) -> Opener:
         head = raw.read(2)
         raw.seek(0)
         if head == _GZIP_MAGIC:
-            return _Gunzip(raw)  # type: ignore[return-value]
+            return Gunzip(raw)  # type: ignore[return-value]
         return raw
 
     return open_url
-
-
-class _Gunzip(gzip.GzipFile):
-    """A gzip stream over a remote file that closes the file with it."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        super().__init__(fileobj=raw, mode="rb")
-        self._raw = raw
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw.close()
 
 
 # -- the map: in this process, on a local pool, or on a Dask cluster -----------------------------

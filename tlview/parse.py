@@ -99,12 +99,12 @@ def open_log(path: Path) -> IO[bytes]:
     except OSError:
         magic = b""
     if magic == _GZIP_MAGIC:
-        return _GzipFile(f)  # type: ignore[return-value]
+        return Gunzip(f)  # type: ignore[return-value]
     return f
 
 
-class _GzipFile(gzip.GzipFile):
-    """A gzip stream that closes the file under it."""
+class Gunzip(gzip.GzipFile):
+    """A gzip stream that closes the file under it (local or remote)."""
 
     def __init__(self, raw: IO[bytes]) -> None:
         super().__init__(fileobj=raw, mode="rb")

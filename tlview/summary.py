@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .model import BreakSummary, Compile, Report
+from .model import BreakSummary, Compile, Input, Report
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 
@@ -110,6 +110,33 @@ def overview(report: Report) -> Overview:
     for c in report.compiles:
         tally.add(c)
     return tally.done()
+
+
+def input_flags(i: Input) -> str:
+    """What sets an input apart, in a few words: param, grad, non-leaf, view, subclass, ..."""
+    t = i.tensor
+    out = []
+    if t.flag("is_parameter"):
+        out.append("param")
+    if t.flag("requires_grad"):
+        out.append("grad")
+    if not t.flag("is_leaf") and t.fields:
+        out.append("non-leaf")
+    if t.flag("is_view"):
+        base = i.base.id if i.base is not None else t.base
+        out.append("view" if base is None else f"view of {base}")
+    if i.grad is not None:
+        out.append(".grad")
+    if t.type_name:
+        out.append(t.type_name.rsplit(".", 1)[-1])
+    if t.get("layout") != "torch.strided":
+        out.append(str(t.get("layout")).replace("torch.", ""))
+    for name in ("is_conj", "is_neg", "is_inference", "is_functional", "is_nested"):
+        if t.flag(name):
+            out.append(name.removeprefix("is_"))
+    if i.superseded:
+        out.append("superseded")
+    return " ".join(out)
 
 
 def break_title(reason: str) -> str:

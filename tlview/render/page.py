@@ -32,7 +32,15 @@ from ..model import (
     Symbol,
     TensorDesc,
 )
-from ..summary import MAX_BREAK_COMPILES, Overview, Tally, break_title, compile_ref, is_recompile
+from ..summary import (
+    MAX_BREAK_COMPILES,
+    Overview,
+    Tally,
+    break_title,
+    compile_ref,
+    input_flags,
+    is_recompile,
+)
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -991,29 +999,6 @@ def _indented(s: str) -> str | None:
 
 
 # -- inputs and the aliasing picture --------------------------------------------------------------
-def flags(i: Input) -> str:
-    t = i.tensor
-    out = []
-    if t.flag("is_parameter"):
-        out.append("param")
-    if t.flag("requires_grad"):
-        out.append("grad")
-    if not t.flag("is_leaf") and t.fields:
-        out.append("non-leaf")
-    if t.flag("is_view"):
-        out.append("view")
-    if i.grad is not None:
-        out.append(".grad")
-    if t.type_name:
-        out.append(t.type_name.rsplit(".", 1)[-1])
-    if t.get("layout") != "torch.strided":
-        out.append(str(t.get("layout")).replace("torch.", ""))
-    for name in ("is_conj", "is_neg", "is_inference", "is_functional", "is_nested"):
-        if t.flag(name):
-            out.append(name.removeprefix("is_"))
-    if i.superseded:
-        out.append("superseded")
-    return " ".join(out)
 
 
 def input_view(i: Input) -> InputView:
@@ -1027,7 +1012,7 @@ def input_view(i: Input) -> InputView:
         dtype=t.dtype.replace("torch.", ""),
         device=t.device,
         storage="" if st is None else nbytes(st.size),
-        flags=flags(i),
+        flags=input_flags(i),
         inner=list(i.inner.items()),
     )
 

@@ -13,8 +13,8 @@ from rich.text import Text
 from .. import __version__
 from ..divergence import span
 from ..explain import change_text, limit_text
-from ..model import Compile, Input, Report
-from ..summary import Overview, break_title, compile_ref, overview
+from ..model import Compile, Report
+from ..summary import Overview, break_title, compile_ref, input_flags, overview
 
 STATUS_STYLE = {
     "ok": "green",
@@ -330,32 +330,6 @@ def failures(report: Report, console: Console) -> None:
             T(_short_path(c.fail_where, 3) if c.fail_where else ""),
         )
     console.print(t)
-
-
-def input_flags(i: Input) -> str:
-    t = i.tensor
-    flags = []
-    if t.flag("is_parameter"):
-        flags.append("param")
-    if t.flag("requires_grad"):
-        flags.append("grad")
-    if not t.flag("is_leaf") and t.fields:
-        flags.append("non-leaf")
-    if t.flag("is_view"):
-        flags.append(f"view of {i.base.id if i.base else t.base}")
-    if i.grad is not None:
-        flags.append(".grad")
-    if t.type_name:
-        flags.append(t.type_name.rsplit(".", 1)[-1])
-    if t.get("layout") != "torch.strided":
-        flags.append(str(t.get("layout")).replace("torch.", ""))
-    if t.flag("is_conj"):
-        flags.append("conj")
-    if t.flag("is_neg"):
-        flags.append("neg")
-    if i.superseded:
-        flags.append("superseded")
-    return " ".join(flags)
 
 
 def inputs_table(c: Compile, console: Console, title: str) -> None:
