@@ -17,7 +17,7 @@ from .divergence import Facts, facts
 from .errors import EXIT_NEEDS_TORCH, EXIT_NO_TRACE, TlviewError
 from .index import Keep, read_log
 from .model import LogIndex
-from .parse import Gunzip, Opener, discover, open_log, sniff
+from .parse import Gunzip, Opener, directory_notes, discover, open_log, sniff
 
 # An optional dependency is missing: the same status as for torch.
 EXIT_NEEDS_EXTRA = EXIT_NEEDS_TORCH
@@ -124,19 +124,7 @@ def _find_url(url: str) -> Found:
             sources.append(Source(fs.unstrip_protocol(entry["name"]), size))
         else:
             skipped.append(name)
-    notes = []
-    if skipped:
-        notes.append(
-            f"ignored {len(skipped)} file(s) not named *.log or *.log.gz: {_names(skipped)}"
-        )
-    if subdirs:
-        notes.append(f"did not enter {len(subdirs)} subdirector(ies): {_names(subdirs)}")
-    return Found(sources, notes, True)
-
-
-def _names(names: list[str], n: int = 5) -> str:
-    shown = ", ".join(names[:n])
-    return shown + (f" and {len(names) - n} more" if len(names) > n else "")
+    return Found(sources, directory_notes(skipped, subdirs), True)
 
 
 # -- reading one log: a pure function, run wherever the map puts it ------------------------------

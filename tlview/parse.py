@@ -534,6 +534,11 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
             logs.append(Path(entry.path))
         else:
             skipped.append(entry.name)
+    return logs, directory_notes(skipped, subdirs)
+
+
+def directory_notes(skipped: list[str], subdirs: list[str]) -> list[str]:
+    """What reading a directory left out, said once for local and remote directories."""
     notes = []
     if skipped:
         notes.append(
@@ -541,7 +546,7 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
         )
     if subdirs:
         notes.append(f"did not enter {len(subdirs)} subdirector(ies): {_names(subdirs)}")
-    return logs, notes
+    return notes
 
 
 def _names(names: list[str], n: int = 5) -> str:
