@@ -224,7 +224,7 @@ class Indexer:
         """The innermost frame of a stack that is not torch's own code."""
         frames = self.stack(v, rec)
         for f in reversed(frames):
-            if not _is_torch_file(f.file):
+            if not is_torch_file(f.file):
                 return f
         return frames[0] if frames else None
 
@@ -802,7 +802,8 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         final.status = "ok"
 
 
-def _is_torch_file(path: str) -> bool:
+def is_torch_file(path: str) -> bool:
+    """A frame in torch's own code (not the user's), by its file's path."""
     p = path.replace("\\", "/")
     return "/torch/" in p and ("-packages/" in p or p.startswith("torch/"))
 

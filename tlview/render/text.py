@@ -13,6 +13,7 @@ from rich.text import Text
 from .. import __version__
 from ..divergence import span
 from ..explain import change_text, limit_text
+from ..index import is_torch_file
 from ..model import Compile, Report
 from ..summary import Overview, break_title, compile_ref, input_flags, overview
 
@@ -386,7 +387,8 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
     title = f"{compile_ref(c, many)}  {c.function or ''}  [{c.status}]"
     console.rule(T(title), align="left")
     if c.stack:
-        user = c.stack[-3:] if not full else c.stack
+        # The user's own frames, innermost last; -v or --compile-id shows torch's too.
+        user = c.stack if full else [f for f in c.stack if not is_torch_file(f.file)][-3:]
         for f in user:
             console.print(
                 T(f"  {f.file}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else ""), "dim")
