@@ -663,7 +663,7 @@ def _negative(dims: list[int | str]) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def need_torch() -> Any:
+def need_torch(purpose: str = "rebuilding tensors") -> Any:
     """torch, imported on first use (so `tlview report` never pays for it)."""
     global _TORCH
     if _TORCH is not None:
@@ -675,7 +675,7 @@ def need_torch() -> Any:
             import torch
     except ImportError:
         raise TlviewError(
-            "rebuilding tensors needs torch: pip install 'tlview[torch]'", EXIT_NEEDS_TORCH
+            f"{purpose} needs torch: pip install 'tlview[torch]'", EXIT_NEEDS_TORCH
         ) from None
     _TORCH = torch
     return torch

@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,7 +26,7 @@ from typing import Any
 
 from . import __version__
 from . import graphcode as gc
-from .errors import EXIT_NEEDS_TORCH, EXIT_REFUSED, EXIT_USAGE, TlviewError
+from .errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .index import Keep
 from .model import Compile, CompileId, InputSet, Payload, Report
 
@@ -373,15 +372,9 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
 
 def _torch() -> Any:
     """torch, imported when a repro is made (never for `tlview report`)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-            import torch
-    except ImportError:
-        raise TlviewError(
-            "tlview repro needs torch: pip install 'tlview[torch]'", EXIT_NEEDS_TORCH
-        ) from None
-    return torch
+    from .rebuild import need_torch
+
+    return need_torch("tlview repro")
 
 
 def _op_exists(ns: str, name: str) -> bool:
