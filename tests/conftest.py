@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -51,3 +53,27 @@ def run_cli(*args: str) -> Result:
     from tlview.cli import main
 
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def report_json(path: Path | str, *extra: str) -> dict[str, Any]:
+    """`tlview report PATH --format json`, run in-process, parsed; it must succeed."""
+    result = run_cli("report", path, "--format", "json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def gloo_rank0() -> Path:
+    """Rank 0 of the corpus's real 2-rank DDP job."""
+    return corpus("multirank_gloo", "dedicated_log_torch_trace_rank_0_f534302x.log")
+
+
+def fake_dim(d: Any) -> Any:
+    """A rebuilt tensor's dim as an int (a symbol's hint for fakes), or `j` for a nested int."""
+    if isinstance(d, int):
+        return d
+    node = d.node
+    if node.is_nested_int():
+        return "j"
+    if node.maybe_as_int() is not None:
+        return node.maybe_as_int()
+    return node.hint if isinstance(node.hint, int) else "j"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, run_cli
+from conftest import ROOT, corpus, gloo_rank0, run_cli
 
 from tlview.load import load
 
@@ -19,10 +19,6 @@ distributed = pytest.importorskip("distributed")
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job  # noqa: E402  (benchmarks/ is not a package)
-
-
-def gloo_rank0() -> Path:
-    return corpus("multirank_gloo", "dedicated_log_torch_trace_rank_0_f534302x.log")
 
 
 def report_json(path: Path | str, *extra: str, env: dict[str, str] | None = None) -> Any:

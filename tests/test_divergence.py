@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,23 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, run_cli
+from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli
 
 from tlview.divergence import artifact_meta, span
 from tlview.load import load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job  # noqa: E402  (benchmarks/ is not a package)
-
-
-def gloo_rank0() -> Path:
-    return corpus("multirank_gloo", "dedicated_log_torch_trace_rank_0_f534302x.log")
-
-
-def report_json(path: Path | str, *extra: str) -> dict[str, Any]:
-    result = run_cli("report", path, "--format", "json", *extra)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def kinds(data: dict[str, Any]) -> dict[tuple[str, tuple[int, ...]], str]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import json
 import multiprocessing
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, run_cli
+from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli
 
 import tlview.store as store
 from tlview.jobs import Source, find, read_one
@@ -18,16 +17,6 @@ from tlview.load import load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job  # noqa: E402  (benchmarks/ is not a package)
-
-
-def gloo_rank0() -> Path:
-    return corpus("multirank_gloo", "dedicated_log_torch_trace_rank_0_f534302x.log")
-
-
-def report_json(path: Path | str, *extra: str) -> dict[str, Any]:
-    result = run_cli("report", path, "--format", "json", *extra)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def without_paths(data: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, corpus, only_log, run_cli
+from conftest import CORPUS, corpus, fake_dim, only_log, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -41,18 +41,6 @@ def reports() -> dict[str, Report]:
     return {name: load(corpus(name)) for name in FOLDERS}
 
 
-def dim(d: Any) -> Any:
-    """An int dim, a fake's symbolic dim as its hint, or `j` for a nested int."""
-    if isinstance(d, int):
-        return d
-    node = d.node
-    if node.is_nested_int():
-        return "j"
-    if node.maybe_as_int() is not None:
-        return node.maybe_as_int()
-    return node.hint if isinstance(node.hint, int) else "j"
-
-
 def logged(d: Any) -> Any:
     if isinstance(d, str) and ("j" in d):
         return "j"
@@ -65,7 +53,7 @@ def check(name: str, x: Any, t: TensorDesc, inputs: dict[int, TensorDesc]) -> No
     assert len(x.shape) == len(size), name
     for got, want in zip(x.shape, size, strict=True):
         if isinstance(want, int) or logged(want) == "j":
-            assert dim(got) == logged(want), (name, list(x.shape), size)
+            assert fake_dim(got) == logged(want), (name, list(x.shape), size)
     assert str(x.dtype) == t.dtype, name
     assert x.requires_grad == t.flag("requires_grad"), name
     assert x.is_leaf == t.flag("is_leaf"), name
@@ -74,9 +62,9 @@ def check(name: str, x: Any, t: TensorDesc, inputs: dict[int, TensorDesc]) -> No
     if plain and t.stride is not None:
         for got, want in zip(x.stride(), t.stride, strict=True):
             if isinstance(want, int):
-                assert dim(got) == want, (name, x.stride(), t.stride)
+                assert fake_dim(got) == want, (name, x.stride(), t.stride)
         if isinstance(t.storage_offset, int):
-            assert dim(x.storage_offset()) == t.storage_offset, name
+            assert fake_dim(x.storage_offset()) == t.storage_offset, name
         assert x._is_view() == t.flag("is_view"), name
         assert x.is_conj() == t.flag("is_conj") and x.is_neg() == t.flag("is_neg"), name
     if t.grad is not None and t.grad in inputs:

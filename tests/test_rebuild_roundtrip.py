@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import fake_dim
 
 torch = pytest.importorskip("torch")
 
@@ -201,7 +202,7 @@ def only(rep: Report, function: str) -> Compile:
 def check(name: str, t: Any, want: dict[str, Any], fake: bool = False) -> None:
     """The rebuilt tensor has the original's metadata (sizes as logged hints for fakes)."""
     assert type(t).__name__ in (want["type"], "FakeTensor"), (name, type(t))
-    assert [_dim(d) for d in t.shape] == _mask(want["size"]), name
+    assert [fake_dim(d) for d in t.shape] == _mask(want["size"]), name
     assert str(t.dtype) == want["dtype"], name
     assert t.requires_grad == want["requires_grad"], name
     assert t.is_leaf == want["is_leaf"], name
@@ -220,19 +221,6 @@ def check(name: str, t: Any, want: dict[str, Any], fake: bool = False) -> None:
         check(f"{name}.grad", grad, want["grad"], fake)
     else:
         assert grad is None, name
-
-
-def _dim(d: Any) -> Any:
-    """A dim as an int (a symbol's hint for fakes), or `j` for a nested int."""
-    if isinstance(d, int):
-        return d
-    node = d.node
-    if node.is_nested_int():
-        return "j"
-    if node.maybe_as_int() is not None:
-        return node.maybe_as_int()
-    hint = node.hint
-    return hint if isinstance(hint, int) else "j"
 
 
 def _mask(size: list[Any]) -> list[Any]:

@@ -9,13 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, corpus, only_log, run_cli
-
-
-def report_json(path: Path, *extra: str) -> dict[str, Any]:
-    result = run_cli("report", path, "--format", "json", *extra)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+from conftest import FIXTURES, ROOT, corpus, only_log, report_json, run_cli
 
 
 def compiles(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
