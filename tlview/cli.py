@@ -12,6 +12,13 @@ from . import __version__
 from .errors import EXIT_STRICT, TlviewError
 
 FORMATS = ("text", "json", "html", "perfetto")
+# Options of every command that writes one report.
+output_option = click.option(
+    "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
+)
+force_option = click.option(
+    "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
+)
 
 
 class Main(click.Group):
@@ -75,9 +82,7 @@ def _progress_reader(path: str) -> Any:
     show_default=True,
     help="text for the terminal, json for machines, html for a page, perfetto for a trace.",
 )
-@click.option(
-    "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
-)
+@output_option
 @click.option(
     "--compile-id",
     "compile_id",
@@ -93,9 +98,7 @@ def _progress_reader(path: str) -> Any:
 @click.option(
     "--strict", is_flag=True, help=f"Exit {EXIT_STRICT} if any line of the log was bad (for CI)."
 )
-@click.option(
-    "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
-)
+@force_option
 @click.option(
     "--full", is_flag=True, help="HTML: keep every payload whole, beyond the page budget."
 )
@@ -335,9 +338,7 @@ def _gate(failures: list[str]) -> None:
     show_default=True,
     help="text for the terminal, json for machines (tlview.diff/1), html for a page.",
 )
-@click.option(
-    "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
-)
+@output_option
 @click.option(
     "--fail-on",
     "fail_on",
@@ -346,9 +347,7 @@ def _gate(failures: list[str]) -> None:
     help=f"Exit {EXIT_STRICT} when NEW is worse, e.g. graph-breaks,recompiles,failures,compile-time:+20%.",
 )
 @click.option("-v", "--verbose", count=True, help="Text: list every frame, however many.")
-@click.option(
-    "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
-)
+@force_option
 def diff(
     base: str,
     new: str,
