@@ -156,6 +156,9 @@ class OpenCompiles:
         self.mem: OrderedDict[CompileId | None, Compile] = OrderedDict()
         self.disk: dict[CompileId | None, tuple[Spilled, Facts]] = {}
         self.file: SpillFile | None = None
+        # Weights of the compiles in memory, as last measured, and their sum.
+        self.weights: dict[CompileId | None, int] = {}
+        self.total = 0
 
     def __contains__(self, cid: CompileId | None) -> bool:
         return cid in self.mem or cid in self.disk
@@ -176,18 +179,23 @@ class OpenCompiles:
     def put(self, cid: CompileId | None, c: Compile) -> None:
         self.mem[cid] = c
         self.mem.move_to_end(cid)
-        while len(self.mem) > self.limit:
-            self.evict()
         # Compiles with hundreds of inputs weigh megabytes: bound the bytes too, keeping
-        # the few most recent (records for them may still come).
-        if len(self.mem) > KEEP_RECENT:
-            total = sum(weight(x) for x in self.mem.values())
-            while total > IN_MEMORY_BYTES and len(self.mem) > KEEP_RECENT:
-                total -= weight(next(iter(self.mem.values())))
-                self.evict()
+        # the few most recent (records for them may still come). A compile grows while it is
+        # among the most recent, so only those are weighed again; older ones keep their weight.
+        for k, (rid, rc) in enumerate(reversed(self.mem.items())):
+            if k > KEEP_RECENT:
+                break
+            w = weight(rc)
+            self.total += w - self.weights.get(rid, 0)
+            self.weights[rid] = w
+        while len(self.mem) > self.limit or (
+            self.total > IN_MEMORY_BYTES and len(self.mem) > KEEP_RECENT
+        ):
+            self.evict()
 
     def evict(self) -> None:
         old, oc = self.mem.popitem(last=False)
+        self.total -= self.weights.pop(old, 0)
         if self.file is None:
             self.file = SpillFile()
         self.disk[old] = (self.file.dump(oc), Facts.of(oc))
