@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -1055,8 +1055,3 @@ def read_log(
     for lg in logs:
         lg.bad_lines.sort(key=lambda b: b.line)
     return logs
-
-
-def iter_compiles(logs: Iterable[LogIndex]) -> Iterator[Compile]:
-    for log in logs:
-        yield from log.compiles

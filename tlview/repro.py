@@ -891,10 +891,3 @@ def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
         head += f"; {counts['ran']}/{total} ran and match the logged shapes"
     lines.append(head)
     return lines
-
-
-def check_backend(backend: str | None) -> None:
-    if backend is not None and backend not in BACKENDS:
-        raise TlviewError(
-            f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}", EXIT_USAGE
-        )
