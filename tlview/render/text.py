@@ -15,7 +15,7 @@ from ..divergence import span
 from ..explain import change_text, limit_text
 from ..index import is_torch_file
 from ..model import Compile, Report
-from ..summary import Overview, break_title, compile_ref, input_flags, overview
+from ..summary import Overview, Tally, break_title, compile_ref, input_flags, overview
 
 STATUS_STYLE = {
     "ok": "green",
@@ -123,27 +123,28 @@ def _time(t: str) -> str:
     return f"{t[:2]}-{t[2:4]} {t[5:13]}" if len(t) >= 13 else t
 
 
-def compile_table(report: Report, console: Console) -> None:
-    many = len(report.logs) > 1
+def table_row(c: Compile, many: bool) -> tuple[str, ...] | None:
+    """A compile's row in the compile table, or None for records outside compiles with nothing."""
+    if c.id is None and not c.inputs and not c.graphs:
+        return None
+    return (
+        compile_ref(c, many),
+        c.status + (f" ({c.fail_type})" if c.fail_type else ""),
+        c.function or "",
+        f"{_short_path(c.file)}:{c.firstline}" if c.file else "",
+        "" if c.graph_ops is None else str(c.graph_ops),
+        seconds(c.compile_time_s) if c.compile_time_s is not None else "",
+        _inputs_count(c),
+    )
+
+
+def compile_table(rows: list[tuple[str, ...]], console: Console) -> None:
     t = _table(
         "Compiles", "id", "status", "function", "where", "ops", "time", "inputs", console=console
     )
-    for c in report.compiles:
-        if c.id is None and not c.inputs and not c.graphs:
-            continue
-        where = f"{_short_path(c.file)}:{c.firstline}" if c.file else ""
-        status = c.status
-        if c.fail_type:
-            status += f" ({c.fail_type})"
-        t.add_row(
-            T(compile_ref(c, many)),
-            T(status, STATUS_STYLE.get(c.status, "")),
-            T(c.function or ""),
-            T(where),
-            T("" if c.graph_ops is None else c.graph_ops),
-            T(seconds(c.compile_time_s) if c.compile_time_s is not None else ""),
-            T(_inputs_count(c)),
-        )
+    for ref, status, *rest in rows:
+        style = STATUS_STYLE.get(status.split(" ")[0], "")
+        t.add_row(T(ref), T(status, style), *(T(x) for x in rest))
     console.print(t)
 
 
@@ -263,45 +264,85 @@ def breaks(o: Overview, console: Console) -> None:
     console.print(t)
 
 
-def recompiles(report: Report, console: Console) -> None:
-    many = len(report.logs) > 1
-    rows = [c for c in report.compiles if c.recompile is not None]
+@dataclass(slots=True)
+class RecompileRow:
+    """What the Recompiles table says of one recompile (kept instead of the compile)."""
+
+    ref: str
+    frame: tuple[str, int | None, int | None]  # log, pid, frame: its function may come later
+    function: str | None
+    reasons: list[str]
+    changed: list[str]
+    limit: str | None
+
+
+def recompile_row(c: Compile, many: bool) -> RecompileRow | None:
+    r = c.recompile
+    if r is None or c.id is None:
+        return None
+    changed = [change_text(x) for x in r.input_changes[:8]]
+    if len(r.input_changes) > 8:
+        changed.append(f"... {len(r.input_changes) - 8} more")
+    if not changed:
+        changed.append(f"no input change since {r.previous}" if r.compared else "inputs not logged")
+    return RecompileRow(
+        compile_ref(c, many),
+        (c.log, c.pid, c.id.frame),
+        c.function,
+        r.reasons[:5],
+        changed,
+        limit_text(c) if r.limit_hit else None,
+    )
+
+
+def recompiles(
+    rows: list[RecompileRow],
+    names: dict[tuple[str, int | None, int | None], str],
+    console: Console,
+) -> None:
     if not rows:
         return
-    names = {(c.log, c.pid, c.id.frame): c.function for c in report.compiles if c.id and c.function}
     t = _table("Recompiles", "id", "function", "failed guard", "what changed", console=console)
-    for c in rows:
-        r = c.recompile
-        assert r is not None and c.id is not None
-        changed = [change_text(x) for x in r.input_changes[:8]]
-        if len(r.input_changes) > 8:
-            changed.append(f"... {len(r.input_changes) - 8} more")
-        if not changed:
-            changed.append(
-                f"no input change since {r.previous}" if r.compared else "inputs not logged"
-            )
+    for r in rows:
         t.add_row(
-            T(compile_ref(c, many)),
-            T(c.function or names.get((c.log, c.pid, c.id.frame)) or ""),
-            T("\n".join(r.reasons[:5]) or "(no reason logged)"),
-            T("\n".join(changed)),
+            T(r.ref),
+            T(r.function or names.get(r.frame) or ""),
+            T("\n".join(r.reasons) or "(no reason logged)"),
+            T("\n".join(r.changed)),
         )
     console.print(t)
-    for c in rows:
-        if c.recompile is not None and c.recompile.limit_hit and c.id is not None:
-            fn = c.function or names.get((c.log, c.pid, c.id.frame)) or "?"
+    for r in rows:
+        if r.limit is not None:
+            fn = r.function or names.get(r.frame) or "?"
             console.print(
                 T(
-                    f"{compile_ref(c, many)}: frame {c.id.frame} ({fn}) hit {limit_text(c)}: "
+                    f"{r.ref}: frame {r.frame[2]} ({fn}) hit {r.limit}: "
                     "dynamo stopped compiling it; later calls run its compiled code or eager",
                     "bold red",
                 )
             )
 
 
-def failures(report: Report, console: Console) -> None:
-    many = len(report.logs) > 1
-    rows = [c for c in report.compiles if c.status in ("failed", "incomplete")]
+def failure_row(c: Compile, many: bool) -> tuple[str, ...] | None:
+    if c.status not in ("failed", "incomplete"):
+        return None
+    reason = (c.fail_reason or "").strip().splitlines()
+    return (
+        compile_ref(c, many),
+        c.status,
+        c.fail_type or "",
+        "\n".join(reason[:4])
+        if reason
+        else (
+            "no compilation_metrics: the run stopped during this compile"
+            if c.status == "incomplete"
+            else ""
+        ),
+        _short_path(c.fail_where, 3) if c.fail_where else "",
+    )
+
+
+def failures(rows: list[tuple[str, ...]], console: Console) -> None:
     if not rows:
         return
     t = _table(
@@ -313,23 +354,8 @@ def failures(report: Report, console: Console) -> None:
         "where",
         console=console,
     )
-    for c in rows:
-        reason = (c.fail_reason or "").strip().splitlines()
-        t.add_row(
-            T(compile_ref(c, many)),
-            T(c.status, STATUS_STYLE.get(c.status, "")),
-            T(c.fail_type or ""),
-            T(
-                "\n".join(reason[:4])
-                if reason
-                else (
-                    "no compilation_metrics: the run stopped during this compile"
-                    if c.status == "incomplete"
-                    else ""
-                )
-            ),
-            T(_short_path(c.fail_where, 3) if c.fail_where else ""),
-        )
+    for ref, status, kind, reason, where in rows:
+        t.add_row(T(ref), T(status, STATUS_STYLE.get(status, "")), T(kind), T(reason), T(where))
     console.print(t)
 
 
@@ -470,40 +496,59 @@ def bad_lines(report: Report, console: Console, limit: int) -> None:
 
 
 def write(report: Report, console: Console, opts: TextOptions) -> None:
-    o = overview(report)
     if opts.compile_id is not None:
         chosen = [
             c
             for c in report.compiles
             if c.key == opts.compile_id or compile_ref(c, True) == opts.compile_id
         ]
-        header(report, o, console)
+        header(report, overview(report), console)
         for c in chosen:
             detail(c, report, console, full=True)
         return
+    # One pass over the compiles keeps what the tables need and the compiles shown in detail;
+    # the compiles themselves may be on disk (store.py), so no list of all of them is made.
+    many = len(report.logs) > 1
+    tally = Tally(report)
+    rows: list[tuple[str, ...]] = []
+    recompile_rows: list[RecompileRow] = []
+    failure_rows: list[tuple[str, ...]] = []
+    names: dict[tuple[str, int | None, int | None], str] = {}
+    shown: list[Compile] = []
+    more = 0  # compiles with inputs beyond those shown in detail
+    for c in report.compiles:
+        tally.add(c)
+        if (row := table_row(c, many)) is not None:
+            rows.append(row)
+        if (rr := recompile_row(c, many)) is not None:
+            recompile_rows.append(rr)
+        if (fr := failure_row(c, many)) is not None:
+            failure_rows.append(fr)
+        if c.id is not None and c.function:
+            names[(c.log, c.pid, c.id.frame)] = c.function
+        if opts.verbosity <= 0 and c.inputs:
+            if len(shown) < opts.max_detail:
+                shown.append(c)
+            else:
+                more += 1
+    o = tally.done()
     header(report, o, console)
     divergence(report, console)
     if len(report.ranks) > 1:
         rank_tables(report, console)
     else:
-        compile_table(report, console)
+        compile_table(rows, console)
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
         return
     breaks(o, console)
-    recompiles(report, console)
-    failures(report, console)
-    compiles = [c for c in report.compiles if c.inputs or opts.verbosity > 0]
-    for shown, c in enumerate(compiles):
-        if opts.verbosity <= 0 and shown >= opts.max_detail:
-            console.print(
-                T(
-                    f"... inputs of {len(compiles) - shown} more compiles: use -v, or --compile-id ID",
-                    "dim",
-                )
-            )
-            break
+    recompiles(recompile_rows, names, console)
+    failures(failure_rows, console)
+    # -v shows every compile in full: read them again, one at a time.
+    for c in shown if opts.verbosity <= 0 else report.compiles:
         detail(c, report, console, full=opts.verbosity > 0)
+    if more:
+        console.print(T(f"... inputs of {more} more compiles: use -v, or --compile-id ID", "dim"))
     if o.unknown_kinds:
         console.print(
             T(
