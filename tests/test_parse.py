@@ -79,6 +79,26 @@ def test_payload_text_keeps_unusual_line_breaks() -> None:
     assert rec.text() == "line one\u2028still one\x0cform feed\x85next\nline two: caf\u00e9 \u2603"
 
 
+def test_payload_tabs_of_its_own_are_kept() -> None:
+    # Only the TAB torch puts before each payload line goes; TABs in the text stay, and the
+    # md5 torch wrote agrees (the fast way of removing TABs is tried first, then the exact one).
+    from conftest import FIXTURES
+
+    for name in ("1", ""):
+        mp = pytest.MonkeyPatch()
+        if name:
+            mp.setenv("TLVIEW_NO_MMAP", name)
+        (rec,) = [
+            r
+            for r in Reader(FIXTURES / "payloads.log")
+            if r.kind == "artifact" and r.body["name"] == "tabs_inside"
+        ]
+        mp.undo()
+        assert rec.payload_ok and rec.line == 11 and rec.payload_lines == 5
+        assert rec.text() == "def f(x):\n\treturn x\t# TABs inside lines\n\n\t\n\tend"
+        assert hashlib.md5(rec.payload).hexdigest() == rec.meta["has_payload"]
+
+
 def test_small_chunks_give_the_same_records(monkeypatch: pytest.MonkeyPatch) -> None:
     # Records and payloads that straddle read chunks (streams) or windows (mapped files) are
     # put back together, and both ways of reading give the same records and line counts.

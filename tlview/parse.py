@@ -199,21 +199,24 @@ class Reader:
     def _units_mapped(
         self, mm: mmap.mmap, a: int, b: int, line: int, final: bool
     ) -> Generator[Record, None, int]:
-        """`_units` over mm[a:b], each unit copied out once; returns the last line's number."""
+        """`_units` over mm[a:b], each record line and its payload copied out once."""
         start = a
         for m in _RECORD_START.finditer(mm, a, b):
-            unit = mm[start : m.start()]
-            n = unit.count(b"\n")
-            rec = self._unit(unit, 0, len(unit), line, n)
+            end = m.start()
+            nl = mm.find(b"\n", start, end)
+            rest = None if nl < 0 else mm[nl + 1 : end]
+            n = 0 if rest is None else rest.count(b"\n") + 1
+            rec = self._unit(mm[start : end if nl < 0 else nl], rest, line, n)
             if rec is not None:
                 yield rec
             line += n + 1
             start = m.end()
-        unit = mm[start:b]
-        if final and unit.endswith(b"\n"):
-            unit = unit[:-1]  # the last line break ends the last line; it is not a payload's
-        n = unit.count(b"\n")
-        rec = self._unit(unit, 0, len(unit), line, n)
+        end = b - 1 if final and b > start and mm[b - 1 : b] == b"\n" else b
+        # (the last line break ends the last line; it is not a payload's)
+        nl = mm.find(b"\n", start, end)
+        rest = None if nl < 0 else mm[nl + 1 : end]
+        n = 0 if rest is None else rest.count(b"\n") + 1
+        rec = self._unit(mm[start : end if nl < 0 else nl], rest, line, n)
         if rec is not None:
             yield rec
         return line + n
@@ -290,29 +293,32 @@ class Reader:
         """Yield the records of `region`, which ends at a unit boundary; return its last line."""
         start = 0
         for m in _RECORD_START.finditer(region):
-            n = region.count(b"\n", start, m.start())
-            rec = self._unit(region, start, m.start(), line, n)
+            rec, line = self._at(region, start, m.start(), line)
             if rec is not None:
                 yield rec
-            line += n + 1
             start = m.end()
-        n = region.count(b"\n", start, len(region))
-        rec = self._unit(region, start, len(region), line, n)
+        rec, line = self._at(region, start, len(region), line)
         if rec is not None:
             yield rec
-        return line + n
+        return line - 1
 
-    def _unit(self, region: bytes, start: int, end: int, line: int, lines: int) -> Record | None:
-        """Read one record line and the `lines` payload lines under it."""
+    def _at(self, region: bytes, start: int, end: int, line: int) -> tuple[Record | None, int]:
+        """The record of the unit region[start:end], and the number of the line after it."""
         nl = region.find(b"\n", start, end)
-        head_end = end if nl < 0 else nl
-        head = region[start:head_end]
+        if nl < 0:
+            return self._unit(region[start:end], None, line, 0), line + 1
+        n = region.count(b"\n", start, end)
+        return self._unit(region[start:nl], region[nl + 1 : end], line, n), line + n + 1
+
+    def _unit(self, head: bytes, rest: bytes | None, line: int, lines: int) -> Record | None:
+        """Read one record line and what follows it: `lines` payload lines (each TAB-led) or None."""
         if head.endswith(b"\r"):
             head = head[:-1]
             self.crlf = True
+        led = rest is not None and rest.startswith(b"\t")  # payload lines follow
         if not head.strip():
             # Blank lines, or payload lines with no record above them.
-            if nl >= 0 and region.find(b"\n\t", start, end) >= 0 or region.startswith(b"\t", start):
+            if led or head.startswith(b"\t") or rest is not None and b"\n\t" in rest:
                 self.bad(line, "payload lines with no record line above them")
             return None
         if head.startswith(b"\t"):
@@ -320,13 +326,14 @@ class Reader:
             return None
         rec = self._record(head, line)
         if rec is None:
-            if nl >= 0 and region.startswith(b"\t", nl + 1):
+            if led:
                 self.bad(line + 1, "payload of an unreadable record line, skipped")
             return None
         expected = rec.meta.get("has_payload")
-        if nl >= 0 and region.startswith(b"\t", nl + 1):
+        if led:
+            assert rest is not None
             rec.payload_lines = lines
-            self._payload(rec, region[nl + 2 : end], expected)
+            self._payload(rec, rest, expected)
         elif expected is not None:
             rec.payload_ok = False
             self.bad(line, "record says it has a payload but none follows (log cut short?)")
@@ -335,7 +342,7 @@ class Reader:
     def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
         checked = self.verify and isinstance(expected, str)
         # With an md5 to check it, the fast way of removing the TABs is safe to try first.
-        data = _untab(raw) if checked else _NEWLINE_TAB.sub(b"\n", raw)
+        data = _untab(raw) if checked else _exact(raw)
         if expected is None:
             rec.payload = data
             self.bad(rec.line + 1, "payload lines under a record without has_payload")
@@ -352,7 +359,7 @@ class Reader:
         if hashlib.md5(data, usedforsecurity=False).hexdigest() == expected:
             rec.payload = data
             return
-        exact = _NEWLINE_TAB.sub(b"\n", raw)
+        exact = _exact(raw)
         if exact != data and hashlib.md5(exact, usedforsecurity=False).hexdigest() == expected:
             rec.payload = exact
             return
@@ -426,14 +433,20 @@ class Reader:
         ), ""
 
 
-def _untab(raw: bytes) -> bytes:
-    """Payload lines without the TAB that starts each of them (`raw` starts after the first).
+def _exact(raw: bytes) -> bytes:
+    """Payload lines without the TAB that starts each of them, and no other."""
+    return _NEWLINE_TAB.sub(b"\n", raw)[1:]
 
-    Deleting every TAB is twice as fast as replacing "\n\t", and right whenever the only TABs
-    are the ones that start lines (the usual case); when the md5 then disagrees, `_payload`
-    tries the exact replacement before calling the payload damaged.
+
+def _untab(raw: bytes) -> bytes:
+    """Payload lines without the TAB that starts each of them.
+
+    Deleting every TAB is nearly four times as fast as replacing "\n\t" (CPython deletes one
+    byte with memchr and memcpy; `translate` goes byte by byte), and right whenever the only
+    TABs are the ones that start lines (the usual case); when the md5 then disagrees,
+    `_payload` tries the exact replacement before calling the payload damaged.
     """
-    return raw.translate(None, b"\t")
+    return raw.replace(b"\t", b"")
 
 
 def _mapped(f: IO[bytes]) -> mmap.mmap | None:
