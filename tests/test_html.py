@@ -656,3 +656,36 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
         tracemalloc.stop()
     assert len(everything) == every
     assert peak < held_all, (peak, held_all)
+
+
+def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: Path) -> None:
+    # The page's template is compiled once per machine, not per run; a cache that cannot be
+    # written or holds garbage costs a compile, never the page.
+    import jinja2
+
+    rep = load(DEMO)
+    want = html.render(rep)
+
+    def page_with(cache: jinja2.BytecodeCache) -> str:
+        env = html.environment()
+        saved = env.bytecode_cache
+        env.bytecode_cache = cache
+        env.cache.clear()  # type: ignore[union-attr]
+        try:
+            return html.render(rep)
+        finally:
+            env.bytecode_cache = saved
+            env.cache.clear()  # type: ignore[union-attr]
+
+    good = tmp_path / "cache"
+    good.mkdir()
+    assert page_with(html._Cache(str(good))) == want
+    files = sorted(good.iterdir())
+    assert len(files) == 2  # the page's template and its macros
+    assert page_with(html._Cache(str(good))) == want  # read back
+    files[0].write_bytes(files[0].read_bytes()[: files[0].stat().st_size // 2])  # cut short
+    files[1].write_bytes(b"j2 not a cache file")
+    assert page_with(html._Cache(str(good))) == want
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    assert page_with(html._Cache(str(not_a_dir))) == want

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import os
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import islice
@@ -34,6 +36,30 @@ def template_dirs() -> list[Path]:
     return [d for d in candidates if (d / "report.html.j2").is_file()]
 
 
+class _Cache(jinja2.FileSystemBytecodeCache):
+    """Compiled templates kept between runs: compiling the page's template costs more than drawing it."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError, TypeError):  # unreadable: compile afresh
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        with contextlib.suppress(OSError):  # a read-only or full disk: compiled again next time
+            super().dump_bytecode(bucket)
+
+
+def _cache() -> jinja2.BytecodeCache | None:
+    """Jinja's per-user cache directory (owner-only), unless TLVIEW_NO_CACHE is set or it is unsafe."""
+    if os.environ.get("TLVIEW_NO_CACHE"):
+        return None
+    try:
+        return _Cache()
+    except (OSError, RuntimeError):  # no temp directory, or one another user owns
+        return None
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     dirs = template_dirs()
@@ -46,6 +72,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        bytecode_cache=_cache(),
     )
     env.filters["nbytes"] = page_mod.nbytes
     env.filters["clock"] = page_mod.clock

@@ -209,12 +209,17 @@ class Span:
     """The bytes of a storage one tensor covers: offset * itemsize to the end of its last element."""
 
     label: str
-    detail: str
+    tensor: TensorDesc
     start: int | None  # bytes; None when the span is symbolic or the dtype unknown
     end: int | None
     x: str = "0"  # percent of the storage bar
     w: str = "0"
     input: bool = True  # an input of the compile (not only its base or an inner tensor)
+
+    @property
+    def detail(self) -> str:
+        """Written only for the storages drawn: most inputs fill a storage of their own."""
+        return _span_text(self.tensor, self.start, self.end)
 
 
 @dataclass(slots=True)
@@ -1071,7 +1076,7 @@ def storages(c: Compile) -> list[StorageView]:
         if group:
             sv.alias_group = group
         start, end = span(t)
-        sv.spans.append(Span(label, _span_text(t, start, end), start, end, input=is_input))
+        sv.spans.append(Span(label, t, start, end, input=is_input))
 
     for i in c.inputs:
         add(i.tensor, i.describer, i.source, True, i.alias_group)
