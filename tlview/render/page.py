@@ -117,7 +117,7 @@ def nbytes(v: object) -> str:
 
 def dims(v: object) -> str:
     if isinstance(v, list):
-        return "[" + ", ".join(str(x) for x in v) + "]"
+        return "[" + ", ".join(map(str, v)) + "]"
     return "?" if v is None else str(v)
 
 
@@ -1052,26 +1052,28 @@ def _span_text(t: TensorDesc, start: int | None, end: int | None) -> str:
 
 
 def storages(c: Compile) -> list[StorageView]:
-    """Each storage under the compile's inputs, with the span each tensor on it covers."""
-    by_key: dict[str, StorageView] = {}
-    seen: set[tuple[str, int]] = set()
+    """Each storage under the compile's inputs, with the span each tensor on it covers.
+
+    Only storages worth a picture (not `_plain`) are scaled to their bar.
+    """
+    by_key: dict[tuple[int, int], StorageView] = {}
+    seen: set[tuple[int, int, int]] = set()
     described: dict[tuple[int, int], StorageDesc] = {}
     for s in c.input_sets:
         for sid, sd in s.storages.items():
             described[(s.describer, sid)] = sd
 
     def add(t: TensorDesc, describer: int, label: str, is_input: bool, group: int | None) -> None:
-        if t.storage is None:
+        st = t.storage
+        if st is None or (describer, st, t.id) in seen:
             return
-        key = f"{describer}:{t.storage}"
-        if (key, t.id) in seen:
-            return
-        seen.add((key, t.id))
+        seen.add((describer, st, t.id))
+        key = (describer, st)
         sv = by_key.get(key)
         if sv is None:
-            sd = described.get((describer, t.storage))
+            sd = described.get(key)
             sv = by_key[key] = StorageView(
-                label=f"storage {t.storage}", size=None if sd is None else sd.size
+                label=f"storage {st}", size=None if sd is None else sd.size
             )
         if group:
             sv.alias_group = group
@@ -1087,7 +1089,8 @@ def storages(c: Compile) -> list[StorageView]:
             add(t, i.describer, f"{i.source}.{name}", False, None)
     out = list(by_key.values())
     for sv in out:
-        _scale(sv)
+        if not _plain(sv):
+            _scale(sv)
     out.sort(key=lambda s: (s.alias_group is None, s.alias_group or 0))
     return out
 
