@@ -60,3 +60,13 @@ def test_split_point_is_a_record_line() -> None:
     names = read_log(path)[0]
     assert table and all(isinstance(k, int) and v.startswith("/") for k, v in table.items())
     assert names.records == 348
+
+
+def test_second_reader_starts_later_in_a_log_of_payloads() -> None:
+    # Payload bytes read faster than record lines, so the second reader's scan of the lines
+    # before its start weighs more there: it starts further in, and both end together.
+    records = only_log("mlp_aot_eager")  # graph breaks and recompiles: mostly record lines
+    payloads = only_log("transformer_inductor")  # inductor code: mostly payload
+    by_records = split.split_at(records, records.stat().st_size)
+    by_payloads = split.split_at(payloads, payloads.stat().st_size)
+    assert 0.5 < by_records < by_payloads < 1 / (2 - split.PREFIX_NS / split.PAYLOAD_NS)
