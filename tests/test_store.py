@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 
@@ -35,3 +36,14 @@ def test_spilled_list_survives_pickling(monkeypatch: pytest.MonkeyPatch) -> None
     assert [c.key for c in back.compiles] == keys
     assert [[i.tensor.dtype for i in c.inputs] for c in back.compiles] == inputs
     assert back.compiles[5].key == keys[5]
+
+
+def test_records_pickle_as_their_fields() -> None:
+    # Compiles cross processes and spill files as class + field values: every field survives,
+    # and only tlview's record classes are named in the pickle.
+    c = next(c for c in load(corpus("views_aliasing")).compiles if c.inputs)
+    data = pickle.dumps(c, pickle.HIGHEST_PROTOCOL)
+    back = store._Unpickler(io.BytesIO(data)).load()
+    assert back == c and back.inputs == c.inputs and back.id == c.id
+    assert type(back.inputs[0].tensor) is type(c.inputs[0].tensor)
+    assert c.__reduce__()[1][0] == c.id  # the first field, as the constructor takes it

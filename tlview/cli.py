@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any
@@ -25,6 +26,10 @@ class Main(click.Group):
     """Routes every TlviewError to one stderr line and its exit status."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        # A run builds millions of small objects and leaves next to no cycles: look for cycles
+        # 300 times less often (as mypy does), about a tenth off a large report's time.
+        was = gc.get_threshold()
+        gc.set_threshold(200_000, 30, 30)
         try:
             return super().invoke(ctx)
         except TlviewError as e:
@@ -48,6 +53,8 @@ class Main(click.Group):
                 err=True,
             )
             ctx.exit(70)
+        finally:
+            gc.set_threshold(*was)
 
 
 def _clean(text: object) -> str:

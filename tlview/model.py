@@ -5,15 +5,31 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 Dim = int | str  # a size, stride or offset: an int, or a symbolic expression as logged ("s0", "j1")
+
+_T = TypeVar("_T")
+
+
+def pickled_by_fields(cls: type[_T]) -> type[_T]:
+    """Pickle as the class and its field values: a third faster both ways than a slotted
+    dataclass's default, and compiles go to spill files and between processes by the thousand."""
+    names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    def __reduce__(self: Any) -> tuple[type[_T], tuple[Any, ...]]:
+        return cls, tuple([getattr(self, n) for n in names])
+
+    cls.__reduce__ = __reduce__  # type: ignore[method-assign]
+    return cls
+
 
 # Compile statuses, in order of severity (README "Statuses").
 STATUSES = ("failed", "incomplete", "graph_break", "restarted", "empty", "ok", "outside")
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class CompileId:
     """A compile as torch names it: frame, recompile, attempt, compiled-autograd id."""
@@ -65,6 +81,7 @@ class CompileId:
 _COMPILE_ID = re.compile(r"(?:!(\d+)(?:/(\d+)/(\d+))?|(\d+)/(\d+))(?:_(\d+))?")
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class StackFrame:
     """One frame of a user stack, with its interned file name resolved."""
@@ -78,6 +95,7 @@ class StackFrame:
         return f"{self.file}:{self.line} in {self.name}"
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class BadLine:
     """A line tlview could not read, with the reason, so nothing is dropped silently."""
@@ -90,6 +108,7 @@ class BadLine:
         return f"{self.log}:{self.line}: {self.reason}"
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class Payload:
     """A record's payload: its size and hash always, its text only when a report keeps it."""
@@ -107,6 +126,7 @@ class Payload:
     masked_md5: str | None = None  # graphs: md5 with device indices and addresses masked (ranks)
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class StorageDesc:
     """A logged `describe_storage`: size in bytes, or a symbolic expression."""
@@ -139,6 +159,7 @@ TENSOR_DEFAULTS: dict[str, Any] = {
 }
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class TensorDesc:
     """A logged `describe_tensor`: the MetaTensorDesc fields as logged, defaults left out."""
@@ -239,6 +260,7 @@ def _device_name(v: str) -> str:
     return m.group(1) if m.group(2) is None else f"{m.group(1)}:{m.group(2)}"
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class Input:
     """One tensor that went into a compile, with every source that named it."""
@@ -260,6 +282,7 @@ class Input:
         return self.sources[0] if self.sources else f"<tensor {self.tensor.id}>"
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class InputSet:
     """The describe records of one describer (one FakeTensorMode) in one compile attempt."""
@@ -273,6 +296,7 @@ class InputSet:
     where: StackFrame | None = None  # user line that fakified them, for records outside a compile
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Symbol:
     """A symbol the shape env created or specialized, with the user line that caused it."""
@@ -286,6 +310,7 @@ class Symbol:
     where: StackFrame | None = None
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class GraphBreak:
     """A graph break: the reason as torch words it and the user line where it happened."""
@@ -296,6 +321,7 @@ class GraphBreak:
     text: str = ""  # the whole logged message, kept short
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class CacheEvent:
     cache: str  # fx_graph, aotautograd, ...
@@ -304,6 +330,7 @@ class CacheEvent:
     reason: str | None = None
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Phase:
     """One compile phase from `chromium_event` begin/end pairs, for the timeline."""
@@ -314,6 +341,7 @@ class Phase:
     depth: int = 0
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class Event:
     """A record the report shows as it is: guards added, export errors, unknown kinds."""
@@ -324,6 +352,7 @@ class Event:
     where: StackFrame | None = None
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class InputChange:
     """One way an input differs from the previous compile of the same frame."""
@@ -334,6 +363,7 @@ class InputChange:
     after: Any
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class Recompile:
     """Why a frame compiled again: the guards that failed and what changed in its inputs."""
@@ -354,6 +384,7 @@ class Divergence:
     detail: str
 
 
+@pickled_by_fields
 @dataclass(slots=True)
 class Compile:
     """Everything the log says about one compile attempt (or about records outside any compile)."""
