@@ -52,6 +52,31 @@ def test_listing_subclasses_and_notes() -> None:
     assert block[2].split()[-4:] == ["cuda:0", "-", "ok", "ok"]
 
 
+def test_listing_takes_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Memory stays that of one compile: the next compile is read only once the last is listed.
+    import tlview.rebuild as rebuild
+
+    pulled: list[str] = []
+    listed: list[str] = []
+    real_rows, real_choose = rebuild.input_rows, rebuild.compiles_with_inputs
+
+    def choose(rep, compile_id=None):  # type: ignore[no-untyped-def]
+        for c in real_choose(rep, compile_id):
+            pulled.append(c.key)
+            yield c
+
+    def rows(c, allow_import=()):  # type: ignore[no-untyped-def]
+        assert pulled[-1] == c.key  # nothing read ahead
+        listed.append(c.key)
+        return real_rows(c, allow_import)
+
+    monkeypatch.setattr(rebuild, "compiles_with_inputs", choose)
+    monkeypatch.setattr(rebuild, "input_rows", rows)
+    r = run_cli("inputs", only_log("views_aliasing"))
+    assert r.exit_code == 0, r.output
+    assert listed == pulled and len(listed) == r.stdout.count("\ncompile ") + 1 >= 3
+
+
 def test_listing_of_several_logs_names_them() -> None:
     r = run_cli("inputs", corpus("compile_error"))
     assert r.exit_code == 0, r.output

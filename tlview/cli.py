@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -238,13 +239,12 @@ def inputs(
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
     rep = load(path, progress=sys.stderr.isatty())
-    chosen = list(compiles_with_inputs(rep, compile_id))
     if emit is not None:
         from .emit import emit_file
 
         summary = emit_file(
             rep,
-            chosen,
+            list(compiles_with_inputs(rep, compile_id)),
             emit,
             force=force,
             mode=mode,
@@ -255,19 +255,20 @@ def inputs(
         )
         click.echo(f"tlview: wrote {emit} ({summary})", err=True)
         return
-    _inputs_listing(rep, chosen, allow_import)
+    _inputs_listing(rep, compiles_with_inputs(rep, compile_id), allow_import)
 
 
-def _inputs_listing(rep: Any, chosen: list[Any], allow_import: tuple[str, ...]) -> None:
-    """Per compile, each input with its metadata and whether it rebuilds as fake and as real."""
+def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ...]) -> None:
+    """Per compile, each input with its metadata and whether it rebuilds as fake and as real.
+
+    One compile at a time: a log of thousands of compiles lists in the memory of one."""
     from .rebuild import input_rows
     from .render.text import clean  # text from the log: control characters shown, not obeyed
 
-    if not chosen:
-        click.echo(clean(f"{rep.path}: no compile described any input tensor"))
-        return
     many = len({log.name for log in rep.logs}) > 1
+    listed = False
     for c in chosen:
+        listed = True
         rows, notes, problem = input_rows(c, allow_import)
         ref = f"{c.log}:{c.key}" if many else c.key
         click.echo(clean(f"compile {ref}  {c.status}  {len(rows)} input(s)"))
@@ -283,6 +284,8 @@ def _inputs_listing(rep: Any, chosen: list[Any], allow_import: tuple[str, ...]) 
         if problem:
             click.echo(f"    {problem}")
         click.echo("")
+    if not listed:
+        click.echo(clean(f"{rep.path}: no compile described any input tensor"))
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:
