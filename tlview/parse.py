@@ -68,16 +68,28 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+# One CompileId object per id seen: most records name a compile seen just before, and a dict
+# hit is cheaper than building a frozen dataclass (and makes later lookups identity hits).
+_IDS: dict[tuple[int | None, int | None, int, int | None], CompileId] = {}
+MAX_IDS = 1 << 16
+
+
 def compile_id_of(meta: dict[str, Any]) -> CompileId | None:
     """The compile a record belongs to, from its context keys; None outside any compile."""
-    frame, fcid, autograd = _int(meta.get("frame_id")), _int(meta.get("frame_compile_id")), None
+    frame, fcid = _int(meta.get("frame_id")), _int(meta.get("frame_compile_id"))
     autograd = _int(meta.get("compiled_autograd_id"))
     attempt = _int(meta.get("attempt")) or 0
     if frame is None or fcid is None:
         frame = fcid = None
         if autograd is None:
             return None
-    return CompileId(frame, fcid, attempt, autograd)
+    key = (frame, fcid, attempt, autograd)
+    cid = _IDS.get(key)
+    if cid is None:
+        if len(_IDS) >= MAX_IDS:  # a log of endless ids: keep the table bounded
+            _IDS.clear()
+        cid = _IDS[key] = CompileId(frame, fcid, attempt, autograd)
+    return cid
 
 
 def is_gzip(path: Path) -> bool:
