@@ -18,10 +18,11 @@ from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 PREFIX_BUF = 8 << 20
-# What reading costs a byte, in ns on one core (see `split_at`): a payload byte is de-TABbed,
-# hashed and its line counted; a record-line byte is parsed as JSON and indexed; a byte before
-# the second reader's start is scanned for line breaks and interned names.
-PAYLOAD_NS, RECORD_NS, PREFIX_NS = 2.2, 10.0, 0.8
+# What reading costs a byte, in ns (see `split_at`): a payload byte is de-TABbed, hashed and its
+# line counted; a record-line byte is parsed as JSON and indexed; a byte before the second
+# reader's start is scanned for line breaks and interned names. Fitted on this 2-core machine
+# to where both readers of an inductor log and of an aot_eager log ended together.
+PAYLOAD_NS, RECORD_NS, PREFIX_NS = 3.5, 7.8, 0.8
 # Bytes looked at, in places spread over the log, to weigh payload against record lines.
 SAMPLES, SAMPLE = 16, 64 << 10
 _STR = b'] {"str": ['
