@@ -34,7 +34,6 @@ SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
 SUMMARY = "summary.json"
 SUMMARY_FORMAT = "tlview.repro/1"
-BACKENDS = ("eager", "aot_eager", "inductor")
 GRAPH_KIND = "dynamo_output_graph"
 MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
 MAX_TOTAL_BYTES = 512 << 20  # graph code kept over a whole log
