@@ -72,6 +72,27 @@ def test_report_cli_exit_status() -> None:
     assert usage.exit_code == 2 and len(usage.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "html"])
+def test_report_gate_uses_the_renderers_one_pass(
+    fmt: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The figures the gate checks are the ones the report was written with: no second pass
+    # over the compiles (each may have to be read back from disk).
+    import tlview.summary
+
+    def second_pass(report):  # type: ignore[no-untyped-def]
+        raise AssertionError("overview() called again after the report was written")
+
+    monkeypatch.setattr(tlview.summary, "overview", second_pass)
+    out = tmp_path / f"r.{fmt}"
+    bad = run_cli(
+        "report", corpus("mlp_aot_eager"), "--format", fmt, "-o", out, "--fail-on", "recompiles:0"
+    )
+    assert bad.exit_code == 3, bad.output
+    assert bad.stderr.splitlines()[-1] == "tlview: fail-on recompiles: 2 (limit 0)"
+    assert out.stat().st_size > 0
+
+
 def test_diff_relative_limits_and_time_noise() -> None:
     # dtypes_zoo: 28.91 s of compiling, 15 recompiles; dynamic_shapes: 32.50 s, 5, 1 failure.
     d = compare(load(corpus("dtypes_zoo")), load(corpus("dynamic_shapes")))

@@ -157,23 +157,24 @@ def report(
     rep = load(path, keep, progress=sys.stderr.isatty(), jobs=jobs, scheduler=scheduler or None)
     if compile_id is not None:
         _check_compile_id(rep, compile_id)
+    figures = None  # the report's figures, as its renderer computed them on its one pass
     if fmt == "json":
         from .render import json as json_render
 
         with open_output(output, force) as out:
-            json_render.write(rep, out)
+            figures = json_render.write(rep, out)
     elif fmt == "html":
         from .render import html as html_render
 
         with open_output(output, force) as out:
-            html_render.write(rep, out, full=full)
+            figures = html_render.write(rep, out, full=full)
     elif fmt == "perfetto":
         from .render import perfetto
 
         with open_output(output, force) as out:
             perfetto.write(rep, out)
     else:
-        _text(rep, output, force, compile_id, -1 if brief else verbose)
+        figures = _text(rep, output, force, compile_id, -1 if brief else verbose)
     if output not in (None, "-"):
         click.echo(f"tlview: wrote {output}", err=True)
     bad = sum(log.bad_count for log in rep.logs)
@@ -181,7 +182,7 @@ def report(
         from .gate import check_report
         from .summary import overview
 
-        _gate(check_report(overview(rep), checks))
+        _gate(check_report(figures or overview(rep), checks))
     if strict and bad:
         raise TlviewError(f"{path}: {bad} bad line(s) (--strict)", EXIT_STRICT)
 
@@ -297,9 +298,7 @@ def _check_compile_id(rep: Any, compile_id: str) -> None:
         raise TlviewError(f"{rep.path}: no compile {compile_id!r}; the log has: {known}", 2)
 
 
-def _text(
-    rep: Any, output: str | None, force: bool, compile_id: str | None, verbosity: int
-) -> None:
+def _text(rep: Any, output: str | None, force: bool, compile_id: str | None, verbosity: int) -> Any:
     from rich.console import Console
 
     from .output import output as open_output
@@ -308,8 +307,7 @@ def _text(
     opts = TextOptions(compile_id=compile_id, verbosity=verbosity)
     if output in (None, "-"):
         console = Console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width())
-        write(rep, console, opts)
-        return
+        return write(rep, console, opts)
     with open_output(output, force) as out:
         import io
 
@@ -318,8 +316,9 @@ def _text(
             file=buf, highlight=False, width=_pipe_width(), no_color=True, force_terminal=False
         )
         console.print(f"# written by tlview {__version__}", markup=False)
-        write(rep, console, opts)
+        figures = write(rep, console, opts)
         out.write(buf.getvalue().encode("utf-8"))
+    return figures
 
 
 def _pipe_width() -> int:

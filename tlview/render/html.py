@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from ..index import Keep
 from ..model import Report
+from ..summary import Overview
 from . import page as page_mod
 
 _FULL = 1 << 62
@@ -101,10 +102,10 @@ def _asset(env: jinja2.Environment, name: str) -> tuple[Markup, str]:
 
 def render(report: Report, full: bool = False) -> str:
     """The page as one string (tests use it; `write` streams the same thing)."""
-    return "".join(_chunks(report, full))
+    return "".join(_chunks(report, full)[1])
 
 
-def _chunks(report: Report, full: bool) -> Iterator[str]:
+def _chunks(report: Report, full: bool) -> tuple[page_mod.Page, Iterator[str]]:
     env = environment()
     css, css_hash = _asset(env, "report.css")
     js, js_hash = _asset(env, "report.js")
@@ -115,11 +116,13 @@ def _chunks(report: Report, full: bool) -> Iterator[str]:
     )
     page = page_mod.build(report, full)
     tmpl = env.get_template("report.html.j2")
-    return tmpl.generate(page=page, css=css, js=js, csp=csp)
+    return page, tmpl.generate(page=page, css=css, js=js, csp=csp)
 
 
-def write(report: Report, out: IO[bytes], full: bool = False) -> None:
-    """Write the page to a binary stream, a few hundred template pieces at a time."""
-    chunks = _chunks(report, full)
+def write(report: Report, out: IO[bytes], full: bool = False) -> Overview:
+    """Write the page to a binary stream, a few hundred template pieces at a time; return its
+    figures (for `--fail-on`)."""
+    page, chunks = _chunks(report, full)
     while part := "".join(islice(chunks, 512)):
         out.write(part.encode("utf-8", "replace"))
+    return page.o

@@ -249,8 +249,10 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
     }
 
 
-def write(report: Report, out: IO[bytes], extra: dict[str, Any] | None = None) -> None:
-    """Write the report in one pass: compiles go out one at a time, the figures after them."""
+def write(report: Report, out: IO[bytes], extra: dict[str, Any] | None = None) -> Overview:
+    """Write the report in one pass: compiles go out one at a time, the figures after them.
+
+    Returns the figures, so a gate (`--fail-on`) needs no second pass."""
     tally = Tally(report)
     out.write(b'{"format":' + orjson.dumps(FORMAT) + b',"compiles":[')
     first = True
@@ -260,9 +262,11 @@ def write(report: Report, out: IO[bytes], extra: dict[str, Any] | None = None) -
             out.write(b",")
         first = False
         out.write(orjson.dumps(compile_dict(c), option=_OPTS, default=str))
-    top = head(report, tally.done())
+    o = tally.done()
+    top = head(report, o)
     del top["format"]
     if extra:
         top.update(extra)
     top.setdefault("divergence", [])
     out.write(b"]," + orjson.dumps(top, option=_OPTS)[1:] + b"\n")
+    return o

@@ -495,17 +495,19 @@ def bad_lines(report: Report, console: Console, limit: int) -> None:
         console.print(T(f"  ... {total - shown} more (see --format json, or -v)"))
 
 
-def write(report: Report, console: Console, opts: TextOptions) -> None:
+def write(report: Report, console: Console, opts: TextOptions) -> Overview:
+    """Write the terminal report; return its figures (for `--fail-on`)."""
     if opts.compile_id is not None:
         chosen = [
             c
             for c in report.compiles
             if c.key == opts.compile_id or compile_ref(c, True) == opts.compile_id
         ]
-        header(report, overview(report), console)
+        o = overview(report)
+        header(report, o, console)
         for c in chosen:
             detail(c, report, console, full=True)
-        return
+        return o
     # One pass over the compiles keeps what the tables need and the compiles shown in detail;
     # the compiles themselves may be on disk (store.py), so no list of all of them is made.
     many = len(report.logs) > 1
@@ -540,7 +542,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> None:
         compile_table(rows, console)
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
-        return
+        return o
     breaks(o, console)
     recompiles(recompile_rows, names, console)
     failures(failure_rows, console)
@@ -558,3 +560,4 @@ def write(report: Report, console: Console, opts: TextOptions) -> None:
             )
         )
     bad_lines(report, console, 1000 if opts.verbosity > 0 else 20)
+    return o
