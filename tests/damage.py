@@ -189,7 +189,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> Result:
 
 def run_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Any:
     """The CLI as its own process, the way the console script starts it."""
-    code = "import sys; from tlview.cli import main; sys.exit(main())"
+    code = "import sys; from tlview.cli import run; sys.exit(run())"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,

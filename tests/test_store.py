@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import corpus, only_log, run_cli
@@ -47,3 +51,28 @@ def test_records_pickle_as_their_fields() -> None:
     assert back == c and back.inputs == c.inputs and back.id == c.id
     assert type(back.inputs[0].tensor) is type(c.inputs[0].tensor)
     assert c.__reduce__()[1][0] == c.id  # the first field, as the constructor takes it
+
+
+def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # `tlview` exits without freeing its heap (cli.run), but still removes its temp files.
+    code = (
+        "import sys\n"
+        "import tlview.store as s\n"
+        "s.IN_MEMORY = 2\n"
+        "made = s.SpillFile.__init__\n"
+        "def note(self, path=None):\n"
+        "    made(self, path)\n"
+        "    print('spill file', self.path, file=sys.stderr)\n"
+        "s.SpillFile.__init__ = note\n"
+        "from tlview.cli import run\n"
+        "run()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    args = ["report", str(corpus("dtypes_zoo")), "--format", "json"]
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr
+    in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
+    assert json.loads(r.stdout) == json.loads(in_process)  # written whole before the exit
+    made = [ln.split()[-1] for ln in r.stderr.decode().splitlines() if ln.startswith("spill")]
+    assert made and all(Path(p).parent == tmp_path for p in made)
+    assert list(tmp_path.iterdir()) == []

@@ -1,5 +1,5 @@
 """`python -m tlview`: the same as the `tlview` command."""
 
-from .cli import main
+from .cli import run
 
-main()
+run()
