@@ -193,9 +193,11 @@ class Reader:
                 region = _NULS.sub(b"\x00", mm[pos:cut])
                 if final and region.endswith(b"\n"):
                     region = region[:-1]
-                last = yield from self._units(region, line)
+                last = yield from self._units(region, 0, len(region), line)
             else:
-                last = yield from self._units_mapped(mm, pos, cut, line, final)
+                # The last line break ends the last line; it is not a payload's.
+                stop = cut - 1 if final and cut > pos and mm[cut - 1 : cut] == b"\n" else cut
+                last = yield from self._units(mm, pos, stop, line)
             step = min(cut + 1, end) - pos  # the region and the line break after it
             self.bytes_read += step
             if self._on_chunk is not None:
@@ -207,31 +209,6 @@ class Reader:
                 mm.madvise(mmap.MADV_DONTNEED, done, keep - done)
                 done = keep
         self.lines = last
-
-    def _units_mapped(
-        self, mm: mmap.mmap, a: int, b: int, line: int, final: bool
-    ) -> Generator[Record, None, int]:
-        """`_units` over mm[a:b], each record line and its payload copied out once."""
-        start = a
-        for m in _RECORD_START.finditer(mm, a, b):
-            end = m.start()
-            nl = mm.find(b"\n", start, end)
-            rest = None if nl < 0 else mm[nl + 1 : end]
-            n = 0 if rest is None else rest.count(b"\n") + 1
-            rec = self._unit(mm[start : end if nl < 0 else nl], rest, line, n)
-            if rec is not None:
-                yield rec
-            line += n + 1
-            start = m.end()
-        end = b - 1 if final and b > start and mm[b - 1 : b] == b"\n" else b
-        # (the last line break ends the last line; it is not a payload's)
-        nl = mm.find(b"\n", start, end)
-        rest = None if nl < 0 else mm[nl + 1 : end]
-        n = 0 if rest is None else rest.count(b"\n") + 1
-        rec = self._unit(mm[start : end if nl < 0 else nl], rest, line, n)
-        if rec is not None:
-            yield rec
-        return line + n
 
     def _chunks(self, f: IO[bytes]) -> Iterator[bytes]:
         raw = getattr(f, "fileobj", None) or f  # progress counts file bytes, also for .gz
@@ -293,34 +270,42 @@ class Reader:
             cut = m.end() - 1  # the newline before the last record line
             region = bytes(pending[:cut])
             del pending[: cut + 1]
-            line = (yield from self._units(region, line)) + 1
+            line = (yield from self._units(region, 0, len(region), line)) + 1
         last = line - 1
         if pending:
             # The final line break ends the last line; it is not part of a payload.
             tail = bytes(pending[:-1] if pending.endswith(b"\n") else pending)
-            last = yield from self._units(tail, line)
+            last = yield from self._units(tail, 0, len(tail), line)
         self.lines = last
 
-    def _units(self, region: bytes, line: int) -> Generator[Record, None, int]:
-        """Yield the records of `region`, which ends at a unit boundary; return its last line."""
-        start = 0
-        for m in _RECORD_START.finditer(region):
-            rec, line = self._at(region, start, m.start(), line)
+    def _units(
+        self, buf: bytes | mmap.mmap, a: int, b: int, line: int
+    ) -> Generator[Record, None, int]:
+        """Yield the records of buf[a:b], which ends at a unit boundary; return its last line.
+
+        `buf` is a region read in chunks or the mapped file itself: each record line and its
+        payload are copied out of it once."""
+        start = a
+        for m in _RECORD_START.finditer(buf, a, b):
+            rec, line = self._at(buf, start, m.start(), line)
             if rec is not None:
                 yield rec
             start = m.end()
-        rec, line = self._at(region, start, len(region), line)
+        rec, line = self._at(buf, start, b, line)
         if rec is not None:
             yield rec
         return line - 1
 
-    def _at(self, region: bytes, start: int, end: int, line: int) -> tuple[Record | None, int]:
-        """The record of the unit region[start:end], and the number of the line after it."""
-        nl = region.find(b"\n", start, end)
+    def _at(
+        self, buf: bytes | mmap.mmap, start: int, end: int, line: int
+    ) -> tuple[Record | None, int]:
+        """The record of the unit buf[start:end], and the number of the line after it."""
+        nl = buf.find(b"\n", start, end)
         if nl < 0:
-            return self._unit(region[start:end], None, line, 0), line + 1
-        n = region.count(b"\n", start, end)
-        return self._unit(region[start:nl], region[nl + 1 : end], line, n), line + n + 1
+            return self._unit(buf[start:end], None, line, 0), line + 1
+        rest = buf[nl + 1 : end]
+        n = rest.count(b"\n") + 1
+        return self._unit(buf[start:nl], rest, line, n), line + n + 1
 
     def _unit(self, head: bytes, rest: bytes | None, line: int, lines: int) -> Record | None:
         """Read one record line and what follows it: `lines` payload lines (each TAB-led) or None."""
