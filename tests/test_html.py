@@ -684,6 +684,8 @@ def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: P
     assert len(files) == 2  # the page's template and its macros
     assert page_with(html._Cache(str(good))) == want  # read back
     files[0].write_bytes(files[0].read_bytes()[: files[0].stat().st_size // 2])  # cut short
+    files[1].write_bytes(jinja2.bccache.bc_magic + b"not a pickled checksum")
+    assert page_with(html._Cache(str(good))) == want
     files[1].write_bytes(b"j2 not a cache file")
     assert page_with(html._Cache(str(good))) == want
     not_a_dir = tmp_path / "file"

@@ -6,6 +6,7 @@ import base64
 import contextlib
 import hashlib
 import os
+import pickle
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import islice
@@ -43,7 +44,8 @@ class _Cache(jinja2.FileSystemBytecodeCache):
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         try:
             super().load_bytecode(bucket)
-        except (OSError, EOFError, ValueError, TypeError):  # unreadable: compile afresh
+        except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):
+            # A damaged file (the checksum jinja pickles before the code): compile afresh.
             bucket.reset()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
