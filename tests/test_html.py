@@ -23,7 +23,7 @@ from conftest import CORPUS, FIXTURES, ROOT, corpus
 from tlview import __version__
 from tlview.load import load
 from tlview.model import Divergence, Report
-from tlview.render import html, page
+from tlview.render import halves, html, page
 from tlview.summary import compile_ref, overview
 
 DEMO = FIXTURES / "demo.log"
@@ -628,6 +628,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(page, "CompileView", Tracked)
     monkeypatch.setattr(page, "section", tracked)
+    monkeypatch.setattr(halves, "MIN_COST", 1 << 62)  # every section in this process, counted
     sink = io.BytesIO()
     html.write(rep, sink)
     assert len(made) == every
@@ -681,10 +682,11 @@ def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: P
     good.mkdir()
     assert page_with(html._Cache(str(good))) == want
     files = sorted(good.iterdir())
-    assert len(files) == 2  # the page's template and its macros
+    assert len(files) == 3  # the page's template, its sections' and their macros
     assert page_with(html._Cache(str(good))) == want  # read back
     files[0].write_bytes(files[0].read_bytes()[: files[0].stat().st_size // 2])  # cut short
     files[1].write_bytes(jinja2.bccache.bc_magic + b"not a pickled checksum")
+    files[2].write_bytes(b"")
     assert page_with(html._Cache(str(good))) == want
     files[1].write_bytes(b"j2 not a cache file")
     assert page_with(html._Cache(str(good))) == want

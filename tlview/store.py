@@ -62,7 +62,9 @@ class SpillFile:
             self.path = path
             self.f = open(path, "r+b")  # noqa: SIM115 - closed by the finalizer
         self.end = self.f.seek(0, os.SEEK_END)
-        self._final = weakref.finalize(self, _remove, self.f, self.path)
+        # Only the process that made or adopted the file deletes it: a forked renderer
+        # (render/halves.py) shares it and must leave it be.
+        self._final = weakref.finalize(self, _remove, self.f, self.path, os.getpid())
 
     def dump(self, c: Compile) -> tuple[SpillFile, int, int]:
         data = pickle.dumps(c, pickle.HIGHEST_PROTOCOL)
@@ -73,8 +75,9 @@ class SpillFile:
         return self, at, len(data)
 
     def load(self, at: int, n: int) -> Compile:
-        self.f.seek(at)
-        c = _Unpickler(io.BytesIO(self.f.read(n))).load()
+        self.f.flush()
+        # pread: a forked renderer reads the same open file, so no shared offset is moved.
+        c = _Unpickler(io.BytesIO(os.pread(self.f.fileno(), n, at))).load()
         assert isinstance(c, Compile)
         return c
 
@@ -93,11 +96,12 @@ class SpillFile:
 Spilled = tuple[SpillFile, int, int]  # where a compile is on disk
 
 
-def _remove(f: IO[bytes], path: str) -> None:
+def _remove(f: IO[bytes], path: str, owner: int) -> None:
     with contextlib.suppress(OSError):
         f.close()
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    if os.getpid() == owner:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 @dataclass(slots=True)
@@ -146,6 +150,12 @@ def weight(c: Compile) -> int:
         if p.text is not None:
             n += len(p.text)
     return n
+
+
+def cost(e: Compile | Spilled) -> int:
+    """Roughly what rendering a compile costs: its pickled size (a compile in memory pickles
+    to about a third of its `weight`)."""
+    return e[2] if isinstance(e, tuple) else weight(e) // 3
 
 
 class OpenCompiles:
@@ -316,12 +326,22 @@ class CompileList(Sequence[Compile]):
         return cur[i - self.bases[b][0]]
 
     def __iter__(self) -> Iterator[Compile]:
+        return self.iter_from(0)
+
+    def iter_from(self, i: int) -> Iterator[Compile]:
+        """The compiles from the i-th on, each explained against the attempts before it."""
+        if i >= len(self.entries):
+            return
+        first = self.base_of[i]
         for fs, fe in self.frames:
-            prev: list[Compile] | None = None
-            for b in range(fs, fe):
+            if fe <= first:
+                continue
+            start = max(fs, first)
+            prev = self._attempts(start - 1) if start > fs else None
+            for b in range(start, fe):
                 cur = self._attempts(b)
                 self._explained(prev, cur)
-                yield from cur
+                yield from cur[i - self.bases[b][0] :] if b == first else cur
                 prev = cur
 
     def __reduce__(self) -> Any:

@@ -53,6 +53,7 @@ class Tally:
         self.cache: Counter[str] = Counter()
         self.status: Counter[str] = Counter()
         self.breaks: dict[str, BreakSummary] = {}
+        self.times: list[float] = []  # added up in order at the end, however the pass was split
         kinds: Counter[str] = Counter()
         unknown: Counter[str] = Counter()
         times = [log.first_time for log in report.logs if log.first_time]
@@ -79,7 +80,7 @@ class Tally:
         if is_recompile(c):
             o.recompiles += 1
         if c.compile_time_s:
-            o.compile_time_s += c.compile_time_s
+            self.times.append(c.compile_time_s)
         for ev in c.cache:
             self.cache[ev.outcome] += 1
         ref = compile_ref(c, self.many)
@@ -94,8 +95,35 @@ class Tally:
             if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
                 s.compiles.append(ref)
 
+    def merge(self, later: Tally) -> None:
+        """Take in a tally of the compiles after these (rendered by another process), as if
+        this one had gone on to count them."""
+        o, lo = self.o, later.o
+        o.compiles += lo.compiles
+        o.inputs += lo.inputs
+        o.recompiles += lo.recompiles
+        o.graph_breaks += lo.graph_breaks
+        self.times += later.times
+        self.status.update(later.status)
+        self.cache.update(later.cache)
+        for reason, b in later.breaks.items():
+            s = self.breaks.get(reason)
+            if s is None:
+                self.breaks[reason] = b
+                continue
+            s.count += b.count
+            for w, n in b.where.items():
+                s.where[w] = s.where.get(w, 0) + n
+            for ref in b.compiles:  # b holds the first MAX_BREAK_COMPILES: enough to fill s
+                if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
+                    s.compiles.append(ref)
+
     def done(self) -> Overview:
         o = self.o
+        total = 0.0
+        for t in self.times:
+            total += t
+        o.compile_time_s = total
         o.by_status = dict(self.status)
         o.failures = self.status.get("failed", 0)
         o.restarts = self.status.get("restarted", 0)

@@ -9,7 +9,6 @@ import os
 import pickle
 from collections.abc import Iterator
 from functools import lru_cache
-from itertools import islice
 from pathlib import Path
 from typing import IO
 
@@ -19,9 +18,11 @@ from markupsafe import Markup
 from ..index import Keep
 from ..model import Report
 from ..summary import Overview
+from . import halves
 from . import page as page_mod
 
 _FULL = 1 << 62
+BATCH = 1 << 16  # characters of the page encoded and written at a time
 
 
 def keep_policy(full: bool) -> Keep:
@@ -118,13 +119,62 @@ def _chunks(report: Report, full: bool) -> tuple[page_mod.Page, Iterator[str]]:
     )
     page = page_mod.build(report, full)
     tmpl = env.get_template("report.html.j2")
-    return page, tmpl.generate(page=page, css=css, js=js, csp=csp)
+    parts = sections(env, page)
+    return page, tmpl.generate(page=page, css=css, js=js, csp=csp, sections=parts)
+
+
+def sections(env: jinja2.Environment, page: page_mod.Page) -> Iterator[Markup]:
+    """Each compile's section, in order; on a large page the later ones come from a second
+    process that rendered them while this one rendered the earlier ones."""
+    tmpl = env.get_template("section.html.j2")
+    few = len(page.compiles) <= 3
+
+    def render(start: int, stop: int | None) -> Iterator[str]:
+        for v in page.views(start, stop):
+            yield "".join(tmpl.generate(v=v, page=page, few=few))
+
+    cut = _middle(page)
+    if cut is None:
+        yield from map(Markup, render(0, None))
+        return
+
+    def later(f: IO[bytes]) -> None:
+        for text in render(cut, None):
+            f.write(text.encode("utf-8", "replace"))
+
+    helper = halves.Later(later)
+    yield from map(Markup, render(0, cut))
+    ok, _ = helper.result()
+    yield from map(Markup, helper.text() if ok else render(cut, None))
+
+
+def _middle(page: page_mod.Page) -> int | None:
+    """The compile (by place in the report) the later half of the sections starts at, or None."""
+    rows = page.compiles
+    if len(rows) < 2:
+        return None
+    costs = halves.costs(page.report)
+    first, last = rows[0].n, rows[-1].n
+    # Every compile between the first and last shown is read again; those shown cost more.
+    weights = costs[first : last + 1]
+    for r in rows:
+        weights[r.n - first] *= 2
+    cut = halves.middle(weights)
+    return None if cut is None else first + cut
 
 
 def write(report: Report, out: IO[bytes], full: bool = False) -> Overview:
     """Write the page to a binary stream, a few hundred template pieces at a time; return its
     figures (for `--fail-on`)."""
     page, chunks = _chunks(report, full)
-    while part := "".join(islice(chunks, 512)):
-        out.write(part.encode("utf-8", "replace"))
+    batch: list[str] = []
+    size = 0
+    for piece in chunks:  # template pieces, and whole sections: written 64 KB or more at a time
+        batch.append(piece)
+        size += len(piece)
+        if size >= BATCH:
+            out.write("".join(batch).encode("utf-8", "replace"))
+            batch.clear()
+            size = 0
+    out.write("".join(batch).encode("utf-8", "replace"))
     return page.o

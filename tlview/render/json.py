@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import IO, Any
 
 import orjson
@@ -10,6 +11,7 @@ from .. import __version__
 from ..explain import limit_text
 from ..model import Compile, Input, Payload, Report, StackFrame, TensorDesc
 from ..summary import Overview, Tally, break_title
+from . import halves
 
 FORMAT = "tlview.report/1"
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -249,19 +251,38 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
     }
 
 
+def _compiles(compiles: Iterable[Compile], out: IO[bytes], tally: Tally, after: bool) -> Tally:
+    """Write compiles as array items (`after`: some were written before them); count them."""
+    for c in compiles:
+        tally.add(c)
+        if after:
+            out.write(b",")
+        after = True
+        out.write(orjson.dumps(compile_dict(c), option=_OPTS, default=str))
+    return tally
+
+
 def write(report: Report, out: IO[bytes], extra: dict[str, Any] | None = None) -> Overview:
     """Write the report in one pass: compiles go out one at a time, the figures after them.
 
     Returns the figures, so a gate (`--fail-on`) needs no second pass."""
     tally = Tally(report)
     out.write(b'{"format":' + orjson.dumps(FORMAT) + b',"compiles":[')
-    first = True
-    for c in report.compiles:
-        tally.add(c)
-        if not first:
-            out.write(b",")
-        first = False
-        out.write(orjson.dumps(compile_dict(c), option=_OPTS, default=str))
+    cut = halves.middle(halves.costs(report))
+    if cut is None:
+        _compiles(report.compiles, out, tally, False)
+    else:
+        rest = cut
+        later = halves.Later(
+            lambda f: _compiles(halves.compiles(report, rest), f, Tally(report), True)
+        )
+        _compiles(halves.compiles(report, 0, cut), out, tally, False)
+        ok, value = later.result()
+        if ok:
+            later.copy_to(out)
+            tally.merge(value)
+        else:
+            _compiles(halves.compiles(report, cut), out, tally, True)
     o = tally.done()
     top = head(report, o)
     del top["format"]

@@ -41,6 +41,7 @@ from ..summary import (
     input_flags,
     is_recompile,
 )
+from . import halves
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -117,7 +118,10 @@ def nbytes(v: object) -> str:
 
 def dims(v: object) -> str:
     if isinstance(v, list):
-        return "[" + ", ".join(map(str, v)) + "]"
+        text = str(v)  # a list of ints prints as it should, in C
+        if "'" not in text and '"' not in text:
+            return text
+        return "[" + ", ".join(map(str, v)) + "]"  # symbolic dims: no quotes around them
     return "?" if v is None else str(v)
 
 
@@ -324,6 +328,8 @@ class Row:
     span: tuple[float, float] | None = None  # first and last chromium_event, for the timeline
     payloads: list[Planned] = field(default_factory=list)  # those its section shows
     big_metrics: list[tuple[str, bytes]] = field(default_factory=list)  # values over METRIC_BYTES
+    # (name, digest) of its values of SHARED_METRIC or more, in the order its section shows them
+    long_metrics: list[tuple[str, bytes]] = field(default_factory=list)
     detail: bool = True  # False: beyond DETAIL_COMPILES, shown without the heavy parts
     previous: tuple[str, str] | None = None  # (label, anchor) of the previous compile
 
@@ -449,23 +455,20 @@ class Page:
     statuses: list[str]
     limits: dict[str, str]
     break_anchor: dict[str, str]  # graph-break reason -> its row in the graph-break table
+    # (metric, digest of a long value) -> (anchor, label) of the first section that shows it
+    shared: dict[tuple[str, bytes], tuple[str, str]] = field(default_factory=dict)
 
-    def views(self) -> Iterator[CompileView]:
-        """The section of each compile the page shows, in log order, one compile read at a time."""
-        want = {r.n: r for r in self.compiles}
+    def views(self, start: int = 0, stop: int | None = None) -> Iterator[CompileView]:
+        """The section of each compile the page shows, in log order, one compile read at a time:
+        of all of them, or of the report's compiles [start, stop)."""
+        want = {r.n: r for r in self.compiles if r.n >= start and (stop is None or r.n < stop)}
         if not want:
             return
-        last = max(want)
-        shared: dict[tuple[str, str], tuple[str, str]] = {}
-        n = -1
-        for log in self.report.logs:
-            for c in log.compiles:
-                n += 1
-                r = want.get(n)
-                if r is not None:
-                    yield section(r, c, self, shared)
-                if n == last:
-                    return
+        first = min(want)
+        for n, c in enumerate(halves.compiles(self.report, first, max(want) + 1), first):
+            r = want.get(n)
+            if r is not None:
+                yield section(r, c, self)
 
 
 # -- building ---------------------------------------------------------------------------------------
@@ -521,6 +524,7 @@ def build(report: Report, full: bool = False) -> Page:
             "break_compiles": str(MAX_BREAK_COMPILES),
         },
         break_anchor={b.reason: b.anchor for b in breaks},
+        shared=first_shown(rows),
     )
 
 
@@ -628,8 +632,11 @@ class _Pick:
         if _listed_recompile(c):
             r.recompile_reasons = c.recompile_reasons
         r.payloads = planned(c, not detail)
-        if detail and not self.full:
-            r.big_metrics = big_metrics(c)
+        if detail:
+            long = long_metrics(c)
+            r.long_metrics = [(k, d) for k, d, _ in long]
+            if not self.full:
+                r.big_metrics = [(k, d) for k, d, n in long if n > METRIC_BYTES]
         return r
 
     def done(self) -> tuple[list[Row], Budget]:
@@ -646,6 +653,7 @@ def _lighten(r: Row) -> None:
     r.detail = False
     r.payloads = [p for p in r.payloads if p.kind == "dynamo_error"]
     r.big_metrics = []
+    r.long_metrics = []
 
 
 def _listed_recompile(c: Compile) -> bool:
@@ -783,9 +791,7 @@ def _utf8_len(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode("utf-8", "replace"))
 
 
-def section(
-    r: Row, c: Compile, page: Page, shared: dict[tuple[str, str], tuple[str, str]]
-) -> CompileView:
+def section(r: Row, c: Compile, page: Page) -> CompileView:
     """Everything one compile's section shows."""
     v = CompileView(c=c, row=r)
     v.inputs = [input_view(i) for i in c.inputs]
@@ -810,8 +816,8 @@ def section(
     v.symbols = c.symbols
     v.events = c.events
     if c.metrics:
-        v.metrics, v.null_metrics = metric_views(c.metrics, r, shared, page.full)
-    v.bwd_metrics = [metric_views(m, r, shared, page.full)[0] for m in c.bwd_metrics]
+        v.metrics, v.null_metrics = metric_views(c.metrics, r, page.shared, page.full)
+    v.bwd_metrics = [metric_views(m, r, page.shared, page.full)[0] for m in c.bwd_metrics]
     v.timeline = compile_timeline(c.phases)
     return v
 
@@ -907,9 +913,18 @@ def plan(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
             budget.cut += 1
     seen: dict[tuple[str, bytes], str] = {}
     for r in rows:
-        for name, digest in r.big_metrics:
-            if seen.setdefault((name, digest), r.anchor) == r.anchor:
+        for name, d in r.big_metrics:
+            if seen.setdefault((name, d), r.anchor) == r.anchor:
                 budget.metrics_cut += 1
+
+
+def first_shown(rows: list[Row]) -> dict[tuple[str, bytes], tuple[str, str]]:
+    """Where each long metric value is first shown: later sections link there instead."""
+    shared: dict[tuple[str, bytes], tuple[str, str]] = {}
+    for r in rows:
+        for key in r.long_metrics:
+            shared.setdefault(key, (r.anchor, r.label))
+    return shared
 
 
 def _text_of(report: Report, r: Row, pl: Planned) -> str:
@@ -927,38 +942,43 @@ def _cut(text: str, cap: int) -> str:
     return head[:nl] if nl > len(head) // 2 else head
 
 
-def big_metrics(c: Compile) -> list[tuple[str, bytes]]:
-    """The metric values a detailed section cuts (longer than METRIC_BYTES), by name and digest."""
+def long_metrics(c: Compile) -> list[tuple[str, bytes, int]]:
+    """The metric values of SHARED_METRIC or more a detailed section shows, in its order: name,
+    digest and length. Found in the first pass, so any part of the page can link repeats."""
     out = []
     for m in ([c.metrics] if c.metrics else []) + c.bwd_metrics:
         for k, val in m.items():
             if val is None or not _may_be_long(val):
                 continue
             text = _metric_text(val)
-            if len(text) > METRIC_BYTES:
-                out.append((str(k), hashlib.blake2b(text.encode(), digest_size=16).digest()))
+            if len(text) >= SHARED_METRIC:
+                out.append((str(k), digest(text), len(text)))
     return out
 
 
+def digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
+
+
 def _may_be_long(v: Any) -> bool:
-    """Whether a metric value's text can be longer than METRIC_BYTES, from a cheap look."""
+    """Whether a metric value's text can be SHARED_METRIC long or more, from a cheap look."""
     if isinstance(v, bool | int | float):
         return False
     if isinstance(v, str):
         head = v[:1]
         if len(v) > 120 and (head == "{" or head.isspace()):
             return True  # _metric_text may indent it
-        return len(v) > METRIC_BYTES
+        return len(v) >= SHARED_METRIC
     return True
 
 
 def metric_views(
     m: dict[str, Any],
     r: Row,
-    shared: dict[tuple[str, str], tuple[str, str]],
+    shared: dict[tuple[str, bytes], tuple[str, str]],
     full: bool,
 ) -> tuple[list[MetricView], list[str]]:
-    """Every field of a metrics record; long values seen in an earlier compile are linked."""
+    """Every field of a metrics record; long values shown first by another compile are linked."""
     out, nulls = [], []
     for k, val in m.items():
         if val is None:
@@ -967,12 +987,10 @@ def metric_views(
         text = _metric_text(val)
         mv = MetricView(str(k), text)
         if len(text) >= SHARED_METRIC:
-            seen = shared.get((str(k), text))
+            seen = shared.get((str(k), digest(text)))
             if seen is not None and seen[0] != r.anchor:
                 mv.same_as = seen
                 mv.value = ""
-            else:
-                shared.setdefault((str(k), text), (r.anchor, r.label))
         if not full and len(mv.value) > METRIC_BYTES:
             mv.note = (
                 f"Cut: {nbytes(METRIC_BYTES)} of {nbytes(len(text))} shown. "

@@ -1,0 +1,145 @@
+"""A report whose later compiles a forked process renders is byte for byte the report of one."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import corpus, only_log
+
+import tlview.render.json as json_mod
+import tlview.store as store
+from tlview.load import load
+from tlview.model import Report
+from tlview.render import halves, html, page
+
+ONE = 1 << 62  # MIN_COST: never fork
+
+
+def _write(rep: Report, fmt: str, full: bool = False) -> bytes:
+    out = io.BytesIO()
+    if fmt == "html":
+        html.write(rep, out, full)
+    else:
+        json_mod.write(rep, out)
+    return out.getvalue()
+
+
+def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make every report worth two processes; count the forks."""
+    made: list[int] = []
+    start = halves.Later.__init__
+
+    def counted(self: halves.Later, job: Any) -> None:
+        start(self, job)
+        made.append(self.pid)
+
+    monkeypatch.setattr(halves.Later, "__init__", counted)
+    monkeypatch.setattr(halves, "MIN_COST", 0)
+    return made
+
+
+@pytest.mark.parametrize("fmt", ["json", "html"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        lambda: corpus("tlparse-tests", "multi_rank_logs"),  # 4 logs: the cut falls inside one
+        lambda: only_log("mlp_aot_eager"),  # graph breaks, restarts and recompiles
+        lambda: only_log("dtypes_zoo"),
+        lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),
+    ],
+)
+def test_two_renderers_write_what_one_writes(
+    fmt: str, path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "IN_MEMORY", 2)  # some compiles on disk, some in memory
+    rep = load(path(), html.keep_policy(False) if fmt == "html" else None)
+    monkeypatch.setattr(halves, "MIN_COST", ONE)
+    one = _write(rep, fmt)
+    made = _forks(monkeypatch)
+    assert _write(rep, fmt) == one
+    assert len(made) == 1
+    if fmt == "json":  # the figures after the compiles add up both halves
+        assert b'"graph_breaks":' in one
+
+
+def test_the_full_page_and_linked_metrics_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Long metric values repeated across compiles link to the first section showing them,
+    # even when that section was rendered by the other process.
+    rep = load(only_log("mlp_aot_eager"), html.keep_policy(True))
+    monkeypatch.setattr(halves, "MIN_COST", ONE)
+    one = _write(rep, "html", full=True)
+    assert b'<span class="dim">same as in</span>' in one
+    _forks(monkeypatch)
+    assert _write(rep, "html", full=True) == one
+
+
+def test_the_halves_cost_the_same() -> None:
+    assert halves.middle([1, 1, 1, 1]) in (None, 2)
+    costs = [10 << 20, 1, 1, 1, 10 << 20]
+    cut = halves.middle(costs)
+    assert cut is not None and sum(costs[:cut]) <= sum(costs) // 2 + (10 << 20)
+    assert halves.middle([100 << 20, 1]) == 1  # each half has a compile
+    assert halves.middle([1, 100 << 20]) == 1
+    assert halves.middle([5, 5, 5]) is None  # too little to be worth a fork
+    assert halves.middle([50 << 20]) is None
+
+
+def test_a_failed_renderer_is_replaced_by_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The copy fails half way (a bug, memory): this process renders its half itself.
+    rep = load(corpus("tlparse-tests", "multi_rank_logs"), html.keep_policy(False))
+    monkeypatch.setattr(halves, "MIN_COST", ONE)
+    one_page, one_json = _write(rep, "html"), _write(rep, "json")
+    made = _forks(monkeypatch)
+    here = os.getpid()
+    section, compile_dict = page.section, json_mod.compile_dict
+
+    def broken_section(*a: Any) -> Any:
+        if os.getpid() != here:
+            raise MemoryError
+        return section(*a)
+
+    def broken_dict(c: Any) -> Any:
+        if os.getpid() != here:
+            os._exit(9)  # dies without a word
+        return compile_dict(c)
+
+    monkeypatch.setattr(page, "section", broken_section)
+    monkeypatch.setattr(json_mod, "compile_dict", broken_dict)
+    assert _write(rep, "html") == one_page
+    assert _write(rep, "json") == one_json
+    assert len(made) == 2
+
+
+def test_spill_files_outlive_the_copy_and_its_output_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    rep = load(only_log("dtypes_zoo"))
+    spills = sorted(tmp_path.iterdir())
+    assert spills and all(p.suffix == ".spill" for p in spills)
+    monkeypatch.setattr(halves, "MIN_COST", ONE)
+    one = _write(rep, "json")
+    made = _forks(monkeypatch)
+    assert _write(rep, "json") == one
+    assert _write(rep, "json") == one  # the copy removed none of the shared files
+    assert len(made) == 2
+    assert sorted(tmp_path.iterdir()) == spills  # its output (.part) is gone
+
+
+def test_iterating_from_any_compile_matches_the_whole_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    rep = load(only_log("mlp_aot_eager"))
+    (log,) = rep.logs
+    whole = [json_mod.compile_dict(c) for c in log.compiles]
+    assert any(d.get("recompile") for d in whole)  # explained against the compile before
+    for i in range(len(whole)):
+        assert [json_mod.compile_dict(c) for c in halves.compiles(rep, i)] == whole[i:]
+    assert [c.key for c in halves.compiles(rep, 2, 5)] == [d["key"] for d in whole[2:5]]

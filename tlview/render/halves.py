@@ -1,0 +1,177 @@
+"""The tail of a large report on both cores: a forked copy renders the later compiles to a temp
+file while this process renders the earlier ones; the parts are joined in order."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gc
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from typing import IO, Any
+
+from ..model import Compile, Report
+from ..store import CompileList, cost, weight
+
+# Pickled bytes of compiles below which one process renders them all: a fork costs more.
+MIN_COST = 1 << 20
+CHUNK = 1 << 20
+
+
+def costs(report: Report) -> list[int]:
+    """What rendering each compile of the report costs, in report order, without loading any."""
+    out: list[int] = []
+    for log in report.logs:
+        cl = log.compiles
+        if isinstance(cl, CompileList):
+            out.extend(cost(e) for e in cl.entries)
+        else:
+            out.extend(weight(c) for c in cl)
+    return out
+
+
+def middle(costs: Sequence[int]) -> int | None:
+    """The index the later half starts at, for two halves of equal cost; None: one process."""
+    total = sum(costs)
+    if len(costs) < 2 or total < MIN_COST or not can_fork():
+        return None
+    acc = 0
+    for i, c in enumerate(costs):
+        if acc + c / 2 >= total / 2:
+            return min(max(i, 1), len(costs) - 1)
+        acc += c
+    return len(costs) - 1
+
+
+def can_fork() -> bool:
+    """Two cores, fork available, one thread (a fork copies no other), not a pool worker."""
+    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or os.environ.get("TLVIEW_NO_SPLIT"):
+        return False
+    if threading.active_count() > 1:
+        return False
+    import multiprocessing
+
+    return not multiprocessing.current_process().daemon
+
+
+def compiles(report: Report, start: int, stop: int | None = None) -> Iterator[Compile]:
+    """The report's compiles [start, stop), in order, loading only those."""
+    n = 0
+    for log in report.logs:
+        cl = log.compiles
+        size = len(cl)
+        lo = max(start - n, 0)
+        hi = size if stop is None else min(stop - n, size)
+        if lo < hi:
+            if isinstance(cl, CompileList):
+                yield from islice(cl.iter_from(lo), hi - lo)
+            else:
+                yield from islice(cl, lo, hi)
+        n += size
+        if stop is not None and n >= stop:
+            return
+
+
+class Later:
+    """The forked renderer of the later compiles: where its output goes and what it returns."""
+
+    def __init__(self, job: Callable[[IO[bytes]], Any]) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".part")
+        r, w = os.pipe()
+        gc.freeze()  # the copy's collections then leave the shared heap's pages alone
+        self.pid = os.fork()
+        if self.pid == 0:  # the copy: render, report, and leave without running any cleanup
+            os.close(r)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    value: Any = ("ok", job(f))
+                data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+            except BaseException as e:  # the parent renders this half itself
+                data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
+            try:
+                with os.fdopen(w, "wb") as out:
+                    out.write(data)
+            except OSError:  # this process is gone: nobody will read the output
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+            finally:
+                os._exit(0)
+        gc.unfreeze()
+        os.close(fd)
+        os.close(w)
+        self.conn = r
+        # Whatever stops this process first (an error, ^C), the copy and its file go with it.
+        self._final = weakref.finalize(self, _stop, self.pid, self.path)
+
+    def result(self) -> tuple[bool, Any]:
+        """Wait for the copy: (True, what its job returned) or (False, why it failed)."""
+        with os.fdopen(self.conn, "rb") as f:
+            data = f.read()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self._final.detach()
+        try:
+            status, value = pickle.loads(data)  # noqa: S301 - our own fork's, via its pipe
+        except Exception:  # it died before reporting (killed, out of memory)
+            status, value = "error", "the renderer of the later compiles stopped"
+        if status != "ok":
+            self.discard()
+            if os.environ.get("TLVIEW_DEBUG"):
+                print(f"tlview: rendering in one process: {value}", file=sys.stderr)
+            return False, value
+        return True, value
+
+    def copy_to(self, out: IO[bytes]) -> None:
+        with open(self.path, "rb") as f:
+            done = _send(f, out)
+            f.seek(done)
+            shutil.copyfileobj(f, out, CHUNK)
+        self.discard()
+
+    def text(self) -> Iterator[str]:
+        """The output as text, a megabyte at a time."""
+        decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+        with open(self.path, "rb") as f:
+            while data := f.read(CHUNK):
+                yield decode(data)
+        yield decode(b"", True)
+        self.discard()
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+def _send(f: IO[bytes], out: IO[bytes]) -> int:
+    """Copy f into out in the kernel where both are files (or out a pipe); bytes copied."""
+    try:
+        dest = out.fileno()
+        size = os.fstat(f.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # a BytesIO (tests), a closed stream
+        return 0
+    out.flush()
+    done = 0
+    with contextlib.suppress(OSError):  # not supported here: the rest is copied by hand
+        while done < size:
+            n = os.sendfile(dest, f.fileno(), done, size - done)
+            if n <= 0:
+                break
+            done += n
+    return done
+
+
+def _stop(pid: int, path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
