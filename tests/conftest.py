@@ -31,6 +31,12 @@ def _find_corpus() -> Path:
 CORPUS = _find_corpus()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The Dask tests run last: a Dask client leaves threads in the process for good, and
+    tlview forks a second renderer only from a process of one thread (render/halves.py)."""
+    items.sort(key=lambda item: item.path.name == "test_dask.py")
+
+
 def pytest_report_header() -> str:
     return f"tlview corpus: {CORPUS}" + ("" if CORPUS.is_dir() else " (missing: corpus tests skip)")
 

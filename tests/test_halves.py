@@ -62,7 +62,7 @@ def test_two_renderers_write_what_one_writes(
     one = _write(rep, fmt)
     made = _forks(monkeypatch)
     assert _write(rep, fmt) == one
-    assert len(made) == 1
+    assert len(made) == (2 if fmt == "html" else 1)  # the page's first pass, then its sections
     if fmt == "json":  # the figures after the compiles add up both halves
         assert b'"graph_breaks":' in one
 
@@ -112,7 +112,7 @@ def test_a_failed_renderer_is_replaced_by_this_process(monkeypatch: pytest.Monke
     monkeypatch.setattr(json_mod, "compile_dict", broken_dict)
     assert _write(rep, "html") == one_page
     assert _write(rep, "json") == one_json
-    assert len(made) == 2
+    assert len(made) == 3
 
 
 def test_spill_files_outlive_the_copy_and_its_output_is_removed(
@@ -143,3 +143,68 @@ def test_iterating_from_any_compile_matches_the_whole_list(
     for i in range(len(whole)):
         assert [json_mod.compile_dict(c) for c in halves.compiles(rep, i)] == whole[i:]
     assert [c.key for c in halves.compiles(rep, 2, 5)] == [d["key"] for d in whole[2:5]]
+
+
+@pytest.mark.parametrize("caps", [(5, 3), (3, 0), (0, 0), (7, 7), (12, 4)])
+@pytest.mark.parametrize(
+    "path",
+    [
+        lambda: corpus("tlparse-tests", "multi_rank_logs"),  # 25 compiles over 4 logs
+        lambda: only_log("mlp_aot_eager"),  # problems and recompiles rank before the rest
+    ],
+)
+def test_the_page_picks_the_same_rows_when_the_first_pass_is_split(
+    caps: tuple[int, int], path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With fewer rows than compiles, the rows kept, those kept in full, the count of hidden
+    # problems and recompiles and every anchor come out as from one pass.
+    monkeypatch.setattr(page, "PAGE_COMPILES", caps[0])
+    monkeypatch.setattr(page, "DETAIL_COMPILES", caps[1])
+    rep = load(path(), html.keep_policy(False))
+    monkeypatch.setattr(halves, "MIN_COST", ONE)
+    one = page.build(rep)
+    page_one = _write(rep, "html")
+    made = _forks(monkeypatch)
+    two = page.build(rep)
+    assert len(made) == 1
+    assert [(r.n, r.anchor, r.detail, r.payloads) for r in two.compiles] == [
+        (r.n, r.anchor, r.detail, r.payloads) for r in one.compiles
+    ]
+    assert two.budget == one.budget
+    assert _write(rep, "html") == page_one
+
+
+def test_anchors_of_repeated_compile_ids_are_numbered_as_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two compiles with one id get anchors c-0_0 and c-0_0~2, whichever process met them.
+    rep = load(only_log("mlp_aot_eager"), html.keep_policy(False))
+    (log,) = rep.logs
+    twice = list(log.compiles) + list(log.compiles)
+    log.compiles = twice
+    monkeypatch.setattr(halves, "MIN_COST", ONE)
+    one = page.build(rep)
+    assert any("~2" in r.anchor for r in one.compiles)
+    _forks(monkeypatch)
+    assert [r.anchor for r in page.build(rep).compiles] == [r.anchor for r in one.compiles]
+
+
+def test_a_process_with_other_threads_renders_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fork copies only the calling thread (a Dask client's, a progress bar's would be lost
+    # with whatever locks they hold): such a process writes every compile itself.
+    import threading
+
+    rep = load(only_log("mlp_aot_eager"))
+    monkeypatch.setattr(halves, "MIN_COST", ONE)
+    one = _write(rep, "json")
+    made = _forks(monkeypatch)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert _write(rep, "json") == one
+    finally:
+        stop.set()
+        other.join()
+    assert made == []
+    assert _write(rep, "json") == one and len(made) == 1

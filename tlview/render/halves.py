@@ -8,10 +8,8 @@ import contextlib
 import gc
 import os
 import pickle
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -57,24 +55,29 @@ def can_fork() -> bool:
         return False
     if threading.active_count() > 1:
         return False
-    import multiprocessing
-
-    return not multiprocessing.current_process().daemon
+    mp = sys.modules.get("multiprocessing")  # never imported: not a pool worker either
+    return mp is None or not mp.current_process().daemon
 
 
 def compiles(report: Report, start: int, stop: int | None = None) -> Iterator[Compile]:
     """The report's compiles [start, stop), in order, loading only those."""
+    return (c for _, _, c in places(report, start, stop))
+
+
+def places(
+    report: Report, start: int, stop: int | None = None
+) -> Iterator[tuple[int, int, Compile]]:
+    """(log index, index in the log, compile) of the report's compiles [start, stop)."""
     n = 0
-    for log in report.logs:
+    for li, log in enumerate(report.logs):
         cl = log.compiles
         size = len(cl)
         lo = max(start - n, 0)
         hi = size if stop is None else min(stop - n, size)
         if lo < hi:
-            if isinstance(cl, CompileList):
-                yield from islice(cl.iter_from(lo), hi - lo)
-            else:
-                yield from islice(cl, lo, hi)
+            got = islice(cl.iter_from(lo), hi - lo) if isinstance(cl, CompileList) else cl[lo:hi]
+            for k, c in enumerate(got, lo):
+                yield li, k, c
         n += size
         if stop is not None and n >= stop:
             return
@@ -84,6 +87,8 @@ class Later:
     """The forked renderer of the later compiles: where its output goes and what it returns."""
 
     def __init__(self, job: Callable[[IO[bytes]], Any]) -> None:
+        import tempfile
+
         fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".part")
         r, w = os.pipe()
         gc.freeze()  # the copy's collections then leave the shared heap's pages alone
@@ -133,7 +138,8 @@ class Later:
         with open(self.path, "rb") as f:
             done = _send(f, out)
             f.seek(done)
-            shutil.copyfileobj(f, out, CHUNK)
+            while data := f.read(CHUNK):
+                out.write(data)
         self.discard()
 
     def text(self) -> Iterator[str]:

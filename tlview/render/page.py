@@ -476,10 +476,23 @@ def build(report: Report, full: bool = False) -> Page:
     """The page for a report; `full` shows every compile, payload and metric whole."""
     tally = Tally(report)
     pick = _Pick(report, full)
-    for li, log in enumerate(report.logs):
-        for k, c in enumerate(log.compiles):
-            tally.add(c)
-            pick.add(li, k, c)
+    cut = halves.middle(halves.costs(report))
+    if cut is None:
+        first_pass(report, tally, pick, 0)
+    else:
+        # The later compiles are read by a forked copy; what it found is taken in as if read here.
+        rest = cut
+        later = halves.Later(
+            lambda _: first_pass(report, Tally(report), _Pick(report, full, rest), rest).sent()
+        )
+        first_pass(report, tally, pick, 0, cut)
+        ok, value = later.result()
+        later.discard()
+        if ok:
+            tally.merge(value.tally)
+            pick.merge(value.pick)
+        else:
+            first_pass(report, tally, pick, cut)
     o = tally.done()
     rows, budget = pick.done()
     plan(report, rows, budget, full)
@@ -531,12 +544,42 @@ def build(report: Report, full: bool = False) -> Page:
 _PROBLEMS = ("failed", "incomplete", "restarted")
 
 
+@dataclass(slots=True)
+class FirstPass:
+    """The figures and the rows the first pass found in a run of compiles."""
+
+    tally: Tally
+    pick: _Pick
+
+    def sent(self) -> FirstPass:
+        self.pick.frames = {}  # for sharing StackFrames among rows here; no use elsewhere
+        return self
+
+
+def first_pass(
+    report: Report, tally: Tally, pick: _Pick, start: int, stop: int | None = None
+) -> FirstPass:
+    """Count and pick from the report's compiles [start, stop)."""
+    for li, k, c in halves.places(report, start, stop):
+        tally.add(c)
+        pick.add(li, k, c)
+    return FirstPass(tally, pick)
+
+
+@dataclass(slots=True)
+class _Gone:
+    """A row the other process made and dropped: it still holds its place until dropped here."""
+
+    status: str
+    listed_recompile: bool
+
+
 class _Pick:
     """Chooses, as the compiles go by, the ones the page shows (PAGE_COMPILES) and the ones it
     shows in full (DETAIL_COMPILES): failures first, then graph breaks, restarts and recompiles,
     then the rest, each in log order. Only the rows still in the running are kept."""
 
-    def __init__(self, report: Report, full: bool) -> None:
+    def __init__(self, report: Report, full: bool, start: int = 0) -> None:
         self.full = full
         self.many = len({log.name for log in report.logs}) > 1
         self.labels = log_labels(report.logs)
@@ -545,13 +588,18 @@ class _Pick:
         self.cap = PAGE_COMPILES
         self.detail_cap = min(DETAIL_COMPILES, PAGE_COMPILES)
         # Min-heaps of (-order, -n, row): the first entry is the worst row kept.
-        self.rows: list[tuple[int, int, Row]] = []
-        self.detailed: list[tuple[int, int, Row]] = []
+        self.rows: list[tuple[int, int, Row | _Gone]] = []
+        self.detailed: list[tuple[int, int, Row | _Gone]] = []
         self.used: set[str] = set()
         self.frames: dict[StackFrame, StackFrame] = {}
-        self.n = 0
+        self.n = start
         self.hidden_problems = 0
         self.hidden_recompiles = 0
+        # Picking from later compiles in another process (start > 0): each row made, in order,
+        # as (n, -order, anchor base, status, listed recompile), and the compiles turned away
+        # before any row was made (problems, recompiles), so `merge` can replay them exactly.
+        self.made: list[tuple[int, int, str, str, bool]] | None = [] if start else None
+        self.skipped = [0, 0]
 
     def add(self, li: int, k: int, c: Compile) -> None:
         n = self.n
@@ -561,13 +609,23 @@ class _Pick:
         if self.full:
             self.rows.append((*key, self.row(li, k, n, c, True)))
             return
-        if self.cap <= 0 or (len(self.rows) >= self.cap and key < self.rows[0][:2]):
+        if self._turned_away(key):
             self._hide_count(c.status, _listed_recompile(c))
+            self.skipped[0] += c.status in _PROBLEMS
+            self.skipped[1] += _listed_recompile(c)
             return
-        in_detail = len(self.detailed) < self.detail_cap or (
+        in_detail = self._in_detail(key)
+        self._keep(key, self.row(li, k, n, c, in_detail), in_detail)
+
+    def _turned_away(self, key: tuple[int, int]) -> bool:
+        return self.cap <= 0 or (len(self.rows) >= self.cap and key < self.rows[0][:2])
+
+    def _in_detail(self, key: tuple[int, int]) -> bool:
+        return len(self.detailed) < self.detail_cap or (
             self.detail_cap > 0 and key > self.detailed[0][:2]
         )
-        r = self.row(li, k, n, c, in_detail)
+
+    def _keep(self, key: tuple[int, int], r: Row | _Gone, in_detail: bool) -> None:
         heapq.heappush(self.rows, (*key, r))
         if len(self.rows) > self.cap:
             out = heapq.heappop(self.rows)[2]
@@ -575,7 +633,41 @@ class _Pick:
         if in_detail:
             heapq.heappush(self.detailed, (*key, r))
             if len(self.detailed) > self.detail_cap:
-                _lighten(heapq.heappop(self.detailed)[2])
+                out = heapq.heappop(self.detailed)[2]
+                if isinstance(out, Row):
+                    _lighten(out)
+
+    def merge(self, later: _Pick) -> None:
+        """Go on as if this pick had seen the compiles another process picked from (the ones
+        after its own): each row it made is replayed in order against these caps, so the same
+        rows are kept, in full or not, under the same anchors as in one pass."""
+        assert later.made is not None
+        self.n = later.n
+        self.hidden_problems += later.skipped[0]
+        self.hidden_recompiles += later.skipped[1]
+        kept = {e[2].n: e[2] for e in later.rows if isinstance(e[2], Row)}
+        for n, neg_order, base, status, recompile in later.made:
+            key = (neg_order, -n)
+            r = kept.get(n)
+            if self.full:
+                assert r is not None  # nothing is dropped from a full page
+                r.anchor = unique(self.used, base)
+                self.rows.append((*key, r))
+                continue
+            if self._turned_away(key):
+                self._hide_count(status, recompile)
+                continue
+            in_detail = self._in_detail(key)
+            anchor = unique(self.used, base)
+            if r is None:
+                self._keep(key, _Gone(status, recompile), in_detail)
+                continue
+            # A row the other process kept in full may lose that here; one it made light was
+            # beaten by rows that are here too, and will be dropped from the detailed ones.
+            r.anchor = anchor
+            if r.detail and not in_detail:
+                _lighten(r)
+            self._keep(key, r, in_detail)
 
     def _hide_count(self, status: str, recompile: bool) -> None:
         self.hidden_problems += status in _PROBLEMS
@@ -583,7 +675,10 @@ class _Pick:
 
     def row(self, li: int, k: int, n: int, c: Compile, detail: bool) -> Row:
         ref = compile_ref(c, self.many)
-        anchor = unique(self.used, "c-" + _ANCHOR_UNSAFE.sub("_", ref))
+        base = "c-" + _ANCHOR_UNSAFE.sub("_", ref)
+        anchor = unique(self.used, base)
+        if self.made is not None:
+            self.made.append((n, -_detail_order(c), base, c.status, _listed_recompile(c)))
         ph = c.phases
         r = Row(
             n=n,
@@ -640,7 +735,7 @@ class _Pick:
         return r
 
     def done(self) -> tuple[list[Row], Budget]:
-        rows = sorted((e[2] for e in self.rows), key=lambda r: r.n)
+        rows = sorted((e[2] for e in self.rows if isinstance(e[2], Row)), key=lambda r: r.n)
         budget = Budget(full=self.full, compiles=self.n, hidden=self.n - len(rows))
         budget.hidden_problems = self.hidden_problems
         budget.hidden_recompiles = self.hidden_recompiles
