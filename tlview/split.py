@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .model import BadLine, LogIndex
 from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 PREFIX_BUF = 8 << 20
@@ -42,13 +43,15 @@ def worth_splitting(path: Path) -> bool:
     """A plain local file large enough, on a machine with a core to spare, not in a pool worker."""
     if (os.cpu_count() or 1) < 2 or sys.platform == "win32" or os.environ.get("TLVIEW_NO_SPLIT"):
         return False
-    if multiprocessing.current_process().daemon:
-        return False  # a pool worker: the pool already keeps the cores busy
     try:
         if not path.is_file() or path.stat().st_size < PARALLEL_MIN:
             return False
     except OSError:
         return False
+    import multiprocessing  # only for logs this large: it takes a few ms to import
+
+    if multiprocessing.current_process().daemon:
+        return False  # a pool worker: the pool already keeps the cores busy
     return not is_gzip(path)
 
 
@@ -173,6 +176,8 @@ def read_halves(
     mid = record_start(path, int(size * split_at(path, size)))
     if mid is None or mid >= size:
         return None
+    import multiprocessing
+
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     later = keep.half() if keep is not None else None

@@ -6,7 +6,6 @@ import contextlib
 import io
 import os
 import pickle
-import tempfile
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -56,6 +55,8 @@ class SpillFile:
 
     def __init__(self, path: str | None = None) -> None:
         if path is None:
+            import tempfile  # a log of few compiles never spills: a few ms not spent at start
+
             fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".spill")
             self.f = os.fdopen(fd, "w+b")
         else:
