@@ -36,10 +36,13 @@ def costs(report: Report) -> list[int]:
     return out
 
 
-def middle(costs: Sequence[int]) -> int | None:
-    """The index the later half starts at, for two halves of equal cost; None: one process."""
+def middle(costs: Sequence[int], scale: int = 1) -> int | None:
+    """The index the later half starts at, for two halves of equal cost; None: one process.
+
+    `scale`: how many times MIN_COST the work must come to (a pass that only counts is cheaper
+    a byte than one that renders)."""
     total = sum(costs)
-    if len(costs) < 2 or total < MIN_COST or not can_fork():
+    if len(costs) < 2 or total < MIN_COST * scale or not can_fork():
         return None
     acc = 0
     for i, c in enumerate(costs):
