@@ -21,7 +21,7 @@ from ..store import CompileList, cost, weight
 
 # Pickled bytes of compiles below which one process renders them all: a fork costs more.
 MIN_COST = 1 << 20
-CHUNK = 1 << 20
+CHUNK = 1 << 16  # bytes of the copy's output read at a time
 
 
 def costs(report: Report) -> list[int]:
@@ -122,14 +122,13 @@ class Later:
     def result(self) -> tuple[bool, Any]:
         """Wait for the copy: (True, what its job returned) or (False, why it failed)."""
         with os.fdopen(self.conn, "rb") as f:
-            data = f.read()
+            try:  # read as it comes: no copy of the whole message is held
+                status, value = pickle.load(f)  # noqa: S301 - our own fork's, via its pipe
+            except Exception:  # it died before reporting (killed, out of memory)
+                status, value = "error", "the renderer of the later compiles stopped"
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         self._final.detach()
-        try:
-            status, value = pickle.loads(data)  # noqa: S301 - our own fork's, via its pipe
-        except Exception:  # it died before reporting (killed, out of memory)
-            status, value = "error", "the renderer of the later compiles stopped"
         if status != "ok":
             self.discard()
             if os.environ.get("TLVIEW_DEBUG"):
