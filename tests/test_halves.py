@@ -208,3 +208,33 @@ def test_a_process_with_other_threads_renders_alone(monkeypatch: pytest.MonkeyPa
         other.join()
     assert made == []
     assert _write(rep, "json") == one and len(made) == 1
+
+
+def test_the_copys_output_is_removed_however_reading_it_stops(tmp_path: Path) -> None:
+    # A pipe closed half way (`| head`), ^C, or an error before the output is read.
+    class Closes(io.RawIOBase):
+        def write(self, b: object) -> int:
+            raise BrokenPipeError
+
+    def output(f: Any) -> None:
+        f.write(b"x" * (4 * halves.CHUNK))
+
+    later = halves.Later(output)
+    assert later.result() == (True, None)
+    with pytest.raises(BrokenPipeError):
+        later.copy_to(Closes())
+    assert not Path(later.path).exists()
+
+    later = halves.Later(output)
+    later.result()
+    text = later.text()
+    assert next(text) == "x" * halves.CHUNK
+    text.close()
+    assert not Path(later.path).exists()
+
+    later = halves.Later(output)
+    later.result()
+    path = Path(later.path)
+    assert path.exists()
+    del later  # never read
+    assert not path.exists()

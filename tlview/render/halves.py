@@ -117,7 +117,7 @@ class Later:
         os.close(w)
         self.conn = r
         # Whatever stops this process first (an error, ^C), the copy and its file go with it.
-        self._final = weakref.finalize(self, _stop, self.pid, self.path)
+        self._final: weakref.finalize[Any, Any] = weakref.finalize(self, _stop, self.pid, self.path)
 
     def result(self) -> tuple[bool, Any]:
         """Wait for the copy: (True, what its job returned) or (False, why it failed)."""
@@ -128,7 +128,8 @@ class Later:
                 status, value = "error", "the renderer of the later compiles stopped"
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
-        self._final.detach()
+        self._final.detach()  # the copy is gone: only its output may be left to remove
+        self._final = weakref.finalize(self, _unlink, self.path)
         if status != "ok":
             self.discard()
             if os.environ.get("TLVIEW_DEBUG"):
@@ -136,26 +137,35 @@ class Later:
             return False, value
         return True, value
 
+    def _open(self) -> IO[bytes]:
+        """The copy's output, its name already removed: nothing is left behind, whatever stops
+        the reading (a closed pipe, ^C). Where fork exists, an open file outlives its name."""
+        f = open(self.path, "rb")  # noqa: SIM115 - closed by the caller
+        self.discard()
+        return f
+
     def copy_to(self, out: IO[bytes]) -> None:
-        with open(self.path, "rb") as f:
+        with self._open() as f:
             done = _send(f, out)
             f.seek(done)
             while data := f.read(CHUNK):
                 out.write(data)
-        self.discard()
 
     def text(self) -> Iterator[str]:
-        """The output as text, a megabyte at a time."""
+        """The output as text, CHUNK bytes at a time."""
         decode = codecs.getincrementaldecoder("utf-8")("replace").decode
-        with open(self.path, "rb") as f:
+        with self._open() as f:
             while data := f.read(CHUNK):
                 yield decode(data)
         yield decode(b"", True)
-        self.discard()
 
     def discard(self) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        _unlink(self.path)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _send(f: IO[bytes], out: IO[bytes]) -> int:
@@ -181,5 +191,4 @@ def _stop(pid: int, path: str) -> None:
         os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         os.waitpid(pid, 0)
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    _unlink(path)
