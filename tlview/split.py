@@ -39,19 +39,24 @@ class Part:
     crlf: bool
 
 
+def spare_core() -> bool:
+    """A second core and fork, not turned off (TLVIEW_NO_SPLIT), not in a pool worker (the pool
+    already keeps the cores busy). Also asked before writing a report in two (render/halves.py)."""
+    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or os.environ.get("TLVIEW_NO_SPLIT"):
+        return False
+    mp = sys.modules.get("multiprocessing")  # never imported: not a pool worker either
+    return mp is None or not mp.current_process().daemon
+
+
 def worth_splitting(path: Path) -> bool:
-    """A plain local file large enough, on a machine with a core to spare, not in a pool worker."""
-    if (os.cpu_count() or 1) < 2 or sys.platform == "win32" or os.environ.get("TLVIEW_NO_SPLIT"):
+    """A plain local file large enough, with a core to spare."""
+    if not spare_core():
         return False
     try:
         if not path.is_file() or path.stat().st_size < PARALLEL_MIN:
             return False
     except OSError:
         return False
-    import multiprocessing  # only for logs this large: it takes a few ms to import
-
-    if multiprocessing.current_process().daemon:
-        return False  # a pool worker: the pool already keeps the cores busy
     return not is_gzip(path)
 
 

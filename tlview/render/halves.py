@@ -17,7 +17,8 @@ from itertools import islice
 from typing import IO, Any
 
 from ..model import Compile, Report
-from ..store import CompileList, cost, weight
+from ..split import spare_core
+from ..store import CompileList, cost
 
 # Pickled bytes of compiles below which one process renders them all: a fork costs more.
 MIN_COST = 1 << 20
@@ -29,10 +30,7 @@ def costs(report: Report) -> list[int]:
     out: list[int] = []
     for log in report.logs:
         cl = log.compiles
-        if isinstance(cl, CompileList):
-            out.extend(cost(e) for e in cl.entries)
-        else:
-            out.extend(weight(c) for c in cl)
+        out.extend(map(cost, cl.entries if isinstance(cl, CompileList) else cl))
     return out
 
 
@@ -53,13 +51,8 @@ def middle(costs: Sequence[int], scale: int = 1) -> int | None:
 
 
 def can_fork() -> bool:
-    """Two cores, fork available, one thread (a fork copies no other), not a pool worker."""
-    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or os.environ.get("TLVIEW_NO_SPLIT"):
-        return False
-    if threading.active_count() > 1:
-        return False
-    mp = sys.modules.get("multiprocessing")  # never imported: not a pool worker either
-    return mp is None or not mp.current_process().daemon
+    """A core to spare (as for reading in two), and one thread: a fork copies no other."""
+    return spare_core() and threading.active_count() == 1
 
 
 def compiles(report: Report, start: int, stop: int | None = None) -> Iterator[Compile]:
