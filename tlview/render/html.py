@@ -166,7 +166,7 @@ def _middle(page: page_mod.Page) -> int | None:
 
 
 def write(report: Report, out: IO[bytes], full: bool = False) -> Overview:
-    """Write the page to a binary stream, a few hundred template pieces at a time; return its
+    """Write the page to a binary stream, BATCH characters or more at a time; return its
     figures (for `--fail-on`)."""
     page, chunks = _chunks(report, full)
     batch: list[str] = []

@@ -118,10 +118,7 @@ def nbytes(v: object) -> str:
 
 def dims(v: object) -> str:
     if isinstance(v, list):
-        text = str(v)  # a list of ints prints as it should, in C
-        if "'" not in text and '"' not in text:
-            return text
-        return "[" + ", ".join(map(str, v)) + "]"  # symbolic dims: no quotes around them
+        return "[" + ", ".join(str(x) for x in v) + "]"
     return "?" if v is None else str(v)
 
 
@@ -327,9 +324,9 @@ class Row:
     stack: tuple[StackFrame, ...] = ()
     span: tuple[float, float] | None = None  # first and last chromium_event, for the timeline
     payloads: list[Planned] = field(default_factory=list)  # those its section shows
-    big_metrics: list[tuple[str, bytes]] = field(default_factory=list)  # values over METRIC_BYTES
-    # (name, digest) of its values of SHARED_METRIC or more, in the order its section shows them
-    long_metrics: list[tuple[str, bytes]] = field(default_factory=list)
+    # (name, digest, length) of its metric values of SHARED_METRIC or more, in the order its
+    # section shows them: for linking repeats, and for counting those cut (over METRIC_BYTES)
+    long_metrics: list[tuple[str, bytes, int]] = field(default_factory=list)
     detail: bool = True  # False: beyond DETAIL_COMPILES, shown without the heavy parts
     previous: tuple[str, str] | None = None  # (label, anchor) of the previous compile
 
@@ -658,7 +655,7 @@ class _Pick:
                 self._hide_count(status, recompile)
                 continue
             in_detail = self._in_detail(key)
-            anchor = unique(self.used, base)
+            anchor = unique(self.used, base)  # taken even by a row dropped later, as in one pass
             if r is None:
                 self._keep(key, _Gone(status, recompile), in_detail)
                 continue
@@ -728,10 +725,7 @@ class _Pick:
             r.recompile_reasons = c.recompile_reasons
         r.payloads = planned(c, not detail)
         if detail:
-            long = long_metrics(c)
-            r.long_metrics = [(k, d) for k, d, _ in long]
-            if not self.full:
-                r.big_metrics = [(k, d) for k, d, n in long if n > METRIC_BYTES]
+            r.long_metrics = long_metrics(c)
         return r
 
     def done(self) -> tuple[list[Row], Budget]:
@@ -747,7 +741,6 @@ def _lighten(r: Row) -> None:
     """A row pushed out of the detailed ones by a compile that matters more."""
     r.detail = False
     r.payloads = [p for p in r.payloads if p.kind == "dynamo_error"]
-    r.big_metrics = []
     r.long_metrics = []
 
 
@@ -1006,10 +999,12 @@ def plan(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
         budget.shown_bytes += pl.shown
         if pl.shown < pl.bytes:
             budget.cut += 1
+    if full:
+        return  # every metric value is shown whole
     seen: dict[tuple[str, bytes], str] = {}
     for r in rows:
-        for name, d in r.big_metrics:
-            if seen.setdefault((name, d), r.anchor) == r.anchor:
+        for name, d, n in r.long_metrics:
+            if n > METRIC_BYTES and seen.setdefault((name, d), r.anchor) == r.anchor:
                 budget.metrics_cut += 1
 
 
@@ -1017,8 +1012,8 @@ def first_shown(rows: list[Row]) -> dict[tuple[str, bytes], tuple[str, str]]:
     """Where each long metric value is first shown: later sections link there instead."""
     shared: dict[tuple[str, bytes], tuple[str, str]] = {}
     for r in rows:
-        for key in r.long_metrics:
-            shared.setdefault(key, (r.anchor, r.label))
+        for name, d, _ in r.long_metrics:
+            shared.setdefault((name, d), (r.anchor, r.label))
     return shared
 
 
