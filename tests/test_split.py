@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -54,19 +55,64 @@ def test_split_point_is_a_record_line() -> None:
     data = path.read_bytes()
     at = split.record_start(path, len(data) // 2)
     assert at is not None and data[at - 1 : at] == b"\n" and data[at : at + 1] not in (b"\t", b"\n")
-    lines, tables = split.prefix(path, at)
-    assert lines == data[:at].count(b"\n")
-    (table,) = tables.values()
-    names = read_log(path)[0]
-    assert table and all(isinstance(k, int) and v.startswith("/") for k, v in table.items())
-    assert names.records == 348
+    assert read_log(path)[0].records == 348
 
 
-def test_second_reader_starts_later_in_a_log_of_payloads() -> None:
-    # Payload bytes read faster than record lines, so the second reader's scan of the lines
-    # before its start weighs more there: it starts further in, and both end together.
-    records = only_log("mlp_aot_eager")  # graph breaks and recompiles: mostly record lines
-    payloads = only_log("transformer_inductor")  # inductor code: mostly payload
-    by_records = split.split_at(records, records.stat().st_size)
-    by_payloads = split.split_at(payloads, payloads.stat().st_size)
-    assert 0.5 < by_records < by_payloads < 1 / (2 - split.PREFIX_NS / split.PAYLOAD_NS)
+def test_names_interned_before_the_start_are_found_looking_back() -> None:
+    path = only_log("transformer_inductor")
+    data = path.read_bytes()
+    at = split.record_start(path, len(data) // 2)
+    assert at is not None
+    # Every `str` record before the start, as the file defines them (a later one wins).
+    table: dict[int, str] = {}
+    pid = None
+    for line in data[:at].split(b"\n"):
+        if b'] {"str": [' in line and not line.startswith(b"\t"):
+            name, idx = json.loads(line[line.index(b"] {") + 2 :])["str"]
+            table[idx] = name
+            pid = int(line.split()[2])
+    assert len(table) > 3 and pid is not None
+    earlier = split.Earlier(path, at)
+    try:
+        assert {i: earlier(pid, i) for i in table} == table
+        assert earlier(pid, max(table) + 1000) is None
+        assert earlier(pid + 1, min(table)) is None  # another process interned nothing
+    finally:
+        earlier.close()
+
+
+def _everything(path: Path) -> list:
+    """Every field of every compile and log a read gives, line numbers included."""
+    out = []
+    for log in read_log(path):
+        out.append((log.lines, log.records, log.bad_count, log.bad_lines, log.kinds))
+        out.extend(dataclasses.asdict(c) for c in log.compiles)
+    return out
+
+
+@pytest.mark.parametrize("in_memory", [256, 2])
+@pytest.mark.parametrize(
+    "log",
+    [
+        lambda: only_log("dtypes_zoo"),
+        lambda: only_log("transformer_inductor"),
+        lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),
+    ],
+)
+def test_later_part_numbers_its_lines_as_the_whole_log(
+    log, in_memory: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second reader counts lines from its own start; once merged, every log line number
+    # (compiles, payloads, events, graph breaks, described tensors, bad lines) is the file's.
+    path = log()
+    monkeypatch.setattr(store, "IN_MEMORY", in_memory)  # 2: the compiles come back from disk
+    whole = _everything(path)
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    assert split.worth_splitting(path)
+    read_here = []  # the parts this process read: the second one only if the reader failed
+    read_part = split.read_part
+    monkeypatch.setattr(
+        split, "read_part", lambda *a, **k: read_here.append(a[3]) or read_part(*a, **k)
+    )
+    assert _everything(path) == whole
+    assert len(read_here) == 1 and read_here[0][0] == 0

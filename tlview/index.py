@@ -658,6 +658,7 @@ class Indexer:
         state["tensors"] = OrderedDict()
         state["storages"] = OrderedDict()
         state["interned"] = {}
+        state["fallback_strings"] = None  # a closure over the reader's lookups
         return state
 
     # -- end of log -----------------------------------------------------------------------
@@ -981,13 +982,13 @@ def index_records(
     records: Iterable[Record],
     log: LogIndex,
     keep: Keep | None = None,
-    strings: dict[int, dict[int, str]] | None = None,
+    earlier: Callable[[int, int], str | None] | None = None,
     part: bool = False,
 ) -> dict[int, Indexer]:
     """Index a record stream, one Indexer per process id found in it.
 
-    `strings` seeds each process's interned file names and `part` marks the reader of a later
-    part of a split log (see split.py).
+    `earlier` finds a file name a process interned before this part of a log, and `part`
+    marks the reader of a later part of a split log (see split.py).
     """
     by_pid: dict[int, Indexer] = {}
     first: Indexer | None = None
@@ -999,16 +1000,37 @@ def index_records(
         if ix is None:
             sub = LogIndex(path=log.path, name=log.name, pid=rec.pid, size=log.size)
             ix = by_pid[pid] = Indexer(sub, keep)
-            ix.strings.update((strings or {}).get(pid, {}))
             ix.part = part
+            # A second process in one file (forked child, concatenated logs): its interned
+            # names may come from the first process's table.
+            ix.fallback_strings = _names_from(
+                pid, earlier, first, None if first is None else next(iter(by_pid))
+            )
             if first is None:
                 first = ix
-            else:
-                # A second process in one file (forked child, concatenated logs): its
-                # interned names may come from the first process's table.
-                ix.fallback_strings = first.strings.get
         ix.add(rec)
     return by_pid
+
+
+def _names_from(
+    pid: int,
+    earlier: Callable[[int, int], str | None] | None,
+    first: Indexer | None,
+    first_pid: int | None,
+) -> Callable[[int], str | None] | None:
+    """Where a process looks up a file name it did not intern itself in this part."""
+    if earlier is None and first is None:
+        return None
+
+    def lookup(v: int) -> str | None:
+        name = earlier(pid, v) if earlier is not None else None
+        if name is None and first is not None:
+            name = first.strings.get(v)
+            if name is None and earlier is not None and first_pid is not None:
+                name = earlier(first_pid, v)
+        return name
+
+    return lookup
 
 
 def read_log(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 Dim = int | str  # a size, stride or offset: an int, or a symbolic expression as logged ("s0", "j1")
@@ -442,6 +442,31 @@ class Compile:
         if self.guards is not None:
             yield self.guards
         yield from self.artifacts
+
+    def shift_lines(self, n: int) -> None:
+        """Move every log line number by n: a later part of a log is read before the lines
+        above it are counted (split.py). Source lines (stacks, `firstline`) stay."""
+        self.first_line += n
+        self.last_line += n
+        for p in self.payloads():
+            p.line += n
+        for e in self.events:
+            e.line += n
+        self.graph_breaks = shifted_breaks(self.graph_breaks, n)
+        seen: set[int] = set()  # a tensor or storage can be in several sets: move it once
+        described: list[TensorDesc | StorageDesc] = []
+        for s in self.input_sets:
+            described += s.tensors.values()
+            described += s.storages.values()
+        for d in described:
+            if id(d) not in seen:
+                seen.add(id(d))
+                d.line += n
+
+
+def shifted_breaks(breaks: list[GraphBreak], n: int) -> list[GraphBreak]:
+    """Graph breaks with their log lines moved by n (see `Compile.shift_lines`)."""
+    return [replace(b, line=b.line + n) for b in breaks]
 
 
 @dataclass(slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import mmap
 import os
 import sys
 from collections.abc import Callable
@@ -18,14 +20,6 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
-PREFIX_BUF = 8 << 20
-# What reading costs a byte, in ns (see `split_at`): a payload byte is de-TABbed, hashed and its
-# line counted; a record-line byte is parsed as JSON and indexed; a byte before the second
-# reader's start is scanned for line breaks and interned names. Fitted on this 2-core machine
-# to where both readers of an inductor log and of an aot_eager log ended together.
-PAYLOAD_NS, RECORD_NS, PREFIX_NS = 3.5, 7.8, 0.8
-# Bytes looked at, in places spread over the log, to weigh payload against record lines.
-SAMPLES, SAMPLE = 16, 64 << 10
 _STR = b'] {"str": ['
 
 
@@ -60,80 +54,69 @@ def worth_splitting(path: Path) -> bool:
     return not is_gzip(path)
 
 
-def split_at(path: Path, size: int) -> float:
-    """Where the second reader starts, as a fraction of the file, for both to end together.
-
-    The first reader reads [0, m) at r ns a byte; the second scans [0, m) at p, then reads
-    [m, size): r m = p m + r (size - m), so m = size / (2 - p / r). r depends on how much of
-    the log is payload (inductor code) rather than record lines, sampled across the file.
-    """
-    payload = total = 0
-    with path.open("rb") as f:
-        for k in range(SAMPLES):
-            f.seek(size * k // SAMPLES)
-            lines = f.read(SAMPLE).split(b"\n")[1:-1]  # whole lines only
-            total += sum(len(ln) + 1 for ln in lines)
-            payload += sum(len(ln) + 1 for ln in lines if ln.startswith(b"\t"))
-    if not total:
-        return 0.5
-    share = payload / total
-    r = PAYLOAD_NS * share + RECORD_NS * (1 - share)
-    return 1 / (2 - PREFIX_NS / r)
-
-
 def record_start(path: Path, at: int) -> int | None:
-    """The offset of the first record line that starts after byte `at`, if any."""
-    with path.open("rb") as f:
-        f.seek(max(0, at - 1))
-        pos = f.tell()
-        carry = b""
-        while True:
-            chunk = f.read(1 << 20)
-            if not chunk:
-                return None
-            data = carry + chunk
-            m = _RECORD_START.search(data)
-            if m is not None:
-                return pos - len(carry) + m.end()
-            carry = data[-1:]
-            pos += len(chunk)
+    """The offset of the record line that starts nearest to byte `at`, if any (payloads can
+    be megabytes long: the first record after `at` can be far from it)."""
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        m = _RECORD_START.search(mm, max(0, at - 1))
+        after = None if m is None else m.end()
+        reach = len(mm) if after is None else after - at  # a start before `at` nearer than it
+        hi = at
+        while hi > 0 and at - hi < reach:
+            lo = max(0, hi - (64 << 10), at - reach)
+            found = [m.end() for m in _RECORD_START.finditer(mm, lo, hi)]
+            if found:
+                return found[-1]
+            hi = lo
+        return after
 
 
-def prefix(path: Path, end: int) -> tuple[int, dict[int, dict[int, str]]]:
-    """Lines before `end`, and the file names interned there, per process key."""
-    from .index import MAX_PID
+class Earlier:
+    """File names interned before a part of a log, looked for backwards from the part's start
+    only when the part names one it did not intern itself (most parts never ask)."""
 
-    lines = 0
-    tables: dict[int, dict[int, str]] = {}
-    buf = bytearray(PREFIX_BUF)
-    view = memoryview(buf)
-    with path.open("rb", buffering=0) as f:
-        pos = 0
-        while pos < end:
-            n = f.readinto(view[: min(len(buf), end - pos)])
-            if not n:
-                break
-            # Whole lines only, so a record is never cut between two reads.
-            last = buf.rfind(b"\n", 0, n)
-            stop = n if pos + n >= end or last < 0 else last + 1
-            lines += buf.count(b"\n", 0, stop)
-            i = buf.find(_STR, 0, stop)
-            while i >= 0:
-                start = buf.rfind(b"\n", 0, i) + 1
-                nl = buf.find(b"\n", i, stop)
-                head = bytes(buf[start : stop if nl < 0 else nl]).rstrip(b"\r")
-                m = _PREFIX.match(head)
-                try:
-                    name, idx = orjson.loads(head[i - start + 2 :])["str"]
-                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                    name = idx = None
-                if m is not None and isinstance(name, str) and isinstance(idx, int):
-                    pid = int(m.group(3))
-                    tables.setdefault(pid if pid <= MAX_PID else -1, {})[idx] = name
-                i = buf.find(_STR, i + 1, stop)
-            pos += stop
-            f.seek(pos)
-    return lines, tables
+    def __init__(self, path: Path, start: int) -> None:
+        self.path = path
+        self.pos = start  # everything from here on has been looked at
+        self.tables: dict[int, dict[int, str]] = {}  # pid key -> index -> name
+        self.mm: mmap.mmap | None = None
+
+    def __call__(self, pid: int, idx: int) -> str | None:
+        """The name process `pid` interned as `idx` last before the start, if it did."""
+        table = self.tables.setdefault(pid, {})
+        while idx not in table and self.pos > 0:
+            self._back()
+        return table.get(idx)
+
+    def _back(self) -> None:
+        """Take in the `str` record nearest before `pos`, and move `pos` to its line's start."""
+        from .index import MAX_PID
+
+        if self.mm is None:
+            with self.path.open("rb") as f:
+                self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        mm = self.mm
+        i = mm.rfind(_STR, 0, self.pos)
+        if i < 0:
+            self.pos = 0
+            return
+        start = mm.rfind(b"\n", 0, i) + 1
+        self.pos = start
+        nl = mm.find(b"\n", i)
+        head = mm[start : len(mm) if nl < 0 else nl].rstrip(b"\r")
+        m = _PREFIX.match(head)
+        try:
+            name, idx = orjson.loads(head[i - start + 2 :])["str"]
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return
+        if m is not None and isinstance(name, str) and isinstance(idx, int):
+            pid = int(m.group(3))
+            # Looking backwards, the first definition found is the one in force at the start.
+            self.tables.setdefault(pid if pid <= MAX_PID else -1, {}).setdefault(idx, name)
+
+    def close(self) -> None:
+        if self.mm is not None:
+            self.mm.close()
 
 
 def read_part(
@@ -143,22 +126,30 @@ def read_part(
     span: tuple[int, int],
     progress: Callable[[int], None] | None = None,
 ) -> Part:
-    """Index the records in bytes span[0]..span[1] of a log."""
+    """Index the records in bytes span[0]..span[1] of a log, its lines numbered from 1 (a later
+    part is renumbered by `shift_lines` once the lines before it are counted)."""
     from .index import add_bad, index_records
 
-    first_line, strings = (1, {}) if span[0] == 0 else prefix(path, span[0])
-    if span[0]:
-        first_line += 1
     bad = LogIndex(path=log.path, name=log.name)
     reader = Reader(
-        path,
-        log.name,
-        on_bad=lambda b: add_bad(bad, b),
-        on_chunk=progress,
-        span=(span[0], span[1], first_line),
+        path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, span=(*span, 1)
     )
-    indexers = index_records(reader, log, keep, strings=strings, part=span[0] > 0)
+    earlier = Earlier(path, span[0]) if span[0] else None
+    try:
+        indexers = index_records(reader, log, keep, earlier=earlier, part=earlier is not None)
+    finally:
+        if earlier is not None:
+            earlier.close()
     return Part(indexers, bad, reader.lines, reader.crlf)
+
+
+def shift_lines(part: Part, n: int) -> None:
+    """Number a later part's lines as lines of the whole log: n lines come before it."""
+    for log in (part.bad, *(ix.log for ix in part.indexers.values())):
+        log.bad_lines = [dataclasses.replace(b, line=b.line + n) for b in log.bad_lines]
+    for ix in part.indexers.values():
+        ix.compiles.shift_lines(n)
+    part.lines += n
 
 
 def _child(conn: Connection, path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> None:
@@ -178,7 +169,7 @@ def read_halves(
 ) -> Part | None:
     """Both halves of a log, read at once by this process and a forked one, merged."""
     size = path.stat().st_size
-    mid = record_start(path, int(size * split_at(path, size)))
+    mid = record_start(path, size // 2)
     if mid is None or mid >= size:
         return None
     import multiprocessing
@@ -200,6 +191,7 @@ def read_halves(
         theirs = read_part(path, log, keep, (mid, size))
     elif progress is not None:
         progress(size - mid)
+    shift_lines(theirs, mine.lines)
     for pid, ix in theirs.indexers.items():
         if pid in mine.indexers:
             mine.indexers[pid].merge(ix)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, overload
 
-from .model import Compile, CompileId, GraphBreak, StackFrame
+from .model import Compile, CompileId, GraphBreak, StackFrame, shifted_breaks
 
 # Compiles held in memory per log; beyond this the least recently touched go to a temp file.
 IN_MEMORY = 256
@@ -53,7 +53,10 @@ class _Unpickler(pickle.Unpickler):
 class SpillFile:
     """An append-only temp file of pickled compiles, deleted when no longer referenced."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, shift: int = 0) -> None:
+        # Added to the log lines of each compile read back: the file of a reader of a later
+        # part of a log, which numbered its lines from its own start (split.py).
+        self.shift = shift
         if path is None:
             import tempfile  # a log of few compiles never spills: a few ms not spent at start
 
@@ -80,6 +83,8 @@ class SpillFile:
         # pread: a forked renderer reads the same open file, so no shared offset is moved.
         c = _Unpickler(io.BytesIO(os.pread(self.f.fileno(), n, at))).load()
         assert isinstance(c, Compile)
+        if self.shift:
+            c.shift_lines(self.shift)
         return c
 
     def __reduce__(self) -> Any:
@@ -91,7 +96,7 @@ class SpillFile:
         self._final.detach()
         with contextlib.suppress(OSError):
             self.f.close()
-        return (SpillFile, (self.path,))
+        return (SpillFile, (self.path, self.shift))
 
 
 Spilled = tuple[SpillFile, int, int]  # where a compile is on disk
@@ -134,6 +139,11 @@ class Facts:
             c.stack,
             c.first_line,
         )
+
+    def shift_lines(self, n: int) -> None:
+        """See `Compile.shift_lines`."""
+        self.first_line += n
+        self.graph_breaks = shifted_breaks(self.graph_breaks, n)
 
     def apply(self, c: Compile) -> None:
         c.status = self.status
@@ -216,6 +226,17 @@ class OpenCompiles:
         if self.disk:  # a log this small stays in memory
             while self.mem:
                 self.evict()
+
+    def shift_lines(self, n: int) -> None:
+        """Move the log lines of every compile held by n (see `Compile.shift_lines`)."""
+        for c in self.mem.values():
+            c.shift_lines(n)
+        files: dict[int, SpillFile] = {}
+        for (f, _, _), facts in self.disk.values():
+            facts.shift_lines(n)
+            files[id(f)] = f
+        for f in files.values():  # this reader's own file: moved as each compile is read back
+            f.shift += n
 
     def keys(self) -> list[CompileId | None]:
         return [*self.mem, *self.disk]
