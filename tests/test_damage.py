@@ -611,3 +611,30 @@ def test_real_logs_accuse_no_good_line(log: Path) -> None:
         assert any(line in u.spans() for u in bad_units), f"{log.name}:{line} accused"
     for u in bad_units:
         assert flagged & set(u.spans()), f"{log.name}:{u.line} not reported"
+
+
+def test_quick_tensor_check_agrees_with_the_full_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `check_tensor` first tries a one-pass check; every field of real records, set to each
+    # wrong type, must get the message the full check gives.
+    from conftest import only_log
+
+    from tlview import inputs
+    from tlview.parse import Reader
+
+    bodies = [
+        r.body
+        for log in ("views_aliasing", "dtypes_zoo", "dynamic_shapes")
+        for r in Reader(only_log(log))
+        if r.kind == "describe_tensor"
+    ]
+    assert len(bodies) > 50
+    wrong: list[Any] = [True, "s", 1.5, None, 3, [1, True], [1.5], {"a": True}, {"a": 1}, []]
+    cases = [dict(b) for b in bodies]
+    for b in bodies[:40]:
+        for name in {*b, "storage_offset", "ndim", "base", "attrs", "requires_grad"}:
+            cases.extend({**b, name: v} for v in wrong)
+    quick = [inputs.check_tensor(b) for b in cases]
+    monkeypatch.setattr(inputs, "_well_formed", lambda b: False)
+    full = [inputs.check_tensor(b) for b in cases]
+    assert quick == full
+    assert sum(q is not None for q in quick) > 1000

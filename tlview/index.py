@@ -473,7 +473,11 @@ class Indexer:
         ):
             self.bad(rec, "describer_id and id must be integers")
             return
-        s = next((x for x in c.input_sets if x.describer == d), None)
+        s = None
+        for x in c.input_sets:
+            if x.describer == d:
+                s = x
+                break
         if s is None:
             s = InputSet(describer=d, where=self.user_frame(rec.meta.get("stack"), rec))
             c.input_sets.append(s)

@@ -28,8 +28,43 @@ def _dim_list(v: Any) -> bool:
     )
 
 
+# The type each checked field has in a well-formed record, for `_well_formed`.
+_TYPES: dict[str, type] = {
+    **dict.fromkeys(_DIMS, list),
+    **dict.fromkeys(("dtype", "device", "layout", "type"), str),
+    **dict.fromkeys(("storage", "ndim", *LINK_FIELDS), int),
+    "storage_offset": int,
+    "attrs": dict,
+}
+
+
+def _well_formed(b: dict[str, Any]) -> bool:
+    """True when `check_tensor` finds nothing, decided in one pass (nearly every record);
+    False only means it has to look."""
+    for name, v in b.items():
+        want = _TYPES.get(name)
+        if want is None:
+            ok = type(v) is bool or not (name.startswith("is_") or name == "requires_grad")
+        else:
+            ok = type(v) is want and _parts_fit(v)
+        if not ok:
+            return False
+    return True
+
+
+def _parts_fit(v: Any) -> bool:
+    """A list of dims holds ints and expressions; `attrs` holds tensor ids."""
+    if type(v) is list:
+        return all(type(x) is int or type(x) is str for x in v)
+    if type(v) is dict:
+        return all(type(x) is int for x in v.values())
+    return True
+
+
 def check_tensor(b: dict[str, Any]) -> str | None:
     """The first field of a describe_tensor that has the wrong type, said plainly."""
+    if _well_formed(b):
+        return None
     for name in _DIMS:
         if name in b and not _dim_list(b[name]):
             return f"tensor {b.get('id')}: {name} is not a list of ints or expressions"

@@ -35,6 +35,7 @@ _NEWLINE_TAB = re.compile(rb"\n\t")
 # A run of NUL bytes, as a crash leaves in a log file: kept as one NUL, so a file of zeros
 # with no line break cannot fill memory; the line that holds it is reported.
 _NULS = re.compile(rb"\x00{2,}")
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
 
 
 @dataclass(slots=True)
@@ -76,10 +77,14 @@ MAX_IDS = 1 << 16
 
 def compile_id_of(meta: dict[str, Any]) -> CompileId | None:
     """The compile a record belongs to, from its context keys; None outside any compile."""
-    frame, fcid = _int(meta.get("frame_id")), _int(meta.get("frame_compile_id"))
-    autograd = _int(meta.get("compiled_autograd_id"))
-    attempt = _int(meta.get("attempt")) or 0
-    if frame is None or fcid is None:
+    # `type(v) is int` and not `_int`: called for every record, and it also rules out bools.
+    frame, fcid = meta.get("frame_id"), meta.get("frame_compile_id")
+    autograd, attempt = meta.get("compiled_autograd_id"), meta.get("attempt")
+    if type(autograd) is not int:
+        autograd = None
+    if type(attempt) is not int:
+        attempt = 0
+    if type(frame) is not int or type(fcid) is not int:
         frame = fcid = None
         if autograd is None:
             return None
@@ -313,7 +318,7 @@ class Reader:
             head = head[:-1]
             self.crlf = True
         led = rest is not None and rest.startswith(b"\t")  # payload lines follow
-        if not head.strip():
+        if not head or head[0] in _SPACE and not head.strip():
             # Blank lines, or payload lines with no record above them.
             if led or head.startswith(b"\t") or rest is not None and b"\n\t" in rest:
                 self.bad(line, "payload lines with no record line above them")
@@ -417,17 +422,11 @@ class Reader:
         if not isinstance(meta, dict) or not meta:
             return None, "record is not a JSON object with an event kind"
         kind = next(iter(meta))
-        rank = m.group(1)
-        rank_v = _int(meta.get("rank"))
-        return Record(
-            kind=kind,
-            body=meta[kind],
-            meta=meta,
-            line=line,
-            pid=int(m.group(3)),
-            time=m.group(2).decode(),
-            rank=rank_v if rank_v is not None else (int(rank) if rank else None),
-        ), ""
+        rank, time, pid = m.groups()
+        rank_v = meta.get("rank")
+        if type(rank_v) is not int:
+            rank_v = int(rank) if rank else None
+        return Record(kind, meta[kind], meta, line, int(pid), time.decode(), rank_v), ""
 
 
 def _exact(raw: bytes) -> bytes:
