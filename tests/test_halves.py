@@ -36,7 +36,7 @@ def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     def counted(self: halves.Later, job: Any) -> None:
         start(self, job)
-        made.append(self.pid)
+        made.append(self.copy.pid)
 
     monkeypatch.setattr(halves.Later, "__init__", counted)
     monkeypatch.setattr(halves, "MIN_COST", 0)

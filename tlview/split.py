@@ -9,15 +9,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from .fork import Forked
 from .model import BadLine, LogIndex
 from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
-
-if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 _STR = b'] {"str": ['
@@ -152,16 +150,12 @@ def shift_lines(part: Part, n: int) -> None:
     part.lines += n
 
 
-def _child(conn: Connection, path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> None:
-    try:
-        part = read_part(path, log, keep, span)
-        for ix in part.indexers.values():
-            ix.compiles.spill_all()  # the file changes hands, not the compiles
-        conn.send(part)
-    except BaseException as e:  # the parent reads the part itself instead
-        conn.send(f"{type(e).__name__}: {e}")
-    finally:
-        conn.close()
+def _later(path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> Part:
+    """The second reader's job, in the forked copy: its part, ready to change hands."""
+    part = read_part(path, log, keep, span)
+    for ix in part.indexers.values():
+        ix.compiles.spill_all()  # the file changes hands, not the compiles
+    return part
 
 
 def read_halves(
@@ -172,21 +166,11 @@ def read_halves(
     mid = record_start(path, size // 2)
     if mid is None or mid >= size:
         return None
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
     later = keep.half() if keep is not None else None
-    child = ctx.Process(target=_child, args=(send, path, log, later, (mid, size)), daemon=True)
-    child.start()
-    send.close()
+    copy = Forked(lambda: _later(path, log, later, (mid, size)))
     mine = read_part(path, log, keep.half() if keep is not None else None, (0, mid), progress)
-    try:
-        theirs = recv.recv()
-    except EOFError:
-        theirs = "the reader of the second half stopped"
-    child.join()
-    if isinstance(theirs, str):
+    ok, theirs = copy.result()
+    if not ok:
         # Never lose the second half: read it here.
         theirs = read_part(path, log, keep, (mid, size))
     elif progress is not None:

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import gc
 import os
-import pickle
-import signal
 import sys
 import threading
 import weakref
@@ -16,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import IO, Any
 
+from ..fork import Forked
 from ..model import Compile, Report
 from ..split import spare_core
 from ..store import CompileList, cost
@@ -92,49 +90,26 @@ class Later:
         import tempfile
 
         fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".part")
-        r, w = os.pipe()
-        gc.freeze()  # the copy's collections then leave the shared heap's pages alone
-        self.pid = os.fork()
-        if self.pid == 0:  # the copy: render, report, and leave without running any cleanup
-            os.close(r)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    value: Any = ("ok", job(f))
-                data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-            except BaseException as e:  # the parent renders this half itself
-                data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
-            try:
-                with os.fdopen(w, "wb") as out:
-                    out.write(data)
-            except OSError:  # this process is gone: nobody will read the output
-                with contextlib.suppress(OSError):
-                    os.unlink(self.path)
-            finally:
-                os._exit(0)
-        gc.unfreeze()
-        os.close(fd)
-        os.close(w)
-        self.conn = r
-        # Whatever stops this process first (an error, ^C), the copy and its file go with it.
-        self._final: weakref.finalize[Any, Any] = weakref.finalize(self, _stop, self.pid, self.path)
+
+        def run() -> Any:
+            with os.fdopen(fd, "wb") as f:
+                return job(f)
+
+        try:
+            self.copy = Forked(run, orphaned=self.discard)
+        finally:
+            os.close(fd)
+        # Whatever stops this process first, the copy's output goes (Forked stops the copy).
+        self._final: weakref.finalize[Any, Any] = weakref.finalize(self, _unlink, self.path)
 
     def result(self) -> tuple[bool, Any]:
         """Wait for the copy: (True, what its job returned) or (False, why it failed)."""
-        with os.fdopen(self.conn, "rb") as f:
-            try:  # read as it comes: no copy of the whole message is held
-                status, value = pickle.load(f)  # noqa: S301 - our own fork's, via its pipe
-            except Exception:  # it died before reporting (killed, out of memory)
-                status, value = "error", "the renderer of the later compiles stopped"
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
-        self._final.detach()  # the copy is gone: only its output may be left to remove
-        self._final = weakref.finalize(self, _unlink, self.path)
-        if status != "ok":
+        ok, value = self.copy.result()
+        if not ok:
             self.discard()
             if os.environ.get("TLVIEW_DEBUG"):
                 print(f"tlview: rendering in one process: {value}", file=sys.stderr)
-            return False, value
-        return True, value
+        return ok, value
 
     def _open(self) -> IO[bytes]:
         """The copy's output, its name already removed: nothing is left behind, whatever stops
@@ -183,11 +158,3 @@ def _send(f: IO[bytes], out: IO[bytes]) -> int:
                 break
             done += n
     return done
-
-
-def _stop(pid: int, path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.waitpid(pid, 0)
-    _unlink(path)
