@@ -222,10 +222,10 @@ class OpenCompiles:
         self.disk[old] = (self.file.dump(oc), Facts.of(oc))
 
     def spill_all(self) -> None:
-        """Put every compile on disk (before sending this reader's work to another process)."""
-        if self.disk:  # a log this small stays in memory
-            while self.mem:
-                self.evict()
+        """Put every compile on disk (before sending this reader's work to another process:
+        the receiver reads each back only when it needs it, or its own forked copy does)."""
+        while self.mem:
+            self.evict()
 
     def shift_lines(self, n: int) -> None:
         """Move the log lines of every compile held by n (see `Compile.shift_lines`)."""
