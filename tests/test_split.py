@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,38 @@ def test_later_part_numbers_its_lines_as_the_whole_log(
     )
     assert _everything(path) == whole
     assert len(read_here) == 1 and read_here[0][0] == 0
+
+
+def test_a_failed_second_reader_is_read_here_with_the_same_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The forked reader fails: this process reads the second part itself, numbered as the file.
+    path = corpus("tlparse-tests", "simple_corrupted_json.log")
+    whole = _everything(path)
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+
+    def fails(*args: object) -> None:
+        raise MemoryError("no memory in the copy")
+
+    monkeypatch.setattr(split, "_later", fails)
+    read_here = []
+    read_part = split.read_part
+    monkeypatch.setattr(
+        split, "read_part", lambda *a, **k: read_here.append(a[3]) or read_part(*a, **k)
+    )
+    assert _everything(path) == whole
+    assert len(read_here) == 2 and read_here[1][0] > 0
+
+
+def test_no_fork_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = only_log("dtypes_zoo")
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    assert split.worth_splitting(path)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not split.worth_splitting(path)
+    finally:
+        stop.set()
+        other.join()

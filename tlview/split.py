@@ -6,6 +6,7 @@ import dataclasses
 import mmap
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +34,11 @@ class Part:
 
 def spare_core() -> bool:
     """A second core and fork, not turned off (TLVIEW_NO_SPLIT), not in a pool worker (the pool
-    already keeps the cores busy). Also asked before writing a report in two (render/halves.py)."""
+    already keeps the cores busy), and one thread: a fork copies no other (a Dask client's
+    threads stay after it ran). Also asked before writing a report in two (render/halves.py)."""
     if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or os.environ.get("TLVIEW_NO_SPLIT"):
+        return False
+    if threading.active_count() != 1:
         return False
     mp = sys.modules.get("multiprocessing")  # never imported: not a pool worker either
     return mp is None or not mp.current_process().daemon

@@ -7,7 +7,6 @@ import codecs
 import contextlib
 import os
 import sys
-import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
@@ -43,7 +42,7 @@ def middle(costs: Sequence[int], scale: int = 1) -> int | None:
     `scale`: how many times MIN_COST the work must come to (a pass that only counts is cheaper
     a byte than one that renders)."""
     total = sum(costs)
-    if len(costs) < 2 or total < MIN_COST * scale or not can_fork():
+    if len(costs) < 2 or total < MIN_COST * scale or not spare_core():
         return None
     acc = 0
     mine = total * (1 - LATER_SHARE)
@@ -52,11 +51,6 @@ def middle(costs: Sequence[int], scale: int = 1) -> int | None:
             return min(max(i, 1), len(costs) - 1)
         acc += c
     return len(costs) - 1
-
-
-def can_fork() -> bool:
-    """A core to spare (as for reading in two), and one thread: a fork copies no other."""
-    return spare_core() and threading.active_count() == 1
 
 
 def compiles(report: Report, start: int, stop: int | None = None) -> Iterator[Compile]:
