@@ -473,7 +473,7 @@ def build(report: Report, full: bool = False) -> Page:
     """The page for a report; `full` shows every compile, payload and metric whole."""
     tally = Tally(report)
     pick = _Pick(report, full)
-    cut = halves.middle(halves.costs(report), scale=8)
+    cut = halves.middle(halves.costs(report), scale=2)
     if cut is None:
         first_pass(report, tally, pick, 0)
     else:
