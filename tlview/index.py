@@ -530,10 +530,13 @@ class Indexer:
     def borrow(self, s: InputSet, t: TensorDesc) -> None:
         """Copy into a set the storage and linked tensors its tensor names from elsewhere."""
         d = s.describer
-        if t.storage is not None and t.storage not in s.storages:
-            st = self.storages.get(d, {}).get(t.storage)
+        sid = t.storage
+        if sid is not None and sid not in s.storages:
+            st = self.storages.get(d, {}).get(sid)
             if st is not None:
-                s.storages[t.storage] = st
+                s.storages[sid] = st
+        if inputs_mod.LINKING.isdisjoint(t.fields):
+            return  # most tensors name no other tensor
         for link in (*inputs_mod.links(t), *t.attrs.values()):
             if link not in s.tensors:
                 other = self.tensors.get(d, {}).get(link)

@@ -98,15 +98,15 @@ def compact(b: dict[str, Any], intern: Callable[[str], str]) -> dict[str, Any]:
     """The record's fields with object addresses removed, so repeated reprs share one string."""
     out: dict[str, Any] = {}
     for k, v in b.items():
-        if k == "describer_id":
-            continue
-        if isinstance(v, str):
+        if type(v) is str:
             v = intern(_ADDRESS.sub("", v)) if " at 0x" in v else intern(v)
+        elif k == "describer_id":
+            continue
         out[k] = v
     return out
 
 
-_LINKING = frozenset((*LINK_FIELDS, "attrs"))
+LINKING = frozenset((*LINK_FIELDS, "attrs"))  # fields that name another tensor
 
 
 def links(t: TensorDesc) -> list[int]:
@@ -121,7 +121,7 @@ def links(t: TensorDesc) -> list[int]:
 def _referenced(tensors: dict[int, TensorDesc]) -> set[int]:
     refs: set[int] = set()
     for t in tensors.values():
-        if _LINKING.isdisjoint(t.fields):
+        if LINKING.isdisjoint(t.fields):
             continue  # most tensors name no other tensor
         refs.update(links(t))
         refs.update(t.attrs.values())
