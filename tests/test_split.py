@@ -6,6 +6,7 @@ import dataclasses
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import corpus, only_log, run_cli
@@ -152,3 +153,31 @@ def test_no_fork_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         stop.set()
         other.join()
+
+
+def test_a_failed_second_reader_leaves_no_spill_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The copy spilled its compiles to disk and then failed to send them: its files go with it.
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    later = split._later
+
+    def cannot_be_sent(*args: Any) -> split.Part:
+        part = later(*args)
+        assert list(tmp_path.glob("tlview-*.spill"))  # the copy made its own
+        # Sending fails after the spill files were packed (and let go of deleting themselves).
+        part.crlf = lambda: None  # type: ignore[assignment]
+        return part
+
+    monkeypatch.setattr(split, "_later", cannot_be_sent)
+    logs = read_log(only_log("dtypes_zoo"))
+    assert sum(len(log.compiles) for log in logs) > 4
+    del logs
+    import gc
+
+    gc.collect()
+    assert list(tmp_path.glob("tlview-*")) == []

@@ -17,9 +17,9 @@ from typing import Any
 class Forked:
     """A job running in a forked copy; `result()` waits for what it returned."""
 
-    def __init__(self, job: Callable[[], Any], orphaned: Callable[[], None] | None = None) -> None:
-        """Start `job` in a copy. `orphaned` runs in the copy if this process is gone by the
-        time the job is done (nobody will read what it made)."""
+    def __init__(self, job: Callable[[], Any], cleanup: Callable[[], None] | None = None) -> None:
+        """Start `job` in a copy. `cleanup` runs in the copy when what it made will not be read:
+        the job or its report failed, or this process is gone."""
         r, w = os.pipe()
         gc.freeze()  # the copy's collections then leave the shared heap's pages alone
         self.pid = os.fork()
@@ -28,14 +28,13 @@ class Forked:
             try:
                 data = pickle.dumps(("ok", job()), pickle.HIGHEST_PROTOCOL)
             except BaseException as e:  # this process does the job itself
+                _clean(cleanup)
                 data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
             try:
                 with os.fdopen(w, "wb") as out:
                     out.write(data)
             except OSError:
-                if orphaned is not None:
-                    with contextlib.suppress(BaseException):
-                        orphaned()
+                _clean(cleanup)
             finally:
                 os._exit(0)
         gc.unfreeze()
@@ -55,6 +54,12 @@ class Forked:
             os.waitpid(self.pid, 0)
         self._final.detach()
         return status == "ok", value
+
+
+def _clean(cleanup: Callable[[], None] | None) -> None:
+    if cleanup is not None:
+        with contextlib.suppress(BaseException):
+            cleanup()
 
 
 def _stop(pid: int) -> None:

@@ -17,6 +17,7 @@ import orjson
 from .fork import Forked
 from .model import BadLine, LogIndex
 from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
+from .store import remove_made_here
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 _STR = b'] {"str": ['
@@ -171,7 +172,7 @@ def read_halves(
     if mid is None or mid >= size:
         return None
     later = keep.half() if keep is not None else None
-    copy = Forked(lambda: _later(path, log, later, (mid, size)))
+    copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
     mine = read_part(path, log, keep.half() if keep is not None else None, (0, mid), progress)
     ok, theirs = copy.result()
     if not ok:

@@ -62,6 +62,7 @@ class SpillFile:
 
             fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".spill")
             self.f = os.fdopen(fd, "w+b")
+            _MADE.append((os.getpid(), self.path))
         else:
             self.path = path
             self.f = open(path, "r+b")  # noqa: SIM115 - closed by the finalizer
@@ -100,6 +101,20 @@ class SpillFile:
 
 
 Spilled = tuple[SpillFile, int, int]  # where a compile is on disk
+
+# Spill files made, with the process that made each: see `remove_made_here`.
+_MADE: list[tuple[int, str]] = []
+
+
+def remove_made_here() -> None:
+    """Delete the spill files this process made: a forked reader whose work will not be read
+    (its finalizers do not run: it leaves with os._exit, and a file being handed over has
+    already let go of its own)."""
+    me = os.getpid()
+    for pid, path in _MADE:
+        if pid == me:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _remove(f: IO[bytes], path: str, owner: int) -> None:

@@ -90,7 +90,7 @@ class Later:
                 return job(f)
 
         try:
-            self.copy = Forked(run, orphaned=self.discard)
+            self.copy = Forked(run, cleanup=self.discard)
         finally:
             os.close(fd)
         # Whatever stops this process first, the copy's output goes (Forked stops the copy).
