@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from conftest import corpus, only_log, run_cli
 
+import tlview.index as index
 import tlview.split as split
 import tlview.store as store
 from tlview.index import read_log
@@ -181,3 +182,44 @@ def test_a_failed_second_reader_leaves_no_spill_file(
 
     gc.collect()
     assert list(tmp_path.glob("tlview-*")) == []
+
+
+@pytest.mark.parametrize("copy_fails", [False, True])  # True: the second part is read here
+@pytest.mark.parametrize("budget", [0, 20_000, 200_000, 2_000_000])
+@pytest.mark.parametrize(
+    "log",
+    [
+        lambda: only_log("transformer_inductor"),  # inductor code: payloads in both halves
+        lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),  # an md5 mismatch, damage
+    ],
+)
+def test_the_page_keeps_the_texts_one_reader_keeps(
+    log, budget: int, copy_fails: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each reader keeps texts with the whole budget; the merge forgets those one reader would
+    # not have kept, whether the budget runs out in the first half, the second, or never.
+    from tlview.load import load
+    from tlview.render import html, page
+
+    path = log()
+    if copy_fails:
+        monkeypatch.setattr(split, "_later", lambda *a: 1 / 0)
+    monkeypatch.setattr(page, "PAGE_PAYLOAD_BYTES", budget)
+    monkeypatch.setattr(page, "PAYLOAD_BYTES", 8_000)
+    monkeypatch.setenv("TLVIEW_NO_SPLIT", "1")
+    whole = html.render(load(path, html.keep_policy(False)))
+    monkeypatch.delenv("TLVIEW_NO_SPLIT")
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    dropped: list[int] = []
+    after = index.Keep.after
+
+    def spied(self: index.Keep, later: index.Keep) -> set[int]:
+        got = after(self, later)
+        dropped.append(len(got))
+        return got
+
+    monkeypatch.setattr(index.Keep, "after", spied)
+    halves = html.render(load(path, html.keep_policy(False)))
+    assert halves == whole
+    # The smallest budget runs out while the second half is read: texts were forgotten.
+    assert (sum(dropped) > 0) == (budget == 20_000)

@@ -103,7 +103,12 @@ KEEP_DESCRIBERS = 4  # describers whose tensors stay at hand for cross-compile r
 
 @dataclass(slots=True)
 class Keep:
-    """Which payload texts to keep in memory: everything else is hashed, measured and dropped."""
+    """Which payload texts to keep in memory: everything else is hashed, measured and dropped.
+
+    Texts are kept in log order while the budget has room for each whole (up to
+    `payload_bytes`); the first that does not fit ends the keeping. So the texts kept are a
+    prefix of the log's payloads, and two readers of one log's halves can agree on the texts
+    one reader keeps (`after`)."""
 
     payload_bytes: int = 0  # text kept per payload (0: none but what the index itself reads)
     total_bytes: int = 0  # budget over the whole log
@@ -111,24 +116,38 @@ class Keep:
     compile: str | None = None  # keep only for this compile id
     ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
     used: int = 0
-
-    def half(self) -> Keep:
-        """The policy for one of two readers of a log: half the budget each."""
-        return Keep(self.payload_bytes, self.total_bytes // 2, self.kinds, self.compile, self.ranks)
+    full: bool = False  # a text did not fit: no more are kept
+    kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
 
     def fresh(self) -> Keep:
         """The same policy with its budget unspent, so every log gets the whole budget."""
         return Keep(self.payload_bytes, self.total_bytes, self.kinds, self.compile, self.ranks)
 
-    def take(self, kind: str, compile_key: str) -> int:
-        """Bytes of this payload to keep."""
-        if self.payload_bytes <= 0 or self.used >= self.total_bytes:
+    def take(self, kind: str, compile_key: str, size: int, line: int) -> int:
+        """Bytes of this payload (of `size` bytes, at `line`) to keep as text."""
+        if self.payload_bytes <= 0 or self.full:
             return 0
         if self.kinds is not None and kind not in self.kinds:
             return 0
         if self.compile is not None and compile_key != self.compile:
             return 0
-        return min(self.payload_bytes, self.total_bytes - self.used)
+        n = min(self.payload_bytes, size)
+        if self.used + n > self.total_bytes:
+            self.full = True
+            return 0
+        self.used += n
+        self.kept.append((line, n))
+        return self.payload_bytes
+
+    def after(self, later: Keep) -> set[int]:
+        """Lines of the texts a reader of the part after this one kept (with a budget of its
+        own) that one reader of both parts would not have kept."""
+        room = self.total_bytes - self.used
+        for k, (_, n) in enumerate(later.kept):
+            if self.full or n > room:
+                return {line for line, _ in later.kept[k:]}
+            room -= n
+        return set()
 
 
 @dataclass(slots=True)
@@ -229,14 +248,18 @@ class Indexer:
         return frames[0] if frames else None
 
     def payload(
-        self, rec: Record, kind: str, c: Compile, meta: dict[str, Any] | None = None
+        self,
+        rec: Record,
+        kind: str,
+        c: Compile,
+        meta: dict[str, Any] | None = None,
+        keep: bool = True,
     ) -> Payload:
         size = len(rec.payload or b"")
-        limit = self.keep.take(kind, c.key)
-        text = None
-        if limit and rec.payload is not None:
-            text = rec.text(limit)
-            self.keep.used += min(limit, size)
+        limit = (
+            self.keep.take(kind, c.key, size, rec.line) if keep and rec.payload is not None else 0
+        )
+        text = rec.text(limit) if limit else None
         enc = rec.body.get("encoding") if isinstance(rec.body, dict) else None
         return Payload(
             kind=kind,
@@ -423,10 +446,12 @@ class Indexer:
             c.artifacts.append(self.payload(rec, name, c, artifact_meta(name, rec.payload)))
 
     def payload_always(self, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
-        p = self.payload(rec, kind, c)
-        if p.text is None and rec.payload is not None:
-            p.text = rec.text(limit)
-            p.cut = max(0, len(rec.payload) - limit)
+        """A payload whose text is always kept (errors), outside the budget."""
+        p = self.payload(rec, kind, c, keep=False)
+        if rec.payload is not None:
+            n = max(limit, self.keep.payload_bytes)
+            p.text = rec.text(n)
+            p.cut = max(0, len(rec.payload) - n)
         return p
 
     def on_symbol(self, rec: Record, c: Compile) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
@@ -462,6 +462,13 @@ class Compile:
             if id(d) not in seen:
                 seen.add(id(d))
                 d.line += n
+
+    def drop_texts(self, lines: Set[int]) -> None:
+        """Forget the kept text of the payloads at these log lines (see `index.Keep.after`)."""
+        for p in self.payloads():
+            if p.line in lines:
+                p.text = None
+                p.cut = 0
 
 
 def shifted_breaks(breaks: list[GraphBreak], n: int) -> list[GraphBreak]:

@@ -31,6 +31,7 @@ class Part:
     bad: LogIndex
     lines: int
     crlf: bool
+    keep: Any  # the index.Keep it read with: the texts it kept
 
 
 def spare_core() -> bool:
@@ -60,7 +61,12 @@ def worth_splitting(path: Path) -> bool:
 def record_start(path: Path, at: int) -> int | None:
     """The offset of the record line that starts nearest to byte `at`, if any (payloads can
     be megabytes long: the first record after `at` can be far from it)."""
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    try:
+        with path.open("rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # gone, or empty
+        return None
+    with mm:
         m = _RECORD_START.search(mm, max(0, at - 1))
         after = None if m is None else m.end()
         reach = len(mm) if after is None else after - at  # a start before `at` nearer than it
@@ -143,7 +149,7 @@ def read_part(
     finally:
         if earlier is not None:
             earlier.close()
-    return Part(indexers, bad, reader.lines, reader.crlf)
+    return Part(indexers, bad, reader.lines, reader.crlf, keep)
 
 
 def shift_lines(part: Part, n: int) -> None:
@@ -171,16 +177,23 @@ def read_halves(
     mid = record_start(path, size // 2)
     if mid is None or mid >= size:
         return None
-    later = keep.half() if keep is not None else None
+    # Each reader keeps texts with the whole budget; the merge forgets those of the second
+    # that one reader would not have kept (index.Keep), so the report is the same.
+    later = keep.fresh() if keep is not None else None
     copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
-    mine = read_part(path, log, keep.half() if keep is not None else None, (0, mid), progress)
+    mine = read_part(path, log, keep.fresh() if keep is not None else None, (0, mid), progress)
     ok, theirs = copy.result()
     if not ok:
         # Never lose the second half: read it here.
-        theirs = read_part(path, log, keep, (mid, size))
+        theirs = read_part(path, log, later, (mid, size))
     elif progress is not None:
         progress(size - mid)
     shift_lines(theirs, mine.lines)
+    if mine.keep is not None:
+        dropped = frozenset(line + mine.lines for line in mine.keep.after(theirs.keep))
+        if dropped:
+            for ix in theirs.indexers.values():
+                ix.compiles.drop_texts(dropped)
     for pid, ix in theirs.indexers.items():
         if pid in mine.indexers:
             mine.indexers[pid].merge(ix)
@@ -188,7 +201,7 @@ def read_halves(
             mine.indexers[pid] = ix
     mine.bad.bad_count += theirs.bad.bad_count
     mine.bad.bad_lines = _first(mine.bad.bad_lines + theirs.bad.bad_lines)
-    return Part(mine.indexers, mine.bad, theirs.lines, mine.crlf or theirs.crlf)
+    return Part(mine.indexers, mine.bad, theirs.lines, mine.crlf or theirs.crlf, mine.keep)
 
 
 def _first(bad: list[BadLine]) -> list[BadLine]:

@@ -53,10 +53,14 @@ class _Unpickler(pickle.Unpickler):
 class SpillFile:
     """An append-only temp file of pickled compiles, deleted when no longer referenced."""
 
-    def __init__(self, path: str | None = None, shift: int = 0) -> None:
-        # Added to the log lines of each compile read back: the file of a reader of a later
-        # part of a log, which numbered its lines from its own start (split.py).
+    def __init__(
+        self, path: str | None = None, shift: int = 0, dropped: frozenset[int] = frozenset()
+    ) -> None:
+        # What a reader of a later part of a log (split.py) did not know, applied to each
+        # compile read back: lines to add (it numbered its lines from its own start), and the
+        # payloads whose text one reader of the whole log would not have kept.
         self.shift = shift
+        self.dropped = dropped
         if path is None:
             import tempfile  # a log of few compiles never spills: a few ms not spent at start
 
@@ -86,6 +90,8 @@ class SpillFile:
         assert isinstance(c, Compile)
         if self.shift:
             c.shift_lines(self.shift)
+        if self.dropped:
+            c.drop_texts(self.dropped)
         return c
 
     def __reduce__(self) -> Any:
@@ -97,7 +103,7 @@ class SpillFile:
         self._final.detach()
         with contextlib.suppress(OSError):
             self.f.close()
-        return (SpillFile, (self.path, self.shift))
+        return (SpillFile, (self.path, self.shift, self.dropped))
 
 
 Spilled = tuple[SpillFile, int, int]  # where a compile is on disk
@@ -252,6 +258,13 @@ class OpenCompiles:
             files[id(f)] = f
         for f in files.values():  # this reader's own file: moved as each compile is read back
             f.shift += n
+
+    def drop_texts(self, lines: frozenset[int]) -> None:
+        """Forget the kept text of the payloads at these lines (see `Compile.drop_texts`)."""
+        for c in self.mem.values():
+            c.drop_texts(lines)
+        for (f, _, _), _facts in self.disk.values():
+            f.dropped |= lines
 
     def keys(self) -> list[CompileId | None]:
         return [*self.mem, *self.disk]
