@@ -898,9 +898,7 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
             v.artifacts.append(pv)
     if not r.detail:
         return v
-    drawn = storages(c)
-    v.storages = [sv for sv in drawn if not _plain(sv)]
-    v.plain_storages = len(drawn) - len(v.storages)
+    v.storages, v.plain_storages = storages(c)
     v.symbols = c.symbols
     v.events = c.events
     if c.metrics:
@@ -1159,17 +1157,23 @@ def _span_text(t: TensorDesc, start: int | None, end: int | None) -> str:
     return f"{shape}: bytes {start:,} to {end:,}"
 
 
-def storages(c: Compile) -> list[StorageView]:
-    """Each storage under the compile's inputs, with the span each tensor on it covers.
-
-    Only storages worth a picture (not `_plain`) are scaled to their bar.
-    """
+def storages(c: Compile) -> tuple[list[StorageView], int]:
+    """The storages under the compile's inputs worth a picture, each with the span each tensor
+    on it covers, and how many others there are (`_plain`: one input covering all of it)."""
     by_key: dict[tuple[int, int], StorageView] = {}
     seen: set[tuple[int, int, int]] = set()
     described: dict[tuple[int, int], StorageDesc] = {}
     for s in c.input_sets:
         for sid, sd in s.storages.items():
             described[(s.describer, sid)] = sd
+    # Storages a base or an inner tensor also covers: never plain.
+    shared = {
+        (i.describer, t.storage)
+        for i in c.inputs
+        if i.base is not None or i.inner
+        for t in (i.base, *i.inner.values())
+        if t is not None
+    }
 
     def add(t: TensorDesc, describer: int, label: str, is_input: bool, group: int | None) -> None:
         st = t.storage
@@ -1188,19 +1192,34 @@ def storages(c: Compile) -> list[StorageView]:
         start, end = span(t)
         sv.spans.append(Span(label, t, start, end, input=is_input))
 
+    plain = 0
     for i in c.inputs:
-        add(i.tensor, i.describer, i.source, True, i.alias_group)
+        t = i.tensor
+        st = t.storage
+        if st is not None and not i.alias_group and (i.describer, st) not in shared:
+            # The common case, an input alone on its storage: counted without a picture when
+            # it covers all of it (as `_plain` would find).
+            desc = described.get((i.describer, st))
+            size = None if desc is None else desc.size
+            start, end = span(t)
+            if start == 0 and isinstance(size, int) and end == size:
+                plain += 1
+                continue
+        add(t, i.describer, i.source, True, i.alias_group)
     for i in c.inputs:
         if i.base is not None:
             add(i.base, i.describer, f"base of {i.source}", False, None)
         for name, t in i.inner.items():
             add(t, i.describer, f"{i.source}.{name}", False, None)
-    out = list(by_key.values())
-    for sv in out:
-        if not _plain(sv):
+    out = []
+    for sv in by_key.values():
+        if _plain(sv):
+            plain += 1
+        else:
             _scale(sv)
+            out.append(sv)
     out.sort(key=lambda s: (s.alias_group is None, s.alias_group or 0))
-    return out
+    return out, plain
 
 
 def _plain(sv: StorageView) -> bool:
