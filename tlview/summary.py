@@ -143,28 +143,35 @@ def overview(report: Report) -> Overview:
 def input_flags(i: Input) -> str:
     """What sets an input apart, in a few words: param, grad, non-leaf, view, subclass, ..."""
     t = i.tensor
+    f = t.fields  # read directly: the page asks this of every input it shows
     out = []
-    if t.flag("is_parameter"):
+    if f.get("is_parameter"):
         out.append("param")
-    if t.flag("requires_grad"):
+    if f.get("requires_grad"):
         out.append("grad")
-    if not t.flag("is_leaf") and t.fields:
+    if not f.get("is_leaf") and f:
         out.append("non-leaf")
-    if t.flag("is_view"):
+    if f.get("is_view"):
         base = i.base.id if i.base is not None else t.base
         out.append("view" if base is None else f"view of {base}")
     if i.grad is not None:
         out.append(".grad")
-    if t.type_name:
+    if "type" in f and t.type_name:
         out.append(t.type_name.rsplit(".", 1)[-1])
-    if t.get("layout") != "torch.strided":
-        out.append(str(t.get("layout")).replace("torch.", ""))
-    for name in ("is_conj", "is_neg", "is_inference", "is_functional", "is_nested"):
-        if t.flag(name):
-            out.append(name.removeprefix("is_"))
+    layout = f.get("layout", "torch.strided")
+    if layout != "torch.strided":
+        out.append(str(layout).replace("torch.", ""))
+    if not _RARE_FLAGS.isdisjoint(f):
+        for name in _RARE_FLAGS_ORDER:
+            if f.get(name):
+                out.append(name.removeprefix("is_"))
     if i.superseded:
         out.append("superseded")
     return " ".join(out)
+
+
+_RARE_FLAGS_ORDER = ("is_conj", "is_neg", "is_inference", "is_functional", "is_nested")
+_RARE_FLAGS = frozenset(_RARE_FLAGS_ORDER)
 
 
 def break_title(reason: str) -> str:
