@@ -119,9 +119,10 @@ def test_spill_files_outlive_the_copy_and_its_output_is_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(store, "_DIR", None)  # this run's temp directory: made in tmp_path
     monkeypatch.setattr(store, "IN_MEMORY", 2)
     rep = load(only_log("dtypes_zoo"))
-    spills = sorted(tmp_path.iterdir())
+    spills = sorted(tmp_path.glob("tlview-*/*"))
     assert spills and all(p.suffix == ".spill" for p in spills)
     monkeypatch.setattr(halves, "MIN_COST", ONE)
     one = _write(rep, "json")
@@ -129,7 +130,7 @@ def test_spill_files_outlive_the_copy_and_its_output_is_removed(
     assert _write(rep, "json") == one
     assert _write(rep, "json") == one  # the copy removed none of the shared files
     assert len(made) == 2
-    assert sorted(tmp_path.iterdir()) == spills  # its output (.part) is gone
+    assert sorted(tmp_path.glob("tlview-*/*")) == spills  # its output (.part) is gone
 
 
 def test_iterating_from_any_compile_matches_the_whole_list(

@@ -163,13 +163,14 @@ def test_a_failed_second_reader_leaves_no_spill_file(
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(store, "_DIR", None)  # this run's temp directory: made in tmp_path
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     monkeypatch.setattr(store, "IN_MEMORY", 2)
     later = split._later
 
     def cannot_be_sent(*args: Any) -> split.Part:
         part = later(*args)
-        assert list(tmp_path.glob("tlview-*.spill"))  # the copy made its own
+        assert list(tmp_path.glob("tlview-*/tlview-*.spill"))  # the copy made its own
         # Sending fails after the spill files were packed (and let go of deleting themselves).
         part.crlf = lambda: None  # type: ignore[assignment]
         return part
@@ -181,7 +182,7 @@ def test_a_failed_second_reader_leaves_no_spill_file(
     import gc
 
     gc.collect()
-    assert list(tmp_path.glob("tlview-*")) == []
+    assert list(tmp_path.glob("tlview-*/*")) == []
 
 
 @pytest.mark.parametrize("copy_fails", [False, True])  # True: the second part is read here

@@ -60,8 +60,8 @@ def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[
         "import tlview.store as s\n"
         "s.IN_MEMORY = 2\n"
         "made = s.SpillFile.__init__\n"
-        "def note(self, path=None):\n"
-        "    made(self, path)\n"
+        "def note(self, *args):\n"
+        "    made(self, *args)\n"
         "    print('spill file', self.path, file=sys.stderr)\n"
         "s.SpillFile.__init__ = note\n"
         "from tlview.cli import run\n"
@@ -74,5 +74,31 @@ def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[
     in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
     assert json.loads(r.stdout) == json.loads(in_process)  # written whole before the exit
     made = [ln.split()[-1] for ln in r.stderr.decode().splitlines() if ln.startswith("spill")]
-    assert made and all(Path(p).parent == tmp_path for p in made)
+    assert made and all(Path(p).parent.parent == tmp_path for p in made)  # in the run's dir
+    assert list(tmp_path.iterdir()) == []  # removed with it
+
+
+def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The second reader spills its compiles and is killed before it hands them over: the run's
+    # temp directory, and the files in it, go when tlview exits.
+    code = (
+        "import os, signal\n"
+        "import tlview.split as sp, tlview.store as s\n"
+        "s.IN_MEMORY = 2\n"
+        "sp.PARALLEL_MIN = 0\n"
+        "later = sp._later\n"
+        "def killed(*args):\n"
+        "    later(*args)\n"
+        "    assert any(os.scandir(s.temp_dir()))\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "sp._later = killed\n"
+        "from tlview.cli import run\n"
+        "run()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    args = ["report", str(corpus("dtypes_zoo")), "--format", "json"]
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr
+    in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
+    assert json.loads(r.stdout) == json.loads(in_process)  # the second part was read here
     assert list(tmp_path.iterdir()) == []

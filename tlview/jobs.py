@@ -223,6 +223,9 @@ def read_pool(
     ctx = mp.get_context("fork" if sys.platform == "linux" else "spawn")
     queue = ctx.SimpleQueue() if start_bar else None
     results: list[Read | None] = [None] * len(sources)
+    from .store import temp_dir
+
+    temp_dir()  # forked workers spill into this process's temp directory, removed with it
     # Frozen, this process's objects are never scanned by a worker's collector, so forked
     # workers do not copy the pages they sit on.
     gc.freeze()

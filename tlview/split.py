@@ -17,7 +17,7 @@ import orjson
 from .fork import Forked
 from .model import BadLine, LogIndex
 from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
-from .store import remove_made_here
+from .store import remove_made_here, temp_dir
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 _STR = b'] {"str": ['
@@ -180,6 +180,7 @@ def read_halves(
     # Each reader keeps texts with the whole budget; the merge forgets those of the second
     # that one reader would not have kept (index.Keep), so the report is the same.
     later = keep.fresh() if keep is not None else None
+    temp_dir()  # made here, so the copy's spill files are removed with it, whatever happens
     copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
     mine = read_part(path, log, keep.fresh() if keep is not None else None, (0, mid), progress)
     ok, theirs = copy.result()

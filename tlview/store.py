@@ -50,6 +50,35 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unexpected class {module}.{name} in tlview's spill file")
 
 
+# This run's directory of temp files (spill files, a forked writer's output): made by the first
+# process that needs one, and emptied and removed when that process exits, so what a forked copy
+# leaves there (it leaves with os._exit, and ^C can stop a hand-over half way) goes too.
+_DIR: tuple[int, str] | None = None
+
+
+def temp_dir() -> str:
+    """This run's temp directory; a process about to fork makes it first, so its copies use it."""
+    global _DIR
+    if _DIR is None:
+        import atexit
+        import tempfile
+
+        path = tempfile.mkdtemp(prefix="tlview-")
+        _DIR = (os.getpid(), path)
+        atexit.register(_remove_dir, os.getpid(), path)
+    return _DIR[1]
+
+
+def _remove_dir(owner: int, path: str) -> None:
+    if os.getpid() != owner:  # a forked copy that exits normally (a pool worker) leaves it
+        return
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+        os.rmdir(path)
+
+
 class SpillFile:
     """An append-only temp file of pickled compiles, deleted when no longer referenced."""
 
@@ -64,7 +93,7 @@ class SpillFile:
         if path is None:
             import tempfile  # a log of few compiles never spills: a few ms not spent at start
 
-            fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".spill")
+            fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".spill", dir=temp_dir())
             self.f = os.fdopen(fd, "w+b")
             _MADE.append((os.getpid(), self.path))
         else:

@@ -15,7 +15,7 @@ from typing import IO, Any
 from ..fork import Forked
 from ..model import Compile, Report
 from ..split import spare_core
-from ..store import CompileList, cost
+from ..store import CompileList, cost, temp_dir
 
 # Pickled bytes of compiles below which one process renders them all: a fork costs more.
 MIN_COST = 1 << 20
@@ -83,7 +83,7 @@ class Later:
     def __init__(self, job: Callable[[IO[bytes]], Any]) -> None:
         import tempfile
 
-        fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".part")
+        fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".part", dir=temp_dir())
 
         def run() -> Any:
             with os.fdopen(fd, "wb") as f:
