@@ -160,6 +160,7 @@ def read_one(
 def read_remote(src: Source, keep: Keep | None = None) -> Read:
     """`read_one` on a Dask worker: spilled compiles travel as data, not as a local file name."""
     store.SEND_FILES = False
+    store.RUN_DIR = False
     return read_one(src, keep)
 
 

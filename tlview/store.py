@@ -54,11 +54,18 @@ class _Unpickler(pickle.Unpickler):
 # process that needs one, and emptied and removed when that process exits, so what a forked copy
 # leaves there (it leaves with os._exit, and ^C can stop a hand-over half way) goes too.
 _DIR: tuple[int, str] | None = None
+# Off in a Dask worker: it outlives the run and is stopped without exit handlers, so its temp
+# files go straight in the system temp directory (each is removed when no longer referenced).
+RUN_DIR = True
 
 
 def temp_dir() -> str:
     """This run's temp directory; a process about to fork makes it first, so its copies use it."""
     global _DIR
+    if not RUN_DIR:
+        import tempfile
+
+        return tempfile.gettempdir()
     if _DIR is None:
         import atexit
         import tempfile
