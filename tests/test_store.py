@@ -53,9 +53,23 @@ def test_records_pickle_as_their_fields() -> None:
     assert c.__reduce__()[1][0] == c.id  # the first field, as the constructor takes it
 
 
+def _report_with(tmp_path: Path, setup: str) -> bytes:
+    """Run `tlview report --format json` on a corpus log in a new process that runs `setup`
+    first, with its temp directory in tmp_path; its stderr, once its output is checked."""
+    code = setup + "from tlview.cli import run\nrun()\n"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    args = ["report", str(corpus("dtypes_zoo")), "--format", "json"]
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr
+    in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
+    assert json.loads(r.stdout) == json.loads(in_process)  # written whole before the exit
+    return r.stderr
+
+
 def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # `tlview` exits without freeing its heap (cli.run), but still removes its temp files.
-    code = (
+    err = _report_with(
+        tmp_path,
         "import sys\n"
         "import tlview.store as s\n"
         "s.IN_MEMORY = 2\n"
@@ -63,25 +77,18 @@ def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[
         "def note(self, *args):\n"
         "    made(self, *args)\n"
         "    print('spill file', self.path, file=sys.stderr)\n"
-        "s.SpillFile.__init__ = note\n"
-        "from tlview.cli import run\n"
-        "run()\n"
+        "s.SpillFile.__init__ = note\n",
     )
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    args = ["report", str(corpus("dtypes_zoo")), "--format", "json"]
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env)
-    assert r.returncode == 0, r.stderr
-    in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
-    assert json.loads(r.stdout) == json.loads(in_process)  # written whole before the exit
-    made = [ln.split()[-1] for ln in r.stderr.decode().splitlines() if ln.startswith("spill")]
+    made = [ln.split()[-1] for ln in err.decode().splitlines() if ln.startswith("spill")]
     assert made and all(Path(p).parent.parent == tmp_path for p in made)  # in the run's dir
     assert list(tmp_path.iterdir()) == []  # removed with it
 
 
 def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # The second reader spills its compiles and is killed before it hands them over: the run's
-    # temp directory, and the files in it, go when tlview exits.
-    code = (
+    # temp directory, and the files in it, go when tlview exits; the second part is read here.
+    _report_with(
+        tmp_path,
         "import os, signal\n"
         "import tlview.split as sp, tlview.store as s\n"
         "s.IN_MEMORY = 2\n"
@@ -91,14 +98,6 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
         "    later(*args)\n"
         "    assert any(os.scandir(s.temp_dir()))\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "sp._later = killed\n"
-        "from tlview.cli import run\n"
-        "run()\n"
+        "sp._later = killed\n",
     )
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    args = ["report", str(corpus("dtypes_zoo")), "--format", "json"]
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env)
-    assert r.returncode == 0, r.stderr
-    in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
-    assert json.loads(r.stdout) == json.loads(in_process)  # the second part was read here
     assert list(tmp_path.iterdir()) == []
