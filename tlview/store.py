@@ -288,19 +288,21 @@ class OpenCompiles:
         """Move the log lines of every compile held by n (see `Compile.shift_lines`)."""
         for c in self.mem.values():
             c.shift_lines(n)
-        files: dict[int, SpillFile] = {}
-        for (f, _, _), facts in self.disk.values():
+        for _, facts in self.disk.values():
             facts.shift_lines(n)
-            files[id(f)] = f
-        for f in files.values():  # this reader's own file: moved as each compile is read back
+        for f in self._files():  # moved as each compile is read back
             f.shift += n
 
     def drop_texts(self, lines: frozenset[int]) -> None:
         """Forget the kept text of the payloads at these lines (see `Compile.drop_texts`)."""
         for c in self.mem.values():
             c.drop_texts(lines)
-        for (f, _, _), _facts in self.disk.values():
+        for f in self._files():  # forgotten as each compile is read back
             f.dropped |= lines
+
+    def _files(self) -> list[SpillFile]:
+        """The spill files of the compiles on disk (this reader's own), each once."""
+        return list({id(f): f for (f, _, _), _ in self.disk.values()}.values())
 
     def keys(self) -> list[CompileId | None]:
         return [*self.mem, *self.disk]
