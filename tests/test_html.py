@@ -23,7 +23,7 @@ from conftest import CORPUS, FIXTURES, ROOT, corpus
 from tlview import __version__
 from tlview.load import load
 from tlview.model import Divergence, Report
-from tlview.render import halves, html, page
+from tlview.render import halves, html, kept, page
 from tlview.summary import compile_ref, overview
 
 DEMO = FIXTURES / "demo.log"
@@ -40,7 +40,7 @@ def real_paths() -> list[Path]:
 
 
 def render(path: Path | str, full: bool = False) -> tuple[Report, str]:
-    rep = load(path, html.keep_policy(full))
+    rep = load(path, kept.keep_policy(full))
     return rep, html.render(rep, full=full)
 
 
@@ -233,7 +233,7 @@ def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
 
 
 def test_divergence_and_recompile_records_are_rendered() -> None:
-    rep = load(DEMO, html.keep_policy(False))
+    rep = load(DEMO, kept.keep_policy(False))
     rep.divergence = [
         Divergence("compile ids", [1, 3], "ranks 1 and 3 compiled 0/2; the others did not")
     ]
@@ -286,10 +286,10 @@ def test_truncated_log_shows_phases_that_never_ended() -> None:
 def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus("transformer_inductor")
     whole = {
-        (p.line): p.text for c in load(path, html.keep_policy(True)).compiles for p in c.payloads()
+        (p.line): p.text for c in load(path, kept.keep_policy(True)).compiles for p in c.payloads()
     }
-    monkeypatch.setattr(page, "PAYLOAD_BYTES", 2000)
-    monkeypatch.setattr(page, "PAGE_PAYLOAD_BYTES", 20_000)
+    monkeypatch.setattr(kept, "PAYLOAD_BYTES", 2000)
+    monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", 20_000)
     rep, text = render(path)
     payloads = [p for c in rep.compiles for p in c.payloads()]
     cuts = re.findall(
@@ -326,11 +326,11 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
 def test_default_budget_holds_on_real_logs() -> None:
     shown = 0
     for path in real_paths():
-        built = page.build(load(path, html.keep_policy(False)))
-        assert built.budget.shown_bytes <= page.PAGE_PAYLOAD_BYTES
+        built = page.build(load(path, kept.keep_policy(False)))
+        assert built.budget.shown_bytes <= kept.PAGE_PAYLOAD_BYTES
         for v in built.views():
             for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
-                assert pv.shown <= page.PAYLOAD_BYTES
+                assert pv.shown <= kept.PAYLOAD_BYTES
                 assert (pv.note is None) == (pv.shown == pv.p.bytes or pv.p.bytes == 0), pv.p.kind
         shown += built.budget.shown_bytes
     assert shown > 0
@@ -606,7 +606,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(store, "IN_MEMORY", 2)
     path = corpus("tlparse-tests", "multi_rank_logs")  # 4 logs, 25 compiles (16 in one)
-    rep = load(path, html.keep_policy(False))
+    rep = load(path, kept.keep_policy(False))
     assert sum(log.compiles.on_disk for log in rep.logs) == 2  # type: ignore[attr-defined]
     every = len(list(rep.compiles))
     # The page-wide parts keep no compile, payload or input: only rows.

@@ -24,7 +24,7 @@ from test_html import DEMO, HOSTILE, hostile_log, real_paths
 
 from tlview.load import load
 from tlview.model import Report
-from tlview.render import html
+from tlview.render import html, kept
 from tlview.summary import compile_ref
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -228,7 +228,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 # -- the pages -------------------------------------------------------------------------------------
 def page_for(path: Path, dest: Path, full: bool = False) -> tuple[Report, Path]:
-    rep = load(path, html.keep_policy(full))
+    rep = load(path, kept.keep_policy(full))
     with dest.open("wb") as f:
         html.write(rep, f, full=full)
     return rep, dest

@@ -44,6 +44,30 @@ def test_two_halves_equal_one_reader(log, monkeypatch: pytest.MonkeyPatch) -> No
     assert halves == whole
 
 
+def test_work_meanwhile_runs_once_and_moves_the_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The page's imports run while the second reader reads; the first part is shorter for them,
+    # and the report is the same (a job that fails changes nothing either).
+    path = only_log("transformer_inductor")
+    whole = _json(path)
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    starts: list[int] = []
+    record_start = split.record_start
+    monkeypatch.setattr(
+        split, "record_start", lambda p, at: starts.append(at) or record_start(p, at)
+    )
+    ran: list[int] = []
+    with split.meanwhile(lambda: ran.append(1), 0.0):
+        assert _json(path) == whole
+    with split.meanwhile(lambda: ran.append(2), 400_000 * split.NS_PER_BYTE):
+        assert _json(path) == whole
+    with split.meanwhile(lambda: 1 / 0, 0.0):
+        assert _json(path) == whole
+    assert ran == [1, 2]
+    size = path.stat().st_size
+    assert starts[0] == size // 2 and starts[1] == (size - 400_000) // 2
+    assert _json(path) == whole and ran == [1, 2]  # outside: nothing runs
+
+
 def test_halves_with_spilled_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
     # Both halves spill to disk; the second half's spill file changes hands on the way back.
     path = only_log("dtypes_zoo")
@@ -200,15 +224,15 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     # Each reader keeps texts with the whole budget; the merge forgets those one reader would
     # not have kept, whether the budget runs out in the first half, the second, or never.
     from tlview.load import load
-    from tlview.render import html, page
+    from tlview.render import html, kept
 
     path = log()
     if copy_fails:
         monkeypatch.setattr(split, "_later", lambda *a: 1 / 0)
-    monkeypatch.setattr(page, "PAGE_PAYLOAD_BYTES", budget)
-    monkeypatch.setattr(page, "PAYLOAD_BYTES", 8_000)
+    monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", budget)
+    monkeypatch.setattr(kept, "PAYLOAD_BYTES", 8_000)
     monkeypatch.setenv("TLVIEW_NO_SPLIT", "1")
-    whole = html.render(load(path, html.keep_policy(False)))
+    whole = html.render(load(path, kept.keep_policy(False)))
     monkeypatch.delenv("TLVIEW_NO_SPLIT")
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     dropped: list[int] = []
@@ -220,7 +244,7 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
         return got
 
     monkeypatch.setattr(index.Keep, "after", spied)
-    halves = html.render(load(path, html.keep_policy(False)))
+    halves = html.render(load(path, kept.keep_policy(False)))
     assert halves == whole
     # The smallest budget runs out while the second half is read: texts were forgotten.
     assert (sum(dropped) > 0) == (budget == 20_000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -14,6 +15,7 @@ from . import __version__
 from .errors import EXIT_STRICT, TlviewError
 
 FORMATS = ("text", "json", "html", "perfetto")
+PAGE_IMPORT_NS = 25e6  # importing the page's renderer (jinja2, render/page.py) here, with both cores busy
 # Options of every command that writes one report.
 output_option = click.option(
     "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
@@ -144,6 +146,7 @@ def report(
     scheduler: str | None,
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
+    from . import split
     from .load import load
     from .output import output as open_output
 
@@ -153,11 +156,15 @@ def report(
 
         checks = parse_checks(fail_on, against_base=False)
     keep = None
+    meanwhile: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if fmt == "html":
-        from .render.html import keep_policy
+        from .render.kept import keep_policy
 
         keep = keep_policy(full)
-    rep = load(path, keep, progress=sys.stderr.isatty(), jobs=jobs, scheduler=scheduler or None)
+        # The page's renderer (Jinja and all) is imported while a second reader still reads.
+        meanwhile = split.meanwhile(_import_page, PAGE_IMPORT_NS)
+    with meanwhile:
+        rep = load(path, keep, progress=sys.stderr.isatty(), jobs=jobs, scheduler=scheduler or None)
     if compile_id is not None:
         _check_compile_id(rep, compile_id)
     figures = None  # the report's figures, as its renderer computed them on its one pass
@@ -290,6 +297,10 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
         click.echo("")
     if not listed:
         click.echo(clean(f"{rep.path}: no compile described any input tensor"))
+
+
+def _import_page() -> None:
+    from .render import html  # noqa: F401
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:

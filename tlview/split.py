@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import mmap
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,24 @@ from .store import remove_made_here, temp_dir
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 _STR = b'] {"str": ['
+NS_PER_BYTE = 2.9  # what reading a large-payload log costs here (benchmarks/RESULTS.md)
+# Work for this process to do while its copy still reads, and about how long it takes (ns).
+_MEANWHILE: ContextVar[tuple[Callable[[], object], float] | None] = ContextVar(
+    "tlview_split_meanwhile", default=None
+)
+
+
+@contextlib.contextmanager
+def meanwhile(job: Callable[[], object], ns: float) -> Iterator[None]:
+    """A log read inside in two parts runs `job` here once this process has read its part, while
+    its copy still reads: this part is made about `ns` (what the job takes) shorter. For work
+    that is needed after reading anyway (importing the page's renderer); unsplit, it is not run.
+    """
+    token = _MEANWHILE.set((job, ns))
+    try:
+        yield
+    finally:
+        _MEANWHILE.reset(token)
 
 
 @dataclass(slots=True)
@@ -174,7 +194,9 @@ def read_halves(
 ) -> Part | None:
     """Both halves of a log, read at once by this process and a forked one, merged."""
     size = path.stat().st_size
-    mid = record_start(path, size // 2)
+    job, ns = _MEANWHILE.get() or (None, 0.0)
+    lead = min(int(ns / NS_PER_BYTE), size // 2)  # in bytes, about
+    mid = record_start(path, (size - lead) // 2)
     if mid is None or mid >= size:
         return None
     # Each reader keeps texts with the whole budget; the merge forgets those of the second
@@ -183,6 +205,9 @@ def read_halves(
     temp_dir()  # made here, so the copy's spill files are removed with it, whatever happens
     copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
     mine = read_part(path, log, keep.fresh() if keep is not None else None, (0, mid), progress)
+    if job is not None:
+        with contextlib.suppress(Exception):  # done again where it is needed, and fails there
+            job()
     ok, theirs = copy.result()
     if not ok:
         # Never lose the second half: read it here.

@@ -15,21 +15,12 @@ from typing import IO
 import jinja2
 from markupsafe import Markup
 
-from ..index import Keep
 from ..model import Report
 from ..summary import Overview
 from . import halves
 from . import page as page_mod
 
-_FULL = 1 << 62
 BATCH = 1 << 16  # characters of the page encoded and written at a time
-
-
-def keep_policy(full: bool) -> Keep:
-    """Payload text to keep while reading: the page budget per log, or everything with --full."""
-    if full:
-        return Keep(payload_bytes=_FULL, total_bytes=_FULL)
-    return Keep(payload_bytes=page_mod.PAYLOAD_BYTES, total_bytes=page_mod.PAGE_PAYLOAD_BYTES)
 
 
 def template_dirs() -> list[Path]:

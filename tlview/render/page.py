@@ -41,13 +41,9 @@ from ..summary import (
     input_flags,
     is_recompile,
 )
-from . import halves
+from . import halves, kept
+from .kept import KiB
 
-KiB = 1024
-MiB = 1024 * KiB
-# The page budget (README "HTML report"): payload text kept per payload and over the whole page.
-PAYLOAD_BYTES = 64 * KiB
-PAGE_PAYLOAD_BYTES = 3 * MiB
 METRIC_BYTES = 64 * KiB  # a compilation_metrics value longer than this is cut
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
 PAGE_COMPILES = 1000  # compiles with a row and a section; the rest are counted in a note
@@ -526,8 +522,8 @@ def build(report: Report, full: bool = False) -> Page:
         many=pick.many,
         statuses=sorted({r.status for r in rows}, key=_status_order),
         limits={
-            "payload": nbytes(PAYLOAD_BYTES),
-            "page": nbytes(PAGE_PAYLOAD_BYTES),
+            "payload": nbytes(kept.PAYLOAD_BYTES),
+            "page": nbytes(kept.PAGE_PAYLOAD_BYTES),
             "metric": nbytes(METRIC_BYTES),
             "compiles": str(DETAIL_COMPILES),
             "rows": str(PAGE_COMPILES),
@@ -642,10 +638,10 @@ class _Pick:
         self.n = later.n
         self.hidden_problems += later.skipped[0]
         self.hidden_recompiles += later.skipped[1]
-        kept = {e[2].n: e[2] for e in later.rows if isinstance(e[2], Row)}
+        theirs = {e[2].n: e[2] for e in later.rows if isinstance(e[2], Row)}
         for n, neg_order, base, status, recompile in later.made:
             key = (neg_order, -n)
-            r = kept.get(n)
+            r = theirs.get(n)
             if self.full:
                 assert r is not None  # nothing is dropped from a full page
                 r.anchor = unique(self.used, base)
@@ -971,7 +967,7 @@ def plan(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
     """Give payloads their share of the page budget: problems and dynamo's graphs first."""
     payloads = [(r, pl) for r in rows for pl in r.payloads]
     order = sorted(range(len(payloads)), key=lambda k: (payloads[k][1].priority, k))
-    left = PAGE_PAYLOAD_BYTES
+    left = kept.PAGE_PAYLOAD_BYTES
     for k in order:
         r, pl = payloads[k]
         budget.payloads += 1
@@ -981,7 +977,7 @@ def plan(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
                 budget.left_out += 1
                 pl.state = "reader"
             continue
-        cap = pl.size if full else min(PAYLOAD_BYTES, left)
+        cap = pl.size if full else min(kept.PAYLOAD_BYTES, left)
         if cap <= 0 and pl.size:
             budget.left_out += 1
             pl.state = "spent"

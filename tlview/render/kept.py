@@ -1,0 +1,20 @@
+"""The page's payload budget, apart from the page: reading keeps texts by it before the page's
+renderer (Jinja and all) is imported."""
+
+from __future__ import annotations
+
+from ..index import Keep
+
+KiB = 1024
+MiB = 1024 * KiB
+# The page budget (README "HTML report"): payload text kept per payload and over the whole page.
+PAYLOAD_BYTES = 64 * KiB
+PAGE_PAYLOAD_BYTES = 3 * MiB
+_FULL = 1 << 62
+
+
+def keep_policy(full: bool) -> Keep:
+    """Payload text to keep while reading: the page budget per log, or everything with --full."""
+    if full:
+        return Keep(payload_bytes=_FULL, total_bytes=_FULL)
+    return Keep(payload_bytes=PAYLOAD_BYTES, total_bytes=PAGE_PAYLOAD_BYTES)
