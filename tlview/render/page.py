@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -114,7 +114,10 @@ def nbytes(v: object) -> str:
 
 def dims(v: object) -> str:
     if isinstance(v, list):
-        return "[" + ", ".join(str(x) for x in v) + "]"
+        s = str(v)  # the same text when no dim is symbolic (a string): the common case, in C
+        if "'" not in s and '"' not in s:
+            return s
+        return "[" + ", ".join(map(str, v)) + "]"
     return "?" if v is None else str(v)
 
 
@@ -228,17 +231,25 @@ class StorageView:
     note: str | None = None
 
 
-@dataclass(slots=True)
-class InputView:
-    i: Input
+class InputView(NamedTuple):
+    """One row of a compile's inputs table, in the order the template unpacks it (a tuple:
+    the template reads no attributes, the page's costliest loop)."""
+
+    superseded: bool
+    first: str | None  # the first source, if any
+    rest: list[str]  # the other sources
+    tensor_id: Any
     size: str
     stride: str
     offset: str
     dtype: str
     device: str
     storage: str
+    alias_group: int | None
     flags: str
-    inner: list[tuple[str, TensorDesc]] = field(default_factory=list)
+    inner: list[tuple[str, TensorDesc]]
+    notes: list[str]
+    source: str
 
 
 @dataclass(slots=True)
@@ -1111,16 +1122,23 @@ def _indented(s: str) -> str | None:
 def input_view(i: Input) -> InputView:
     t = i.tensor
     st = i.storage
+    sources = i.sources
     return InputView(
-        i=i,
-        size=dims(t.size),
-        stride=dims(t.stride),
-        offset=str(t.storage_offset),
-        dtype=t.dtype.replace("torch.", ""),
-        device=t.device,
-        storage="" if st is None else nbytes(st.size),
-        flags=input_flags(i),
-        inner=list(i.inner.items()),
+        i.superseded,
+        sources[0] if sources else None,
+        sources[1:],
+        t.id,
+        dims(t.size),
+        dims(t.stride),
+        str(t.storage_offset),
+        t.dtype.replace("torch.", ""),
+        t.device,
+        "" if st is None else nbytes(st.size),
+        i.alias_group,
+        input_flags(i),
+        list(i.inner.items()),
+        i.notes,
+        i.source,
     )
 
 
@@ -1130,19 +1148,22 @@ def span(t: TensorDesc) -> tuple[int | None, int | None]:
     isz = itemsize(t.dtype)
     if isz is None or size is None or stride is None or len(size) != len(stride):
         return None, None
-    sizes = [d for d in size if isinstance(d, int)]
-    strides = [d for d in stride if isinstance(d, int)]
-    if not isinstance(off, int) or len(sizes) != len(size) or len(strides) != len(stride):
+    if not isinstance(off, int):
         return None, None
-    if 0 in sizes:
-        return off * isz, off * isz
     lo = hi = off
-    for d, s in zip(sizes, strides, strict=True):
+    empty = False
+    for d, s in zip(size, stride, strict=True):
+        if not isinstance(d, int) or not isinstance(s, int):
+            return None, None
+        if d == 0:
+            empty = True
         step = (d - 1) * s
         if step < 0:
             lo += step
         else:
             hi += step
+    if empty:
+        return off * isz, off * isz
     return lo * isz, (hi + 1) * isz
 
 
