@@ -9,7 +9,7 @@ import orjson
 
 from .. import __version__
 from ..explain import limit_text
-from ..model import Compile, Input, Payload, Report, StackFrame, TensorDesc
+from ..model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
 from ..summary import Overview, Tally, break_title
 from . import halves
 
@@ -44,32 +44,32 @@ def tensor(t: TensorDesc) -> dict[str, Any]:
 
 def input_dict(i: Input) -> dict[str, Any]:
     t = i.tensor
-    d = {
+    f = t.fields  # read directly (as TensorDesc.flag and .get do): this runs for every input
+    return {
         "sources": i.sources,
         "size": t.size,
         "stride": t.stride,
         "storage_offset": t.storage_offset,
-        "dtype": t.fields.get("dtype"),
+        "dtype": f.get("dtype"),
         "device": t.device,
         "storage": i.storage_key,
         "storage_bytes": None if i.storage is None else i.storage.size,
         "alias_group": i.alias_group,
-        "requires_grad": t.flag("requires_grad"),
-        "is_parameter": t.flag("is_parameter"),
-        "is_leaf": t.flag("is_leaf"),
-        "is_view": t.flag("is_view"),
-        "layout": t.get("layout"),
-        "type": t.type_name,
+        "requires_grad": bool(f.get("requires_grad")),
+        "is_parameter": bool(f.get("is_parameter")),
+        "is_leaf": bool(f.get("is_leaf")),
+        "is_view": bool(f.get("is_view")),
+        "layout": f.get("layout", TENSOR_DEFAULTS["layout"]),
+        "type": t.type_name if "type" in f else None,
         "base": None if i.base is None else i.base.id,
         "grad": None if i.grad is None else i.grad.id,
-        "inner": {k: tensor(v) for k, v in i.inner.items()},
+        "inner": {k: tensor(v) for k, v in i.inner.items()} if i.inner else {},
         "tensor_id": t.id,
         "describer_id": i.describer,
         "superseded": i.superseded,
         "notes": i.notes,
-        "fields": t.fields,
+        "fields": f,
     }
-    return d
 
 
 def payload(p: Payload) -> dict[str, Any]:
