@@ -122,7 +122,7 @@ def sections(env: jinja2.Environment, page: page_mod.Page) -> Iterator[Markup]:
 
     def render(start: int, stop: int | None) -> Iterator[str]:
         for v in page.views(start, stop):
-            yield "".join(tmpl.generate(v=v, page=page, few=few))
+            yield tmpl.render(v=v, page=page, few=few)
 
     cut = _middle(page)
     if cut is None:
