@@ -84,6 +84,49 @@ def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[
     assert list(tmp_path.iterdir()) == []  # removed with it
 
 
+def test_a_terminated_run_says_so_and_removes_its_temp_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # SIGTERM to tlview and its copy (as a CI job's timeout sends to the job's processes) once
+    # the copy is reading: one line, exit 143, and no temp file or directory left.
+    code = (
+        "import os, signal\n"
+        "import tlview.split as sp, tlview.store as s\n"
+        "s.IN_MEMORY = 2\n"
+        "sp.PARALLEL_MIN = 0\n"
+        "part = sp.read_part\n"
+        "def read(*args, **kw):\n"
+        "    got = part(*args, **kw)\n"
+        "    if args[3][0] == 0:  # tlview's own part, read while its copy reads the other\n"
+        "        assert os.listdir(s.temp_dir()) is not None\n"
+        "        os.killpg(0, signal.SIGTERM)\n"
+        "    return got\n"
+        "sp.read_part = read\n"
+        "from tlview.cli import run\n"
+        "run()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    args = ["report", str(corpus("dtypes_zoo")), "--format", "json", "-o", str(tmp_path / "r.json")]
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, env=env, start_new_session=True
+    )
+    assert r.returncode == 143
+    assert r.stderr.decode() == "tlview: terminated\n"
+    assert list(tmp_path.iterdir()) == []  # no output either: it was not written whole
+
+
+def test_a_pool_of_readers_ends_quietly(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The pool that reads a directory's logs stops its workers with SIGTERM: they do not take it
+    # for tlview's own (a traceback per worker), and leave nothing behind.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    logs = corpus("tlparse-tests", "multi_rank_logs")
+    args = ["report", str(logs), "--format", "json", "-j", "2"]
+    r = subprocess.run(
+        [sys.executable, "-m", "tlview", *args], capture_output=True, env=env, cwd=tmp_path
+    )
+    assert r.returncode == 0 and r.stderr == b""
+    assert json.loads(r.stdout)["stats"]["logs"] == len(list(logs.glob("*.log")))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # The second reader spills its compiles and is killed before it hands them over: the run's
     # temp directory, and the files in it, go when tlview exits; the second part is read here.

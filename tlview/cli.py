@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import signal
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .errors import EXIT_STRICT, TlviewError
+from .errors import EXIT_INTERRUPTED, EXIT_STRICT, EXIT_TERMINATED, Terminated, TlviewError
 
 FORMATS = ("text", "json", "html", "perfetto")
 PAGE_IMPORT_NS = (
@@ -46,7 +47,10 @@ class Main(click.Group):
             ctx.exit(0)
         except KeyboardInterrupt:
             click.echo("tlview: interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(EXIT_INTERRUPTED)
+        except Terminated:
+            click.echo("tlview: terminated", err=True)
+            ctx.exit(EXIT_TERMINATED)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as e:  # a bug: say so in one line; TLVIEW_DEBUG=1 shows the traceback
@@ -550,6 +554,10 @@ def _outlive(obj: Any) -> None:
         _LEFT.append(obj)
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
 def run() -> None:
     """The `tlview` command: `main`, then an exit that skips freeing the heap object by object
     (a large report leaves millions of objects; freeing them is 5-8% of its time)."""
@@ -558,11 +566,15 @@ def run() -> None:
 
     global _LEFT
     _LEFT = []
+    # SIGTERM (a CI job's timeout, `kill`) ends a run as ^C does: its temp files are removed.
+    # Forked copies inherit this: one stopped so removes what it made.
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         main()  # click ends every run with SystemExit
         code: int | str | None = 0
     except SystemExit as e:
         code = e.code
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup below is short: let it finish
     atexit._run_exitfuncs()  # what a normal exit still does: temp (spill) files removed
     if isinstance(code, str):
         click.echo(code, err=True)

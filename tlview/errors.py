@@ -10,6 +10,8 @@ EXIT_STRICT = 3  # --strict saw bad lines, or a --fail-on limit was exceeded
 EXIT_REFUSED = 4  # a request tlview will not carry out (too large a rebuild, existing output, ...)
 EXIT_NEEDS_TORCH = 5  # the command needs the optional torch dependency
 EXIT_NO_REPRO = 6  # repro: a graph gave no repro that runs here (the reason is printed)
+EXIT_INTERRUPTED = 130  # ^C (128 + SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM, as a CI job's timeout sends (128 + SIGTERM)
 
 
 class TlviewError(Exception):
@@ -19,3 +21,8 @@ class TlviewError(Exception):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where tlview is (as ^C raises KeyboardInterrupt), so that its exit
+    handlers run and its temp files go; not an Exception, so no `except Exception` stops it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -259,6 +260,9 @@ _queue: Any = None  # in a pool worker: where it sends bytes read, for the paren
 def _init_worker(queue: Any) -> None:
     global _queue
     _queue = queue
+    # The pool ends its workers with SIGTERM: they go quietly, not by tlview's own handler
+    # (its temp files, theirs too, are removed by tlview).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _send(n: int) -> None:
