@@ -272,3 +272,45 @@ def test_report_never_imports_torch() -> None:
     )
     for log in (only_log("transformer_inductor"), only_log("subclasses")):
         subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT)
+
+
+def _text_report(path: Path, **opts: Any) -> str:
+    import io
+
+    from rich.console import Console
+
+    from tlview.load import load
+    from tlview.render import text
+
+    out = io.StringIO()
+    text.write(load(path), Console(file=out, width=200), text.TextOptions(**opts))
+    return out.getvalue()
+
+
+def _listed(report: str) -> list[str]:
+    """The compile ids of the compile table, in the order it lists them."""
+    lines = report.split("\nCompiles", 1)[1].split("\n")[3:]  # past the title, head and rule
+    ids = []
+    for line in lines:
+        if "|" not in line:
+            break
+        ids.append(line.split("|")[0].strip())
+    return ids
+
+
+def test_the_compile_table_keeps_problems_first_in_log_order_when_capped() -> None:
+    # A log of thousands of compiles does not flood the terminal: the table lists at most
+    # max_rows, failures, graph breaks, restarts and recompiles first, and says what it left out.
+    path = only_log("mlp_aot_eager")
+    whole = _text_report(path)
+    assert _listed(whole) == ["0/0", "0/0_1", "0/1", "0/1_1", "1/0", "1/1"]
+    assert "not listed" not in whole
+    five = _text_report(path, max_rows=5)
+    assert _listed(five) == ["0/0", "0/0_1", "0/1", "0/1_1", "1/1"]  # 1/1 is a recompile
+    assert "... 1 more compiles not listed (1 ok): -v lists them all" in five
+    two = _text_report(path, max_rows=2)
+    assert _listed(two) == ["0/0", "0/0_1"]
+    assert "... 4 more compiles not listed (2 ok, 1 restarted, 1 graph_break)" in two
+    assert _listed(_text_report(path, max_rows=2, verbosity=1)) == _listed(whole)
+    # The recompile table too: 0/1_1 and 1/1 recompiled.
+    assert "... 1 more recompiles not listed: -v lists them all" in _text_report(path, max_rows=1)

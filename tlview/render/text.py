@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -48,6 +51,47 @@ class TextOptions:
     compile_id: str | None = None  # show this compile in full
     verbosity: int = 0  # -1 brief, 0 default, 1+ everything
     max_detail: int = 20  # compiles whose inputs are shown by default
+    max_rows: int = 50  # rows of the compile and recompile tables by default (-v: all of them)
+
+
+Row = TypeVar("Row")
+
+
+@dataclass(slots=True)
+class Capped(Generic[Row]):
+    """The rows a table shows: at most `cap` (None: all), the lowest ranks first (problems),
+    in log order; the rest only counted, by kind. Holds no more than `cap` rows however long
+    the log."""
+
+    cap: int | None
+    heap: list[tuple[int, int, str, Row]] = field(default_factory=list)  # (-rank, -n, kind, row)
+    n: int = 0
+    left: Counter[str] = field(default_factory=Counter)  # kinds of the rows not shown
+
+    def add(self, rank: int, kind: str, row: Row) -> None:
+        item = (-rank, -self.n, kind, row)
+        self.n += 1
+        if self.cap is None or len(self.heap) < self.cap:
+            heapq.heappush(self.heap, item)
+            return
+        if self.cap > 0 and item[:2] > self.heap[0][:2]:
+            item = heapq.heapreplace(self.heap, item)  # the worst row kept makes way
+        self.left[item[2]] += 1
+
+    def rows(self) -> list[Row]:
+        return [e[3] for e in sorted(self.heap, key=lambda e: -e[1])]
+
+    def note(self, what: str) -> str | None:
+        """The line under the table that says what it leaves out, if it does."""
+        dropped = sum(self.left.values())
+        if not dropped:
+            return None
+        kinds = ", ".join(f"{n} {k}" for k, n in self.left.most_common() if k)
+        return (
+            f"... {dropped} more {what} not listed"
+            + (f" ({kinds})" if kinds else "")
+            + (": -v lists them all")
+        )
 
 
 def dims(v: object) -> str:
@@ -136,6 +180,19 @@ def table_row(c: Compile, many: bool) -> tuple[str, ...] | None:
         seconds(c.compile_time_s) if c.compile_time_s is not None else "",
         _inputs_count(c),
     )
+
+
+def _row_rank(c: Compile) -> int:
+    """Which compiles the table keeps first when it cannot list them all: failures, then graph
+    breaks, restarts and recompiles, then the rest."""
+    if c.status in ("failed", "incomplete"):
+        return 0
+    return 1 if c.status in ("graph_break", "restarted") or c.recompile is not None else 2
+
+
+def _note(text: str | None, console: Console) -> None:
+    if text is not None:
+        console.print(T(text, "dim"))
 
 
 def compile_table(rows: list[tuple[str, ...]], console: Console) -> None:
@@ -512,8 +569,9 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     # the compiles themselves may be on disk (store.py), so no list of all of them is made.
     many = len(report.logs) > 1
     tally = Tally(report)
-    rows: list[tuple[str, ...]] = []
-    recompile_rows: list[RecompileRow] = []
+    cap = None if opts.verbosity > 0 else opts.max_rows
+    rows: Capped[tuple[str, ...]] = Capped(cap)
+    recompile_rows: Capped[RecompileRow] = Capped(cap)
     failure_rows: list[tuple[str, ...]] = []
     names: dict[tuple[str, int | None, int | None], str] = {}
     shown: list[Compile] = []
@@ -521,9 +579,9 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     for c in report.compiles:
         tally.add(c)
         if (row := table_row(c, many)) is not None:
-            rows.append(row)
+            rows.add(_row_rank(c), c.status, row)
         if (rr := recompile_row(c, many)) is not None:
-            recompile_rows.append(rr)
+            recompile_rows.add(0 if rr.limit is not None else 1, "", rr)
         if (fr := failure_row(c, many)) is not None:
             failure_rows.append(fr)
         if c.id is not None and c.function:
@@ -539,12 +597,14 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     if len(report.ranks) > 1:
         rank_tables(report, console)
     else:
-        compile_table(rows, console)
+        compile_table(rows.rows(), console)
+        _note(rows.note("compiles"), console)
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
         return o
     breaks(o, console)
-    recompiles(recompile_rows, names, console)
+    recompiles(recompile_rows.rows(), names, console)
+    _note(recompile_rows.note("recompiles"), console)
     failures(failure_rows, console)
     # -v shows every compile in full: read them again, one at a time.
     for c in shown if opts.verbosity <= 0 else report.compiles:
