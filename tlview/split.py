@@ -79,25 +79,42 @@ def worth_splitting(path: Path) -> bool:
 
 
 def record_start(path: Path, at: int) -> int | None:
-    """The offset of the record line that starts nearest to byte `at`, if any (payloads can
-    be megabytes long: the first record after `at` can be far from it)."""
+    """The offset of the record line that starts nearest to byte `at`, if any. Payloads can be
+    megabytes long: both sides are searched a window at a time, out from `at`, so the search
+    costs about the distance to the nearest record line, not to the end of the payload."""
     try:
         with path.open("rb") as f:
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):  # gone, or empty
         return None
     with mm:
-        m = _RECORD_START.search(mm, max(0, at - 1))
-        after = None if m is None else m.end()
-        reach = len(mm) if after is None else after - at  # a start before `at` nearer than it
-        hi = at
-        while hi > 0 and at - hi < reach:
-            lo = max(0, hi - (64 << 10), at - reach)
-            found = [m.end() for m in _RECORD_START.finditer(mm, lo, hi)]
-            if found:
-                return found[-1]
-            hi = lo
-        return after
+        size, step = len(mm), 64 << 10
+        at = min(max(at, 0), size)
+        ahead = behind = at  # searched: [behind, ahead)
+        after = before = None
+        while after is None and before is None and (behind > 0 or ahead < size):
+            if ahead < size:
+                # One byte past the window, so a line break at its end sees the next byte.
+                m = _RECORD_START.search(mm, max(ahead - 1, 0), min(ahead + step + 1, size))
+                after = None if m is None else m.end()
+                ahead = min(ahead + step, size)
+            if behind > 0:
+                lo = max(behind - step, 0)
+                found = _starts(mm, lo, min(behind + 1, size), at)
+                before = found[-1] if found else None
+                behind = lo
+        if after is not None and before is None and behind > 0:
+            # A record line behind `at` could still be nearer than the one found ahead.
+            found = _starts(mm, max(at - (after - at), 0), min(behind + 1, size), at)
+            before = found[-1] if found else None
+        if before is not None and after is not None and before != after:
+            return before if at - before <= after - at else after
+        return after if after is not None else before
+
+
+def _starts(mm: mmap.mmap, lo: int, hi: int, at: int) -> list[int]:
+    """The record lines that start in mm[lo:hi] at or before `at`."""
+    return [e for m in _RECORD_START.finditer(mm, lo, hi) if (e := m.end()) <= at]
 
 
 class Earlier:
