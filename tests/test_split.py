@@ -85,6 +85,28 @@ def test_split_point_is_a_record_line() -> None:
     assert read_log(path)[0].records == 348
 
 
+def test_split_point_is_the_nearest_record_line_from_anywhere() -> None:
+    # Searched out from the point a window at a time on both sides: always a nearest record line,
+    # also from inside a payload far longer than a window (inductor code) and at both ends.
+    import bisect
+    import re
+
+    path = only_log("transformer_inductor")
+    data = path.read_bytes()
+    starts = [m.end() for m in re.finditer(rb"\n(?=[^\t\n\r])", data)]
+    gap, a = max((b - a, a) for a, b in zip(starts, starts[1:], strict=False))
+    assert gap > 2 * (64 << 10)  # a payload over more than two windows: points inside it too
+    inside = range(a, a + gap, gap // 7)
+    points = sorted(
+        {0, 1, len(data) - 1, len(data), *inside, *range(0, len(data), len(data) // 97)}
+    )
+    for at in points:
+        i = bisect.bisect_left(starts, at)
+        near = min(abs(s - at) for s in starts[max(i - 1, 0) : i + 1])
+        got = split.record_start(path, at)
+        assert got is not None and got in starts and abs(got - at) == near, at
+
+
 def test_names_interned_before_the_start_are_found_looking_back() -> None:
     path = only_log("transformer_inductor")
     data = path.read_bytes()
