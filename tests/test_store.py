@@ -144,3 +144,17 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
         "sp._later = killed\n",
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_repeated_stacks_and_graph_breaks_are_kept_once() -> None:
+    # The final pass keeps every compile's stack and graph breaks in memory (store.Facts), so a
+    # log of thousands of recompiles must not hold thousands of copies of the same ones.
+    rep = load(only_log("mlp_aot_eager"))
+    by_id = {str(c.id): c for c in rep.compiles}
+    first, again = by_id["0/0_1"], by_id["0/1_1"]  # the frame compiled again after a recompile
+    assert len(first.stack) == len(again.stack) == 6
+    assert all(a is b for a, b in zip(first.stack, again.stack, strict=True))
+    (b0,) = by_id["0/0"].graph_breaks
+    (b1,) = by_id["0/1"].graph_breaks
+    assert (b0.line, b1.line) == (70, 1861) and len(b0.text) == 3307
+    assert b0.text is b1.text and b0.reason is b1.reason

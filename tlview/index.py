@@ -174,6 +174,9 @@ class Indexer:
         self.started: set[CompileId | None] = set()  # compiles with a dynamo_start record
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
+        # One copy of each stack frame: every compile of a frame, and every recompile, logs the
+        # same stack, and the final pass keeps each compile's (store.Facts).
+        self.frames: dict[StackFrame, StackFrame] = {}
         # Reading a later part of a split log: events that end here began in the part before.
         self.part = False
         self.unmatched: list[tuple[CompileId | None, str, float]] = []
@@ -227,14 +230,13 @@ class Indexer:
                 continue
             line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
             problem = problem or _wrong_fields(fr, _FRAME_FIELDS, f"{field}[{k}].", _IN_FRAME)
-            out.append(
-                StackFrame(
-                    self.filename(fr.get("filename")),
-                    line if isinstance(line, int) and not isinstance(line, bool) else 0,
-                    name if isinstance(name, str) else "?",
-                    loc if isinstance(loc, str) else None,
-                )
+            sf = StackFrame(
+                self.filename(fr.get("filename")),
+                line if isinstance(line, int) and not isinstance(line, bool) else 0,
+                name if isinstance(name, str) else "?",
+                loc if isinstance(loc, str) else None,
             )
+            out.append(self.frames.setdefault(sf, sf))
         if problem is not None and rec is not None:
             self.bad(rec, problem)
         return out
@@ -423,7 +425,7 @@ class Indexer:
             c.recompile_reasons = _reasons(rec)
             return
         elif name == "dynamo_graph_break_reason":
-            c.graph_breaks.append(_graph_break(rec))
+            c.graph_breaks.append(_graph_break(rec, self.intern))
             return
         elif name == "dynamo_error":
             c.artifacts.append(self.payload_always(rec, name, c, 20_000))
@@ -848,7 +850,9 @@ def _add_phase(c: Compile, p: Phase) -> None:
         c.events_dropped += 1
 
 
-def _graph_break(rec: Record) -> GraphBreak:
+def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:
+    """A graph break, its texts kept once however often it repeats (the final pass keeps every
+    compile's graph breaks: store.Facts)."""
     text = rec.text(20_000)
     m = _BREAK_AT.search(text)
     reason = text
@@ -859,7 +863,10 @@ def _graph_break(rec: Record) -> GraphBreak:
     if end >= 0:
         reason = reason[:end]
     return GraphBreak(
-        reason.strip() or text.strip()[:500], m.group(1) if m else None, rec.line, text[:4000]
+        intern(reason.strip() or text.strip()[:500]),
+        m.group(1) if m else None,
+        rec.line,
+        intern(text[:4000]),
     )
 
 
