@@ -314,3 +314,20 @@ def test_the_compile_table_keeps_problems_first_in_log_order_when_capped() -> No
     assert _listed(_text_report(path, max_rows=2, verbosity=1)) == _listed(whole)
     # The recompile table too: 0/1_1 and 1/1 recompiled.
     assert "... 1 more recompiles not listed: -v lists them all" in _text_report(path, max_rows=1)
+
+
+def test_a_compile_lists_its_own_inputs_before_hundreds_of_parameters() -> None:
+    # The terminal lists 40 inputs of a compile by default: its own inputs, buffers, views and
+    # shared storages first, then parameters, in log order; --compile-id and -v list every one.
+    path = only_log("truncated_log")  # an MLP of 64 parameters and one input, compiled twice
+    report = _text_report(path)
+    assert (
+        "... 25 more inputs not listed (25 param): --compile-id 0/0 or -v lists them all" in report
+    )
+    assert "--compile-id 0/1 or -v" in report
+    first = report.split("0/0  inner", 1)[1].split("... 25 more inputs", 1)[0]
+    rows = [line for line in first.splitlines() if line.startswith("L[")]
+    assert len(rows) == 40 and sum("L['args'][0]" in r for r in rows) == 1
+    assert rows[2].startswith("L['args'][0]")  # in its place in the log, after two parameters
+    whole = run_cli("report", path, "--compile-id", "0/0").stdout
+    assert "more inputs not listed" not in whole and whole.count("param grad") == 64

@@ -17,7 +17,7 @@ from .. import __version__
 from ..divergence import span
 from ..explain import change_text, limit_text
 from ..index import is_torch_file
-from ..model import Compile, Report
+from ..model import Compile, Input, Report
 from ..summary import Overview, Tally, break_title, compile_ref, input_flags, overview
 
 STATUS_STYLE = {
@@ -81,17 +81,14 @@ class Capped(Generic[Row]):
     def rows(self) -> list[Row]:
         return [e[3] for e in sorted(self.heap, key=lambda e: -e[1])]
 
-    def note(self, what: str) -> str | None:
+    def note(self, what: str, see: str = "-v lists them all") -> str | None:
         """The line under the table that says what it leaves out, if it does."""
         dropped = sum(self.left.values())
         if not dropped:
             return None
         kinds = ", ".join(f"{n} {k}" for k, n in self.left.most_common() if k)
-        return (
-            f"... {dropped} more {what} not listed"
-            + (f" ({kinds})" if kinds else "")
-            + (": -v lists them all")
-        )
+        left = f"... {dropped} more {what} not listed" + (f" ({kinds})" if kinds else "")
+        return f"{left}: {see}"
 
 
 def dims(v: object) -> str:
@@ -416,9 +413,19 @@ def failures(rows: list[tuple[str, ...]], console: Console) -> None:
     console.print(t)
 
 
-def inputs_table(c: Compile, console: Console, title: str) -> None:
+INPUT_ROWS = 40  # inputs listed per compile by default (-v and --compile-id: all of them)
+
+
+def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | None) -> None:
+    """A compile's inputs; with a cap, the ones that tell most first: a deep model's hundreds of
+    parameters come after its own inputs, buffers, views, shared storages and notes."""
     if not c.inputs:
         return
+    chosen: Capped[Input] = Capped(cap)
+    for i in c.inputs:
+        param = bool(i.tensor.fields.get("is_parameter"))
+        plain = param and not i.alias_group and not i.notes and not i.inner
+        chosen.add(1 if plain else 0, "param" if param else "other", i)
     t = _table(
         title,
         "source",
@@ -432,7 +439,8 @@ def inputs_table(c: Compile, console: Console, title: str) -> None:
         "flags",
         console=console,
     )
-    for i in c.inputs:
+    shown = chosen.rows()
+    for i in shown:
         tt = i.tensor
         storage = "" if i.storage is None else nbytes(i.storage.size)
         src = "\n".join(i.sources) if i.sources else f"<tensor {tt.id}>"
@@ -460,9 +468,10 @@ def inputs_table(c: Compile, console: Console, title: str) -> None:
                 T("inner"),
             )
     console.print(t)
-    for i in c.inputs:
+    for i in shown:
         for n in i.notes:
             console.print(T(f"  {i.source}: {n}", "dim"))
+    _note(chosen.note("inputs", f"--compile-id {ref} or -v lists them all"), console)
 
 
 def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
@@ -489,7 +498,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             console.print(T(f"  changed since {c.recompile.previous}: {change_text(x)}"))
         if c.recompile.limit_hit:
             console.print(T(f"  hit {limit_text(c)}: dynamo stopped compiling this frame", "red"))
-    inputs_table(c, console, "Inputs")
+    inputs_table(c, console, "Inputs", compile_ref(c, many), None if full else INPUT_ROWS)
     if full:
         if c.symbols:
             t = _table(
