@@ -16,9 +16,8 @@ from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_STRICT, EXIT_TERMINATED, Terminated, TlviewError
 
 FORMATS = ("text", "json", "html", "perfetto")
-PAGE_IMPORT_NS = (
-    25e6  # importing the page's renderer (jinja2, render/page.py) here, with both cores busy
-)
+# Importing the page's renderer (jinja2, render/page.py) on this machine, with both cores busy.
+PAGE_IMPORT_NS = 25e6
 # Options of every command that writes one report.
 output_option = click.option(
     "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."

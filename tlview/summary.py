@@ -44,6 +44,16 @@ def is_recompile(c: Compile) -> bool:
     return c.id is not None and bool(c.id.frame_compile) and c.status != "restarted"
 
 
+def problem_order(c: Compile) -> int:
+    """Which compiles a report shows first when it cannot show them all: failures (0), then
+    graph breaks, restarts and recompiles (1), then the rest (2)."""
+    if c.status in ("failed", "incomplete"):
+        return 0
+    if c.graph_breaks or c.restart_reasons or c.recompile is not None or c.recompile_reasons:
+        return 1
+    return 2
+
+
 class Tally:
     """Builds an Overview one compile at a time, so a renderer needs one pass over the compiles."""
 

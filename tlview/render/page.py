@@ -40,6 +40,7 @@ from ..summary import (
     compile_ref,
     input_flags,
     is_recompile,
+    problem_order,
 )
 from . import halves, kept
 from .kept import KiB
@@ -608,7 +609,7 @@ class _Pick:
     def add(self, li: int, k: int, c: Compile) -> None:
         n = self.n
         self.n += 1
-        order = _detail_order(c)
+        order = problem_order(c)
         key = (-order, -n)
         if self.full:
             self.rows.append((*key, self.row(li, k, n, c, True)))
@@ -682,7 +683,7 @@ class _Pick:
         base = "c-" + _ANCHOR_UNSAFE.sub("_", ref)
         anchor = unique(self.used, base)
         if self.made is not None:
-            self.made.append((n, -_detail_order(c), base, c.status, _listed_recompile(c)))
+            self.made.append((n, -problem_order(c), base, c.status, _listed_recompile(c)))
         ph = c.phases
         r = Row(
             n=n,
@@ -753,15 +754,6 @@ def _lighten(r: Row) -> None:
 
 def _listed_recompile(c: Compile) -> bool:
     return c.recompile is not None or (is_recompile(c) and bool(c.recompile_reasons))
-
-
-def _detail_order(c: Compile) -> int:
-    """Which compiles the page shows, and shows in full, when there are too many: problems first."""
-    if c.status in ("failed", "incomplete"):
-        return 0
-    if c.graph_breaks or c.restart_reasons or c.recompile is not None or c.recompile_reasons:
-        return 1
-    return 2
 
 
 def _status_order(s: str) -> int:

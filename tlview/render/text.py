@@ -18,7 +18,15 @@ from ..divergence import span
 from ..explain import change_text, limit_text
 from ..index import is_torch_file
 from ..model import Compile, Input, Report
-from ..summary import Overview, Tally, break_title, compile_ref, input_flags, overview
+from ..summary import (
+    Overview,
+    Tally,
+    break_title,
+    compile_ref,
+    input_flags,
+    overview,
+    problem_order,
+)
 
 STATUS_STYLE = {
     "ok": "green",
@@ -177,14 +185,6 @@ def table_row(c: Compile, many: bool) -> tuple[str, ...] | None:
         seconds(c.compile_time_s) if c.compile_time_s is not None else "",
         _inputs_count(c),
     )
-
-
-def _row_rank(c: Compile) -> int:
-    """Which compiles the table keeps first when it cannot list them all: failures, then graph
-    breaks, restarts and recompiles, then the rest."""
-    if c.status in ("failed", "incomplete"):
-        return 0
-    return 1 if c.status in ("graph_break", "restarted") or c.recompile is not None else 2
 
 
 def _note(text: str | None, console: Console) -> None:
@@ -423,7 +423,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
         return
     chosen: Capped[Input] = Capped(cap)
     for i in c.inputs:
-        param = bool(i.tensor.fields.get("is_parameter"))
+        param = i.tensor.flag("is_parameter")
         plain = param and not i.alias_group and not i.notes and not i.inner
         chosen.add(1 if plain else 0, "param" if param else "other", i)
     t = _table(
@@ -588,7 +588,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     for c in report.compiles:
         tally.add(c)
         if (row := table_row(c, many)) is not None:
-            rows.add(_row_rank(c), c.status, row)
+            rows.add(problem_order(c), c.status, row)
         if (rr := recompile_row(c, many)) is not None:
             recompile_rows.add(0 if rr.limit is not None else 1, "", rr)
         if (fr := failure_row(c, many)) is not None:
