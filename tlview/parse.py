@@ -309,7 +309,7 @@ class Reader:
         if nl < 0:
             return self._unit(buf[start:end], None, line, 0), line + 1
         rest = buf[nl + 1 : end]
-        n = rest.count(b"\n") + 1
+        n = _line_breaks(rest) + 1
         return self._unit(buf[start:nl], rest, line, n), line + n + 1
 
     def _unit(self, head: bytes, rest: bytes | None, line: int, lines: int) -> Record | None:
@@ -427,6 +427,14 @@ class Reader:
         if type(rank_v) is not int:
             rank_v = int(rank) if rank else None
         return Record(kind, meta[kind], meta, line, int(pid), time.decode(), rank_v), ""
+
+
+def _line_breaks(data: bytes) -> int:
+    """data.count(b"\\n"), more than twice as fast on a payload: CPython's count looks at each
+    byte, while removing a byte jumps from one to the next with memchr."""
+    if len(data) < 4096:
+        return data.count(b"\n")
+    return len(data) - len(data.replace(b"\n", b""))
 
 
 def _exact(raw: bytes) -> bytes:
