@@ -146,6 +146,84 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # SIGKILL (the OOM killer, a CI runner giving up) leaves the run's temp directory, its spill
+    # files and the output half written: the next run on this machine removes them.
+    out = tmp_path / "out"
+    out.mkdir()
+    setup = (
+        "import os, signal\n"
+        "import tlview.split as sp, tlview.store as s\n"
+        "s.IN_MEMORY = 2\n"
+        "sp.PARALLEL_MIN = 0\n"
+    )
+    kill = (
+        "from tlview.render import json as j\n"
+        "def cut(rep, f, *a):\n"
+        "    f.write(b'{')\n"
+        "    f.flush()\n"
+        "    os.killpg(0, signal.SIGKILL)\n"
+        "j.write = cut\n"
+    )
+    run = "from tlview.cli import run\nrun()\n"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    args = ["report", str(corpus("dtypes_zoo")), "--format", "json", "-o", str(out / "r.json")]
+    r = subprocess.run(
+        [sys.executable, "-c", setup + kill + run, *args],
+        capture_output=True,
+        env=env,
+        start_new_session=True,
+    )
+    assert r.returncode == -9
+    (left,) = [p for p in tmp_path.iterdir() if p != out]
+    assert left.name.startswith("tlview-") and "@" in left.name  # tagged with its pid and host
+    assert any(p.suffix == ".spill" for p in left.iterdir())
+    (half,) = out.iterdir()
+    assert half.name.startswith(".r.json.") and half.read_bytes() == b"{"
+    # A run that writes elsewhere and needs no temp directory leaves both alone...
+    small = [sys.executable, "-m", "tlview", "report", str(only_log("views_aliasing"))]
+    assert subprocess.run(small, capture_output=True, env=env).returncode == 0
+    assert left.exists() and half.exists()
+    # ...one that makes a temp directory and writes r.json removes them.
+    r = subprocess.run([sys.executable, "-c", setup + run, *args], capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert [p.name for p in out.iterdir()] == ["r.json"]
+    assert len(json.loads((out / "r.json").read_bytes())["compiles"]) == len(
+        list(load(corpus("dtypes_zoo")).compiles)
+    )
+
+
+def test_only_what_dead_processes_of_this_host_left_is_removed(tmp_path: Path) -> None:
+    from tlview import leftovers
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True
+    )
+    dead = int(gone.stdout)  # reaped: no process has this pid now
+    host = leftovers.tag().split("@")[1][:-1]
+    names = {
+        f"tlview-{dead}@{host}~abc12345": True,  # a dead run's directory
+        f"tlview-{os.getpid()}@{host}~def12345": False,  # a live one's (this process)
+        f"tlview-{os.getppid()}@{host}~ghi12345": False,  # another live process
+        f"tlview-{dead}@another-host~jkl12345": False,  # made on another machine (shared /tmp)
+        "tlview-mno12345": False,  # no tag: made by an older tlview, nobody can tell
+    }
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "tlview-x.spill").write_bytes(b"x")
+    (tmp_path / f".r.json.{dead}@{host}~pqr12345.tmp").write_bytes(b"{")
+    (tmp_path / f".r.json.{os.getpid()}@{host}~stu12345.tmp").write_bytes(b"{")
+    (tmp_path / f"notes-{dead}@{host}~vwx12345").write_bytes(b"")  # not ours by its name
+    assert leftovers.sweep(str(tmp_path), "tlview-") == 1
+    assert leftovers.sweep(str(tmp_path), ".r.json.") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [n for n, goes in names.items() if not goes]
+        + [f".r.json.{os.getpid()}@{host}~stu12345.tmp", f"notes-{dead}@{host}~vwx12345"]
+    )
+    assert leftovers.sweep(str(tmp_path / "missing"), "tlview-") == 0
+
+
 def test_repeated_stacks_and_graph_breaks_are_kept_once() -> None:
     # The final pass keeps every compile's stack and graph breaks in memory (store.Facts), so a
     # log of thousands of recompiles must not hold thousands of copies of the same ones.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from .errors import EXIT_REFUSED, TlviewError
+from .leftovers import prefix, sweep
 
 MARKER = b"tlview"  # every file tlview writes names it in its first bytes, as one of these:
 SIGNATURE = re.compile(
@@ -54,8 +55,10 @@ def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
             f"{dest}: exists and was not written by tlview; use --force to replace it", EXIT_REFUSED
         )
     parent = dest.parent if str(dest.parent) else Path(".")
+    start = f".{dest.name}."
+    sweep(str(parent), start)  # a temp file of a run killed while it wrote this one
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=prefix(start), suffix=".tmp", dir=parent)
     except OSError as e:
         raise TlviewError(f"{dest}: cannot write: {e.strerror or e}", EXIT_REFUSED) from None
     try:

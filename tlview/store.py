@@ -70,7 +70,11 @@ def temp_dir() -> str:
         import atexit
         import tempfile
 
-        path = tempfile.mkdtemp(prefix="tlview-")
+        from .leftovers import prefix, sweep
+
+        base = tempfile.gettempdir()
+        sweep(base, "tlview-")  # what runs killed before they could clean up left here
+        path = tempfile.mkdtemp(prefix=prefix("tlview-"), dir=base)
         _DIR = (os.getpid(), path)
         atexit.register(_remove_dir, os.getpid(), path)
     return _DIR[1]
@@ -100,7 +104,10 @@ class SpillFile:
         if path is None:
             import tempfile  # a log of few compiles never spills: a few ms not spent at start
 
-            fd, self.path = tempfile.mkstemp(prefix="tlview-", suffix=".spill", dir=temp_dir())
+            from .leftovers import prefix
+
+            where = temp_dir()
+            fd, self.path = tempfile.mkstemp(prefix=prefix("tlview-"), suffix=".spill", dir=where)
             self.f = os.fdopen(fd, "w+b")
             _MADE.append((os.getpid(), self.path))
         else:
