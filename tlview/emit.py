@@ -18,12 +18,12 @@ from .rebuild import (
     Rebuilt,
     TensorPlan,
     collect,
-    human,
     need_torch,
     planned,
     real_bytes,
     real_inputs,
 )
+from .units import nbytes
 
 FORMAT = "tlview.inputs/1"
 
@@ -241,8 +241,8 @@ def emit_file(
         need = sum(real_bytes(planned(c)[1]) for c in chosen)
         if need > max_bytes:
             raise TlviewError(
-                f"{report.path}: the inputs of {len(chosen)} compile(s) need {human(need)} of "
-                f"memory, over --max-bytes {human(max_bytes)}; use --mode meta, choose one "
+                f"{report.path}: the inputs of {len(chosen)} compile(s) need {nbytes(need)} of "
+                f"memory, over --max-bytes {nbytes(max_bytes)}; use --mode meta, choose one "
                 "compile with --compile-id, or raise --max-bytes",
                 EXIT_REFUSED,
             )

@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import EXIT_NEEDS_TORCH, EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .model import Compile, InputSet, Report, StorageDesc, TensorDesc, device_name
+from .units import nbytes
 
 MODES = ("random", "zeros", "meta")
 NJT = "torch.nested._internal.nested_tensor.NestedTensor"
@@ -1409,14 +1410,6 @@ def real_bytes(groups: Sequence[GroupPlan]) -> int:
     return total
 
 
-def human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
-
-
 def real_inputs(
     compile: Compile,
     *,
@@ -1435,8 +1428,8 @@ def real_inputs(
         need = real_bytes(groups)
         if need > max_bytes:
             raise TlviewError(
-                f"compile {compile.key} of {compile.log}: its inputs need {human(need)} of "
-                f"memory, over --max-bytes {human(max_bytes)}; use --mode meta or raise "
+                f"compile {compile.key} of {compile.log}: its inputs need {nbytes(need)} of "
+                f"memory, over --max-bytes {nbytes(max_bytes)}; use --mode meta or raise "
                 "--max-bytes",
                 EXIT_REFUSED,
             )

@@ -42,6 +42,7 @@ from ..summary import (
     is_recompile,
     problem_order,
 )
+from ..units import dims, nbytes
 from . import halves, kept
 from .kept import KiB
 
@@ -102,26 +103,6 @@ def itemsize(dtype: str) -> int | None:
 
 
 # -- small formatting helpers, used by the templates too ----------------------------------------
-def nbytes(v: object) -> str:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return "?" if v is None else str(v)
-    x = float(v)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(x) < 1024 or unit == "TiB":
-            return f"{int(x)} {unit}" if unit == "B" else f"{x:.1f} {unit}"
-        x /= 1024
-    return str(v)
-
-
-def dims(v: object) -> str:
-    if isinstance(v, list):
-        s = str(v)  # the same text when no dim is symbolic (a string): the common case, in C
-        if "'" not in s and '"' not in s:
-            return s
-        return "[" + ", ".join(map(str, v)) + "]"
-    return "?" if v is None else str(v)
-
-
 def seconds(v: float | None) -> str:
     if v is None:
         return ""

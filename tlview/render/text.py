@@ -27,6 +27,7 @@ from ..summary import (
     overview,
     problem_order,
 )
+from ..units import dims, nbytes
 
 STATUS_STYLE = {
     "ok": "green",
@@ -97,22 +98,6 @@ class Capped(Generic[Row]):
         kinds = ", ".join(f"{n} {k}" for k, n in self.left.most_common() if k)
         left = f"... {dropped} more {what} not listed" + (f" ({kinds})" if kinds else "")
         return f"{left}: {see}"
-
-
-def dims(v: object) -> str:
-    if isinstance(v, list):
-        return "[" + ", ".join(str(x) for x in v) + "]"
-    return "?" if v is None else str(v)
-
-
-def nbytes(v: object) -> str:
-    if isinstance(v, bool) or not isinstance(v, int):
-        return "?" if v is None else str(v)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(v) < 1024 or unit == "TiB":
-            return f"{v} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return str(v)
 
 
 def seconds(v: float | None) -> str:

@@ -1,0 +1,27 @@
+"""Sizes and shapes written the same way in every output: the terminal, the page, messages."""
+
+from __future__ import annotations
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def nbytes(v: object) -> str:
+    """A byte count in binary units ("1.5 KiB"); a value that is not a number, as it is."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return "?" if v is None else str(v)
+    x = float(v)
+    for unit in _UNITS:
+        if abs(x) < 1024 or unit == "TiB":
+            return f"{int(x)} {unit}" if unit == "B" else f"{x:.1f} {unit}"
+        x /= 1024
+    return str(v)
+
+
+def dims(v: object) -> str:
+    """Sizes or strides as a list, symbols unquoted: "[s0, 3]"."""
+    if isinstance(v, list):
+        s = str(v)  # the same text when no dim is symbolic (a string): the common case, in C
+        if "'" not in s and '"' not in s:
+            return s
+        return "[" + ", ".join(map(str, v)) + "]"
+    return "?" if v is None else str(v)
