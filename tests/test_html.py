@@ -697,3 +697,18 @@ def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: P
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
     assert page_with(html._Cache(str(not_a_dir))) == want
+
+
+def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Long metric values (configs) are digested once each; the cache holds the texts, so it is
+    # bounded in characters, and a value too long for it is digested without being kept.
+    monkeypatch.setattr(page, "DIGESTS_CHARS", 8_000)
+    monkeypatch.setattr(page, "_DIGESTS", {})
+    monkeypatch.setattr(page, "_DIGESTED", 0)
+    texts = [f"{k:04d}" * 100 for k in range(100)]  # 400 characters each
+    first = [page.digest(t) for t in texts]
+    assert len(set(first)) == 100
+    assert sum(map(len, page._DIGESTS)) <= 8_000 and page._DIGESTED <= 8_000
+    assert [page.digest(t) for t in texts] == first  # the same, kept or not
+    huge = "x" * 2_000  # over an eighth of the budget: not kept
+    assert page.digest(huge) == page.digest("x" * 2_000) and huge not in page._DIGESTS

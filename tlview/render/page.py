@@ -1024,12 +1024,26 @@ def long_metrics(c: Compile) -> list[tuple[str, bytes, int]]:
     return out
 
 
-@lru_cache(maxsize=1024)
 def digest(text: str) -> bytes:
     """A long metric value's fingerprint. The same values (configs) come back in every compile,
     each digested twice (first pass, then its section): a cache hit costs a dict lookup, where
     hashing kilobytes again cost 8% of a page of 500 detailed compiles."""
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
+    got = _DIGESTS.get(text)
+    if got is None:
+        got = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
+        global _DIGESTED
+        if _DIGESTED + len(text) > DIGESTS_CHARS:  # the cache holds the texts: keep it small
+            _DIGESTS.clear()
+            _DIGESTED = 0
+        if len(text) <= DIGESTS_CHARS // 8:
+            _DIGESTS[text] = got
+            _DIGESTED += len(text)
+    return got
+
+
+DIGESTS_CHARS = 4 << 20  # characters of metric values the digest cache may hold
+_DIGESTS: dict[str, bytes] = {}
+_DIGESTED = 0
 
 
 def _may_be_long(v: Any) -> bool:
