@@ -331,3 +331,35 @@ def test_a_compile_lists_its_own_inputs_before_hundreds_of_parameters() -> None:
     assert rows[2].startswith("L['args'][0]")  # in its place in the log, after two parameters
     whole = run_cli("report", path, "--compile-id", "0/0").stdout
     assert "more inputs not listed" not in whole and whole.count("param grad") == 64
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "LOG"],  # the terminal report (rich)
+        ["report", "LOG", "-v"],
+        ["report", "LOG", "--format", "json"],
+        ["report", "LOG", "--format", "html"],
+        ["diff", "LOG", "LOG"],
+        ["inputs", "LOG"],
+    ],
+)
+def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
+    # `tlview report LOG | head`: the reader closes the pipe before tlview is done writing.
+    # Nothing on stderr and exit 0, whatever the format: rich's console exited 1 here, which
+    # fails a script run with `set -o pipefail`.
+    import os
+
+    log = str(FIXTURES / "demo.log")
+    r, w = os.pipe()
+    os.close(r)  # no reader at all: tlview's first write meets a closed pipe
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tlview", *[log if a == "LOG" else a for a in args]],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+    finally:
+        os.close(w)
+    assert (done.returncode, done.stderr) == (0, b"")

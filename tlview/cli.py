@@ -319,26 +319,10 @@ def _check_compile_id(rep: Any, compile_id: str) -> None:
 
 
 def _text(rep: Any, output: str | None, force: bool, compile_id: str | None, verbosity: int) -> Any:
-    from rich.console import Console
-
-    from .output import output as open_output
     from .render.text import TextOptions, write
 
     opts = TextOptions(compile_id=compile_id, verbosity=verbosity)
-    if output in (None, "-"):
-        console = Console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width())
-        return write(rep, console, opts)
-    with open_output(output, force) as out:
-        import io
-
-        buf = io.StringIO()
-        console = Console(
-            file=buf, highlight=False, width=_pipe_width(), no_color=True, force_terminal=False
-        )
-        console.print(f"# written by tlview {__version__}", markup=False)
-        figures = write(rep, console, opts)
-        out.write(buf.getvalue().encode("utf-8"))
-    return figures
+    return _console(output, force, lambda console: write(rep, console, opts))
 
 
 def _pipe_width() -> int:
@@ -416,15 +400,15 @@ def diff(
     _gate(failures or [])
 
 
-def _console(output: str | None, force: bool, draw: Any) -> None:
-    """Run DRAW on a terminal console, or on a plain one whose text goes to OUTPUT."""
+def _console(output: str | None, force: bool, draw: Any) -> Any:
+    """Run DRAW on a terminal console, or on a plain one whose text goes to OUTPUT; what it
+    returns."""
     from rich.console import Console
 
     from .output import output as open_output
 
     if output in (None, "-"):
-        draw(Console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width()))
-        return
+        return draw(_Stdout(highlight=False, width=None if sys.stdout.isatty() else _pipe_width()))
     with open_output(output, force) as out:
         import io
 
@@ -433,8 +417,22 @@ def _console(output: str | None, force: bool, draw: Any) -> None:
             file=buf, highlight=False, width=_pipe_width(), no_color=True, force_terminal=False
         )
         console.print(f"# written by tlview {__version__}", markup=False)
-        draw(console)
+        got = draw(console)
         out.write(buf.getvalue().encode("utf-8"))
+    return got
+
+
+def _Stdout(**kw: Any) -> Any:
+    """A console on stdout whose reader may go away (`| head`): that ends the run as it does for
+    every format, with exit 0 (rich's own console exits 1, which fails a `pipefail` script)."""
+    from rich.console import Console
+
+    class Stdout(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return Stdout(**kw)
 
 
 @main.command()
