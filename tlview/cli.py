@@ -408,7 +408,9 @@ def _console(output: str | None, force: bool, draw: Any) -> Any:
     from .output import output as open_output
 
     if output in (None, "-"):
-        return draw(_Stdout(highlight=False, width=None if sys.stdout.isatty() else _pipe_width()))
+        return draw(
+            _stdout_console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width())
+        )
     with open_output(output, force) as out:
         import io
 
@@ -422,7 +424,7 @@ def _console(output: str | None, force: bool, draw: Any) -> Any:
     return got
 
 
-def _Stdout(**kw: Any) -> Any:
+def _stdout_console(**kw: Any) -> Any:
     """A console on stdout whose reader may go away (`| head`): that ends the run as it does for
     every format, with exit 0 (rich's own console exits 1, which fails a `pipefail` script)."""
     from rich.console import Console
