@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -348,8 +349,6 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
     # `tlview report LOG | head`: the reader closes the pipe before tlview is done writing.
     # Nothing on stderr and exit 0, whatever the format: rich's console exited 1 here, which
     # fails a script run with `set -o pipefail`.
-    import os
-
     log = str(FIXTURES / "demo.log")
     r, w = os.pipe()
     os.close(r)  # no reader at all: tlview's first write meets a closed pipe
@@ -363,3 +362,80 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
     finally:
         os.close(w)
     assert (done.returncode, done.stderr) == (0, b"")
+
+
+def _tlview(args: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "tlview", *args], stderr=subprocess.PIPE, cwd=ROOT, **kw
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["report", "LOG", "--format", "json"], "standard output: "),
+        (["report", "LOG", "--format", "html"], "standard output: "),
+        (["report", "LOG"], ""),  # rich writes the terminal report itself
+        (["report", "LOG", "--format", "json", "-o", "/dev/full"], "/dev/full: "),
+        (["report", "LOG", "-o", "/dev/full"], "/dev/full: "),
+        (["inputs", "LOG"], ""),
+        (["diff", "LOG", "LOG"], ""),
+    ],
+)
+def test_a_full_disk_is_one_line_and_exit_4(args: list[str], named: str) -> None:
+    # Writing to a full disk (/dev/full answers every write with ENOSPC) is the machine's
+    # problem, not a bug of tlview's: one line that says so, naming the output when it can.
+    log = str(FIXTURES / "demo.log")
+    with open("/dev/full", "wb") as full:
+        r = _tlview([log if a == "LOG" else a for a in args], stdout=full)
+    assert r.returncode == 4
+    assert r.stderr.decode() == f"tlview: {named}cannot write: No space left on device\n"
+
+
+def test_closed_standard_streams() -> None:
+    # `tlview ... >&-` and `2>&-`: one line and exit 4 for no stdout to write the report to;
+    # with no stderr the exit status still says what happened.
+    log = str(FIXTURES / "demo.log")
+    r = _tlview(
+        ["report", log, "--format", "json"],
+        stdout=subprocess.DEVNULL,
+        close_fds=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert (r.returncode, r.stderr) == (
+        4,
+        b"tlview: standard output is closed: give a file to write to with -o\n",
+    )
+    r = _tlview(["report", log], stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+    assert r.returncode == 4
+    missing = subprocess.run(
+        [sys.executable, "-m", "tlview", "report", "/no/such/log"],
+        stdout=subprocess.DEVNULL,
+        cwd=ROOT,
+        preexec_fn=lambda: os.close(2),
+    )
+    assert missing.returncode == 1
+    ok = subprocess.run(
+        [sys.executable, "-m", "tlview", "report", log, "--format", "json"],
+        capture_output=False,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        preexec_fn=lambda: os.close(2),
+    )
+    assert ok.returncode == 0 and json.loads(ok.stdout)["stats"]["compiles"] == 7
+
+
+def test_a_log_on_standard_input() -> None:
+    # `zcat LOG.gz | tlview report -`: the same report as the file's, but for its name.
+    log = FIXTURES / "demo.log"
+    r = _tlview(["report", "-", "--format", "json"], input=log.read_bytes(), stdout=subprocess.PIPE)
+    assert r.returncode == 0, r.stderr
+    piped, direct = json.loads(r.stdout), report_json(log)
+    assert [c["compile_id"] for c in piped["compiles"]] == [
+        c["compile_id"] for c in direct["compiles"]
+    ]
+    assert piped["stats"] == direct["stats"]
+    with log.open("rb") as f:  # `tlview report - < LOG`: a file, read as one
+        r = _tlview(["report", "-", "--format", "json"], stdin=f, stdout=subprocess.PIPE)
+    assert r.returncode == 0 and json.loads(r.stdout)["stats"] == direct["stats"]

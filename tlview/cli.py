@@ -13,7 +13,15 @@ from typing import Any
 import click
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_STRICT, EXIT_TERMINATED, Terminated, TlviewError
+from .errors import (
+    EXIT_INTERRUPTED,
+    EXIT_REFUSED,
+    EXIT_STRICT,
+    EXIT_TERMINATED,
+    NO_ROOM,
+    Terminated,
+    TlviewError,
+)
 
 FORMATS = ("text", "json", "html", "perfetto")
 # Importing the page's renderer (jinja2, render/page.py) on this machine, with both cores busy.
@@ -52,17 +60,34 @@ class Main(click.Group):
             ctx.exit(EXIT_TERMINATED)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except Exception as e:  # a bug: say so in one line; TLVIEW_DEBUG=1 shows the traceback
-            if os.environ.get("TLVIEW_DEBUG"):
-                raise
-            click.echo(
-                f"tlview: internal error: {type(e).__name__}: {_clean(e)} "
-                "(a bug in tlview; rerun with TLVIEW_DEBUG=1 for the traceback)",
-                err=True,
-            )
-            ctx.exit(70)
+        except OSError as e:
+            if e.errno in NO_ROOM:
+                # A full disk or quota, a read-only file system: the output or a temp file.
+                where = f"{e.filename}: " if e.filename else ""
+                click.echo(f"tlview: {_clean(where)}cannot write: {e.strerror or e}", err=True)
+                ctx.exit(EXIT_REFUSED)
+            _bug(ctx, e)
+        except Exception as e:
+            _bug(ctx, e)
         finally:
             gc.set_threshold(*was)
+
+
+def _bug(ctx: click.Context, e: Exception) -> None:
+    """An error tlview did not expect: one line, and TLVIEW_DEBUG=1 shows the traceback."""
+    if os.environ.get("TLVIEW_DEBUG"):
+        raise e
+    click.echo(
+        f"tlview: internal error: {type(e).__name__}: {_clean(e)} "
+        "(a bug in tlview; rerun with TLVIEW_DEBUG=1 for the traceback)",
+        err=True,
+    )
+    ctx.exit(70)
+
+
+def _on_terminal(stream: Any) -> bool:
+    """Whether a standard stream is a terminal; False when it was closed (`2>&-`: None)."""
+    return stream is not None and stream.isatty()
 
 
 def _clean(text: object) -> str:
@@ -80,7 +105,7 @@ def main() -> None:
 
 def _progress_reader(path: str) -> Any:
     """A rich progress bar on stderr for long reads on a terminal, else None."""
-    if not sys.stderr.isatty():
+    if not _on_terminal(sys.stderr):
         return None
     from .progress import bar_for
 
@@ -169,7 +194,9 @@ def report(
         # The page's renderer (Jinja and all) is imported while a second reader still reads.
         meanwhile = split.meanwhile(_import_page, PAGE_IMPORT_NS)
     with meanwhile:
-        rep = load(path, keep, progress=sys.stderr.isatty(), jobs=jobs, scheduler=scheduler or None)
+        rep = load(
+            path, keep, progress=_on_terminal(sys.stderr), jobs=jobs, scheduler=scheduler or None
+        )
     _outlive(rep)
     if compile_id is not None:
         _check_compile_id(rep, compile_id)
@@ -255,7 +282,7 @@ def inputs(
     from .rebuild import DEFAULT_MAX_BYTES, compiles_with_inputs, parse_bytes
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
-    rep = load(path, progress=sys.stderr.isatty())
+    rep = load(path, progress=_on_terminal(sys.stderr))
     if emit is not None:
         from .emit import emit_file
 
@@ -378,7 +405,7 @@ def diff(
     from .output import output as open_output
 
     checks = parse_checks(fail_on, against_base=True)
-    bar = sys.stderr.isatty()
+    bar = _on_terminal(sys.stderr)
     d = compare(load(base, progress=bar), load(new, progress=bar))
     failures = check_diff(d, checks) if checks else None
     if fmt == "json":
@@ -408,9 +435,10 @@ def _console(output: str | None, force: bool, draw: Any) -> Any:
     from .output import output as open_output
 
     if output in (None, "-"):
-        return draw(
-            _stdout_console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width())
-        )
+        from .output import stdout
+
+        tty = stdout().isatty()
+        return draw(_stdout_console(highlight=False, width=None if tty else _pipe_width()))
     with open_output(output, force) as out:
         import io
 
@@ -579,6 +607,6 @@ def run() -> None:
         click.echo(code, err=True)
     for stream in (sys.stdout, sys.stderr):
         # A reader that went away (`| head`) or a closed stream: nothing more to say.
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # None: closed at start
             stream.flush()
     os._exit(code if isinstance(code, int) else 0 if code is None else 1)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+
 # Exit statuses, documented in the README ("Exit status").
 EXIT_OK = 0
 EXIT_NO_TRACE = 1  # nothing readable: missing path, empty or binary file, no TORCH_TRACE record
 EXIT_USAGE = 2  # bad options (click's own status)
 EXIT_STRICT = 3  # --strict saw bad lines, or a --fail-on limit was exceeded
 EXIT_REFUSED = 4  # a request tlview will not carry out (too large a rebuild, existing output, ...)
+# Why a write fails on a machine, not in tlview (exit EXIT_REFUSED): no room, a read-only disk.
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 EXIT_NEEDS_TORCH = 5  # the command needs the optional torch dependency
 EXIT_NO_REPRO = 6  # repro: a graph gave no repro that runs here (the reason is printed)
 EXIT_INTERRUPTED = 130  # ^C (128 + SIGINT)

@@ -75,11 +75,15 @@ class Read:
 
 
 # -- finding the logs --------------------------------------------------------------------------
+STDIN = "/dev/stdin"
+
+
 def find(path: str) -> Found:
     """The logs PATH names: a file, a directory of logs, or the same as an fsspec URL."""
     if is_url(path):
         return _find_url(path)
-    p = Path(path)
+    # "-": the log comes on standard input (`zcat log.gz | tlview report -`).
+    p = Path(STDIN if path == "-" and os.path.exists(STDIN) else path)
     files, notes = discover(p)
     return Found([Source(str(f), _size(f)) for f in files], notes, p.is_dir())
 

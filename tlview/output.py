@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from .errors import EXIT_REFUSED, TlviewError
+from .errors import EXIT_REFUSED, NO_ROOM, TlviewError
 from .leftovers import prefix, sweep
 
 MARKER = b"tlview"  # every file tlview writes names it in its first bytes, as one of these:
@@ -36,18 +36,40 @@ def written_by_tlview(path: Path) -> bool:
 
 
 @contextlib.contextmanager
+def _named(what: str) -> Iterator[None]:
+    """A full disk or a read-only one while writing WHAT: one line naming it (exit 4)."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in NO_ROOM:
+            raise
+        raise TlviewError(f"{what}: cannot write: {e.strerror or e}", EXIT_REFUSED) from None
+
+
+def stdout() -> IO[bytes]:
+    """Standard output, as bytes; one line and exit 4 when it was closed (`tlview ... >&-`)."""
+    if sys.stdout is None:
+        raise TlviewError(
+            "standard output is closed: give a file to write to with -o", EXIT_REFUSED
+        )
+    return sys.stdout.buffer
+
+
+@contextlib.contextmanager
 def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
     """A binary stream for PATH (stdout for None or '-'), renamed into place only on success."""
     if path is None or path == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
+        out = stdout()
+        with _named("standard output"):
+            yield out
+            out.flush()
         return
     dest = Path(path)
     if dest.is_dir():
         raise TlviewError(f"{dest}: is a directory; give a file name with -o", EXIT_REFUSED)
     if dest.exists() and not dest.is_file():
         # A device or pipe the user named (/dev/null, a FIFO): write straight to it.
-        with dest.open("wb") as f:
+        with _named(str(dest)), dest.open("wb") as f:
             yield f
         return
     if dest.exists() and not force and not written_by_tlview(dest):
@@ -65,7 +87,7 @@ def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)
-        with os.fdopen(fd, "wb") as f:
+        with _named(str(dest)), os.fdopen(fd, "wb") as f:
             yield f
         os.replace(tmp, dest)
     except BaseException:
