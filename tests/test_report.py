@@ -439,3 +439,24 @@ def test_a_log_on_standard_input() -> None:
     with log.open("rb") as f:  # `tlview report - < LOG`: a file, read as one
         r = _tlview(["report", "-", "--format", "json"], stdin=f, stdout=subprocess.PIPE)
     assert r.returncode == 0 and json.loads(r.stdout)["stats"] == direct["stats"]
+
+
+def test_the_output_name_picks_the_format(tmp_path: Path) -> None:
+    # `-o report.html` alone writes the page (it wrote the terminal report into a .html file);
+    # `--format` still decides when given, and a name that says nothing means text.
+    log = FIXTURES / "demo.log"
+    for name, starts in [
+        ("r.html", b"<!doctype html>"),
+        ("R.HTM", b"<!doctype html>"),
+        ("r.json", b'{"format":"tlview.report/1"'),
+        ("r.txt", b"# written by tlview"),
+        ("r", b"# written by tlview"),
+    ]:
+        assert run_cli("report", log, "-o", tmp_path / name).exit_code == 0
+        assert (tmp_path / name).read_bytes().startswith(starts), name
+    assert run_cli("report", log, "--format", "text", "-o", tmp_path / "t.html").exit_code == 0
+    assert (tmp_path / "t.html").read_bytes().startswith(b"# written by tlview")
+    assert run_cli("diff", log, log, "-o", tmp_path / "d.json").exit_code == 0
+    assert json.loads((tmp_path / "d.json").read_bytes())["format"] == "tlview.diff/1"
+    assert run_cli("diff", log, log, "-o", tmp_path / "d.html").exit_code == 0
+    assert (tmp_path / "d.html").read_bytes().startswith(b"<!doctype html>")

@@ -85,6 +85,19 @@ def _bug(ctx: click.Context, e: Exception) -> None:
     ctx.exit(70)
 
 
+def _format_for(fmt: str | None, output: str | None) -> str:
+    """--format, else what the output file's name asks for (report.html, diff.json), else
+    text: `-o report.html` alone writes the page, not the terminal report in a .html file."""
+    if fmt is not None:
+        return fmt
+    name = (output or "").lower()
+    if name.endswith((".html", ".htm")):
+        return "html"
+    if name.endswith(".json"):
+        return "json"
+    return "text"
+
+
 def _on_terminal(stream: Any) -> bool:
     """Whether a standard stream is a terminal; False when it was closed (`2>&-`: None)."""
     return stream is not None and stream.isatty()
@@ -118,9 +131,8 @@ def _progress_reader(path: str) -> Any:
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
-    default="text",
-    show_default=True,
-    help="text for the terminal, json for machines, html for a page, perfetto for a trace.",
+    help="text for the terminal, json for machines, html for a page, perfetto for a trace "
+    "(default: what -o's name ends with, .html or .json, else text).",
 )
 @output_option
 @click.option(
@@ -163,7 +175,7 @@ def _progress_reader(path: str) -> Any:
 )
 def report(
     path: str,
-    fmt: str,
+    fmt: str | None,
     output: str | None,
     compile_id: str | None,
     verbose: int,
@@ -176,6 +188,7 @@ def report(
     scheduler: str | None,
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
+    fmt = _format_for(fmt, output)
     from . import split
     from .load import load
     from .output import output as open_output
@@ -374,9 +387,8 @@ def _gate(failures: list[str]) -> None:
     "--format",
     "fmt",
     type=click.Choice(("text", "json", "html")),
-    default="text",
-    show_default=True,
-    help="text for the terminal, json for machines (tlview.diff/1), html for a page.",
+    help="text for the terminal, json for machines (tlview.diff/1), html for a page "
+    "(default: what -o's name ends with, .html or .json, else text).",
 )
 @output_option
 @click.option(
@@ -391,13 +403,14 @@ def _gate(failures: list[str]) -> None:
 def diff(
     base: str,
     new: str,
-    fmt: str,
+    fmt: str | None,
     output: str | None,
     fail_on: tuple[str, ...],
     verbose: int,
     force: bool,
 ) -> None:
     """Compare two runs (logs or directories): what NEW compiles, breaks and fails differently."""
+    fmt = _format_for(fmt, output)
     from .diff import compare
     from .gate import check_diff
     from .gate import parse as parse_checks
