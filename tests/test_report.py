@@ -407,8 +407,9 @@ def test_closed_standard_streams() -> None:
         4,
         b"tlview: standard output is closed: give a file to write to with -o\n",
     )
-    r = _tlview(["report", log], stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
-    assert r.returncode == 4
+    for args in (["report", log], ["inputs", log], ["diff", log, log]):
+        r = _tlview(args, stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+        assert r.returncode == 4, args
     missing = subprocess.run(
         [sys.executable, "-m", "tlview", "report", "/no/such/log"],
         stdout=subprocess.DEVNULL,

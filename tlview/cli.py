@@ -319,9 +319,11 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
     """Per compile, each input with its metadata and whether it rebuilds as fake and as real.
 
     One compile at a time: a log of thousands of compiles lists in the memory of one."""
+    from .output import stdout
     from .rebuild import input_rows
     from .render.text import clean  # text from the log: control characters shown, not obeyed
 
+    stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
     many = len({log.name for log in rep.logs}) > 1
     listed = False
     for c in chosen:
