@@ -461,3 +461,8 @@ def test_the_output_name_picks_the_format(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "d.json").read_bytes())["format"] == "tlview.diff/1"
     assert run_cli("diff", log, log, "-o", tmp_path / "d.html").exit_code == 0
     assert (tmp_path / "d.html").read_bytes().startswith(b"<!doctype html>")
+
+
+def test_an_empty_standard_input_is_named_as_given() -> None:
+    r = _tlview(["report", "-"], input=b"\n", stdout=subprocess.PIPE)
+    assert (r.returncode, r.stderr) == (1, b"tlview: -: no TORCH_TRACE record in 1 line(s)\n")

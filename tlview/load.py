@@ -80,7 +80,7 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
             raise TlviewError(*r.error)
         if r.skipped is not None:
             if not directory:
-                raise TlviewError(f"{r.source.path}: {r.skipped}", EXIT_NO_TRACE)
+                raise TlviewError(f"{path}: {r.skipped}", EXIT_NO_TRACE)
             report.notes.append(f"skipped {r.source.name}: {r.skipped}")
             continue
         report.logs.extend(r.logs)
