@@ -466,3 +466,17 @@ def test_the_output_name_picks_the_format(tmp_path: Path) -> None:
 def test_an_empty_standard_input_is_named_as_given() -> None:
     r = _tlview(["report", "-"], input=b"\n", stdout=subprocess.PIPE)
     assert (r.returncode, r.stderr) == (1, b"tlview: -: no TORCH_TRACE record in 1 line(s)\n")
+
+
+def test_json_of_one_compile() -> None:
+    # `--compile-id` with JSON lists that compile alone; the figures still count the whole log.
+    log = FIXTURES / "demo.log"
+    whole = report_json(log)
+    r = run_cli("report", log, "--format", "json", "--compile-id", "0/1_1")
+    assert r.exit_code == 0, r.output
+    one = json.loads(r.stdout)
+    (c,) = one["compiles"]
+    assert c == next(x for x in whole["compiles"] if x["key"] == "0/1_1")
+    assert one["stats"] == whole["stats"] and one["graph_breaks"] == whole["graph_breaks"]
+    multi = run_cli("report", corpus("multirank_gloo"), "--format", "json", "--compile-id", "0/0")
+    assert [c["key"] for c in json.loads(multi.stdout)["compiles"]] == ["0/0", "0/0"]  # a rank each

@@ -138,7 +138,8 @@ def _progress_reader(path: str) -> Any:
 @click.option(
     "--compile-id",
     "compile_id",
-    help="Show one compile in full, e.g. 0/1 or 0/0_1 (log:ID with several logs).",
+    help="Show one compile in full, e.g. 0/1 or 0/0_1 (log:ID with several logs); JSON: "
+    "list it alone.",
 )
 @click.option(
     "-v",
@@ -218,7 +219,7 @@ def report(
         from .render import json as json_render
 
         with open_output(output, force) as out:
-            figures = json_render.write(rep, out)
+            figures = json_render.write(rep, out, only=_picked(rep, compile_id))
     elif fmt == "html":
         from .render import html as html_render
 
@@ -349,6 +350,15 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
 
 def _import_page() -> None:
     from .render import html  # noqa: F401
+
+
+def _picked(rep: Any, compile_id: str | None) -> Any:
+    """Whether a compile is the one --compile-id names (None: every compile is)."""
+    if compile_id is None:
+        return None
+    from .summary import compile_ref
+
+    return lambda c: compile_id in (c.key, compile_ref(c, True))
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:

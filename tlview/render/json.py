@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import orjson
@@ -251,10 +251,19 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
     }
 
 
-def _compiles(compiles: Iterable[Compile], out: IO[bytes], tally: Tally, after: bool) -> Tally:
-    """Write compiles as array items (`after`: some were written before them); count them."""
+def _compiles(
+    compiles: Iterable[Compile],
+    out: IO[bytes],
+    tally: Tally,
+    after: bool,
+    only: Callable[[Compile], bool] | None = None,
+) -> Tally:
+    """Write compiles as array items (`after`: some were written before them); count them.
+    With `only`, write just the compiles it picks (every one is still counted)."""
     for c in compiles:
         tally.add(c)
+        if only is not None and not only(c):
+            continue
         if after:
             out.write(b",")
         after = True
@@ -262,15 +271,21 @@ def _compiles(compiles: Iterable[Compile], out: IO[bytes], tally: Tally, after: 
     return tally
 
 
-def write(report: Report, out: IO[bytes], extra: dict[str, Any] | None = None) -> Overview:
+def write(
+    report: Report,
+    out: IO[bytes],
+    extra: dict[str, Any] | None = None,
+    only: Callable[[Compile], bool] | None = None,
+) -> Overview:
     """Write the report in one pass: compiles go out one at a time, the figures after them.
+    `only`: list just the compiles it picks (`--compile-id`); the figures count them all.
 
     Returns the figures, so a gate (`--fail-on`) needs no second pass."""
     tally = Tally(report)
     out.write(b'{"format":' + orjson.dumps(FORMAT) + b',"compiles":[')
-    cut = halves.middle(halves.costs(report))
+    cut = None if only is not None else halves.middle(halves.costs(report))
     if cut is None:
-        _compiles(report.compiles, out, tally, False)
+        _compiles(report.compiles, out, tally, False, only)
     else:
         rest = cut
         later = halves.Later(
