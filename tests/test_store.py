@@ -159,7 +159,7 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
     )
     kill = (
         "from tlview.render import json as j\n"
-        "def cut(rep, f, *a):\n"
+        "def cut(rep, f, *a, **k):\n"
         "    f.write(b'{')\n"
         "    f.flush()\n"
         "    os.killpg(0, signal.SIGKILL)\n"
