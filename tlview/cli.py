@@ -24,8 +24,10 @@ from .errors import (
 )
 
 FORMATS = ("text", "json", "html", "perfetto")
-# Importing the page's renderer (jinja2, render/page.py) on this machine, with both cores busy.
+# Importing the page's renderer (jinja2, render/page.py) on this machine, with both cores busy;
+# torch alone, and torch with dynamo (what FakeTensorMode needs).
 PAGE_IMPORT_NS = 25e6
+TORCH_IMPORT_NS, FAKE_IMPORT_NS = 1.0e9, 1.9e9
 # Options of every command that writes one report.
 output_option = click.option(
     "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
@@ -292,11 +294,16 @@ def inputs(
     force: bool,
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
+    from . import split
     from .load import load
     from .rebuild import DEFAULT_MAX_BYTES, compiles_with_inputs, parse_bytes
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
-    rep = load(path, progress=_on_terminal(sys.stderr))
+    # torch is imported while a second reader still reads a large log (and reads more of it):
+    # the listing's fake column needs dynamo's too, which FakeTensorMode imports.
+    job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
+    with split.meanwhile(job, ns):
+        rep = load(path, progress=_on_terminal(sys.stderr))
     if emit is not None:
         from .emit import emit_file
 
@@ -346,6 +353,17 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
         click.echo("")
     if not listed:
         click.echo(clean(f"{rep.path}: no compile described any input tensor"))
+
+
+def _import_torch() -> None:
+    from .rebuild import need_torch
+
+    need_torch()
+
+
+def _import_fake() -> None:
+    _import_torch()
+    import torch._dynamo  # noqa: F401 - what FakeTensorMode() imports on first use
 
 
 def _import_page() -> None:

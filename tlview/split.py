@@ -33,8 +33,9 @@ _MEANWHILE: ContextVar[tuple[Callable[[], object], float] | None] = ContextVar(
 @contextlib.contextmanager
 def meanwhile(job: Callable[[], object], ns: float) -> Iterator[None]:
     """A log read inside in two parts runs `job` here once this process has read its part, while
-    its copy still reads: this part is made about `ns` (what the job takes) shorter. For work
-    that is needed after reading anyway (importing the page's renderer); unsplit, it is not run.
+    its copy still reads: this part is made about `ns` (what the job takes) shorter, down to an
+    eighth of the log for a long job. For work that is needed after reading anyway (importing
+    the page's renderer, or torch); unsplit, it is not run.
     """
     token = _MEANWHILE.set((job, ns))
     try:
@@ -212,7 +213,9 @@ def read_halves(
     """Both halves of a log, read at once by this process and a forked one, merged."""
     size = path.stat().st_size
     job, ns = _MEANWHILE.get() or (None, 0.0)
-    lead = min(int(ns / NS_PER_BYTE), size // 2)  # in bytes, about
+    # In bytes, about. A long job (importing torch, 2 s) leaves this process an eighth of the
+    # log: NS_PER_BYTE is a large-payload log's, and a log of small records costs twice that.
+    lead = min(int(ns / NS_PER_BYTE), 3 * size // 4)
     mid = record_start(path, (size - lead) // 2)
     if mid is None or mid >= size:
         return None
