@@ -249,3 +249,37 @@ def test_help_does_not_import_torch() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+@pytest.mark.parametrize("emit", [False, True])
+def test_torch_is_imported_while_the_second_reader_reads(
+    emit: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A log read in two parts: tlview imports torch (and dynamo for the listing) once it has
+    # read its part, an eighth of the log for a job this long, while its copy reads the rest;
+    # the listing and the file written are those of one reader.
+    import tlview.cli as cli
+    import tlview.split as split
+
+    log = only_log("views_aliasing")
+    whole = run_cli("inputs", log, *(["--emit", str(tmp_path / "a.pt")] if emit else []))
+    assert whole.exit_code == 0, whole.output
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    ran: list[str] = []
+    starts: list[int] = []
+    for name in ("_import_torch", "_import_fake"):
+        job = getattr(cli, name)
+        monkeypatch.setattr(cli, name, lambda job=job, name=name: ran.append(name) or job())
+    record_start = split.record_start
+    monkeypatch.setattr(
+        split, "record_start", lambda p, at: starts.append(at) or record_start(p, at)
+    )
+    halves = run_cli("inputs", log, *(["--emit", str(tmp_path / "b.pt")] if emit else []))
+    assert halves.exit_code == 0, halves.output
+    assert ran == (["_import_torch"] if emit else ["_import_fake", "_import_torch"])
+    size = log.stat().st_size
+    assert starts == [(size - 3 * size // 4) // 2]
+    if emit:
+        assert halves.stderr == whole.stderr.replace("a.pt", "b.pt")
+    else:
+        assert halves.stdout == whole.stdout
