@@ -374,16 +374,15 @@ def _picked(rep: Any, compile_id: str | None) -> Any:
     """Whether a compile is the one --compile-id names (None: every compile is)."""
     if compile_id is None:
         return None
-    from .summary import compile_ref
+    from .summary import is_named
 
-    return lambda c: compile_id in (c.key, compile_ref(c, True))
+    return lambda c: is_named(c, compile_id)
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:
-    from .summary import compile_ref
+    from .summary import is_named
 
-    keys = {c.key for c in rep.compiles} | {compile_ref(c, True) for c in rep.compiles}
-    if compile_id not in keys:
+    if not any(is_named(c, compile_id) for c in rep.compiles):
         known = ", ".join(sorted({c.key for c in rep.compiles})[:12])
         raise TlviewError(f"{rep.path}: no compile {compile_id!r}; the log has: {known}", 2)
 

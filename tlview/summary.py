@@ -40,6 +40,11 @@ def compile_ref(c: Compile, many_logs: bool) -> str:
     return f"{c.log}:{c.key}" if many_logs else c.key
 
 
+def is_named(c: Compile, ref: str) -> bool:
+    """Whether a --compile-id REF names this compile: by its id, or as LOG:ID."""
+    return ref in (c.key, compile_ref(c, True))
+
+
 def is_recompile(c: Compile) -> bool:
     return c.id is not None and bool(c.id.frame_compile) and c.status != "restarted"
 

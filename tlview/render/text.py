@@ -24,6 +24,7 @@ from ..summary import (
     break_title,
     compile_ref,
     input_flags,
+    is_named,
     overview,
     problem_order,
 )
@@ -549,11 +550,7 @@ def bad_lines(report: Report, console: Console, limit: int) -> None:
 def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     """Write the terminal report; return its figures (for `--fail-on`)."""
     if opts.compile_id is not None:
-        chosen = [
-            c
-            for c in report.compiles
-            if c.key == opts.compile_id or compile_ref(c, True) == opts.compile_id
-        ]
+        chosen = [c for c in report.compiles if is_named(c, opts.compile_id)]
         o = overview(report)
         header(report, o, console)
         for c in chosen:
