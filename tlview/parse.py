@@ -243,7 +243,7 @@ class Reader:
             chunk = parts[0] if len(parts) == 1 else b"".join(parts)
             if chunk:
                 if compressed:
-                    seen += chunk.count(b"\n")
+                    seen += _line_breaks(chunk)
                 if left is not None:
                     left -= len(chunk)
                 self.bytes_read += len(chunk)
