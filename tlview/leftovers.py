@@ -13,12 +13,15 @@ _TAG = re.compile(r"(\d{1,10})@([A-Za-z0-9._-]{1,64})~")
 MAX_NAME = 200  # longer names go untagged: a file name has at most 255 bytes
 
 
+def _host() -> str:
+    """This machine's name as a tag holds it ("-" when it has none a tag can hold)."""
+    host = os.uname().nodename if hasattr(os, "uname") else ""
+    return host if _TAG.fullmatch(f"1@{host}~") else "-"
+
+
 def tag() -> str:
     """This process's tag, for the prefix of a temp file or directory it makes."""
-    host = os.uname().nodename if hasattr(os, "uname") else ""
-    if not _TAG.fullmatch(f"1@{host}~"):
-        host = "-"
-    return f"{os.getpid()}@{host}~"
+    return f"{os.getpid()}@{_host()}~"
 
 
 def prefix(start: str) -> str:
@@ -33,7 +36,7 @@ def sweep(directory: str, start: str) -> int:
         entries = list(os.scandir(directory))
     except OSError:
         return 0
-    here = tag().split("@", 1)[1][:-1]
+    here = _host()
     removed = 0
     for e in entries:
         if not e.name.startswith(start):
