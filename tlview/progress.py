@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 MIN_BYTES = 16 << 20  # smaller inputs read too fast for a bar to help
 MIN_LOGS = 64  # a job of this many logs gets a bar however small they are
+REFRESH_S = 0.1  # the bar is drawn again at most this often, as bytes are read
 
 
 def total_bytes(path: str) -> int:
@@ -21,7 +23,10 @@ def total_bytes(path: str) -> int:
 
 
 class Bar:
-    """Bytes-read progress (and logs done, for a job), shown only while reading; `close` removes it."""
+    """Bytes-read progress (and logs done, for a job), shown only while reading; `close` removes it.
+
+    Drawn by the reader as it reads, not by rich's refresh thread: a large log is read by this
+    process and a forked copy, and no fork is made beside another thread (split.spare_core)."""
 
     def __init__(self, total: int, logs: int = 0) -> None:
         from rich.console import Console
@@ -43,19 +48,29 @@ class Bar:
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=True,
+            auto_refresh=False,
         )
         self.task = self.progress.add_task("read", total=total, logs=self._logs())
         self.progress.start()
+        self.drawn = time.monotonic()
 
     def _logs(self) -> str:
         return f"{self.done}/{self.logs} logs" if self.logs > 1 else ""
 
     def __call__(self, n: int) -> None:
         self.progress.advance(self.task, n)
+        self._draw()
 
     def log_done(self) -> None:
         self.done += 1
         self.progress.update(self.task, logs=self._logs())
+        self._draw()
+
+    def _draw(self) -> None:
+        now = time.monotonic()
+        if now - self.drawn >= REFRESH_S:
+            self.drawn = now
+            self.progress.refresh()
 
     def close(self) -> None:
         self.progress.stop()
