@@ -270,3 +270,31 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     assert halves == whole
     # The smallest budget runs out while the second half is read: texts were forgotten.
     assert (sum(dropped) > 0) == (budget == 20_000)
+
+
+def test_a_progress_bar_leaves_the_log_read_in_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a terminal a bar is shown while reading: it is drawn by the reader, with no thread of
+    # its own, so a large log is still read by two processes; its bytes count as the whole
+    # log's, and it ends at the log's size.
+    from tlview.progress import Bar
+
+    before = threading.active_count()
+    bar = Bar(1000)
+    try:
+        assert threading.active_count() == before
+    finally:
+        bar.close()
+    path = only_log("transformer_inductor")
+    size = path.stat().st_size
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    told: list[int] = []
+    halves: list[int] = []
+    read_part = split.read_part
+    monkeypatch.setattr(
+        split, "read_part", lambda *a, **k: halves.append(a[3][1]) or read_part(*a, **k)
+    )
+    read_log(path, progress=told.append)
+    mid = halves[-1]  # where the first part ends and the second starts
+    assert 0 < mid < size
+    assert told[0] > mid  # the first part's bytes, scaled to the whole log
+    assert sum(told) == size

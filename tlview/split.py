@@ -224,7 +224,8 @@ def read_halves(
     later = keep.fresh() if keep is not None else None
     temp_dir()  # made here, so the copy's spill files are removed with it, whatever happens
     copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
-    mine = read_part(path, log, keep.fresh() if keep is not None else None, (0, mid), progress)
+    bar = _Whole(progress, size, mid) if progress is not None else None
+    mine = read_part(path, log, keep.fresh() if keep is not None else None, (0, mid), bar)
     if job is not None:
         with contextlib.suppress(Exception):  # done again where it is needed, and fails there
             job()
@@ -232,8 +233,8 @@ def read_halves(
     if not ok:
         # Never lose the second half: read it here.
         theirs = read_part(path, log, later, (mid, size))
-    elif progress is not None:
-        progress(size - mid)
+    if bar is not None:
+        bar.rest()
     shift_lines(theirs, mine.lines)
     if mine.keep is not None:
         dropped = frozenset(line + mine.lines for line in mine.keep.after(theirs.keep))
@@ -248,6 +249,23 @@ def read_halves(
     mine.bad.bad_count += theirs.bad.bad_count
     mine.bad.bad_lines = _first(mine.bad.bad_lines + theirs.bad.bad_lines)
     return Part(mine.indexers, mine.bad, theirs.lines, mine.crlf or theirs.crlf, mine.keep)
+
+
+class _Whole:
+    """Progress through the first part, shown as progress through the whole log: the copy
+    reads the rest at the same time."""
+
+    def __init__(self, progress: Callable[[int], None], size: int, mid: int) -> None:
+        self.progress, self.size, self.mid = progress, size, mid
+        self.shown = 0
+
+    def __call__(self, n: int) -> None:
+        k = min(n * self.size // max(self.mid, 1), self.size - self.shown)
+        self.shown += k
+        self.progress(k)
+
+    def rest(self) -> None:
+        self.progress(self.size - self.shown)
 
 
 def _first(bad: list[BadLine]) -> list[BadLine]:
