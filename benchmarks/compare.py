@@ -5,7 +5,8 @@
     python benchmarks/compare.py --runs 5 benchmarks/data/small_records_200mb.log
 
 For each log: wall time (median of the runs), CPU time (user + system, children included), and
-peak RSS of `tlview report --format json`, `--format html`, `tlview inputs --mode meta`,
+peak RSS of `tlview report --format json`, `--format html`, the terminal report on a
+pseudo-terminal (as a user sees it: with a progress bar), `tlview inputs --mode meta`,
 `tlparse` (default and `-p` plain), and the floor: Python reading the file's lines and nothing
 else. Ratios are to tlparse -p, the issue's target (at most 0.5). tlview's modules are
 byte-compiled first, as installing a wheel does, and each command runs once untimed before its
@@ -17,18 +18,21 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import pty
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
+TERMINAL = "(terminal)"  # first word of a command run on a pseudo-terminal
 
 
 @dataclass
@@ -40,17 +44,34 @@ class Run:
 
 
 def run(cmd: list[str]) -> Run:
-    """One run of a command: wall clock, CPU of it and its children, peak RSS."""
+    """One run of a command: wall clock, CPU of it and its children, peak RSS. A command whose
+    name is TERMINAL writes to a pseudo-terminal (read as it comes), as it does for a user:
+    there tlview draws a progress bar and the terminal report."""
+    tty = cmd[0] == TERMINAL
+    if tty:
+        cmd = cmd[1:]
+        master, term = pty.openpty()
+        out: int = term
+        err: int = term
+    else:
+        out, err = subprocess.DEVNULL, subprocess.PIPE
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+    if tty:
+        os.close(term)
+        reader = threading.Thread(target=_drain, args=(master,))
+        reader.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if tty:
+        reader.join()
+        os.close(master)
+    err_text = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.stderr:
         proc.stderr.close()
     ok = os.waitstatus_to_exitcode(status) == 0
     if not ok:
-        print(f"  failed: {' '.join(cmd)}: {err.strip().splitlines()[-1:]}", file=sys.stderr)
+        print(f"  failed: {' '.join(cmd)}: {err_text.strip().splitlines()[-1:]}", file=sys.stderr)
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, ok)
 
 
@@ -80,6 +101,7 @@ def commands(log: Path, out: Path) -> dict[str, list[str]]:
             str(out / "r.html"),
             "--force",
         ],
+        "tlview text (terminal)": [TERMINAL, tlview, "report", str(log)],
         "tlview inputs meta": [tlview, "inputs", str(log), "--mode", "meta"],
         "tlparse -p": [
             tlparse,
@@ -92,6 +114,15 @@ def commands(log: Path, out: Path) -> dict[str, list[str]]:
         ],
         "tlparse": [tlparse, str(log), "-o", str(out / "tlp2"), "--overwrite", "--no-browser"],
     }
+
+
+def _drain(fd: int) -> None:
+    """Read a pseudo-terminal until the command's end closes it."""
+    try:
+        while os.read(fd, 1 << 16):
+            pass
+    except OSError:  # EIO: no process has the terminal open any more
+        pass
 
 
 def as_installed() -> None:
