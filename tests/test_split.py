@@ -298,3 +298,12 @@ def test_a_progress_bar_leaves_the_log_read_in_two(monkeypatch: pytest.MonkeyPat
     assert 0 < mid < size
     assert told[0] > mid  # the first part's bytes, scaled to the whole log
     assert sum(told) == size
+    # With work to do after its part (importing torch for `inputs`), this process's part is
+    # shorter and stands for less: the bar waits for that work before it is full.
+    told.clear()
+    lead = 400_000
+    with split.meanwhile(lambda: None, lead * split.NS_PER_BYTE):
+        read_log(path, progress=told.append)
+    mid = halves[-1]
+    assert told[0] <= (mid + 1) * size // (mid + lead) < size
+    assert sum(told) == size

@@ -224,7 +224,8 @@ def read_halves(
     later = keep.fresh() if keep is not None else None
     temp_dir()  # made here, so the copy's spill files are removed with it, whatever happens
     copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
-    bar = _Whole(progress, size, mid) if progress is not None else None
+    # What this process does, in bytes: its part, and the job it does after it.
+    bar = _Whole(progress, size, mid + lead) if progress is not None else None
     mine = read_part(path, log, keep.fresh() if keep is not None else None, (0, mid), bar)
     if job is not None:
         with contextlib.suppress(Exception):  # done again where it is needed, and fails there
@@ -252,15 +253,15 @@ def read_halves(
 
 
 class _Whole:
-    """Progress through the first part, shown as progress through the whole log: the copy
-    reads the rest at the same time."""
+    """Progress through this process's work (`work` bytes, its part and job), shown as progress
+    through the whole log: the copy reads the rest at the same time."""
 
-    def __init__(self, progress: Callable[[int], None], size: int, mid: int) -> None:
-        self.progress, self.size, self.mid = progress, size, mid
+    def __init__(self, progress: Callable[[int], None], size: int, work: int) -> None:
+        self.progress, self.size, self.work = progress, size, max(work, 1)
         self.shown = 0
 
     def __call__(self, n: int) -> None:
-        k = min(n * self.size // max(self.mid, 1), self.size - self.shown)
+        k = min(n * self.size // self.work, self.size - self.shown)
         self.shown += k
         self.progress(k)
 
