@@ -24,9 +24,9 @@ from .errors import (
 )
 
 FORMATS = ("text", "json", "html", "perfetto")
-# Importing the page's renderer (jinja2, render/page.py) on this machine, with both cores busy;
-# torch alone, and torch with dynamo (what FakeTensorMode needs).
-PAGE_IMPORT_NS = 25e6
+# Importing the page's renderer (jinja2, render/page.py) and the terminal's (rich) on this
+# machine, with both cores busy; torch alone, and torch with dynamo (what FakeTensorMode needs).
+PAGE_IMPORT_NS, TEXT_IMPORT_NS = 25e6, 20e6
 TORCH_IMPORT_NS, FAKE_IMPORT_NS = 1.0e9, 1.9e9
 # Options of every command that writes one report.
 output_option = click.option(
@@ -209,6 +209,8 @@ def report(
         keep = keep_policy(full)
         # The page's renderer (Jinja and all) is imported while a second reader still reads.
         meanwhile = split.meanwhile(_import_page, PAGE_IMPORT_NS)
+    elif fmt == "text":  # rich, likewise
+        meanwhile = split.meanwhile(_import_text, TEXT_IMPORT_NS)
     with meanwhile:
         rep = load(
             path, keep, progress=_on_terminal(sys.stderr), jobs=jobs, scheduler=scheduler or None
@@ -368,6 +370,10 @@ def _import_fake() -> None:
 
 def _import_page() -> None:
     from .render import html  # noqa: F401
+
+
+def _import_text() -> None:
+    from .render import text  # noqa: F401
 
 
 def _picked(rep: Any, compile_id: str | None) -> Any:

@@ -1,4 +1,4 @@
-"""The terminal report: rich tables sized to the terminal, plain when piped, never markup from a log."""
+"""The terminal report: tables sized to the terminal, plain when piped, never markup from a log."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .. import __version__
@@ -29,6 +27,7 @@ from ..summary import (
     problem_order,
 )
 from ..units import dims, nbytes
+from .grid import Grid
 
 STATUS_STYLE = {
     "ok": "green",
@@ -105,18 +104,8 @@ def seconds(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
 
 
-def _table(title: str, *cols: str, console: Console) -> Table:
-    t = Table(
-        title=title,
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD if console.is_terminal else box.ASCII2,
-        show_edge=False,
-        pad_edge=False,
-    )
-    for c in cols:
-        t.add_column(c, overflow="fold")
-    return t
+def _table(title: str, *cols: str, console: Console) -> Grid:
+    return Grid(title, *cols, ascii_box=not console.is_terminal)
 
 
 def header(report: Report, o: Overview, console: Console) -> None:
