@@ -233,6 +233,24 @@ def test_text_report_one_compile() -> None:
     assert "no compile '9/9'" in unknown.stderr
 
 
+def test_compile_ids_started_over_by_dynamo_reset_are_said() -> None:
+    # torch._dynamo.reset() between three compiles: f, g and f again, each logged as 0/0.
+    log = FIXTURES / "reset.log"
+    data = report_json(log)
+    assert [c["key"] for c in data["compiles"]] == ["-/-", "0/0"]
+    assert data["compiles"][1]["function"] == "f"
+    assert [i["size"] for i in data["compiles"][1]["inputs"]] == [[4], [4], [4, 4]]
+    (note,) = data["logs"][0]["notes"]
+    assert note.startswith("compile ids started more than once in this process: 0/0 (3 times);")
+    assert "torch._dynamo.reset()" in note
+    text = run_cli("report", log).stdout
+    assert (
+        "note: reset.log: compile ids started more than once in this process: 0/0 (3 times)" in text
+    )
+    # A log that never started an id over says nothing of it.
+    assert report_json(FIXTURES / "demo.log")["logs"][0]["notes"] == []
+
+
 def test_json_output_file(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     result = run_cli("report", FIXTURES / "demo.log", "--format", "json", "-o", out)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus, only_log, run_cli
+from conftest import FIXTURES, corpus, only_log, run_cli
 
 import tlview.index as index
 import tlview.split as split
@@ -33,6 +34,7 @@ def _json(path: Path) -> dict:
         lambda: only_log("truncated_log"),
         lambda: corpus("tlparse-tests", "multi_rank_logs", "dedicated_log_torch_trace_rank_1.log"),
         lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),
+        lambda: FIXTURES / "reset.log",  # compile id 0/0 started in both halves
     ],
 )
 def test_two_halves_equal_one_reader(log, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,6 +44,30 @@ def test_two_halves_equal_one_reader(log, monkeypatch: pytest.MonkeyPatch) -> No
     assert split.worth_splitting(path)
     halves = _json(path)
     assert halves == whole
+
+
+def test_ids_started_over_read_in_two_at_any_of_their_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 0/0 is started three times (torch._dynamo.reset()): whichever part holds each start and
+    # each compilation_metrics, the halves make the one compile one reader makes.
+    path = FIXTURES / "reset.log"
+    whole = _json(path)
+    data = path.read_bytes()
+    cuts = [
+        at
+        for kind in (b'{"dynamo_start"', b'{"compilation_metrics"')
+        for i in re.finditer(re.escape(kind), data)
+        for at in (data.rfind(b"\n", 0, i.start()) + 1, data.find(b"\nV", i.start()) + 1)
+    ]
+    assert len(cuts) == 12
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    for at in cuts:
+        monkeypatch.setattr(split, "record_start", lambda path, x, at=at: at)
+        assert _json(path) == whole, at
+    (c,) = [c for c in whole["compiles"] if c["key"] == "0/0"]
+    assert [e["summary"].split(",")[0] for e in c["events"]] == ["co_name='g'", "co_name='f'"]
+    assert c["function"] == "f" and c["stack"][-1]["name"] == "f"
 
 
 def test_work_meanwhile_runs_once_and_moves_the_split(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -95,6 +95,7 @@ _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
 MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
+MAX_AGAIN_SHOWN = 5  # compile ids named in the note on ids started over
 OTHER_KINDS = "(other kinds)"
 _CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
@@ -172,6 +173,8 @@ class Indexer:
         self.tensors: OrderedDict[int, dict[int, TensorDesc]] = OrderedDict()
         self.storages: OrderedDict[int, dict[int, StorageDesc]] = OrderedDict()
         self.started: set[CompileId | None] = set()  # compiles with a dynamo_start record
+        # Compile ids started again in this process: torch._dynamo.reset() starts ids over.
+        self.again: dict[CompileId, int] = {}
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
         # One copy of each stack frame: every compile of a frame, and every recompile, logs the
@@ -181,6 +184,9 @@ class Indexer:
         self.part = False
         self.unmatched: list[tuple[CompileId | None, str, float]] = []
         self.closed: dict[CompileId | None, int] = {}  # unmatched ends so far, per compile
+        # Reading a later part: each compile's first metrics as the event it is to one reader
+        # when the part before has metrics for the compile too (an id started over).
+        self.metrics_events: dict[CompileId | None, Event] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def bad(self, rec: Record, reason: str) -> None:
@@ -313,6 +319,8 @@ class Indexer:
         if kind.startswith("describe_"):
             self.on_describe(rec, c)
         elif kind == "dynamo_start":
+            if cid in self.started and cid is not None:
+                self.again[cid] = self.again.get(cid, 0) + 1
             self.started.add(cid)
             if isinstance(body, dict):
                 c.stack = self.stack(body.get("stack"), rec)
@@ -349,11 +357,16 @@ class Indexer:
         if len(c.events) >= MAX_EVENTS:
             c.events_dropped += 1
             return
+        c.events.append(self.as_event(rec, kind, summary))
+
+    def as_event(self, rec: Record, kind: str, summary: str | dict[str, Any]) -> Event:
+        if isinstance(summary, dict):
+            summary = _metrics_summary(summary)
         where = None
         if isinstance(rec.body, dict):
             user = self.stack(rec.body.get("user_stack"), rec, "user_stack")
             where = user[-1] if user else None
-        c.events.append(Event(kind, rec.line, summary, where))
+        return Event(kind, rec.line, summary, where)
 
     def small_dict(self, body: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -385,6 +398,8 @@ class Indexer:
             self.event(rec, c, "compilation_metrics", _metrics_summary(body))
             return
         c.metrics = self.small_dict(body)
+        if self.part:
+            self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
         for name, attr in (("fail_type", "fail_type"), ("fail_reason", "fail_reason")):
             v = body.get(name)
             if v is not None:
@@ -653,6 +668,9 @@ class Indexer:
         la.bad_lines = (la.bad_lines + lb.bad_lines)[:MAX_BAD_KEPT]
         la.notes.extend(n for n in lb.notes if n not in la.notes)
         self.strings.update(b.strings)
+        both = [(again_id, 1) for again_id in self.started & b.started if again_id is not None]
+        for again_id, n in [*both, *b.again.items()]:
+            self.again[again_id] = self.again.get(again_id, 0) + n
         self.started |= b.started
         # Events begun in our part and still open are the outer ones of b's. b counted
         # depths from its own stack and noted how many of ours it had closed by then.
@@ -673,9 +691,10 @@ class Indexer:
             if cid in self.compiles:
                 mine = self.compiles.get(cid)
                 assert mine is not None
-                merge_compile(
-                    mine, where if isinstance(where, Compile) else where[0].load(*where[1:])
-                )
+                theirs = where if isinstance(where, Compile) else where[0].load(*where[1:])
+                if cid not in b.started and mine.stack:
+                    theirs.stack = []  # a graph's stack only fills in for a missing dynamo_start
+                merge_compile(mine, theirs, b.metrics_events.get(cid))
             else:
                 self.compiles.adopt(cid, where, facts)
         for cid, name, ts in b.unmatched:
@@ -706,6 +725,8 @@ class Indexer:
         self.open.clear()
         self.tensors.clear()
         self.storages.clear()
+        if self.again:
+            log.notes.append(again_note(self.again))
         if log.rank is None:
             m = _RANK_IN_NAME.search(log.name)
             if m:
@@ -728,12 +749,43 @@ class Indexer:
         return log
 
 
+def again_note(again: dict[CompileId, int]) -> str:
+    """What a log whose process started compile ids over says about its compiles."""
+    ids = sorted(again, key=lambda c: c.sort_key)
+    shown = ", ".join(f"{c} ({again[c] + 1} times)" for c in ids[:MAX_AGAIN_SHOWN])
+    more = f" and {len(ids) - MAX_AGAIN_SHOWN} more" if len(ids) > MAX_AGAIN_SHOWN else ""
+    return (
+        f"compile ids started more than once in this process: {shown}{more}; "
+        "torch._dynamo.reset() starts them over, and each id's records are shown as one compile"
+    )
+
+
 # Compile fields set once from one record: the first part's value wins, else the later's.
-_SET_ONCE = frozenset({"stack", "restart_reasons", "recompile_reasons", "inputs", "status"})
+_SET_ONCE = frozenset({"restart_reasons", "recompile_reasons", "inputs", "status"})
 
 
-def merge_compile(a: Compile, b: Compile) -> None:
-    """Fold the later part `b` of one compile's records into `a`."""
+def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) -> None:
+    """Fold the later part `b` of one compile's records into `a`. When both parts have metrics
+    (an id started over), b's are an event of `a`, as one reader keeps them (`metrics_event`),
+    and what b took from them (function, failure, reasons) is dropped."""
+    if a.metrics is not None and b.metrics is not None:
+        b = dataclasses.replace(
+            b,
+            metrics=None,
+            fail_type=None,
+            fail_reason=None,
+            fail_where=None,
+            function=None,
+            file=None,
+            firstline=None,
+            restart_reasons=[],
+            recompile_reasons=[],
+        )
+        if metrics_event is not None:
+            if len(a.events) + len(b.events) < MAX_EVENTS:
+                b.events = sorted([*b.events, metrics_event], key=lambda e: e.line)
+            else:
+                b.events_dropped += 1
     for f in dataclasses.fields(Compile):
         name = f.name
         va, vb = getattr(a, name), getattr(b, name)
@@ -752,8 +804,8 @@ def merge_compile(a: Compile, b: Compile) -> None:
                 sa.sources.extend(sb.sources)
                 sa.dropped += sb.dropped
                 sa.where = sa.where or sb.where
-        elif name == "guards":
-            a.guards = vb or va
+        elif name in ("guards", "stack"):  # each dynamo_start and guards record replaces it
+            setattr(a, name, vb or va)
         elif isinstance(va, list) and name not in _SET_ONCE:
             va.extend(vb)
         elif not va and vb:

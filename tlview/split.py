@@ -196,6 +196,9 @@ def shift_lines(part: Part, n: int) -> None:
         log.bad_lines = [dataclasses.replace(b, line=b.line + n) for b in log.bad_lines]
     for ix in part.indexers.values():
         ix.compiles.shift_lines(n)
+        ix.metrics_events = {
+            cid: dataclasses.replace(e, line=e.line + n) for cid, e in ix.metrics_events.items()
+        }
     part.lines += n
 
 
