@@ -233,22 +233,48 @@ def test_text_report_one_compile() -> None:
     assert "no compile '9/9'" in unknown.stderr
 
 
-def test_compile_ids_started_over_by_dynamo_reset_are_said() -> None:
+def test_compile_ids_started_over_by_dynamo_reset_are_compiles_of_their_run() -> None:
     # torch._dynamo.reset() between three compiles: f, g and f again, each logged as 0/0.
     log = FIXTURES / "reset.log"
     data = report_json(log)
-    assert [c["key"] for c in data["compiles"]] == ["-/-", "0/0"]
-    assert data["compiles"][1]["function"] == "f"
-    assert [i["size"] for i in data["compiles"][1]["inputs"]] == [[4], [4], [4, 4]]
+    got = [(c["key"], c["compile_id"], c["run"], c["function"]) for c in data["compiles"][1:]]
+    assert got == [("0/0", "0/0", 1, "f"), ("0/0@2", "0/0", 2, "g"), ("0/0@3", "0/0", 3, "f")]
+    by = {c["key"]: c for c in data["compiles"]}
+    assert [i["size"] for i in by["0/0@3"]["inputs"]] == [[4, 4]]
+    for c in data["compiles"][1:]:
+        assert [i["size"] for k in [c] for i in k["inputs"]] in ([[4]], [[4, 4]])
+        assert c["events"] == [] and c["status"] == "ok"
+        assert c["metrics"]["co_name"] == c["function"]
+        # The phases begun before each dynamo_start (dynamo, entire_frame_compile) are its own.
+        assert [p["name"] for p in c["phases"][:2]] == ["dynamo", "entire_frame_compile"]
+        assert c["phases"][0]["dur_us"] > c["phases"][1]["dur_us"] > 0
+    assert data["stats"]["compiles"] == 3
     (note,) = data["logs"][0]["notes"]
-    assert note.startswith("compile ids started more than once in this process: 0/0 (3 times);")
-    assert "torch._dynamo.reset()" in note
-    text = run_cli("report", log).stdout
-    assert (
-        "note: reset.log: compile ids started more than once in this process: 0/0 (3 times)" in text
+    assert note.startswith(
+        "this process started compile ids over 2 time(s) (torch._dynamo.reset())"
     )
-    # A log that never started an id over says nothing of it.
-    assert report_json(FIXTURES / "demo.log")["logs"][0]["notes"] == []
+    result = run_cli("report", log, "--compile-id", "0/0@2")
+    assert result.exit_code == 0
+    assert "0/0@2  g  [ok]" in result.stdout and "0/0  f" not in result.stdout
+    assert (
+        "note: reset.log: this process started compile ids over 2 time(s)"
+        in run_cli("report", log).stdout
+    )
+    # A log that never started ids over says nothing of it, and names no run.
+    demo = report_json(FIXTURES / "demo.log")
+    assert demo["logs"][0]["notes"] == []
+    assert all("@" not in c["key"] and c["run"] == 1 for c in demo["compiles"])
+
+
+def test_a_copied_dynamo_start_is_no_new_run(tmp_path: Path) -> None:
+    # A record written twice (damage) repeats an id whose compile has not ended: the same run.
+    data = (FIXTURES / "reset.log").read_bytes()
+    at = data.index(b'{"dynamo_start"')
+    start, end = data.rfind(b"\n", 0, at) + 1, data.index(b"\n", at) + 1
+    log = tmp_path / "copied.log"
+    log.write_bytes(data[:end] + data[start:end] + data[end:])
+    keys = [c["key"] for c in report_json(log)["compiles"]]
+    assert keys == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 
 def test_json_output_file(tmp_path: Path) -> None:

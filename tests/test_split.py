@@ -50,7 +50,7 @@ def test_ids_started_over_read_in_two_at_any_of_their_records(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 0/0 is started three times (torch._dynamo.reset()): whichever part holds each start and
-    # each compilation_metrics, the halves make the one compile one reader makes.
+    # each compilation_metrics, the log gives one reader's three compiles.
     path = FIXTURES / "reset.log"
     whole = _json(path)
     data = path.read_bytes()
@@ -65,9 +65,7 @@ def test_ids_started_over_read_in_two_at_any_of_their_records(
     for at in cuts:
         monkeypatch.setattr(split, "record_start", lambda path, x, at=at: at)
         assert _json(path) == whole, at
-    (c,) = [c for c in whole["compiles"] if c["key"] == "0/0"]
-    assert [e["summary"].split(",")[0] for e in c["events"]] == ["co_name='g'", "co_name='f'"]
-    assert c["function"] == "f" and c["stack"][-1]["name"] == "f"
+    assert [c["key"] for c in whole["compiles"]] == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 
 def test_work_meanwhile_runs_once_and_moves_the_split(monkeypatch: pytest.MonkeyPatch) -> None:

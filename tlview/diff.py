@@ -205,13 +205,14 @@ def frames_of(report: Report, many: bool = False) -> list[Frame]:
 
 
 def _log_frames(log: LogIndex, process: str) -> list[Frame]:
-    groups: dict[tuple[int | None, int | None], list[Compile]] = {}
+    groups: dict[tuple[int, int | None, int | None], list[Compile]] = {}
     for c in log.compiles:
         if c.id is None:
             continue
-        groups.setdefault((c.id.autograd if c.id.frame is None else None, c.id.frame), []).append(c)
+        ag = c.id.autograd if c.id.frame is None else None
+        groups.setdefault((c.id.run, ag, c.id.frame), []).append(c)
     out: list[Frame] = []
-    for (autograd, frame), cs in groups.items():
+    for (_, autograd, frame), cs in groups.items():
         cs.sort(key=lambda c: c.id.sort_key if c.id else (0, 0, 0, 0))
         named = next((c for c in cs if c.function), None)
         if frame is None:

@@ -38,18 +38,18 @@ def annotate(report: Report) -> None:
             explain_frame(compiles)
 
 
-def frames(compiles: Iterable[Compile]) -> dict[tuple[int | None, int], list[list[Compile]]]:
+def frames(compiles: Iterable[Compile]) -> dict[tuple[int, int | None, int], list[list[Compile]]]:
     """Compiles grouped by frame, then by compile of the frame (its attempts), in order."""
     by_base: dict[CompileId, list[Compile]] = {}
     for c in compiles:
         if c.id is None or c.id.frame is None or c.id.frame_compile is None:
             continue
         by_base.setdefault(c.id.base, []).append(c)
-    out: dict[tuple[int | None, int], list[list[Compile]]] = {}
+    out: dict[tuple[int, int | None, int], list[list[Compile]]] = {}
     for base in sorted(by_base, key=lambda b: b.sort_key):
         attempts = sorted(by_base[base], key=lambda c: c.id.attempt if c.id else 0)
         assert base.frame is not None
-        out.setdefault((base.autograd, base.frame), []).append(attempts)
+        out.setdefault((base.run, base.autograd, base.frame), []).append(attempts)
     return out
 
 

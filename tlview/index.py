@@ -95,7 +95,6 @@ _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
 MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
-MAX_AGAIN_SHOWN = 5  # compile ids named in the note on ids started over
 OTHER_KINDS = "(other kinds)"
 _CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
@@ -173,8 +172,11 @@ class Indexer:
         self.tensors: OrderedDict[int, dict[int, TensorDesc]] = OrderedDict()
         self.storages: OrderedDict[int, dict[int, StorageDesc]] = OrderedDict()
         self.started: set[CompileId | None] = set()  # compiles with a dynamo_start record
-        # Compile ids started again in this process: torch._dynamo.reset() starts ids over.
-        self.again: dict[CompileId, int] = {}
+        # torch._dynamo.reset() starts compile ids over: a dynamo_start for an id already
+        # started begins the process's next run, and ids from there on carry its number.
+        self.run = 0
+        self.in_run: dict[CompileId, CompileId] = {}  # id as logged -> id in the current run
+        self.ended: set[CompileId] = set()  # compiles with compilation_metrics, this run
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
         # One copy of each stack frame: every compile of a frame, and every recompile, logs the
@@ -312,6 +314,11 @@ class Indexer:
         body = rec.body
         if kind == "compilation_metrics" and cid is None and isinstance(body, dict):
             cid = _parse_id(body.get("compile_id"))
+        if cid is not None:
+            if self.run:
+                cid = self.ran(cid)
+            if kind == "dynamo_start" and cid in self.ended and cid in self.started:
+                cid = self.next_run(cid)  # not a copy of the record: its compile had ended
         if kind == "chromium_event":
             self.on_chromium(rec, cid)
             return
@@ -319,8 +326,6 @@ class Indexer:
         if kind.startswith("describe_"):
             self.on_describe(rec, c)
         elif kind == "dynamo_start":
-            if cid in self.started and cid is not None:
-                self.again[cid] = self.again.get(cid, 0) + 1
             self.started.add(cid)
             if isinstance(body, dict):
                 c.stack = self.stack(body.get("stack"), rec)
@@ -352,6 +357,26 @@ class Indexer:
             if kind not in EVENT_KINDS:
                 _count(log.unknown_kinds, kind)
             self.event(rec, c, kind, _summary(body))
+
+    def ran(self, cid: CompileId) -> CompileId:
+        """A logged id as the id of its compile in the current run."""
+        got = self.in_run.get(cid)
+        if got is None:
+            got = self.in_run[cid] = cid.in_run(self.run)
+        return got
+
+    def next_run(self, cid: CompileId) -> CompileId:
+        """Begin the process's next run at the dynamo_start of `cid`, started and ended before."""
+        self.run += 1
+        self.in_run.clear()
+        self.ended.clear()
+        new = self.ran(cid.in_run(0))
+        # Events begun since the last compile of `cid` ended (dynamo, entire_frame_compile)
+        # are this compile's: they come before its dynamo_start.
+        st = self.open.pop(cid, None)
+        if st is not None:
+            self.open[new] = st
+        return new
 
     def event(self, rec: Record, c: Compile, kind: str, summary: str) -> None:
         if len(c.events) >= MAX_EVENTS:
@@ -398,6 +423,8 @@ class Indexer:
             self.event(rec, c, "compilation_metrics", _metrics_summary(body))
             return
         c.metrics = self.small_dict(body)
+        if c.id is not None:
+            self.ended.add(c.id)
         if self.part:
             self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
         for name, attr in (("fail_type", "fail_type"), ("fail_reason", "fail_reason")):
@@ -598,6 +625,8 @@ class Indexer:
         args = ev.get("args")
         if cid is None and isinstance(args, dict):
             cid = _parse_id(args.get("compile_id"))
+            if cid is not None and self.run:
+                cid = self.ran(cid)
         c = self.compile_for(rec, cid)
         name, ph, ts = ev.get("name"), ev.get("ph"), ev.get("ts")
         if not isinstance(name, str) or not isinstance(ts, int | float) or isinstance(ts, bool):
@@ -668,9 +697,6 @@ class Indexer:
         la.bad_lines = (la.bad_lines + lb.bad_lines)[:MAX_BAD_KEPT]
         la.notes.extend(n for n in lb.notes if n not in la.notes)
         self.strings.update(b.strings)
-        both = [(again_id, 1) for again_id in self.started & b.started if again_id is not None]
-        for again_id, n in [*both, *b.again.items()]:
-            self.again[again_id] = self.again.get(again_id, 0) + n
         self.started |= b.started
         # Events begun in our part and still open are the outer ones of b's. b counted
         # depths from its own stack and noted how many of ours it had closed by then.
@@ -725,8 +751,11 @@ class Indexer:
         self.open.clear()
         self.tensors.clear()
         self.storages.clear()
-        if self.again:
-            log.notes.append(again_note(self.again))
+        if self.run:
+            log.notes.append(
+                f"this process started compile ids over {self.run} time(s) "
+                "(torch._dynamo.reset()): the compiles of each later run are named ID@2, ID@3, ..."
+            )
         if log.rank is None:
             m = _RANK_IN_NAME.search(log.name)
             if m:
@@ -747,17 +776,6 @@ class Indexer:
             out.add_frame(entries, facts)
         log.compiles = out
         return log
-
-
-def again_note(again: dict[CompileId, int]) -> str:
-    """What a log whose process started compile ids over says about its compiles."""
-    ids = sorted(again, key=lambda c: c.sort_key)
-    shown = ", ".join(f"{c} ({again[c] + 1} times)" for c in ids[:MAX_AGAIN_SHOWN])
-    more = f" and {len(ids) - MAX_AGAIN_SHOWN} more" if len(ids) > MAX_AGAIN_SHOWN else ""
-    return (
-        f"compile ids started more than once in this process: {shown}{more}; "
-        "torch._dynamo.reset() starts them over, and each id's records are shown as one compile"
-    )
 
 
 # Compile fields set once from one record: the first part's value wins, else the later's.
@@ -827,7 +845,7 @@ def finish_compile(rank: int | None, c: Compile) -> None:
     c.phases.sort(key=lambda p: (p.start_us, p.depth))
 
 
-def _order(cid: CompileId | None) -> tuple[bool, tuple[int, int, int, int]]:
+def _order(cid: CompileId | None) -> tuple[bool, tuple[int, ...]]:
     return (cid is not None, cid.sort_key if cid is not None else (0, 0, 0, 0))
 
 
@@ -835,7 +853,7 @@ def _by_frame(ids: Iterable[CompileId | None]) -> list[list[list[CompileId | Non
     """Compile ids in order, as frames -> compiles -> attempts."""
     frames: dict[tuple[Any, ...], dict[CompileId | None, list[CompileId | None]]] = {}
     for cid in sorted(ids, key=_order):
-        key = ("-",) if cid is None else (cid.autograd, cid.frame)
+        key = ("-",) if cid is None else (cid.run, cid.autograd, cid.frame)
         base = None if cid is None else cid.base
         frames.setdefault(key, {}).setdefault(base, []).append(cid)
     return [list(f.values()) for f in frames.values()]

@@ -32,14 +32,22 @@ STATUSES = ("failed", "incomplete", "graph_break", "restarted", "empty", "ok", "
 @pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class CompileId:
-    """A compile as torch names it: frame, recompile, attempt, compiled-autograd id."""
+    """A compile as torch names it: frame, recompile, attempt, compiled-autograd id; and which
+    run of its process it is in (torch._dynamo.reset() starts the ids over: '0/0@2')."""
 
     frame: int | None
     frame_compile: int | None
     attempt: int = 0
     autograd: int | None = None
+    run: int = 0  # resets of the process before this compile
 
     def __str__(self) -> str:
+        text = self.torch_name
+        return f"{text}@{self.run + 1}" if self.run else text
+
+    @property
+    def torch_name(self) -> str:
+        """The id as torch writes it, without the run."""
         if self.autograd is not None:
             text = f"!{self.autograd}"
             if self.frame is not None:
@@ -51,11 +59,15 @@ class CompileId:
     @property
     def base(self) -> CompileId:
         """The same compile with attempt 0: restarts of one compile share it."""
-        return CompileId(self.frame, self.frame_compile, 0, self.autograd)
+        return CompileId(self.frame, self.frame_compile, 0, self.autograd, self.run)
+
+    def in_run(self, run: int) -> CompileId:
+        return CompileId(self.frame, self.frame_compile, self.attempt, self.autograd, run)
 
     @property
-    def sort_key(self) -> tuple[int, int, int, int]:
+    def sort_key(self) -> tuple[int, ...]:
         return (
+            self.run,
             -1 if self.frame is None else self.frame,
             -1 if self.autograd is None else self.autograd,
             -1 if self.frame_compile is None else self.frame_compile,
@@ -64,21 +76,22 @@ class CompileId:
 
     @classmethod
     def parse(cls, text: str) -> CompileId:
-        """Read torch's string form: '0/0', '0/0_1', '!0/1/0', '!1'."""
+        """Read torch's string form: '0/0', '0/0_1', '!0/1/0', '!1'; and tlview's run: '0/0@2'."""
         m = _COMPILE_ID.fullmatch(text.strip())
-        if not m:
+        if not m or m.group(7) == "0":
             raise ValueError(f"not a compile id: {text!r}")
-        ag, f1, c1, f2, c2, attempt = m.groups()
+        ag, f1, c1, f2, c2, attempt, run = m.groups()
         frame, fcid = (f1, c1) if ag is not None else (f2, c2)
         return cls(
             None if frame is None else int(frame),
             None if fcid is None else int(fcid),
             int(attempt or 0),
             None if ag is None else int(ag),
+            int(run) - 1 if run else 0,
         )
 
 
-_COMPILE_ID = re.compile(r"(?:!(\d+)(?:/(\d+)/(\d+))?|(\d+)/(\d+))(?:_(\d+))?")
+_COMPILE_ID = re.compile(r"(?:!(\d+)(?:/(\d+)/(\d+))?|(\d+)/(\d+))(?:_(\d+))?(?:@(\d+))?")
 
 
 @pickled_by_fields

@@ -213,7 +213,8 @@ def _later(path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> Part:
 def read_halves(
     path: Path, log: LogIndex, keep: Any, progress: Callable[[int], None] | None
 ) -> Part | None:
-    """Both halves of a log, read at once by this process and a forked one, merged."""
+    """Both halves of a log, read at once by this process and a forked one, merged (or, when
+    compile ids were started over, read again here whole); None if there is nowhere to split."""
     size = path.stat().st_size
     job, ns = _MEANWHILE.get() or (None, 0.0)
     # In bytes, about. A long job (importing torch, 2 s) leaves this process an eighth of the
@@ -239,6 +240,8 @@ def read_halves(
         theirs = read_part(path, log, later, (mid, size))
     if bar is not None:
         bar.rest()
+    if started_over(mine, theirs):
+        return read_part(path, log, keep, (0, size))  # only one reader can number the runs
     shift_lines(theirs, mine.lines)
     if mine.keep is not None:
         dropped = frozenset(line + mine.lines for line in mine.keep.after(theirs.keep))
@@ -253,6 +256,17 @@ def read_halves(
     mine.bad.bad_count += theirs.bad.bad_count
     mine.bad.bad_lines = _first(mine.bad.bad_lines + theirs.bad.bad_lines)
     return Part(mine.indexers, mine.bad, theirs.lines, mine.crlf or theirs.crlf, mine.keep)
+
+
+def started_over(a: Part, b: Part) -> bool:
+    """Whether a process of the log started compile ids over (torch._dynamo.reset()), in one
+    part or across the two: the later part cannot know which run its records are in."""
+    if any(ix.run for ix in (*a.indexers.values(), *b.indexers.values())):
+        return True
+    return any(
+        pid in a.indexers and bool((a.indexers[pid].started & ix.started) - {None})
+        for pid, ix in b.indexers.items()
+    )
 
 
 class _Whole:

@@ -112,8 +112,9 @@ def recompile(c: Compile) -> dict[str, Any] | None:
 def compile_dict(c: Compile) -> dict[str, Any]:
     cid = c.id
     return {
-        "compile_id": None if cid is None else str(cid),
-        "key": c.key,
+        "compile_id": None if cid is None else cid.torch_name,
+        "key": c.key,  # unique in a log: with the run, for a process that started ids over
+        "run": 1 if cid is None else cid.run + 1,
         "log": c.log,
         "pid": c.pid,
         "rank": c.rank,

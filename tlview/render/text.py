@@ -298,7 +298,9 @@ class RecompileRow:
     """What the Recompiles table says of one recompile (kept instead of the compile)."""
 
     ref: str
-    frame: tuple[str, int | None, int | None]  # log, pid, frame: its function may come later
+    frame: tuple[
+        str, int | None, int | None, int
+    ]  # log, pid, frame, run: its function may come later
     function: str | None
     reasons: list[str]
     changed: list[str]
@@ -316,7 +318,7 @@ def recompile_row(c: Compile, many: bool) -> RecompileRow | None:
         changed.append(f"no input change since {r.previous}" if r.compared else "inputs not logged")
     return RecompileRow(
         compile_ref(c, many),
-        (c.log, c.pid, c.id.frame),
+        (c.log, c.pid, c.id.frame, c.id.run),
         c.function,
         r.reasons[:5],
         changed,
@@ -326,7 +328,7 @@ def recompile_row(c: Compile, many: bool) -> RecompileRow | None:
 
 def recompiles(
     rows: list[RecompileRow],
-    names: dict[tuple[str, int | None, int | None], str],
+    names: dict[tuple[str, int | None, int | None, int], str],
     console: Console,
 ) -> None:
     if not rows:
@@ -553,7 +555,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     rows: Capped[tuple[str, ...]] = Capped(cap)
     recompile_rows: Capped[RecompileRow] = Capped(cap)
     failure_rows: list[tuple[str, ...]] = []
-    names: dict[tuple[str, int | None, int | None], str] = {}
+    names: dict[tuple[str, int | None, int | None, int], str] = {}
     shown: list[Compile] = []
     more = 0  # compiles with inputs beyond those shown in detail
     for c in report.compiles:
@@ -565,7 +567,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
         if (fr := failure_row(c, many)) is not None:
             failure_rows.append(fr)
         if c.id is not None and c.function:
-            names[(c.log, c.pid, c.id.frame)] = c.function
+            names[(c.log, c.pid, c.id.frame, c.id.run)] = c.function
         if opts.verbosity <= 0 and c.inputs:
             if len(shown) < opts.max_detail:
                 shown.append(c)
