@@ -31,7 +31,7 @@ DEMO = FIXTURES / "demo.log"
 
 def real_paths() -> list[Path]:
     """Every real log the tests have: each corpus folder (and its subfolders), and the demo."""
-    out = [DEMO]
+    out = [DEMO, FIXTURES / "reset.log"]  # reset: compile ids started over, 0/0@2 and 0/0@3
     if CORPUS.is_dir():
         for d in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
             out.append(d)
@@ -126,7 +126,7 @@ def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     assert len(anchors) == len(set(anchors)) == len(list(rep.compiles))
     for c, anchor in zip(rep.compiles, anchors, strict=True):
         ref = compile_ref(c, many)
-        assert anchor.startswith("c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", ref))
+        assert anchor.startswith("c-" + re.sub(r"[^A-Za-z0-9_.:/!@-]", "_", ref))
         sec = _section(text, anchor)
         assert f'<span class="cid" title="{esc(ref)}">' in sec
         assert f'"><a href="#{anchor}">{esc(c.key)}</a></td>' in text  # its row in the table

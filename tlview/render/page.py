@@ -57,7 +57,7 @@ MAX_LANE_ROWS = 8  # rows of the compile timeline per log; further overlaps shar
 # Payloads that get the page budget first: what a reader opens to see what compiled.
 _FIRST_KINDS = ("dynamo_error", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_guards")
 _PY_KINDS = re.compile(r"graph|_code$|runnable|wrapper|forward|backward|prologue|epilogue|guards")
-_ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/!-]")
+_ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/!@-]")
 
 ITEMSIZE = {
     "float64": 8,
