@@ -181,8 +181,9 @@ def graph_of(c: Compile) -> Payload | None:
 
 
 def views(c: Compile) -> list[Compile]:
-    """One compile per dynamo graph it holds. A program that resets dynamo reuses compile ids, and
-    the index files both graphs under one id: each view keeps the inputs described before its graph.
+    """One compile per dynamo graph it holds: each view keeps the inputs described before its
+    graph. (A program that resets dynamo reuses compile ids, but the index gives each run its own
+    compiles, `0/1@2`; two graphs under one compile are rarer still.)
     """
     found = [g for g in c.graphs if g.kind == GRAPH_KIND]
     if len(found) <= 1:
