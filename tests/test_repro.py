@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus, run_cli
+from conftest import FIXTURES, corpus, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -583,3 +583,18 @@ def test_mode_zeros(traced: Path, made: dict[str, Any], tmp_path: Path) -> None:
     assert set(inputs) == {"L['a']", "L['b']", "L['c']"}
     assert all(not t.any() for t in inputs.values())
     assert "and zero values." in (tmp_path / "repro.py").read_text()
+
+
+def test_each_run_of_a_process_that_reset_dynamo_has_its_repro(tmp_path: Path) -> None:
+    # reset.log: f, then (after torch._dynamo.reset()) g, then f again, all logged as 0/0.
+    res = run_cli("repro", FIXTURES / "reset.log", "--all", "-o", tmp_path)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.split() == ["0/0", "written", "0/0@2", "written", "0/0@3", "written"] + [
+        "3",
+        "graph(s):",
+        "3",
+        "written",
+    ]
+    code = {d: (tmp_path / d / "repro.py").read_text() for d in ("0-0", "0-0-run2", "0-0-run3")}
+    assert "x.sin() + 1" in code["0-0"] and "x.cos() * 2" in code["0-0-run2"]
+    assert "x.sin() + 1" in code["0-0-run3"] and '"f32[4, 4][4, 1]cpu"' in code["0-0-run3"]

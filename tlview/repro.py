@@ -707,8 +707,10 @@ def write(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "ran
 
 
 def slug(ref: str) -> str:
-    """A directory name for a compile: `0/1_2` -> `0-1_2`, `!0/1/0` -> `ca0-1-0`."""
+    """A directory name for a compile: `0/1_2` -> `0-1_2`, `!0/1/0` -> `ca0-1-0`, `0/1@2`
+    (its process's second run) -> `0-1-run2`."""
     text = ref.replace("#", "-g").replace("!", "ca").replace("/", "-").replace(":", "--")
+    text = text.replace("@", "-run")
     return re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".") or "graph"
 
 
