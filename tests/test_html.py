@@ -712,3 +712,33 @@ def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) ->
     assert [page.digest(t) for t in texts] == first  # the same, kept or not
     huge = "x" * 2_000  # over an eighth of the budget: not kept
     assert page.digest(huge) == page.digest("x" * 2_000) and huge not in page._DIGESTS
+
+
+def test_compile_id_page_shows_that_compile_alone_and_whole(tmp_path: Path) -> None:
+    # truncated_log 0/1: a recompile whose joint graph (90 KB) is past the page's 64 KiB a payload.
+    log = corpus("truncated_log")
+    rep = load(log, kept.keep_policy(True))
+    c = next(c for c in rep.compiles if c.key == "0/1")
+    graph = next(p for p in c.graphs if p.kind == "aot_joint_graph")
+    assert graph.text is not None and len(graph.text) > kept.PAYLOAD_BYTES
+    tail = esc_text(graph.text[-300:])
+    out = tmp_path / "one.html"
+    res = subprocess.run(
+        [sys.executable, "-m", "tlview", "report", str(log), "--compile-id", "0/1", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    text = out.read_text()
+    assert re.findall(r'<section class="compile" id="([^"]*)"', text) == ["c-0/1"]
+    assert "This page shows compile <code>0/1</code> alone</strong>" in text
+    assert 'id="budget"' not in text  # nothing cut, nothing left out but by choice
+    assert tail in _section(text, "c-0/1")
+    # The figures count every compile of the log.
+    assert (
+        f'<span class="v">{overview(rep).compiles:,}</span> <span class="l">compiles</span>' in text
+    )
+    # The whole page cuts that graph to its budget.
+    _, whole = render(log)
+    assert tail not in _section(whole, "c-0/1")

@@ -206,7 +206,8 @@ def report(
     if fmt == "html":
         from .render.kept import keep_policy
 
-        keep = keep_policy(full)
+        # One compile (--compile-id ID or LOG:ID): every text of it, none of the others.
+        keep = keep_policy(full, None if compile_id is None else compile_id.rpartition(":")[2])
         # The page's renderer (Jinja and all) is imported while a second reader still reads.
         meanwhile = split.meanwhile(_import_page, PAGE_IMPORT_NS)
     elif fmt == "text":  # rich, likewise
@@ -228,7 +229,8 @@ def report(
         from .render import html as html_render
 
         with open_output(output, force) as out:
-            figures = html_render.write(rep, out, full=full)
+            only = None if compile_id is None else (compile_id, _picked(rep, compile_id))
+            figures = html_render.write(rep, out, full=full, only=only)
     elif fmt == "perfetto":
         from .render import perfetto
 

@@ -21,6 +21,7 @@ from . import halves
 from . import page as page_mod
 
 BATCH = 1 << 16  # characters of the page encoded and written at a time
+Only = tuple[str, page_mod.Picked] | None  # --compile-id, and whether it names a compile
 
 
 def template_dirs() -> list[Path]:
@@ -94,12 +95,12 @@ def _asset(env: jinja2.Environment, name: str) -> tuple[Markup, str]:
     return Markup(source), "'sha256-" + base64.b64encode(digest).decode() + "'"
 
 
-def render(report: Report, full: bool = False) -> str:
+def render(report: Report, full: bool = False, only: Only = None) -> str:
     """The page as one string (tests use it; `write` streams the same thing)."""
-    return "".join(_chunks(report, full)[1])
+    return "".join(_chunks(report, full, only)[1])
 
 
-def _chunks(report: Report, full: bool) -> tuple[page_mod.Page, Iterator[str]]:
+def _chunks(report: Report, full: bool, only: Only) -> tuple[page_mod.Page, Iterator[str]]:
     env = environment()
     css, css_hash = _asset(env, "report.css")
     js, js_hash = _asset(env, "report.js")
@@ -108,7 +109,7 @@ def _chunks(report: Report, full: bool) -> tuple[page_mod.Page, Iterator[str]]:
         f"script-src {js_hash}; style-src {css_hash}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
-    page = page_mod.build(report, full)
+    page = page_mod.build(report, full, only)
     tmpl = env.get_template("report.html.j2")
     parts = sections(env, page)
     return page, tmpl.generate(page=page, css=css, js=js, csp=csp, sections=parts)
@@ -156,10 +157,10 @@ def _middle(page: page_mod.Page) -> int | None:
     return None if cut is None else first + cut
 
 
-def write(report: Report, out: IO[bytes], full: bool = False) -> Overview:
+def write(report: Report, out: IO[bytes], full: bool = False, only: Only = None) -> Overview:
     """Write the page to a binary stream, BATCH characters or more at a time; return its
-    figures (for `--fail-on`)."""
-    page, chunks = _chunks(report, full)
+    figures (for `--fail-on`). `only`: --compile-id and the compiles it picks, shown alone."""
+    page, chunks = _chunks(report, full, only)
     batch: list[str] = []
     size = 0
     for piece in chunks:  # template pieces, and whole sections: written 64 KB or more at a time

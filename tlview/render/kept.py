@@ -13,8 +13,11 @@ PAGE_PAYLOAD_BYTES = 3 * MiB
 _FULL = 1 << 62
 
 
-def keep_policy(full: bool) -> Keep:
-    """Payload text to keep while reading: the page budget per log, or everything with --full."""
+def keep_policy(full: bool, compile_key: str | None = None) -> Keep:
+    """Payload text to keep while reading: the page budget per log, everything with --full, or
+    every text of one compile (--compile-id: its key, without the log's name)."""
+    if compile_key is not None:
+        return Keep(payload_bytes=_FULL, total_bytes=_FULL, compile=compile_key)
     if full:
         return Keep(payload_bytes=_FULL, total_bytes=_FULL)
     return Keep(payload_bytes=PAYLOAD_BYTES, total_bytes=PAGE_PAYLOAD_BYTES)

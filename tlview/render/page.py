@@ -6,7 +6,7 @@ import hashlib
 import heapq
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePath
@@ -406,10 +406,12 @@ class Budget:
     hidden: int = 0  # compiles beyond PAGE_COMPILES: no row, no section
     hidden_problems: int = 0  # of them failed, unfinished or restarted
     hidden_recompiles: int = 0  # of them recompiles
+    only: str | None = None  # --compile-id: the page shows this compile alone, whole
 
     @property
     def limited(self) -> bool:
-        return bool(self.cut or self.left_out or self.metrics_cut or self.light or self.hidden)
+        cut = self.cut or self.left_out or self.metrics_cut or self.light
+        return bool(cut or self.hidden and self.only is None)
 
 
 @dataclass(slots=True)
@@ -458,11 +460,12 @@ class Page:
 
 
 # -- building ---------------------------------------------------------------------------------------
-def build(report: Report, full: bool = False) -> Page:
-    """The page for a report; `full` shows every compile, payload and metric whole."""
+def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = None) -> Page:
+    """The page for a report; `full` shows every compile, payload and metric whole; `only`
+    (--compile-id, and what it picks) shows those compiles alone, whole, and counts them all."""
     tally = Tally(report)
-    pick = _Pick(report, full)
-    cut = halves.middle(halves.costs(report), scale=2)
+    pick = _Pick(report, full or only is not None, only=only[1] if only else None)
+    cut = None if only else halves.middle(halves.costs(report), scale=2)
     if cut is None:
         first_pass(report, tally, pick, 0)
     else:
@@ -481,7 +484,8 @@ def build(report: Report, full: bool = False) -> Page:
             first_pass(report, tally, pick, cut)
     o = tally.done()
     rows, budget = pick.done()
-    plan(report, rows, budget, full)
+    budget.only = only[0] if only else None
+    plan(report, rows, budget, budget.full)
     anchors: dict[tuple[str, str], str] = {}
     for r in rows:
         anchors.setdefault((r.log, r.key), r.anchor)
@@ -493,7 +497,7 @@ def build(report: Report, full: bool = False) -> Page:
     breaks = break_views(o, {r.ref: r for r in reversed(rows)})
     return Page(
         report=report,
-        full=full,
+        full=budget.full,
         title=PurePath(report.path).name or report.path,
         version=__version__,
         torch_version=report.torch_version,
@@ -528,6 +532,7 @@ def build(report: Report, full: bool = False) -> Page:
 
 
 _PROBLEMS = ("failed", "incomplete", "restarted")
+Picked = Callable[[Compile], bool]  # --compile-id: whether the page shows a compile
 
 
 @dataclass(slots=True)
@@ -565,8 +570,11 @@ class _Pick:
     shows in full (DETAIL_COMPILES): failures first, then graph breaks, restarts and recompiles,
     then the rest, each in log order. Only the rows still in the running are kept."""
 
-    def __init__(self, report: Report, full: bool, start: int = 0) -> None:
+    def __init__(
+        self, report: Report, full: bool, start: int = 0, only: Picked | None = None
+    ) -> None:
         self.full = full
+        self.only = only
         self.many = len({log.name for log in report.logs}) > 1
         self.labels = log_labels(report.logs)
         self.short = self.many or len(report.logs) > 1
@@ -592,6 +600,8 @@ class _Pick:
         self.n += 1
         order = problem_order(c)
         key = (-order, -n)
+        if self.only is not None and not self.only(c):
+            return
         if self.full:
             self.rows.append((*key, self.row(li, k, n, c, True)))
             return
