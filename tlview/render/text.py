@@ -517,7 +517,8 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
                 "shape_env_guard_count",
             ]
             shown = ", ".join(f"{k}={m[k]}" for k in keys if m.get(k) is not None)
-            console.print(T(f"  metrics: {shown}", "dim"))
+            if shown:  # an export's metrics (no compile id) have none of these
+                console.print(T(f"  metrics: {shown}", "dim"))
         for e in c.events[:50]:
             console.print(T(f"  {e.kind} (line {e.line}): {e.summary}", "dim"))
 
