@@ -431,3 +431,20 @@ def test_the_harness_sees_script_errors_and_requests(browser: Chromium, tmp_path
     found = problems(browser.load(bad), bad)
     assert any(p.startswith("script error") for p in found), found
     assert any(p == "request: http://127.0.0.1:9/x.png" for p in found), found
+
+
+def test_one_compile_page(browser: Chromium, tmp_path: Path) -> None:
+    # --compile-id's page: one section, open, its table row, no script error.
+    log = corpus("dynamic_shapes")
+    rep = load(log, kept.keep_policy(False, "0/1"))
+    dest = tmp_path / "one.html"
+    dest.write_text(html.render(rep, only=("0/1", lambda c: c.key == "0/1")))
+    assert problems(browser.load(dest), dest) == []
+    shown = browser.eval(
+        "Array.from(document.querySelectorAll('section.compile'), s => [s.id,"
+        " s.querySelector('details').open])"
+    )
+    assert shown == [["c-0/1", True]]
+    assert browser.eval("document.querySelectorAll('#ctable tbody tr').length") == 1
+    assert "This page shows compile 0/1 alone" in browser.eval("document.body.innerText")
+    assert problems(browser.settled(), dest) == []
