@@ -68,6 +68,25 @@ def test_ids_started_over_read_in_two_at_any_of_their_records(
     assert [c["key"] for c in whole["compiles"]] == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 
+def test_metrics_written_twice_across_the_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Damage: a compile's compilation_metrics record written again at the end of the log, in
+    # the second part: its metrics stay the first's, the copy is an event, as with one reader.
+    data = (FIXTURES / "demo.log").read_bytes()
+    at = data.index(b'{"compilation_metrics"')
+    start, end = data.rfind(b"\n", 0, at) + 1, data.index(b"\n", at) + 1
+    log = tmp_path / "twice.log"
+    log.write_bytes(data + data[start:end])
+    whole = _json(log)
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(split, "record_start", lambda path, x: end)
+    assert _json(log) == whole
+    last = data.count(b"\n") + 1
+    (c,) = [c for c in whole["compiles"] if any(e["log_line"] == last for e in c["events"])]
+    assert c["metrics"] is not None and c["events"][-1]["kind"] == "compilation_metrics"
+
+
 def test_work_meanwhile_runs_once_and_moves_the_split(monkeypatch: pytest.MonkeyPatch) -> None:
     # The page's imports run while the second reader reads; the first part is shorter for them,
     # and the report is the same (a job that fails changes nothing either).

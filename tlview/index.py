@@ -187,7 +187,7 @@ class Indexer:
         self.unmatched: list[tuple[CompileId | None, str, float]] = []
         self.closed: dict[CompileId | None, int] = {}  # unmatched ends so far, per compile
         # Reading a later part: each compile's first metrics as the event it is to one reader
-        # when the part before has metrics for the compile too (an id started over).
+        # when the part before has metrics for the compile too (see merge_compile).
         self.metrics_events: dict[CompileId | None, Event] = {}
 
     # -- helpers --------------------------------------------------------------------------
@@ -784,8 +784,9 @@ _SET_ONCE = frozenset({"restart_reasons", "recompile_reasons", "inputs", "status
 
 def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) -> None:
     """Fold the later part `b` of one compile's records into `a`. When both parts have metrics
-    (an id started over), b's are an event of `a`, as one reader keeps them (`metrics_event`),
-    and what b took from them (function, failure, reasons) is dropped."""
+    (records outside any compile, a record written twice), b's are an event of `a`, as one
+    reader keeps them (`metrics_event`), and what b took from them (function, failure, reasons)
+    is dropped."""
     if a.metrics is not None and b.metrics is not None:
         b = dataclasses.replace(
             b,
