@@ -277,6 +277,34 @@ def test_a_copied_dynamo_start_is_no_new_run(tmp_path: Path) -> None:
     assert keys == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 
+def test_latest_reads_the_newest_log_of_a_directory(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.log", tmp_path / "new.log"
+    old.write_bytes((FIXTURES / "demo.log").read_bytes())
+    new.write_bytes((FIXTURES / "reset.log").read_bytes())
+    os.utime(old, (1_700_000_000, 1_700_000_000))
+    os.utime(new, (1_800_000_000, 1_800_000_000))
+    res = run_cli("report", tmp_path, "--latest", "--format", "json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert [log["name"] for log in data["logs"]] == ["new.log"]
+    assert [c["key"] for c in data["compiles"]] == ["-/-", "0/0", "0/0@2", "0/0@3"]
+    assert res.stderr == f"tlview: reading the newest log, {new}\n"
+    listed = run_cli("inputs", tmp_path, "--latest", "--compile-id", "0/0@3")
+    assert listed.exit_code == 0 and "[4, 4]" in listed.stdout
+    # Not a directory, or no log in it: one line, and the usage or no-trace status.
+    for path, code, why in [
+        (new, 2, "--latest needs a local directory of logs"),
+        (tmp_path / "none", 2, "--latest needs a local directory of logs"),
+    ]:
+        res = run_cli("report", path, "--latest")
+        assert res.exit_code == code and res.stderr == f"tlview: {path}: {why}\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = run_cli("report", empty, "--latest")
+    assert res.exit_code == 1
+    assert res.stderr == f"tlview: {empty}: no *.log or *.log.gz file in this directory\n"
+
+
 def test_json_output_file(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     result = run_cli("report", FIXTURES / "demo.log", "--format", "json", "-o", out)

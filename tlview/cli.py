@@ -32,6 +32,11 @@ TORCH_IMPORT_NS, FAKE_IMPORT_NS = 1.0e9, 1.9e9
 output_option = click.option(
     "-o", "--output", "output", type=click.Path(), help="Write to this file (default: stdout)."
 )
+latest_option = click.option(
+    "--latest",
+    is_flag=True,
+    help="PATH is a directory: read only its newest log (as tlparse --latest does).",
+)
 force_option = click.option(
     "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
 )
@@ -176,6 +181,7 @@ def _progress_reader(path: str) -> Any:
     metavar="ADDRESS",
     help="Read the logs on this Dask cluster, e.g. tcp://host:8786 (or $DASK_SCHEDULER_ADDRESS).",
 )
+@latest_option
 def report(
     path: str,
     fmt: str | None,
@@ -189,9 +195,11 @@ def report(
     fail_on: tuple[str, ...],
     jobs: int | None,
     scheduler: str | None,
+    latest: bool,
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
     fmt = _format_for(fmt, output)
+    path = _newest(path) if latest else path
     from . import split
     from .load import load
     from .output import output as open_output
@@ -286,6 +294,7 @@ def report(
     help="Write the rebuilt inputs with torch.save (format tlview.inputs/1).",
 )
 @click.option("--force", is_flag=True, help="Replace an existing FILE that tlview did not write.")
+@latest_option
 def inputs(
     path: str,
     compile_id: str | None,
@@ -296,8 +305,10 @@ def inputs(
     allow_import: tuple[str, ...],
     emit: str | None,
     force: bool,
+    latest: bool,
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
+    path = _newest(path) if latest else path
     from . import split
     from .load import load
     from .rebuild import DEFAULT_MAX_BYTES, compiles_with_inputs, parse_bytes
@@ -385,6 +396,28 @@ def _picked(rep: Any, compile_id: str | None) -> Any:
     from .summary import is_named
 
     return lambda c: is_named(c, compile_id)
+
+
+def _newest(path: str) -> str:
+    """The newest log of a directory (--latest): by modification time, then name."""
+    from pathlib import Path
+
+    from .errors import EXIT_NO_TRACE, EXIT_USAGE
+    from .jobs import is_url
+    from .parse import discover
+
+    if is_url(path) or not Path(path).is_dir():
+        raise TlviewError(f"{path}: --latest needs a local directory of logs", EXIT_USAGE)
+    logs, _ = discover(Path(path))
+    when = {}
+    for log in logs:
+        with contextlib.suppress(OSError):  # gone since it was listed
+            when[log] = (log.stat().st_mtime_ns, log.name)
+    if not when:
+        raise TlviewError(f"{path}: no *.log or *.log.gz file in this directory", EXIT_NO_TRACE)
+    newest = max(when, key=lambda log: when[log])
+    click.echo(f"tlview: reading the newest log, {_clean(newest)}", err=True)
+    return str(newest)
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:
@@ -560,6 +593,7 @@ def _stdout_console(**kw: Any) -> Any:
     help="Run the repro now in a new Python process: this executes code taken from the log.",
 )
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
+@latest_option
 def repro(
     path: str,
     compile_id: str | None,
@@ -571,8 +605,10 @@ def repro(
     seed: int,
     run_now: bool,
     force: bool,
+    latest: bool,
 ) -> None:
     """Write a script that re-runs a captured graph on inputs rebuilt from the log."""
+    path = _newest(path) if latest else path
     from pathlib import Path
 
     from . import repro as repro_mod
