@@ -62,9 +62,18 @@ def test_ids_started_over_read_in_two_at_any_of_their_records(
     ]
     assert len(cuts) == 12
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    read_on = split._read_on
+    spans: list[tuple[int, int]] = []
+    monkeypatch.setattr(
+        split,
+        "_read_on",
+        lambda p, log, part, span: spans.append(span) or read_on(p, log, part, span),
+    )
     for at in cuts:
         monkeypatch.setattr(split, "record_start", lambda path, x, at=at: at)
         assert _json(path) == whole, at
+    # Each time, this process read on from the cut to the end (the copy's part was dropped).
+    assert spans == [(at, len(data)) for at in cuts]
     assert [c["key"] for c in whole["compiles"]] == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 

@@ -1094,14 +1094,16 @@ def index_records(
     keep: Keep | None = None,
     earlier: Callable[[int, int], str | None] | None = None,
     part: bool = False,
+    by_pid: dict[int, Indexer] | None = None,
 ) -> dict[int, Indexer]:
     """Index a record stream, one Indexer per process id found in it.
 
     `earlier` finds a file name a process interned before this part of a log, and `part`
-    marks the reader of a later part of a split log (see split.py).
+    marks the reader of a later part of a split log (see split.py). `by_pid`: the indexers of
+    the records before these, to go on with.
     """
-    by_pid: dict[int, Indexer] = {}
-    first: Indexer | None = None
+    by_pid = {} if by_pid is None else by_pid
+    first: Indexer | None = next(iter(by_pid.values()), None)
     for rec in records:
         # Older torch wrote the thread id (a pointer-sized number) where it now writes the
         # pid; threads of one process are one stream.

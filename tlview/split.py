@@ -214,7 +214,7 @@ def read_halves(
     path: Path, log: LogIndex, keep: Any, progress: Callable[[int], None] | None
 ) -> Part | None:
     """Both halves of a log, read at once by this process and a forked one, merged (or, when
-    compile ids were started over, read again here whole); None if there is nowhere to split."""
+    compile ids were started over, the second read on here); None if there is nowhere to split."""
     size = path.stat().st_size
     job, ns = _MEANWHILE.get() or (None, 0.0)
     # In bytes, about. A long job (importing torch, 2 s) leaves this process an eighth of the
@@ -241,7 +241,7 @@ def read_halves(
     if bar is not None:
         bar.rest()
     if started_over(mine, theirs):
-        return read_part(path, log, keep, (0, size))  # only one reader can number the runs
+        return _read_on(path, log, mine, (mid, size))
     shift_lines(theirs, mine.lines)
     if mine.keep is not None:
         dropped = frozenset(line + mine.lines for line in mine.keep.after(theirs.keep))
@@ -256,6 +256,17 @@ def read_halves(
     mine.bad.bad_count += theirs.bad.bad_count
     mine.bad.bad_lines = _first(mine.bad.bad_lines + theirs.bad.bad_lines)
     return Part(mine.indexers, mine.bad, theirs.lines, mine.crlf or theirs.crlf, mine.keep)
+
+
+def _read_on(path: Path, log: LogIndex, part: Part, span: tuple[int, int]) -> Part:
+    """Read the rest of the log after `part` with its indexers, as one reader goes on: only
+    one reader can number the runs of a process that started compile ids over."""
+    from .index import add_bad, index_records
+
+    bad = part.bad
+    reader = Reader(path, log.name, on_bad=lambda b: add_bad(bad, b), span=(*span, part.lines + 1))
+    index_records(reader, log, part.keep, by_pid=part.indexers)
+    return Part(part.indexers, bad, reader.lines, part.crlf or reader.crlf, part.keep)
 
 
 def started_over(a: Part, b: Part) -> bool:
