@@ -50,6 +50,7 @@ def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         lambda: corpus("tlparse-tests", "multi_rank_logs"),  # 4 logs: the cut falls inside one
         lambda: only_log("mlp_aot_eager"),  # graph breaks, restarts and recompiles
         lambda: only_log("dtypes_zoo"),
+        lambda: only_log("dynamic_shapes"),  # compile times: the slowest of both halves
         lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),
     ],
 )
@@ -64,7 +65,7 @@ def test_two_renderers_write_what_one_writes(
     assert _write(rep, fmt) == one
     assert len(made) == (2 if fmt == "html" else 1)  # the page's first pass, then its sections
     if fmt == "json":  # the figures after the compiles add up both halves
-        assert b'"graph_breaks":' in one
+        assert b'"graph_breaks":' in one and b'"slowest_compiles":' in one
 
 
 def test_the_full_page_and_linked_metrics_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:

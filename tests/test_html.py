@@ -742,3 +742,22 @@ def test_compile_id_page_shows_that_compile_alone_and_whole(tmp_path: Path) -> N
     # The whole page cuts that graph to its budget.
     _, whole = render(log)
     assert tail not in _section(whole, "c-0/1")
+
+
+def test_compile_time_section_links_the_slowest_compiles() -> None:
+    rep, text = render(corpus("dynamic_shapes"))
+    o = overview(rep)
+    sec = text[
+        text.index('<section id="time"') : text.index(
+            "</section>", text.index('<section id="time"')
+        )
+    ]
+    assert f'<span class="count">{o.compile_time_s:.2f} s</span>' in sec
+    assert '<td class="id">all 12</td>' in sec
+    anchors = {v.ref: v.anchor for v in page.build(rep).compiles}
+    for s in o.slowest:
+        assert (
+            f'<a href="#{anchors[s.ref]}">{esc(s.ref)}</a></td><td>{esc(s.function or "")}</td>'
+            in sec
+        )
+    assert '<a href="#time">Compile time</a>' in text

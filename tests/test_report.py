@@ -552,3 +552,38 @@ def test_json_of_one_compile() -> None:
     assert one["stats"] == whole["stats"] and one["graph_breaks"] == whole["graph_breaks"]
     multi = run_cli("report", corpus("multirank_gloo"), "--format", "json", "--compile-id", "0/0")
     assert [c["key"] for c in json.loads(multi.stdout)["compiles"]] == ["0/0", "0/0"]  # a rank each
+
+
+def test_where_the_compile_time_went() -> None:
+    # dynamic_shapes: 12 compiles, two of them (f's 0/0 and 0/1) under inductor.
+    log = only_log("dynamic_shapes")
+    data = report_json(log)
+    timed = [c for c in data["compiles"] if c["compile_id"] and c["metrics"]]
+    phases = {
+        "total": "entire_frame_compile_time_s",
+        "backend": "backend_compile_time_s",
+        "inductor": "inductor_compile_time_s",
+        "code_gen": "code_gen_time_s",
+    }
+    sums = {}
+    for name, metric in phases.items():
+        values = [c["metrics"][metric] for c in timed if c["metrics"].get(metric) is not None]
+        if values:
+            sums[name] = pytest.approx(sum(values), abs=1e-5)
+    stats = data["stats"]
+    assert stats["compile_time_by_phase_s"] == sums
+    assert stats["compile_time_by_phase_s"]["total"] == pytest.approx(stats["compile_time_s"])
+    slowest = stats["slowest_compiles"]
+    by_total = sorted(timed, key=lambda c: -c["metrics"]["entire_frame_compile_time_s"])[:5]
+    assert [s["compile"] for s in slowest] == [c["key"] for c in by_total]
+    assert slowest[0]["compile"] == "0/0" and slowest[0]["function"] == "f"
+    m = by_total[0]["metrics"]
+    assert slowest[0]["phases_s"] == {
+        name: pytest.approx(m[metric]) for name, metric in phases.items() if m.get(metric)
+    }
+    # The terminal: each phase summed, then the slowest, each linked on the page.
+    out = run_cli("report", log).stdout
+    assert "Compile time" in out and "the 5 slowest of 12 compiles" in out
+    total = next(line for line in out.splitlines() if line.startswith("all 12 "))
+    assert [c.strip() for c in total.split("|")][2:] == ["32.5 s", "30.9 s", "28.6 s", "28.1 s"]
+    assert run_cli("report", log, "-q").stdout.count("Compile time") == 0  # brief: not shown

@@ -17,17 +17,10 @@ from typing import Any
 
 from .explain import change_text, input_changes
 from .model import Compile, InputChange, LogIndex, Report
-from .summary import Overview, break_title, overview
+from .summary import PHASE_NAMES, Overview, break_title, overview
 
 TIME_NOISE_S = 1.0  # compile-time differences smaller than this are noise
 TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE
-# Per-compile phases from `compilation_metrics`, summed over a run: (name, metric).
-PHASES = (
-    ("total", "entire_frame_compile_time_s"),
-    ("backend", "backend_compile_time_s"),
-    ("inductor", "inductor_compile_time_s"),
-    ("code_gen", "code_gen_time_s"),
-)
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _BIG_NUMBER = re.compile(r"\b\d{9,}\b")  # type ids and object ids in guard text
 _ID_PREFIX = re.compile(r"^\s*!?\d+/\d+(?:_\d+)?:\s*")
@@ -446,20 +439,6 @@ def _compile_changes(frame: str, cc: ComparedCompile) -> list[Change]:
 _SEVERITY = {"failed": 0, "incomplete": 1, "graph_break": 2, "empty": 3, "ok": 4}
 
 
-def _phase_totals(report: Report) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for c in report.compiles:
-        for name, metric in PHASES:
-            v = (c.metrics or {}).get(metric)
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                out[name] = out.get(name, 0.0) + float(v)
-        for m in c.bwd_metrics:
-            v = m.get("inductor_compile_time_s")
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                out["backward"] = out.get("backward", 0.0) + float(v)
-    return out
-
-
 def beyond_noise(base: float, new: float) -> bool:
     """A time difference that is more than timing noise (TIME_NOISE_S and TIME_NOISE_REL)."""
     d = abs(new - base)
@@ -501,9 +480,9 @@ def compare(base: Report, new: Report) -> Diff:
     for f in figures:
         if f.base is not None and f.new is not None:
             f.changed = beyond_noise(f.base, f.new) if f.seconds else f.base != f.new
-    pb, pn = _phase_totals(base), _phase_totals(new)
+    pb, pn = ob.phases, on.phases
     phases = []
-    for name in [p for p, _ in PHASES] + ["backward"]:
+    for name in PHASE_NAMES:
         if name in pb or name in pn:
             b, n = round(pb.get(name, 0.0), 6), round(pn.get(name, 0.0), 6)
             phases.append(Figure(name, b, n, beyond_noise(b, n), seconds=True))

@@ -2,12 +2,47 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 
 from .model import BreakSummary, Compile, Input, Report
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
+MAX_SLOWEST = 5  # compiles listed as the slowest
+# A compile's time by phase, from its `compilation_metrics` (name, metric); "backward" adds up
+# the inductor time of its backward graphs (`bwd_compilation_metrics`).
+PHASES = (
+    ("total", "entire_frame_compile_time_s"),
+    ("backend", "backend_compile_time_s"),
+    ("inductor", "inductor_compile_time_s"),
+    ("code_gen", "code_gen_time_s"),
+)
+PHASE_NAMES = (*(name for name, _ in PHASES), "backward")
+
+
+@dataclass(slots=True)
+class Slow:
+    """One of the slowest compiles: its name and its time by phase (seconds)."""
+
+    ref: str
+    function: str | None
+    phases: dict[str, float]
+
+
+def phase_times(c: Compile) -> dict[str, float]:
+    """A compile's time by phase (PHASE_NAMES), for the phases its metrics give."""
+    out: dict[str, float] = {}
+    m = c.metrics or {}
+    for name, metric in PHASES:
+        v = m.get(metric)
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            out[name] = float(v)
+    for bm in c.bwd_metrics:
+        v = bm.get("inductor_compile_time_s")
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            out["backward"] = out.get("backward", 0.0) + float(v)
+    return out
 
 
 @dataclass(slots=True)
@@ -33,6 +68,8 @@ class Overview:
     first_time: str | None = None
     last_time: str | None = None
     breaks: list[BreakSummary] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)  # PHASE_NAMES -> seconds, summed
+    slowest: list[Slow] = field(default_factory=list)  # by total time, at most MAX_SLOWEST
 
 
 def compile_ref(c: Compile, many_logs: bool) -> str:
@@ -69,6 +106,8 @@ class Tally:
         self.status: Counter[str] = Counter()
         self.breaks: dict[str, BreakSummary] = {}
         self.times: list[float] = []  # added up in order at the end, however the pass was split
+        self.phases: dict[str, list[float]] = {}  # likewise, per phase
+        self.slow: list[tuple[float, str, Slow]] = []  # min-heap of the slowest, by (total, ref)
         kinds: Counter[str] = Counter()
         unknown: Counter[str] = Counter()
         times = [log.first_time for log in report.logs if log.first_time]
@@ -96,9 +135,15 @@ class Tally:
             o.recompiles += 1
         if c.compile_time_s:
             self.times.append(c.compile_time_s)
+        ref = compile_ref(c, self.many)
+        if c.metrics is not None or c.bwd_metrics:
+            times = phase_times(c)
+            for name, v in times.items():
+                self.phases.setdefault(name, []).append(v)
+            if times.get("total"):
+                self._slow((times["total"], ref, Slow(ref, c.function, times)))
         for ev in c.cache:
             self.cache[ev.outcome] += 1
-        ref = compile_ref(c, self.many)
         for gb in c.graph_breaks:
             o.graph_breaks += 1
             s = self.breaks.get(gb.reason)
@@ -110,6 +155,12 @@ class Tally:
             if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
                 s.compiles.append(ref)
 
+    def _slow(self, item: tuple[float, str, Slow]) -> None:
+        if len(self.slow) < MAX_SLOWEST:
+            heapq.heappush(self.slow, item)
+        elif item[:2] > self.slow[0][:2]:
+            heapq.heapreplace(self.slow, item)
+
     def merge(self, later: Tally) -> None:
         """Take in a tally of the compiles after these (rendered by another process), as if
         this one had gone on to count them."""
@@ -119,6 +170,10 @@ class Tally:
         o.recompiles += lo.recompiles
         o.graph_breaks += lo.graph_breaks
         self.times += later.times
+        for name, vs in later.phases.items():
+            self.phases.setdefault(name, []).extend(vs)
+        for item in later.slow:
+            self._slow(item)
         self.status.update(later.status)
         self.cache.update(later.cache)
         for reason, b in later.breaks.items():
@@ -139,6 +194,8 @@ class Tally:
         for t in self.times:
             total += t
         o.compile_time_s = total
+        o.phases = {name: sum(self.phases[name]) for name in PHASE_NAMES if name in self.phases}
+        o.slowest = [s for _, _, s in sorted(self.slow, key=lambda e: (-e[0], e[1]))]
         o.by_status = dict(self.status)
         o.failures = self.status.get("failed", 0)
         o.restarts = self.status.get("restarted", 0)

@@ -198,6 +198,15 @@ def stats(o: Overview) -> dict[str, Any]:
         "restarts": o.restarts,
         "incomplete": o.incomplete,
         "compile_time_s": round(o.compile_time_s, 6),
+        "compile_time_by_phase_s": {k: round(v, 6) for k, v in o.phases.items()},
+        "slowest_compiles": [
+            {
+                "compile": s.ref,
+                "function": s.function,
+                "phases_s": {k: round(v, 6) for k, v in s.phases.items()},
+            }
+            for s in o.slowest
+        ],
         "cache": o.cache,
         "inputs": o.inputs,
         "first_time": o.first_time,

@@ -34,6 +34,7 @@ from ..model import (
 )
 from ..summary import (
     MAX_BREAK_COMPILES,
+    PHASE_NAMES,
     Overview,
     Tally,
     break_title,
@@ -414,6 +415,38 @@ class Budget:
         return bool(cut or self.hidden and self.only is None)
 
 
+class SlowRow(NamedTuple):
+    """A row of the compile-time table: a compile (linked when on the page), or all of them."""
+
+    label: str
+    anchor: str
+    function: str
+    cells: list[str]  # one per phase, "" where the metrics have none
+
+
+class TimeView(NamedTuple):
+    """Where the compile time went: each phase summed, then the slowest compiles."""
+
+    phases: list[str]
+    rows: list[SlowRow]
+    left: int  # compiles beyond the slowest shown
+
+
+def time_view(o: Overview, anchors: dict[str, str]) -> TimeView | None:
+    if not o.slowest:
+        return None
+    names = [n for n in PHASE_NAMES if n in o.phases]
+    rows = [SlowRow(f"all {o.compiles:,}", "", "", [_secs(o.phases[n]) for n in names])]
+    for s in o.slowest:
+        cells = [_secs(s.phases[n]) if n in s.phases else "" for n in names]
+        rows.append(SlowRow(s.ref, anchors.get(s.ref, ""), s.function or "", cells))
+    return TimeView(names, rows, o.compiles - len(o.slowest))
+
+
+def _secs(v: float) -> str:
+    return f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
+
+
 @dataclass(slots=True)
 class Page:
     """Everything the template renders: built in one pass over the compiles, except each
@@ -443,6 +476,7 @@ class Page:
     statuses: list[str]
     limits: dict[str, str]
     break_anchor: dict[str, str]  # graph-break reason -> its row in the graph-break table
+    time: TimeView | None = None  # where the compile time went
     # (metric, digest of a long value) -> (anchor, label) of the first section that shows it
     shared: dict[tuple[str, bytes], tuple[str, str]] = field(default_factory=dict)
 
@@ -527,6 +561,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
             "break_compiles": str(MAX_BREAK_COMPILES),
         },
         break_anchor={b.reason: b.anchor for b in breaks},
+        time=time_view(o, {r.ref: r.anchor for r in rows}),
         shared=first_shown(rows),
     )
 

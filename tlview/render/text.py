@@ -17,6 +17,7 @@ from ..explain import change_text, limit_text
 from ..index import is_torch_file
 from ..model import Compile, Input, Report
 from ..summary import (
+    PHASE_NAMES,
     Overview,
     Tally,
     break_title,
@@ -175,6 +176,21 @@ def compile_table(rows: list[tuple[str, ...]], console: Console) -> None:
         style = STATUS_STYLE.get(status.split(" ")[0], "")
         t.add_row(T(ref), T(status, style), *(T(x) for x in rest))
     console.print(t)
+
+
+def compile_time(o: Overview, console: Console) -> None:
+    """Where the compile time went: each phase summed over the compiles, then the slowest."""
+    if not o.slowest:
+        return
+    names = [n for n in PHASE_NAMES if n in o.phases]
+    t = _table("Compile time", "compile", "function", *names, console=console)
+    t.add_row(T(f"all {o.compiles}"), T(""), *(T(seconds(o.phases[n])) for n in names))
+    for s in o.slowest:
+        cells = (T(seconds(s.phases[n]) if n in s.phases else "") for n in names)
+        t.add_row(T(s.ref), T(s.function or ""), *cells)
+    console.print(t)
+    if o.compiles > len(o.slowest):
+        _note(f"the {len(o.slowest)} slowest of {o.compiles} compiles", console)
 
 
 def divergence(report: Report, console: Console) -> None:
@@ -585,6 +601,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
         return o
+    compile_time(o, console)
     breaks(o, console)
     recompiles(recompile_rows.rows(), names, console)
     _note(recompile_rows.note("recompiles"), console)
