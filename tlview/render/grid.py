@@ -72,7 +72,8 @@ class Grid:
             yield new_line
         yield from self._line([Text(c, style=_BOLD) for c in self.cols], widths, sep, console)
         if self.ascii_box:
-            rule = "+".join("-" * (w + (1 if k in (0, n - 1) else 2)) for k, w in enumerate(widths))
+            # A cell's padding: one space on each side that has a neighbour.
+            rule = "+".join("-" * (w + (k > 0) + (k < n - 1)) for k, w in enumerate(widths))
         else:
             rule = ("-" if options.ascii_only else "\u2500") * width
         yield Segment(rule)
