@@ -145,8 +145,8 @@ def _progress_reader(path: str) -> Any:
 @click.option(
     "--compile-id",
     "compile_id",
-    help="Show one compile in full, e.g. 0/1 or 0/0_1 (log:ID with several logs); JSON: "
-    "list it alone.",
+    help="Show one compile in full, e.g. 0/1, 0/0_1 or 0/0@2 (LOG:ID with several logs); "
+    "JSON and HTML: that compile alone.",
 )
 @click.option(
     "-v",
