@@ -105,8 +105,9 @@ class Tally:
         self.cache: Counter[str] = Counter()
         self.status: Counter[str] = Counter()
         self.breaks: dict[str, BreakSummary] = {}
-        self.times: list[float] = []  # added up in order at the end, however the pass was split
-        self.phases: dict[str, list[float]] = {}  # likewise, per phase
+        # Each phase's times (the compile time is "total"), added up in order at the end,
+        # however the pass was split.
+        self.phases: dict[str, list[float]] = {}
         self.slow: list[tuple[float, str, Slow]] = []  # min-heap of the slowest, by (total, ref)
         kinds: Counter[str] = Counter()
         unknown: Counter[str] = Counter()
@@ -133,8 +134,6 @@ class Tally:
         o.inputs += sum(1 for i in c.inputs if not i.superseded)
         if is_recompile(c):
             o.recompiles += 1
-        if c.compile_time_s:
-            self.times.append(c.compile_time_s)
         ref = compile_ref(c, self.many)
         if c.metrics is not None or c.bwd_metrics:
             times = phase_times(c)
@@ -169,7 +168,6 @@ class Tally:
         o.inputs += lo.inputs
         o.recompiles += lo.recompiles
         o.graph_breaks += lo.graph_breaks
-        self.times += later.times
         for name, vs in later.phases.items():
             self.phases.setdefault(name, []).extend(vs)
         for item in later.slow:
@@ -190,11 +188,8 @@ class Tally:
 
     def done(self) -> Overview:
         o = self.o
-        total = 0.0
-        for t in self.times:
-            total += t
-        o.compile_time_s = total
         o.phases = {name: sum(self.phases[name]) for name in PHASE_NAMES if name in self.phases}
+        o.compile_time_s = o.phases.get("total", 0.0)
         o.slowest = [s for _, _, s in sorted(self.slow, key=lambda e: (-e[0], e[1]))]
         o.by_status = dict(self.status)
         o.failures = self.status.get("failed", 0)

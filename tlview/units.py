@@ -1,4 +1,4 @@
-"""Sizes and shapes written the same way in every output: the terminal, the page, messages."""
+"""Sizes, shapes and times written the same way in every output: the terminal, the page, messages."""
 
 from __future__ import annotations
 
@@ -25,3 +25,10 @@ def dims(v: object) -> str:
             return s
         return "[" + ", ".join(map(str, v)) + "]"
     return "?" if v is None else str(v)
+
+
+def seconds(v: float | None) -> str:
+    """A duration: three decimals under ten seconds, one above ("" when there is none)."""
+    if v is None:
+        return ""
+    return f"{v:.3f} s" if v < 10 else f"{v:.1f} s"

@@ -43,7 +43,7 @@ from ..summary import (
     is_recompile,
     problem_order,
 )
-from ..units import dims, nbytes
+from ..units import dims, nbytes, seconds
 from . import halves, kept
 from .kept import KiB
 
@@ -104,12 +104,6 @@ def itemsize(dtype: str) -> int | None:
 
 
 # -- small formatting helpers, used by the templates too ----------------------------------------
-def seconds(v: float | None) -> str:
-    if v is None:
-        return ""
-    return f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
-
-
 def ms(us: float) -> str:
     v = us / 1000
     return f"{v:.1f} ms" if v < 1000 else f"{v / 1000:.2f} s"
@@ -436,15 +430,11 @@ def time_view(o: Overview, anchors: dict[str, str]) -> TimeView | None:
     if not o.slowest:
         return None
     names = [n for n in PHASE_NAMES if n in o.phases]
-    rows = [SlowRow(f"all {o.compiles:,}", "", "", [_secs(o.phases[n]) for n in names])]
+    rows = [SlowRow(f"all {o.compiles:,}", "", "", [seconds(o.phases[n]) for n in names])]
     for s in o.slowest:
-        cells = [_secs(s.phases[n]) if n in s.phases else "" for n in names]
+        cells = [seconds(s.phases[n]) if n in s.phases else "" for n in names]
         rows.append(SlowRow(s.ref, anchors.get(s.ref, ""), s.function or "", cells))
     return TimeView(names, rows, o.compiles - len(o.slowest))
-
-
-def _secs(v: float) -> str:
-    return f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
 
 
 @dataclass(slots=True)
@@ -633,10 +623,10 @@ class _Pick:
     def add(self, li: int, k: int, c: Compile) -> None:
         n = self.n
         self.n += 1
-        order = problem_order(c)
-        key = (-order, -n)
         if self.only is not None and not self.only(c):
             return
+        order = problem_order(c)
+        key = (-order, -n)
         if self.full:
             self.rows.append((*key, self.row(li, k, n, c, True)))
             return

@@ -27,7 +27,7 @@ from ..summary import (
     overview,
     problem_order,
 )
-from ..units import dims, nbytes
+from ..units import dims, nbytes, seconds
 from .grid import Grid
 
 STATUS_STYLE = {
@@ -65,6 +65,7 @@ class TextOptions:
 
 
 Row = TypeVar("Row")
+FrameRef = tuple[str, int | None, int | None, int]  # a frame across logs: log, pid, frame, run
 
 
 @dataclass(slots=True)
@@ -99,10 +100,6 @@ class Capped(Generic[Row]):
         kinds = ", ".join(f"{n} {k}" for k, n in self.left.most_common() if k)
         left = f"... {dropped} more {what} not listed" + (f" ({kinds})" if kinds else "")
         return f"{left}: {see}"
-
-
-def seconds(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
 
 
 def _table(title: str, *cols: str, console: Console) -> Grid:
@@ -314,9 +311,7 @@ class RecompileRow:
     """What the Recompiles table says of one recompile (kept instead of the compile)."""
 
     ref: str
-    frame: tuple[
-        str, int | None, int | None, int
-    ]  # log, pid, frame, run: its function may come later
+    frame: FrameRef  # its function may come later
     function: str | None
     reasons: list[str]
     changed: list[str]
@@ -344,7 +339,7 @@ def recompile_row(c: Compile, many: bool) -> RecompileRow | None:
 
 def recompiles(
     rows: list[RecompileRow],
-    names: dict[tuple[str, int | None, int | None, int], str],
+    names: dict[FrameRef, str],
     console: Console,
 ) -> None:
     if not rows:
@@ -572,7 +567,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     rows: Capped[tuple[str, ...]] = Capped(cap)
     recompile_rows: Capped[RecompileRow] = Capped(cap)
     failure_rows: list[tuple[str, ...]] = []
-    names: dict[tuple[str, int | None, int | None, int], str] = {}
+    names: dict[FrameRef, str] = {}
     shown: list[Compile] = []
     more = 0  # compiles with inputs beyond those shown in detail
     for c in report.compiles:
