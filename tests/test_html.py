@@ -739,6 +739,7 @@ def test_compile_id_page_shows_that_compile_alone_and_whole(tmp_path: Path) -> N
     assert (
         f'<span class="v">{overview(rep).compiles:,}</span> <span class="l">compiles</span>' in text
     )
+    assert f"The figures above count all {overview(rep).compiles:,} compiles;" in text
     # The whole page cuts that graph to its budget.
     _, whole = render(log)
     assert tail not in _section(whole, "c-0/1")
