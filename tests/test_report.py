@@ -159,6 +159,20 @@ def test_failures_with_type_and_reason() -> None:
     assert any(a["kind"] == "dynamo_error" and "Traceback" in a["text"] for a in mm["artifacts"])
 
 
+def test_failure_table_says_where_a_long_reason_was_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 6/0's reason is 9 lines; the table keeps 4, drops the "User stack:" heading whose lines
+    # are cut, and says how many are left and how to see them.
+    monkeypatch.setenv("COLUMNS", "200")  # no wrapping inside the reason cell
+    out = run_cli("report", only_log("dynamic_shapes")).output
+    start = out.index("Failures and unfinished compiles")
+    table = out[start : out.index("\n0/0 ", start)]
+    assert "Constraints violated (L['x'].size()[0])!" in table
+    assert "... 5 more lines: --compile-id 6/0 shows them" in table
+    assert "User stack:" not in table
+    full = run_cli("report", only_log("dynamic_shapes"), "--compile-id", "6/0").output
+    assert "User stack:" in full and "more lines" not in full
+
+
 def test_crashed_run_has_an_unfinished_compile() -> None:
     by = compiles(report_json(only_log("truncated_log")))
     assert by["0/0"]["status"] == "ok"

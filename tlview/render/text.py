@@ -365,15 +365,24 @@ def recompiles(
             )
 
 
+REASON_LINES = 4  # lines of a failure's reason in the table; --compile-id shows all
+
+
 def failure_row(c: Compile, many: bool) -> tuple[str, ...] | None:
     if c.status not in ("failed", "incomplete"):
         return None
     reason = (c.fail_reason or "").strip().splitlines()
+    ref = compile_ref(c, many)
+    shown = reason[:REASON_LINES]
+    if len(reason) > REASON_LINES:
+        while shown and (not shown[-1].strip() or shown[-1].endswith(":")):
+            shown.pop()  # a heading ("User stack:") or a gap whose lines are cut
+        shown.append(f"... {len(reason) - len(shown)} more lines: --compile-id {ref} shows them")
     return (
-        compile_ref(c, many),
+        ref,
         c.status,
         c.fail_type or "",
-        "\n".join(reason[:4])
+        "\n".join(shown)
         if reason
         else (
             "no compilation_metrics: the run stopped during this compile"
