@@ -33,6 +33,7 @@ from damage import (
     readable,
     real_logs,
     record_json,
+    replace_unit,
     report_json,
     run,
     run_process,
@@ -263,6 +264,40 @@ def test_directory_with_decoys(tmp_path: Path) -> None:
     for name in ("empty.log", "binary.log", "text.log", "notes.txt", "sub.log", "pipe.log"):
         assert name in notes, (name, notes)
     assert_clean_exit(run("report", str(d)), EXIT_OK, "directory, text")
+
+
+def test_values_nested_deeper_than_json_writers_go(tmp_path: Path) -> None:
+    """A field and a trace event nested 500 levels deep (orjson reads 1024 levels and writes
+    254): every output is still made, the value cut after 200 levels with a note."""
+    data = (FIXTURES / "demo.log").read_bytes()
+    deep = b'{"a": ' * 500 + b"1" + b"}" * 500
+    us = units(data)
+    m = next(u for u in us if "compilation_metrics" in (record_json(u) or {}))
+    head = m.head.replace(
+        b'{"compilation_metrics": {', b'{"compilation_metrics": {"deep": ' + deep + b", ", 1
+    )
+    data = replace_unit(data, m, head + m.data[len(m.head) :])
+    us = units(data)
+    ev = next(u for u in us if "chromium_event" in (record_json(u) or {}))
+    payload = b'{"name": "deep", "ph": "i", "ts": 1, "pid": 0, "tid": 0, "args": ' + deep + b"}"
+    data = replace_unit(data, ev, unit_bytes(record_json(ev) or {}, payload, ev))
+    log = tmp_path / "deep.log"
+    log.write_bytes(data)
+    cut = "<nested deeper than 200 levels: cut>"
+    doc = report_json(log)
+    assert doc["stats"]["bad_lines"] == 0
+    metrics = [c["metrics"] for c in doc["compiles"] if "deep" in (c.get("metrics") or {})]
+    assert len(metrics) == 1 and cut in orjson.dumps(metrics[0]).decode()
+    for fmt in ("html", "perfetto"):
+        out = tmp_path / f"out.{fmt}"
+        assert_clean_exit(run("report", str(log), "--format", fmt, "-o", str(out)), EXIT_OK, fmt)
+        assert cut.strip("<>") in out.read_text()  # the page escapes the brackets
+    trace = orjson.loads((tmp_path / "out.perfetto").read_bytes())
+    assert [e["name"] for e in trace["traceEvents"]].count("deep") == 1
+    assert_clean_exit(run("report", str(log)), EXIT_OK, "text")
+    res = run("diff", str(FIXTURES / "demo.log"), str(log), "--format", "json")
+    assert_clean_exit(res, EXIT_OK, "diff")
+    assert orjson.loads(res.stdout)["format"].startswith("tlview.diff")
 
 
 def test_as_a_process(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from .dumps import dumps
 from .model import Compile, CompileId, Divergence, LogIndex, Payload, Report
 from .summary import is_recompile
 
@@ -146,7 +147,7 @@ def _runtime_meta(ops: list[Any]) -> dict[str, Any]:
             if op.get("type") == "collective":
                 collective += ns
         shapes.append([op.get("name"), op.get("type"), op.get("outputs")])
-    digest = hashlib.md5(orjson.dumps(shapes), usedforsecurity=False).hexdigest()
+    digest = hashlib.md5(dumps(shapes), usedforsecurity=False).hexdigest()
     return {
         "ops": len(ops),
         "runtime_ns": total,

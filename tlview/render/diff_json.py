@@ -8,6 +8,7 @@ import orjson
 
 from .. import __version__
 from ..diff import Change, ComparedCompile, Diff, Figure, FrameDiff, FrameKey
+from ..dumps import dumps
 from .json import stats
 
 FORMAT = "tlview.diff/1"
@@ -97,5 +98,5 @@ def to_dict(d: Diff, gate: list[str] | None = None) -> dict[str, Any]:
 
 
 def write(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
-    out.write(orjson.dumps(to_dict(d, gate), option=orjson.OPT_NON_STR_KEYS, default=str))
+    out.write(dumps(to_dict(d, gate), option=orjson.OPT_NON_STR_KEYS, default=str))
     out.write(b"\n")

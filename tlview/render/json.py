@@ -8,6 +8,7 @@ from typing import IO, Any
 import orjson
 
 from .. import __version__
+from ..dumps import dumps
 from ..explain import limit_text
 from ..model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
 from ..summary import Overview, Tally, break_title
@@ -277,7 +278,7 @@ def _compiles(
         if after:
             out.write(b",")
         after = True
-        out.write(orjson.dumps(compile_dict(c), option=_OPTS, default=str))
+        out.write(dumps(compile_dict(c), option=_OPTS, default=str))
     return tally
 
 
@@ -314,5 +315,5 @@ def write(
     if extra:
         top.update(extra)
     top.setdefault("divergence", [])
-    out.write(b"]," + orjson.dumps(top, option=_OPTS)[1:] + b"\n")
+    out.write(b"]," + dumps(top, option=_OPTS)[1:] + b"\n")
     return o

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from .. import __version__
+from ..dumps import dumps
 from ..model import (
     BadLine,
     Compile,
@@ -152,7 +153,7 @@ class PayloadView:
     def meta_text(self) -> str:
         if not self.p.meta:
             return ""
-        return orjson.dumps(self.p.meta, default=str).decode()
+        return dumps(self.p.meta, default=str).decode()
 
 
 @dataclass(slots=True)
@@ -1130,7 +1131,7 @@ def _metric_text(v: Any) -> str:
         return v
     if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
         return "\n".join(v)
-    return orjson.dumps(v, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    return dumps(v, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 @lru_cache(maxsize=64)
@@ -1138,7 +1139,7 @@ def _indented(s: str) -> str | None:
     """A JSON object logged as one line, indented; the configs repeat in every compile."""
     try:
         return orjson.dumps(orjson.loads(s), option=orjson.OPT_INDENT_2).decode()
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, TypeError):  # not JSON, or nested too deep to write back
         return None
 
 

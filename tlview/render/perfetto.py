@@ -8,6 +8,7 @@ from typing import IO, Any
 import orjson
 
 from .. import __version__
+from ..dumps import dumps
 from ..model import Report
 from ..parse import Reader
 
@@ -47,7 +48,7 @@ def write(report: Report, out: IO[bytes]) -> None:
                     first = False
             # torch writes pid 0 in every process; the log prefix has the real one.
             ev["pid"] = rec.pid
-            out.write((b"" if first else b",\n") + orjson.dumps(ev))
+            out.write((b"" if first else b",\n") + dumps(ev))
             first = False
     out.write(b'\n],"tlviewSkippedEvents":' + str(skipped).encode() + b"}\n")
 

@@ -1,0 +1,27 @@
+"""orjson.dumps for values read from a log: nesting deeper than orjson writes is cut, not fatal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+MAX_DEPTH = 200  # levels kept of a value nested deeper than orjson writes (254)
+TOO_DEEP = f"<nested deeper than {MAX_DEPTH} levels: cut>"
+
+
+def dumps(v: Any, option: int = 0, default: Callable[[Any], Any] | None = None) -> bytes:
+    """`orjson.dumps(v)`; a value of a damaged log nested too deep for it keeps its first levels."""
+    try:
+        return orjson.dumps(v, default=default, option=option)
+    except TypeError:  # "Recursion limit reached"; anything else fails again below
+        return orjson.dumps(_cut(v, MAX_DEPTH), default=default, option=option)
+
+
+def _cut(v: Any, depth: int) -> Any:
+    if isinstance(v, dict):
+        return TOO_DEEP if depth == 0 else {k: _cut(x, depth - 1) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return TOO_DEEP if depth == 0 else [_cut(x, depth - 1) for x in v]
+    return v
