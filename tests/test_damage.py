@@ -257,13 +257,22 @@ def test_directory_with_decoys(tmp_path: Path) -> None:
     (d / "nested" / "other.log").write_bytes(log.read_bytes())
     os.mkfifo(d / "pipe.log")  # opened, a FIFO would block the reader forever
     os.symlink("/nonexistent/target.log", d / "dangling.log")
+    os.symlink("loop.log", d / "loop.log")  # a link to itself: the OS says "too many levels"
     doc = _doc(d)
     assert [lg["name"] for lg in doc["logs"]] == ["demo.log"]
     assert_facts_kept(Facts.of(_doc(log)), Facts.of(doc), "directory", status=True)
     notes = " ".join(doc["notes"])
     for name in ("empty.log", "binary.log", "text.log", "notes.txt", "sub.log", "pipe.log"):
         assert name in notes, (name, notes)
+    # Named *.log but not a file to read, each said so, with why.
+    assert (
+        "could not read 3 *.log entr(ies): dangling.log (not a regular file), "
+        "loop.log (Too many levels of symbolic links), pipe.log (not a regular file)"
+    ) in doc["notes"]
     assert_clean_exit(run("report", str(d)), EXIT_OK, "directory, text")
+    res = run("report", str(d / "loop.log"))
+    assert_clean_exit(res, EXIT_NO_TRACE, "a link to itself")
+    assert "a symbolic link to nothing" in res.stderr
 
 
 def test_values_nested_deeper_than_json_writers_go(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import mmap
 import os
 import re
 import zlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -534,10 +534,13 @@ def _binary(data: bytes) -> bool:
 def discover(path: Path) -> tuple[list[Path], list[str]]:
     """The log files a PATH names, and notes about what was left out and why."""
     if not path.exists():
-        raise TlviewError(f"{path}: no such file or directory", EXIT_NO_TRACE)
+        what = "no such file or directory"
+        if path.is_symlink():
+            what = "a symbolic link to nothing (its target is missing, or links back to it)"
+        raise TlviewError(f"{path}: {what}", EXIT_NO_TRACE)
     if not path.is_dir():
         return [path], []
-    logs, skipped, subdirs = [], [], []
+    logs, skipped, subdirs, odd = [], [], [], []
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except OSError as e:
@@ -545,27 +548,34 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
             f"{path}: cannot list directory: {e.strerror or e}", EXIT_NO_TRACE
         ) from None
     for entry in entries:
-        if entry.is_dir():
-            subdirs.append(entry.name)
-        elif entry.name.endswith((".log", ".log.gz")) and entry.is_file():
-            logs.append(Path(entry.path))
-        else:
-            skipped.append(entry.name)
-    return logs, directory_notes(skipped, subdirs)
+        try:
+            if entry.is_dir():
+                subdirs.append(entry.name)
+            elif not entry.name.endswith((".log", ".log.gz")):
+                skipped.append(entry.name)
+            elif entry.is_file():
+                logs.append(Path(entry.path))
+            else:  # a FIFO (reading it would block), a socket, a link to nothing
+                odd.append(f"{entry.name} (not a regular file)")
+        except OSError as e:  # a link that links back to itself, a file gone meanwhile
+            odd.append(f"{entry.name} ({e.strerror or e})")
+    return logs, directory_notes(skipped, subdirs, odd)
 
 
-def directory_notes(skipped: list[str], subdirs: list[str]) -> list[str]:
+def directory_notes(skipped: list[str], subdirs: list[str], odd: Sequence[str] = ()) -> list[str]:
     """What reading a directory left out, said once for local and remote directories."""
     notes = []
     if skipped:
         notes.append(
             f"ignored {len(skipped)} file(s) not named *.log or *.log.gz: {_names(skipped)}"
         )
+    if odd:
+        notes.append(f"could not read {len(odd)} *.log entr(ies): {_names(odd)}")
     if subdirs:
         notes.append(f"did not enter {len(subdirs)} subdirector(ies): {_names(subdirs)}")
     return notes
 
 
-def _names(names: list[str], n: int = 5) -> str:
+def _names(names: Sequence[str], n: int = 5) -> str:
     shown = ", ".join(names[:n])
     return shown + (f" and {len(names) - n} more" if len(names) > n else "")
