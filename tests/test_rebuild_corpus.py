@@ -234,3 +234,40 @@ def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
     r = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
     assert r.exit_code == 0
     assert "L['y']: not rebuilt as real: dtype 'torch.nonsense' is not a torch dtype" in r.stdout
+
+
+def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None:
+    """A sparse COO input (no stride or storage logged) is rebuilt with nnz 0 and written by
+    --emit; a quantized one fails with its reason (torch fakes none). Neither stops the rest,
+    and torch's warnings about them never reach the terminal. Torch 2.13 describes neither
+    for dynamo (its fake propagation rejects quantized tensors), so the records are edited."""
+
+    def sparse(d: dict[str, Any]) -> None:
+        for k in ("stride", "storage", "storage_offset", "is_view", "base", "view_func"):
+            d.pop(k, None)
+        d.update(is_sparse=True, layout="torch.sparse_coo", sparse_dim=2, dense_dim=0)
+
+    def quantized(d: dict[str, Any]) -> None:
+        d.update(dtype="torch.qint8", is_quantized=True, qscheme="torch.per_tensor_affine")
+
+    log = _damaged(tmp_path, {(0, 3): sparse, (2, 3): quantized})
+    by = {c.key: c for c in load(log).compiles}
+    why = "quantized (qint8): torch rebuilds no quantized tensor from a description"
+    for r in (real_inputs(by["1/0"]), fake_rebuild(by["1/0"])):
+        assert list(r.failed) == ["L['y']"] and r.failed["L['y']"].startswith(why)
+        assert list(r.tensors["L['x']"].shape) == [6]
+    b = real_inputs(by["0/0"]).tensors["L['b']"]
+    assert b.layout == torch.sparse_coo and list(b.shape) == [8, 5] and b._nnz() == 0
+    listing = run_cli("inputs", log)
+    assert listing.exit_code == 0 and "Warning" not in listing.stderr
+    assert "L['y']: not rebuilt as real: " + why in listing.stdout
+    out = tmp_path / "x.pt"
+    res = run_cli("inputs", log, "--emit", out)
+    assert res.exit_code == 0 and "Warning" not in res.stderr, res.stderr
+    got = load_inputs(out)
+    b = got["compiles"]["0/0"]["L['b']"]
+    assert b.layout == torch.sparse_coo and list(b.shape) == [8, 5]
+    assert got["failed"]["1/0"]["L['y']"].startswith(why)
+    assert list(got["compiles"]["1/0"]["L['x']"].shape) == [6]
+    res = run_cli("repro", log, "--all", "-o", tmp_path / "repro")
+    assert res.exit_code in (0, 6) and "internal error" not in res.stderr, res.stderr

@@ -79,6 +79,9 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
                 )
                 continue
             p = g.tensors[tid]
+            if t.layout != torch.strided:  # sparse: torch.save writes it; no storage to share
+                out[name] = t
+                continue
             if p.storage in g.zero:
                 out[name] = _copy(torch, t, zero_bytes=True)
                 extra[name] = (
@@ -130,7 +133,8 @@ def _group_record(g: GroupPlan, r: Rebuilt, plain: Mapping[str, Any]) -> dict[st
         if name not in plain or plain[name] is not r.tensors.get(name):
             continue
         t = plain[name]
-        by_storage.setdefault(t.untyped_storage()._cdata, name)
+        if t.layout == torch.strided:
+            by_storage.setdefault(t.untyped_storage()._cdata, name)
     data: dict[str, Any] = {}
     for (d, key), st in r.storages.items():
         if d != g.describer or key in g.zero:

@@ -75,6 +75,7 @@ _ITEMSIZE = {
     "qint32": 4,
     "bits16": 2,
 }
+_QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
 _NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
 _SYMBOL = re.compile(r"[su]\d+")
 _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset\(\))$")
@@ -580,6 +581,11 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
         _plan_rare(p, t)
     if dtype is None:
         p.error = f"dtype {f('dtype')!r} is not a torch dtype"
+    elif dtype in _QUANTIZED:
+        p.error = (
+            f"quantized ({dtype}): torch rebuilds no quantized tensor from a description "
+            "(MetaConverter does not take them, and no scale or zero point is logged)"
+        )
     if p.device == "?":
         p.error = p.error or f"device {f('device')!r} is not a device"
     hov = f("dynamo_hint_overrides")
@@ -1254,15 +1260,19 @@ class RealBuilder:
                 torch.empty((0, *size[sd:]), dtype=dt, device=dev),
                 size,
                 is_coalesced=bool(p.coalesced),
+                check_invariants=True,  # said, so torch does not warn; nnz 0 passes
             )
             self.note(p.id, "sparse COO: the log has no indices, values or nnz: rebuilt with nnz 0")
         elif p.layout == "sparse_csr" and len(size) == 2:
-            r = torch.sparse_csr_tensor(
-                torch.zeros(size[0] + 1, dtype=torch.int64, device=dev),
-                torch.empty(0, dtype=torch.int64, device=dev),
-                torch.empty(0, dtype=dt, device=dev),
-                size,
-            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "support is in beta state"
+                r = torch.sparse_csr_tensor(
+                    torch.zeros(size[0] + 1, dtype=torch.int64, device=dev),
+                    torch.empty(0, dtype=torch.int64, device=dev),
+                    torch.empty(0, dtype=dt, device=dev),
+                    size,
+                    check_invariants=True,
+                )
             self.note(p.id, "sparse CSR: the log has no indices or values: rebuilt with nnz 0")
         else:
             raise _Failed(f"layout {p.layout} cannot be rebuilt from the log")
