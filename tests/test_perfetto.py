@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -98,3 +101,22 @@ def test_cli_writes_the_trace(tmp_path: Path) -> None:
         assert r.exit_code == 0, r.output
     trace = json.loads(out.read_text())
     assert len([e for e in trace["traceEvents"] if e["ph"] != "M"]) == len(logged_events(DEMO)[0])
+
+
+def test_a_log_from_a_pipe_gives_every_event(tmp_path: Path) -> None:
+    """The trace reads the log a second time; a pipe (`zcat LOG | tlview report -`) is read
+    once, into a file, so its events are not lost to an empty second read."""
+    code = "import sys; from tlview.cli import run; sys.exit(run())"
+    want = len(logged_events(DEMO)[0])
+    for name, data in (("log", DEMO.read_bytes()), ("gzip", gzip.compress(DEMO.read_bytes()))):
+        out = tmp_path / f"{name}.json"
+        p = subprocess.run(
+            [sys.executable, "-c", code, "report", "-", "--format", "perfetto", "-o", str(out)],
+            input=data,  # a pipe: /dev/stdin cannot be read again
+            capture_output=True,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr
+        trace = json.loads(out.read_text())
+        assert len([e for e in trace["traceEvents"] if e["ph"] != "M"]) == want, name
+        assert trace["otherData"]["logs"] == ["stdin"]

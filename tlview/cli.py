@@ -6,8 +6,9 @@ import contextlib
 import gc
 import os
 import signal
+import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
@@ -15,6 +16,7 @@ import click
 from . import __version__
 from .errors import (
     EXIT_INTERRUPTED,
+    EXIT_NO_TRACE,
     EXIT_REFUSED,
     EXIT_STRICT,
     EXIT_TERMINATED,
@@ -200,6 +202,9 @@ def report(
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
     fmt = _format_for(fmt, output)
     path = _newest(path) if latest else path
+    source = path
+    if fmt == "perfetto":  # the trace reads the log again: a pipe is read once, into a file
+        source = click.get_current_context().with_resource(_rereadable(path))
     from . import split
     from .load import load
     from .output import output as open_output
@@ -222,7 +227,7 @@ def report(
         meanwhile = split.meanwhile(_import_text, TEXT_IMPORT_NS)
     with meanwhile:
         rep = load(
-            path, keep, progress=_on_terminal(sys.stderr), jobs=jobs, scheduler=scheduler or None
+            source, keep, progress=_on_terminal(sys.stderr), jobs=jobs, scheduler=scheduler or None
         )
     _outlive(rep)
     if compile_id is not None:
@@ -396,6 +401,31 @@ def _picked(rep: Any, compile_id: str | None) -> Any:
     from .summary import is_named
 
     return lambda c: is_named(c, compile_id)
+
+
+@contextlib.contextmanager
+def _rereadable(path: str) -> Iterator[str]:
+    """PATH, or a copy of it when it is a pipe (`-` from `cat`, `<(zcat ...)`), which a second
+    read would find empty; the copy has the pipe's name, so the report names the same log."""
+    real = "/dev/stdin" if path == "-" else path
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:  # the reader says what is wrong with it
+        mode = stat.S_IFREG
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        yield path
+        return
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tlview-pipe-") as d:
+        copy = os.path.join(d, os.path.basename(real) or "stdin")
+        try:
+            with open(real, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except OSError as e:
+            raise TlviewError(f"{path}: cannot read: {e.strerror or e}", EXIT_NO_TRACE) from None
+        yield copy
 
 
 def _newest(path: str) -> str:
