@@ -35,6 +35,7 @@ _NEWLINE_TAB = re.compile(rb"\n\t")
 # A run of NUL bytes, as a crash leaves in a log file: kept as one NUL, so a file of zeros
 # with no line break cannot fill memory; the line that holds it is reported.
 _NULS = re.compile(rb"\x00{2,}")
+_BLANK_THEN_TAB = re.compile(rb"\n\r?\n\t")
 _SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
 
 
@@ -339,6 +340,9 @@ class Reader:
         elif expected is not None:
             rec.payload_ok = False
             self.bad(line, "record says it has a payload but none follows (log cut short?)")
+        if not led and rest and b"\n\t" in rest:  # TAB lines, but a blank line before them
+            at = line + 2 + rest.count(b"\n", 0, rest.index(b"\n\t"))
+            self.bad(at, "payload lines after a blank line, cut off from any record: skipped")
         return rec
 
     def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
@@ -369,6 +373,14 @@ class Reader:
         for fixed in _repairs(data):
             if hashlib.md5(fixed, usedforsecurity=False).hexdigest() == expected:
                 rec.payload = fixed
+                return
+        blank = _BLANK_THEN_TAB.search(raw)
+        if blank is not None:  # the payload, then a blank line and TAB lines of no record
+            whole = _exact(raw[: blank.start()])
+            if hashlib.md5(whole, usedforsecurity=False).hexdigest() == expected:
+                rec.payload = whole
+                at = rec.line + raw.count(b"\n", 0, blank.start()) + 3
+                self.bad(at, "payload lines after a blank line, cut off from any record: skipped")
                 return
         rec.payload = data
         rec.payload_ok = False
