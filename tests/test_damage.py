@@ -179,21 +179,21 @@ def test_strict_and_text_list_bad_lines(tmp_path: Path) -> None:
 
 
 def test_payload_lines_after_a_blank_line_are_bad_lines(tmp_path: Path) -> None:
-    """TAB lines under a record, but with a blank line before them, belong to no record:
+    """TAB lines under a record, but with blank lines before them, belong to no record:
     reported at the first of them, with or without a payload above, the records kept."""
     data = (FIXTURES / "demo.log").read_bytes()
     us = units(data)
     bare = next(u for u in us if u.lines == 1)  # a record with no payload
     full = next(u for u in us if u.lines > 3 and u.start > bare.start)
     stray = b"\n\tstray payload line 1\n\tstray payload line 2\n"
-    out = data[: bare.end] + stray + data[bare.end : full.end] + stray + data[full.end :]
+    out = data[: bare.end] + stray + data[bare.end : full.end] + b"\n" + stray + data[full.end :]
     log = tmp_path / "stray.log"
     log.write_bytes(out)
     doc = report_json(log)
     second = full.last_line + 1 + 3  # its lines after the first stray block's three
     assert [(b["line"], b["reason"]) for b in doc["bad_lines"]] == [
         (bare.line + 2, "payload lines after a blank line, cut off from any record: skipped"),
-        (second + 1, "payload lines after a blank line, cut off from any record: skipped"),
+        (second + 2, "payload lines after a blank line, cut off from any record: skipped"),
     ]
     assert doc["stats"]["records"] == report_json(FIXTURES / "demo.log")["stats"]["records"]
     assert_clean_exit(run("report", str(log), "--strict"), EXIT_STRICT, "--strict")

@@ -359,3 +359,34 @@ def test_a_progress_bar_leaves_the_log_read_in_two(monkeypatch: pytest.MonkeyPat
     mid = halves[-1]
     assert told[0] <= (mid + 1) * size // (mid + lead) < size
     assert sum(told) == size
+
+
+def test_an_end_whose_begin_was_lost_closes_nothing_in_either_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Damage: a begun event's record is gone, its end is still there. One reader ignores the
+    # end; the second part of a split must not take it for the end of an event of the first
+    # part (the depths of the events after it would be one short).
+    data = only_log("transformer_inductor").read_bytes()
+    starts = [m.end() for m in re.finditer(rb"\n(?=V)", data)]
+    lost = next(
+        i
+        for i, at in enumerate(starts)
+        if data.startswith(b"\t", data.index(b"\n", at) + 1)
+        and b'"name": "_recursive_pre_grad_passes"' in data[at : data.find(b"\nV", at)]
+        and b'"ph": "B"' in data[at : data.find(b"\nV", at)]
+    )
+    log = tmp_path / "lost.log"
+    log.write_bytes(data[: starts[lost]] + data[starts[lost + 1] :])
+    whole = _json(log)
+    size = len(data) - (starts[lost + 1] - starts[lost])
+    cuts = [at - (starts[lost + 1] - starts[lost]) for at in starts[lost + 1 : lost + 10]]
+    monkeypatch.setattr(split, "PARALLEL_MIN", 0)
+    for at in cuts:
+        assert 0 < at < size
+        monkeypatch.setattr(split, "record_start", lambda path, x, at=at: at)
+        assert _json(log) == whole, at
+    # The events after the lost one sit where one reader puts them.
+    (c,) = [c for c in whole["compiles"] if c["key"] == "0/0"]
+    depth = {p["name"]: p["depth"] for p in c["phases"]}
+    assert depth["create_aot_dispatcher_function"] == depth["backend_compile"] + 1

@@ -701,9 +701,23 @@ class Indexer:
         # Events begun in our part and still open are the outer ones of b's. b counted
         # depths from its own stack and noted how many of ours it had closed by then.
         deeper = {cid: len(st.chromium) for cid, st in self.open.items() if st.chromium}
+        # How many of b's first k unmatched ends close one of ours: an end whose begin was lost
+        # (a damaged record) closes nothing, as one reader finds.
+        closes: dict[CompileId | None, list[int]] = {}
+        names = {cid: [n for n, _, _ in st.chromium] for cid, st in self.open.items()}
+        for cid, name, _ts in b.unmatched:
+            open_here = names.get(cid, [])
+            hit = name in open_here
+            if hit:
+                del open_here[len(open_here) - 1 - open_here[::-1].index(name)]
+            counts = closes.setdefault(cid, [0])
+            counts.append(counts[-1] + hit)
 
         def depth(cid: CompileId | None, d: int) -> int:
             closed, local = d >> _CLOSED_SHIFT, d & ((1 << _CLOSED_SHIFT) - 1)
+            counts = closes.get(cid)
+            if counts is not None:
+                closed = counts[min(closed, len(counts) - 1)]
             return local + max(0, deeper.get(cid, 0) - closed)
 
         for cid in b.compiles:

@@ -35,7 +35,7 @@ _NEWLINE_TAB = re.compile(rb"\n\t")
 # A run of NUL bytes, as a crash leaves in a log file: kept as one NUL, so a file of zeros
 # with no line break cannot fill memory; the line that holds it is reported.
 _NULS = re.compile(rb"\x00{2,}")
-_BLANK_THEN_TAB = re.compile(rb"\n\r?\n\t")
+_BLANK_THEN_TAB = re.compile(rb"\n(?:\r?\n)+\t")  # a payload, blank lines, TAB lines
 _SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
 
 
@@ -379,7 +379,7 @@ class Reader:
             whole = _exact(raw[: blank.start()])
             if hashlib.md5(whole, usedforsecurity=False).hexdigest() == expected:
                 rec.payload = whole
-                at = rec.line + raw.count(b"\n", 0, blank.start()) + 3
+                at = rec.line + raw.count(b"\n", 0, blank.end()) + 1
                 self.bad(at, "payload lines after a blank line, cut off from any record: skipped")
                 return
         rec.payload = data
