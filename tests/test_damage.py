@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -197,6 +198,29 @@ def test_payload_lines_after_a_blank_line_are_bad_lines(tmp_path: Path) -> None:
     ]
     assert doc["stats"]["records"] == report_json(FIXTURES / "demo.log")["stats"]["records"]
     assert_clean_exit(run("report", str(log), "--strict"), EXIT_STRICT, "--strict")
+
+
+def test_absurd_compile_times_are_written_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compile times of 1e308 (and their sum, inf) from a damaged log: the terminal says them
+    in a few characters, not 309 digits; the JSON has them as numbers, and null for inf."""
+    data = (FIXTURES / "demo.log").read_bytes()
+    data = re.sub(
+        rb'"entire_frame_compile_time_s": [0-9.]+', b'"entire_frame_compile_time_s": 1e308', data
+    )
+    log = tmp_path / "absurd.log"
+    log.write_bytes(data)
+    monkeypatch.setenv("COLUMNS", "200")
+    res = run("report", str(log))
+    assert_clean_exit(res, EXIT_OK, "text")
+    assert "| inf s compiling |" in res.stdout and "1e+308 s" in res.stdout
+    assert max(len(line) for line in res.stdout.splitlines()) <= 200
+    doc = report_json(log)
+    assert doc["stats"]["compile_time_s"] is None
+    assert {
+        c["metrics"]["entire_frame_compile_time_s"] for c in doc["compiles"] if c["metrics"]
+    } == {1e308}
 
 
 def test_20mb_single_lines(tmp_path: Path) -> None:

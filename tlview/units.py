@@ -28,7 +28,10 @@ def dims(v: object) -> str:
 
 
 def seconds(v: float | None) -> str:
-    """A duration: three decimals under ten seconds, one above ("" when there is none)."""
+    """A duration: three decimals under ten seconds, one above ("" when there is none); a
+    damaged log's absurd figure (1e308, or their sum, inf) in short."""
     if v is None:
         return ""
+    if not abs(v) < 1e9:
+        return f"{v:.3g} s"
     return f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
