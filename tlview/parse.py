@@ -36,6 +36,7 @@ _NEWLINE_TAB = re.compile(rb"\n\t")
 # with no line break cannot fill memory; the line that holds it is reported.
 _NULS = re.compile(rb"\x00{2,}")
 _BLANK_THEN_TAB = re.compile(rb"\n(?:\r?\n)+\t")  # a payload, blank lines, TAB lines
+_STRAY = "payload lines after a blank line, cut off from any record: skipped"
 _SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
 
 
@@ -342,7 +343,7 @@ class Reader:
             self.bad(line, "record says it has a payload but none follows (log cut short?)")
         if not led and rest and b"\n\t" in rest:  # TAB lines, but a blank line before them
             at = line + 2 + rest.count(b"\n", 0, rest.index(b"\n\t"))
-            self.bad(at, "payload lines after a blank line, cut off from any record: skipped")
+            self.bad(at, _STRAY)
         return rec
 
     def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
@@ -380,7 +381,7 @@ class Reader:
             if hashlib.md5(whole, usedforsecurity=False).hexdigest() == expected:
                 rec.payload = whole
                 at = rec.line + raw.count(b"\n", 0, blank.end()) + 1
-                self.bad(at, "payload lines after a blank line, cut off from any record: skipped")
+                self.bad(at, _STRAY)
                 return
         rec.payload = data
         rec.payload_ok = False
