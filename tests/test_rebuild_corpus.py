@@ -271,3 +271,63 @@ def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None
     assert list(got["compiles"]["1/0"]["L['x']"].shape) == [6]
     res = run_cli("repro", log, "--all", "-o", tmp_path / "repro")
     assert res.exit_code in (0, 6) and "internal error" not in res.stderr, res.stderr
+
+
+def test_rare_kinds_of_tensor_list_emit_and_load(tmp_path: Path) -> None:
+    """Inputs torch handles with warnings, aborts or cannot save: each is listed, written by
+    --emit (in the plain dictionary only when torch.load reads it back) and loaded exactly,
+    with stderr clean. The records are edited: torch 2.13 logs none of these on this machine."""
+
+    def edit(**fields: Any) -> Any:
+        def apply(d: dict[str, Any]) -> None:
+            d.update(fields)
+            for k in [k for k, v in fields.items() if v is None]:
+                del d[k]
+
+        return apply
+
+    log = _damaged(
+        tmp_path,
+        {
+            (4, 0): edit(dtype="torch.int1"),  # torch.save cannot write it
+            (6, 0): edit(dtype="torch.float8_e4m3fn", requires_grad=True),  # nor read it back
+            (8, 0): edit(device="device(type='cuda', index=0)", is_leaf=False, requires_grad=True),
+            (8, 1): edit(dtype="torch.complex32"),  # "ComplexHalf support is experimental"
+            (15, 1): edit(layout="torch.sparse_csr", stride=None, storage=None),
+        },
+    )
+    listing = run_cli("inputs", log)  # a fake non-leaf on a missing device: torch aborts
+    assert listing.exit_code == 0 and not listing.stderr, listing.stderr
+    assert "L['x']: fake: faked as a leaf: this machine has no cuda:0" in listing.stdout
+    for mode in ("random", "meta"):
+        out = tmp_path / f"{mode}.pt"
+        res = run_cli("inputs", log, "--emit", out, "--mode", mode)
+        assert res.exit_code == 0 and "Warning" not in res.stderr, res.stderr
+        plain = torch.load(out, weights_only=True)["compiles"]
+        got = load_inputs(out)["compiles"]
+        assert got["1/1"]["L['x']"].dtype == torch.int1 and list(got["1/1"]["L['x']"].shape) == [10]
+        f8 = got["2/0"]["L['x']"]
+        assert f8.dtype == torch.float8_e4m3fn and f8.requires_grad
+        assert got["3/0"]["L['w']"].dtype == torch.complex32
+        csr = got["5/0"]["L['y']"]
+        assert csr.layout == torch.sparse_csr and list(csr.shape) == [3, 5]
+        if mode == "random":  # left out of the plain dictionary, which torch.load reads
+            assert "L['x']" not in plain["1/1"] and "L['x']" not in plain["2/0"]
+
+
+def test_max_bytes_counts_a_subclass_storage_never_described(tmp_path: Path) -> None:
+    # A subclass whose storage has no describe_storage record: the plain tensor that stands in
+    # for it allocates everything it reaches (1 GiB here), which --max-bytes must count.
+    sub = {
+        "is_traceable_wrapper_subclass": True,
+        "type": "<class 'somewhere.Else'>",
+        "attrs": {},
+        "storage": 99,
+        "storage_offset": 1 << 28,
+    }
+    log = _damaged(tmp_path, {(15, 0): lambda d: d.update(sub)})
+    res = run_cli(
+        "inputs", log, "--compile-id", "5/0", "--emit", tmp_path / "x.pt", "--max-bytes", "64M"
+    )
+    assert res.exit_code == EXIT_REFUSED and "need 1.0 GiB of memory" in res.stderr, res.stderr
+    assert not (tmp_path / "x.pt").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 import signal
 import stat
 import sys
@@ -313,6 +314,7 @@ def inputs(
     latest: bool,
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
+    _quiet_torch()
     path = _newest(path) if latest else path
     from . import split
     from .load import load
@@ -373,6 +375,23 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
         click.echo("")
     if not listed:
         click.echo(clean(f"{rep.path}: no compile described any input tensor"))
+
+
+# What torch says, as a warning, when it makes tensors of a kind a log can describe: the
+# listing's notes say what matters, and stderr keeps one line per problem.
+TORCH_NOISE = (
+    "ComplexHalf support is experimental",
+    "Sparse CSR tensor support is in beta",
+    "Sparse invariant checks are implicitly disabled",
+    "torch.quantize_per_tensor, torch.quantize_per_channel",
+)
+
+
+def _quiet_torch() -> None:
+    import warnings
+
+    for text in TORCH_NOISE:
+        warnings.filterwarnings("ignore", message=re.escape(text))
 
 
 def _import_torch() -> None:
@@ -638,6 +657,7 @@ def repro(
     latest: bool,
 ) -> None:
     """Write a script that re-runs a captured graph on inputs rebuilt from the log."""
+    _quiet_torch()
     path = _newest(path) if latest else path
     from pathlib import Path
 

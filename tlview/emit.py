@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -79,6 +80,12 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
                 )
                 continue
             p = g.tensors[tid]
+            if _unusual(torch, t) and (why := _not_carried(torch, t)) is not None:
+                extra[name] = (
+                    f"torch.save and torch.load do not carry it as it is ({why}); "
+                    "use tlview.load_inputs"
+                )
+                continue
             if t.layout != torch.strided:  # sparse: torch.save writes it; no storage to share
                 out[name] = t
                 continue
@@ -100,6 +107,30 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
                 continue
             out[name] = t
     return out, extra
+
+
+# dtypes that torch.save and torch.load(weights_only=True) carry, whatever the tensor
+_USUAL = (
+    "float32", "float64", "float16", "bfloat16", "complex64", "complex128",
+    "int64", "int32", "int16", "int8", "uint8", "bool",
+)  # fmt: skip
+
+
+def _unusual(torch: Any, t: Any) -> bool:
+    """A tensor torch may not write or read back: sparse, empty, or of a rarer dtype."""
+    return t.layout != torch.strided or t.numel() == 0 or str(t.dtype)[6:] not in _USUAL
+
+
+def _not_carried(torch: Any, t: Any) -> str | None:
+    """Why torch.save then torch.load(weights_only=True) fail on t here, or None."""
+    buf = io.BytesIO()
+    try:
+        torch.save(t, buf)
+        buf.seek(0)
+        torch.load(buf, weights_only=True)
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+    return None
 
 
 def _copy(torch: Any, t: Any, zero_bytes: bool = False) -> Any:
@@ -160,7 +191,12 @@ def _group_record(g: GroupPlan, r: Rebuilt, plain: Mapping[str, Any]) -> dict[st
 
 def save(obj: Mapping[str, Any], out: IO[bytes]) -> None:
     torch = need_torch()
-    torch.save(dict(obj), out)
+    try:
+        torch.save(dict(obj), out)
+    except Exception as e:  # what the checks of `_plain_tensors` did not foresee
+        raise TlviewError(
+            f"torch.save cannot write these tensors: {type(e).__name__}: {e}", EXIT_REFUSED
+        ) from None
 
 
 def load_inputs(

@@ -1414,9 +1414,13 @@ def real_bytes(groups: Sequence[GroupPlan]) -> int:
     total = 0
     for g in groups:
         total += sum(g.storages.values())
+        undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
         for p in g.tensors.values():
             if p.storage is None and not p.subclass:
                 total += p.extent()
+            elif p.subclass and p.storage is not None and p.storage not in g.storages:
+                undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
+        total += sum(undescribed.values())
     return total
 
 
@@ -1711,6 +1715,7 @@ class FakeBuilder:
         self.busy: set[int] = set()
         self.keep: list[Any] = []  # MetaConverter's memo is weak: hold every fake it made
         self.owners: set[str] | None = None
+        self.devices: dict[str, bool] = {}  # logged device -> whether this machine has it
 
     def note(self, tid: int, text: str) -> None:
         lst = self.notes.setdefault(tid, [])
@@ -1783,6 +1788,13 @@ class FakeBuilder:
                 nbytes = 0
             d = self.sdescs[sid] = MetaStorageDesc(id=sid, size=nbytes, data=None)
         return d
+
+    def here(self, device: str) -> bool:
+        """Whether this machine has the device (a fake needs it only for a non-leaf's grad_fn)."""
+        got = self.devices.get(device)
+        if got is None:
+            got = self.devices[device] = Devices(self.torch, None, "real").available(device)
+        return got
 
     def desc(self, tid: int) -> Any:
         """The MetaTensorDesc of a logged tensor, links resolved to the described objects."""
@@ -1869,6 +1881,10 @@ class FakeBuilder:
             elif p.layout not in ("strided", "jagged"):
                 raise _Failed(f"layout {p.layout} cannot be faked from the log")
             layout = getattr(torch, p.layout, torch.strided)
+            leaf = p.leaf
+            if not leaf and p.requires_grad and not self.here(p.device):
+                leaf = True  # its grad_fn would name the device, and torch aborts on that
+                self.note(tid, f"faked as a leaf: this machine has no {p.device}")
             d = MetaTensorDesc(
                 id=tid,
                 ndim=p.ndim,
@@ -1879,7 +1895,7 @@ class FakeBuilder:
                 dynamo_hint_overrides=dict(p.hint_overrides),
                 layout=layout,
                 is_inference=False,
-                is_leaf=p.leaf,
+                is_leaf=leaf,
                 requires_grad=p.requires_grad,
                 is_sparse=p.sparse,
                 is_mkldnn=False,
