@@ -302,6 +302,6 @@ def emit_file(
     with output(path, force) as out:
         save(obj, out)
     tensors = sum(len(r.tensors) for _, r in built)
-    noted = sum(len(r.notes) for _, r in built)
+    noted = sum(len(n) for n in obj["notes"].values())  # with what writing them added
     failed = sum(len(r.failed) for _, r in built)
     return f"{tensors} tensor(s) of {len(built)} compile(s); {noted} with notes, {failed} failed"
