@@ -294,11 +294,16 @@ def test_rare_kinds_of_tensor_list_emit_and_load(tmp_path: Path) -> None:
             (8, 0): edit(device="device(type='cuda', index=0)", is_leaf=False, requires_grad=True),
             (8, 1): edit(dtype="torch.complex32"),  # "ComplexHalf support is experimental"
             (15, 1): edit(layout="torch.sparse_csr", stride=None, storage=None),
+            (10, 1): edit(dtype="torch.int64"),  # a Parameter that requires grad
         },
     )
     listing = run_cli("inputs", log)  # a fake non-leaf on a missing device: torch aborts
     assert listing.exit_code == 0 and not listing.stderr, listing.stderr
     assert "L['x']: fake: faked as a leaf: this machine has no cuda:0" in listing.stdout
+    bias = "L['fn']._parameters['bias']"
+    assert f"{bias}: requires_grad on int64 is impossible in torch: left off" in listing.stdout
+    failed = [ln.strip() for ln in listing.stdout.splitlines() if "not rebuilt" in ln]
+    assert failed == ["L['y']: not rebuilt as fake: layout sparse_csr cannot be faked from the log"]
     for mode in ("random", "meta"):
         out = tmp_path / f"{mode}.pt"
         res = run_cli("inputs", log, "--emit", out, "--mode", mode)
@@ -309,6 +314,8 @@ def test_rare_kinds_of_tensor_list_emit_and_load(tmp_path: Path) -> None:
         f8 = got["2/0"]["L['x']"]
         assert f8.dtype == torch.float8_e4m3fn and f8.requires_grad
         assert got["3/0"]["L['w']"].dtype == torch.complex32
+        b = got["4/0"][bias]
+        assert isinstance(b, torch.nn.Parameter) and b.dtype == torch.int64 and not b.requires_grad
         csr = got["5/0"]["L['y']"]
         assert csr.layout == torch.sparse_csr and list(csr.shape) == [3, 5]
         if mode == "random":  # left out of the plain dictionary, which torch.load reads

@@ -1175,17 +1175,23 @@ class RealBuilder:
         """Autograd state, Parameter-ness, conj and neg bits for a freshly made leaf tensor."""
         torch = self.torch
         if p.param:
-            r = torch.nn.Parameter(r, requires_grad=p.requires_grad)
-        elif p.requires_grad:
-            if r.dtype.is_floating_point or r.dtype.is_complex:
-                r.requires_grad_(True)
-                if not p.leaf:
-                    with torch.enable_grad():
-                        r = _nonleaf_fn(torch).apply(r)
-            else:
-                self.note(p.id, f"requires_grad on {p.dtype} is impossible in torch: left off")
+            r = torch.nn.Parameter(r, requires_grad=self.can_grad(p, r))
+        elif self.can_grad(p, r):
+            r.requires_grad_(True)
+            if not p.leaf:
+                with torch.enable_grad():
+                    r = _nonleaf_fn(torch).apply(r)
         self.bits(p, r)
         return r
+
+    def can_grad(self, p: TensorPlan, r: Any) -> bool:
+        """Whether r requires grad as logged: torch allows it for float and complex dtypes."""
+        if not p.requires_grad:
+            return False
+        if r.dtype.is_floating_point or r.dtype.is_complex:
+            return True
+        self.note(p.id, f"requires_grad on {p.dtype} is impossible in torch: left off")
+        return False
 
     def bits(self, p: TensorPlan, r: Any) -> None:
         torch = self.torch
@@ -1240,7 +1246,7 @@ class RealBuilder:
                     torch._C._autograd._set_creation_meta(r, cm)
         if p.param:
             self.note(p.id, "a Parameter that is a view: rebuilt as a Parameter, not a view")
-            r = torch.nn.Parameter(r.detach(), requires_grad=p.requires_grad)
+            r = torch.nn.Parameter(r.detach(), requires_grad=self.can_grad(p, r))
         self.bits(p, r)
         return r
 
@@ -1314,7 +1320,7 @@ class RealBuilder:
     def finish_subclass(self, p: TensorPlan, r: Any) -> Any:
         torch = self.torch
         if p.param:
-            r = torch.nn.Parameter(r, requires_grad=p.requires_grad)
+            r = torch.nn.Parameter(r, requires_grad=self.can_grad(p, r))
         elif p.requires_grad and not r.requires_grad:
             if p.leaf or not r.is_leaf:
                 r.requires_grad_(True)
@@ -1881,14 +1887,18 @@ class FakeBuilder:
             elif p.layout not in ("strided", "jagged"):
                 raise _Failed(f"layout {p.layout} cannot be faked from the log")
             layout = getattr(torch, p.layout, torch.strided)
-            leaf = p.leaf
-            if not leaf and p.requires_grad and not self.here(p.device):
+            leaf, grad = p.leaf, p.requires_grad
+            dtype = torch_dtype(p.dtype)
+            if grad and not (dtype.is_floating_point or dtype.is_complex):
+                grad = False
+                self.note(tid, f"requires_grad on {p.dtype} is impossible in torch: left off")
+            if not leaf and grad and not self.here(p.device):
                 leaf = True  # its grad_fn would name the device, and torch aborts on that
                 self.note(tid, f"faked as a leaf: this machine has no {p.device}")
             d = MetaTensorDesc(
                 id=tid,
                 ndim=p.ndim,
-                dtype=torch_dtype(p.dtype),
+                dtype=dtype,
                 device=torch.device(p.device),
                 size=tuple(self.dim(x) for x in p.size),
                 dynamo_dynamic_indices=list(p.dynamic_indices),
@@ -1896,7 +1906,7 @@ class FakeBuilder:
                 layout=layout,
                 is_inference=False,
                 is_leaf=leaf,
-                requires_grad=p.requires_grad,
+                requires_grad=grad,
                 is_sparse=p.sparse,
                 is_mkldnn=False,
                 is_view=view,
