@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 from tlview.emit import emit_file, load_inputs  # noqa: E402
 from tlview.load import load  # noqa: E402
 from tlview.model import Compile, Report  # noqa: E402
-from tlview.rebuild import fake_rebuild, plan_compile, real_inputs  # noqa: E402
+from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile, real_inputs  # noqa: E402
 
 PROGRAM = r"""
 import json, sys
@@ -267,6 +267,8 @@ def test_real_matches_original(run: Any, case: str) -> None:
     for src, w in want["inputs"].items():
         check(src, got.tensors[src], w)
     check_sharing(got.tensors, want["inputs"])
+    if case == "zero":  # z's storage was freed: rebuilt so, and said (reading it would crash)
+        assert got.notes.get("L['z']") == [ZERO_NOTE] and "L['e']" not in got.notes
 
 
 @pytest.mark.parametrize("case", CASES)

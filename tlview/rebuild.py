@@ -75,6 +75,10 @@ _ITEMSIZE = {
     "qint32": 4,
     "bits16": 2,
 }
+ZERO_NOTE = (
+    "its storage is logged as 0 bytes (freed, as FSDP frees parameters between uses): rebuilt "
+    "so, and reading its values crashes torch, as it would have in the program"
+)
 _QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
 _NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
 _SYMBOL = re.compile(r"[su]\d+")
@@ -962,6 +966,10 @@ class RealBuilder:
             st = self.storages.get(sid)
             if st is not None and st.nbytes():
                 st.resize_(0)
+        if self.g.zero:
+            for tid, p in self.g.tensors.items():
+                if p.storage in self.g.zero and tid in memo:
+                    self.note(tid, ZERO_NOTE)
 
     def get(self, tid: int) -> Any:
         """The tensor for id `tid`, or None (the reason is in `errors`)."""
