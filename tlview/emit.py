@@ -19,6 +19,7 @@ from .rebuild import (
     Rebuilt,
     TensorPlan,
     collect,
+    first_line,
     need_torch,
     planned,
     real_bytes,
@@ -129,7 +130,7 @@ def _not_carried(torch: Any, t: Any) -> str | None:
         buf.seek(0)
         torch.load(buf, weights_only=True)
     except Exception as e:
-        return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        return f"{type(e).__name__}: {first_line(e)}"
     return None
 
 

@@ -996,7 +996,7 @@ class RealBuilder:
         except _Failed as e:
             self.errors[tid] = str(e)
         except Exception as e:  # one tensor that fails never stops the others
-            self.errors[tid] = f"{type(e).__name__}: {_first_line(e)}"
+            self.errors[tid] = f"{type(e).__name__}: {first_line(e)}"
         finally:
             self.busy.discard(tid)
         return None
@@ -1076,7 +1076,7 @@ class RealBuilder:
                     with torch.no_grad():
                         r.grad = g
                 except Exception as e:
-                    self.note(p.id, f".grad not attached: {_first_line(e)}")
+                    self.note(p.id, f".grad not attached: {first_line(e)}")
         return r
 
     def plain(self, p: TensorPlan, outer: bool = False) -> Any:
@@ -1193,13 +1193,11 @@ class RealBuilder:
         return r
 
     def can_grad(self, p: TensorPlan, r: Any) -> bool:
-        """Whether r requires grad as logged: torch allows it for float and complex dtypes."""
-        if not p.requires_grad:
-            return False
-        if r.dtype.is_floating_point or r.dtype.is_complex:
-            return True
-        self.note(p.id, f"requires_grad on {p.dtype} is impossible in torch: left off")
-        return False
+        """Whether r requires grad as logged (the note says why not, when the log says so)."""
+        why = grad_refused(p, r.dtype)
+        if why is not None:
+            self.note(p.id, why)
+        return p.requires_grad and why is None
 
     def bits(self, p: TensorPlan, r: Any) -> None:
         torch = self.torch
@@ -1245,7 +1243,7 @@ class RealBuilder:
                 with torch.enable_grad():
                     r = mid.as_strided(p.size, p.stride, p.offset)
         except Exception as e:
-            self.note(p.id, f"not rebuilt as a view of its base ({_first_line(e)})")
+            self.note(p.id, f"not rebuilt as a view of its base ({first_line(e)})")
             return self.plain(p)
         if p.creation_meta:
             cm = _creation_meta(torch, p.creation_meta)
@@ -1311,7 +1309,7 @@ class RealBuilder:
         try:
             r = cls.__tensor_unflatten__(inner, ctx, tuple(p.size), tuple(p.stride))
         except Exception as e:
-            raise _StandIn(f"{p.type_name}.__tensor_unflatten__ failed: {_first_line(e)}") from e
+            raise _StandIn(f"{p.type_name}.__tensor_unflatten__ failed: {first_line(e)}") from e
         if p.view:
             self.note(p.id, "a view of another tensor: rebuilt from its inner tensors, not a view")
         return self.finish_subclass(p, r)
@@ -1418,7 +1416,14 @@ def _creation_meta(torch: Any, text: str) -> Any:
     return getattr(torch._C._autograd.CreationMeta, name, None)
 
 
-def _first_line(e: BaseException) -> str:
+def grad_refused(p: TensorPlan, dtype: Any) -> str | None:
+    """Why a tensor logged as requiring grad cannot: torch allows it for float and complex only."""
+    if p.requires_grad and not (dtype.is_floating_point or dtype.is_complex):
+        return f"requires_grad on {p.dtype} is impossible in torch: left off"
+    return None
+
+
+def first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:300] if text else type(e).__name__
 
@@ -1762,7 +1767,7 @@ class FakeBuilder:
         except _Failed as e:
             self.errors[tid] = str(e)
         except Exception as e:
-            self.errors[tid] = f"{type(e).__name__}: {_first_line(e)}"
+            self.errors[tid] = f"{type(e).__name__}: {first_line(e)}"
         return None
 
     def symbolic(self, tid: int, name: str) -> bool:
@@ -1897,9 +1902,9 @@ class FakeBuilder:
             layout = getattr(torch, p.layout, torch.strided)
             leaf, grad = p.leaf, p.requires_grad
             dtype = torch_dtype(p.dtype)
-            if grad and not (dtype.is_floating_point or dtype.is_complex):
+            if (why := grad_refused(p, dtype)) is not None:
                 grad = False
-                self.note(tid, f"requires_grad on {p.dtype} is impossible in torch: left off")
+                self.note(tid, why)
             if not leaf and grad and not self.here(p.device):
                 leaf = True  # its grad_fn would name the device, and torch aborts on that
                 self.note(tid, f"faked as a leaf: this machine has no {p.device}")
