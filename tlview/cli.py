@@ -451,7 +451,7 @@ def _newest(path: str) -> str:
     """The newest log of a directory (--latest): by modification time, then name."""
     from pathlib import Path
 
-    from .errors import EXIT_NO_TRACE, EXIT_USAGE
+    from .errors import EXIT_USAGE
     from .jobs import is_url
     from .parse import discover
 

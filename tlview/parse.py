@@ -342,9 +342,12 @@ class Reader:
             rec.payload_ok = False
             self.bad(line, "record says it has a payload but none follows (log cut short?)")
         if not led and rest and b"\n\t" in rest:  # TAB lines, but a blank line before them
-            at = line + 2 + rest.count(b"\n", 0, rest.index(b"\n\t"))
-            self.bad(at, _STRAY)
+            self._stray(line, rest, rest.index(b"\n\t") + 1)
         return rec
+
+    def _stray(self, line: int, rest: bytes, tab: int) -> None:
+        """TAB lines after blank ones, from rest[tab], in what follows the record on `line`."""
+        self.bad(line + rest.count(b"\n", 0, tab) + 1, _STRAY)
 
     def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
         checked = self.verify and isinstance(expected, str)
@@ -380,8 +383,7 @@ class Reader:
             whole = _exact(raw[: blank.start()])
             if hashlib.md5(whole, usedforsecurity=False).hexdigest() == expected:
                 rec.payload = whole
-                at = rec.line + raw.count(b"\n", 0, blank.end()) + 1
-                self.bad(at, _STRAY)
+                self._stray(rec.line, raw, blank.end() - 1)
                 return
         rec.payload = data
         rec.payload_ok = False
