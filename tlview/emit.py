@@ -35,7 +35,9 @@ def compile_key(c: Compile, several_logs: bool) -> str:
     return f"{c.log}:{c.key}" if several_logs else c.key
 
 
-def payload(rebuilt: Iterable[tuple[str, Rebuilt]], torch_version: str | None) -> dict[str, Any]:
+def payload(
+    rebuilt: Iterable[tuple[str, Rebuilt]], torch_version: str | None, mode: str = "random"
+) -> dict[str, Any]:
     """The object `--emit` saves: plain tensors for any reader, plans for `load_inputs`."""
     compiles: dict[str, dict[str, Any]] = {}
     notes: dict[str, dict[str, list[str]]] = {}
@@ -56,6 +58,7 @@ def payload(rebuilt: Iterable[tuple[str, Rebuilt]], torch_version: str | None) -
         "format": FORMAT,
         "torch_version": torch_version,
         "written_by": f"tlview {__version__}",
+        "mode": mode,
         "compiles": compiles,
         "notes": notes,
         "failed": failed,
@@ -218,6 +221,8 @@ def load_inputs(
     notes = {k: dict(v) for k, v in (obj.get("notes") or {}).items()}
     failed = {k: dict(v) for k, v in (obj.get("failed") or {}).items()}
     device = map_location if isinstance(map_location, str) else None
+    # A meta file's freed (0-byte) storages are made again on meta, as its saved ones are.
+    on = "meta" if obj.get("mode") == "meta" and device is None else "zeros"
     for key, rec in (obj.get("exact") or {}).items():
         got = Rebuilt({}, {}, {})
         for gd in rec.get("groups", []):
@@ -239,7 +244,7 @@ def load_inputs(
                 g,
                 mode="zeros",
                 filler=None,
-                devices=Devices(torch, device, "zeros"),
+                devices=Devices(torch, device, on),
                 allow_import=allow_import,
                 storages=storages,
                 valid_offsets=False,
@@ -299,7 +304,7 @@ def emit_file(
             c, mode=mode, seed=seed, device=device, max_bytes=1 << 62, allow_import=allow_import
         )
         built.append((key, r))
-    obj = payload(built, report.torch_version)
+    obj = payload(built, report.torch_version, mode)
     with output(path, force) as out:
         save(obj, out)
     tensors = sum(len(r.tensors) for _, r in built)
