@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import corpus, run_cli
+from conftest import FIXTURES, corpus, run_cli
 from test_html import DEMO, real_paths
 
 from tlview import __version__
@@ -57,6 +57,43 @@ def test_every_event_of_every_log(path: Path) -> None:
         e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"
     }
     assert set(names) == {pid for pid, _ in logged}
+
+
+def compile_trace(path: Path, ref: str) -> dict:
+    """`tlview report PATH --format perfetto --compile-id REF`, parsed."""
+    result = run_cli("report", path, "--format", "perfetto", "--compile-id", ref)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_compile_id_keeps_that_compiles_events() -> None:
+    path = corpus("mlp_aot_eager")
+    log = next(path.glob("*.log"))
+    by_id: dict[str, list[dict]] = {}
+    for rec in Reader(log):
+        if rec.kind == "chromium_event":
+            key = "-/-" if rec.compile_id is None else str(rec.compile_id)
+            by_id.setdefault(key, []).append(dict(orjson.loads(rec.payload or b""), pid=rec.pid))
+    assert len(by_id) >= 5  # compiles, restarts, recompiles
+    for key, logged in by_id.items():
+        trace = compile_trace(log, key)
+        assert trace["otherData"]["compiles"] == [key]
+        assert [e for e in trace["traceEvents"] if e["ph"] != "M"] == logged, key
+
+
+def test_compile_id_tells_runs_apart() -> None:
+    """torch._dynamo.reset() started the ids over: 0/0, 0/0@2 and 0/0@3 are three compiles."""
+    log = FIXTURES / "reset.log"
+    logged = [r for r in Reader(log) if r.kind == "chromium_event"]
+    assert {str(r.compile_id) for r in logged} == {"0/0"}
+    runs = []
+    for ref in ("0/0", "0/0@2", "0/0@3"):
+        trace = compile_trace(log, ref)
+        assert trace["otherData"]["compiles"] == [ref]
+        runs.append([e for e in trace["traceEvents"] if e["ph"] != "M"])
+    assert all(runs) and sum(map(len, runs)) == len(logged)
+    for a, b in zip(runs, runs[1:], strict=False):  # each run's events, then the next run's
+        assert max(e["ts"] for e in a) <= min(e["ts"] for e in b)
 
 
 def test_ranks_are_named_processes() -> None:

@@ -249,7 +249,7 @@ def report(
         from .render import perfetto
 
         with open_output(output, force) as out:
-            perfetto.write(rep, out)
+            perfetto.write(rep, out, only=_picked(rep, compile_id))
     else:
         figures = _text(rep, output, force, compile_id, -1 if brief else verbose)
     if output not in (None, "-"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -9,14 +10,28 @@ import orjson
 
 from .. import __version__
 from ..dumps import dumps
-from ..model import Report
-from ..parse import Reader
+from ..model import Compile, CompileId, Report
+from ..parse import Reader, Record
+
+# A compile's place in its log: the records of its id, its process, and its lines.
+Span = tuple[CompileId | None, int | None, int, int]
 
 
-def write(report: Report, out: IO[bytes]) -> None:
-    """Re-read each log and write its events as they pass; one Perfetto process per log process."""
+def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None = None) -> None:
+    """Re-read each log and write its events as they pass; one Perfetto process per log process.
+    With `only` (--compile-id), the events of the compiles it picks, and no others."""
     names = sorted({log.name for log in report.logs})
-    head = {"otherData": {"generator": f"tlview {__version__}", "logs": names}}
+    head: dict[str, Any] = {"otherData": {"generator": f"tlview {__version__}", "logs": names}}
+    spans: dict[str, list[Span]] | None = None
+    if only is not None:
+        spans = {}
+        for c in report.compiles:
+            if only(c):
+                cid = None if c.id is None else c.id.in_run(0)  # as a record names it
+                spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
+        head["otherData"]["compiles"] = sorted(
+            c.key if len(names) == 1 else f"{c.log}:{c.key}" for c in report.compiles if only(c)
+        )
     out.write(orjson.dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
     labels = {(log.name, log.pid): _label(log.name, log.rank, log.pid) for log in report.logs}
     paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))
@@ -26,6 +41,8 @@ def write(report: Report, out: IO[bytes]) -> None:
         seen: set[int] = set()
         for rec in Reader(Path(path), name):
             if rec.kind != "chromium_event":
+                continue
+            if spans is not None and not _within(rec, spans.get(name, ())):
                 continue
             ev = _event(rec.payload)
             if ev is None:
@@ -51,6 +68,16 @@ def write(report: Report, out: IO[bytes]) -> None:
             out.write((b"" if first else b",\n") + dumps(ev))
             first = False
     out.write(b'\n],"tlviewSkippedEvents":' + str(skipped).encode() + b"}\n")
+
+
+def _within(rec: Record, spans: list[Span]) -> bool:
+    """Whether a record is one of these compiles': its id, its process, inside their lines (a
+    process that started its ids over has the same id in several runs)."""
+    cid = rec.compile_id
+    return any(
+        cid == c and pid in (rec.pid, -1, None) and first <= rec.line <= last
+        for c, pid, first, last in spans
+    )
 
 
 def _event(payload: bytes | None) -> dict[str, Any] | None:
