@@ -42,7 +42,7 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
         for rec in Reader(Path(path), name):
             if rec.kind != "chromium_event":
                 continue
-            if spans is not None and not _within(rec, spans.get(name, ())):
+            if spans is not None and not _within(rec, spans.get(name, [])):
                 continue
             ev = _event(rec.payload)
             if ev is None:
