@@ -200,6 +200,40 @@ def test_payload_lines_after_a_blank_line_are_bad_lines(tmp_path: Path) -> None:
     assert_clean_exit(run("report", str(log), "--strict"), EXIT_STRICT, "--strict")
 
 
+def test_times_no_clock_gives_are_bad_lines(tmp_path: Path) -> None:
+    """A compile time below zero (damage torch never writes) is a bad line naming it, and is
+    left out of the compile and of every total, as a missing one is."""
+    data = (FIXTURES / "demo.log").read_bytes()
+    us = units(data)
+    fwd = next(u for u in us if b'"entire_frame_compile_time_s": 1.104691' in u.head)
+    bwd = next(u for u in us if b'{"bwd_compilation_metrics"' in u.head)
+    edits = []
+    for u, field, value in (
+        (fwd, "entire_frame_compile_time_s", -1.104691),
+        (bwd, "inductor_compile_time_s", -0.5),
+    ):
+        meta = record_json(u, lenient=False)
+        assert meta is not None
+        kind = next(iter(meta))
+        meta[kind][field] = value
+        edits.append((u, unit_bytes(meta, payload_of(u), u)))
+    for u, new in sorted(edits, key=lambda e: -e[0].start):
+        data = replace_unit(data, u, new)
+    log = tmp_path / "negative.log"
+    log.write_bytes(data)
+    doc, before = report_json(log), report_json(FIXTURES / "demo.log")
+    assert [(b["line"], b["reason"]) for b in doc["bad_lines"]] == [
+        (fwd.line, "compilation_metrics: not a duration: entire_frame_compile_time_s -1.104691"),
+        (bwd.line, "bwd_compilation_metrics: not a duration: inductor_compile_time_s -0.5"),
+    ]
+    c = next(c for c in doc["compiles"] if c["first_log_line"] <= fwd.line <= c["last_log_line"])
+    assert c["compile_time_s"] is None and c["metrics"]["graph_op_count"] is not None
+    total, was = doc["stats"]["compile_time_s"], before["stats"]["compile_time_s"]
+    assert total == pytest.approx(was - 1.104691)
+    phases = doc["stats"]["compile_time_by_phase_s"]
+    assert phases.get("backward") == before["stats"]["compile_time_by_phase_s"].get("backward")
+
+
 def test_absurd_compile_times_are_written_short(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

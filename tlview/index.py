@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -335,6 +336,9 @@ class Indexer:
             self.on_metrics(rec, c)
         elif kind == "bwd_compilation_metrics":
             if isinstance(body, dict):
+                body, problem = _durations(body)
+                if problem:
+                    self.bad(rec, problem)
                 c.bwd_metrics.append(self.small_dict(body))
         elif kind == "artifact":
             self.on_artifact(rec, c)
@@ -415,7 +419,8 @@ class Indexer:
         if not isinstance(body, dict):
             self.bad(rec, "expected an object")
             return
-        problem = _wrong_fields(body, _METRIC_FIELDS)
+        body, wrong_time = _durations(body)
+        problem = _wrong_fields(body, _METRIC_FIELDS) or wrong_time
         if problem:
             self.bad(rec, problem)
         if c.metrics is not None:
@@ -995,6 +1000,12 @@ _STR, _INT, _NUM, _LIST, _DICT = (
 )
 FieldTypes = dict[str, tuple[tuple[type, ...], str]]
 # Fields tlview reads, and what torch writes there (null aside).
+_TIME_FIELDS = (  # seconds, in compilation_metrics (the backward's has the inductor one)
+    "entire_frame_compile_time_s",
+    "backend_compile_time_s",
+    "inductor_compile_time_s",
+    "code_gen_time_s",
+)
 _METRIC_FIELDS: FieldTypes = {
     **dict.fromkeys(
         (
@@ -1020,15 +1031,7 @@ _METRIC_FIELDS: FieldTypes = {
         ),
         _INT,
     ),
-    **dict.fromkeys(
-        (
-            "entire_frame_compile_time_s",
-            "backend_compile_time_s",
-            "inductor_compile_time_s",
-            "code_gen_time_s",
-        ),
-        _NUM,
-    ),
+    **dict.fromkeys(_TIME_FIELDS, _NUM),
     "restart_reasons": ((list,), "a list of strings"),
 }
 _FRAME_FIELDS: FieldTypes = {
@@ -1054,6 +1057,20 @@ _CHROMIUM_FIELDS: FieldTypes = {
     "dur": _NUM,
     "args": _DICT,
 }
+
+
+def _durations(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Metrics without the times no clock gives (below zero, infinite, NaN), and what they
+    were: added up, they would skew every total."""
+    wrong = {
+        k: v
+        for k in _TIME_FIELDS
+        if isinstance(v := body.get(k), float | int) and not 0 <= v < math.inf
+    }
+    if not wrong:
+        return body, None
+    said = ", ".join(f"{k} {v!r}" for k, v in wrong.items())
+    return {k: v for k, v in body.items() if k not in wrong}, f"not a duration: {said}"
 
 
 def _wrong_fields(
