@@ -601,3 +601,39 @@ def test_where_the_compile_time_went() -> None:
     total = next(line for line in out.splitlines() if line.startswith("all 12 "))
     assert [c.strip() for c in total.split("|")][2:] == ["32.5 s", "30.9 s", "28.6 s", "28.1 s"]
     assert run_cli("report", log, "-q").stdout.count("Compile time") == 0  # brief: not shown
+
+
+def test_times_logged_only_in_microseconds() -> None:
+    """A torch that logs compilation_metrics times only as *_us (tlparse's test logs): the
+    compile time and its phases come from them, in seconds."""
+    doc = report_json(corpus("tlparse-tests", "simple.log"))
+    (c,) = [c for c in doc["compiles"] if c["key"] == "0/0"]
+    assert "entire_frame_compile_time_s" not in c["metrics"]  # as logged: nothing added
+    assert c["compile_time_s"] == pytest.approx(1.659332)
+    assert doc["stats"]["compile_time_s"] == pytest.approx(1.659332)
+    assert doc["stats"]["compile_time_by_phase_s"] == pytest.approx(
+        {"total": 1.659332, "backend": 1.30709, "inductor": 0.706575, "code_gen": 0.529174}
+    )
+    text = run_cli("report", corpus("tlparse-tests", "simple.log")).stdout
+    assert "1.66 s compiling" in text
+
+
+def test_no_time_logged_is_not_zero(tmp_path: Path) -> None:
+    """Compiles whose metrics hold no time at all: "not logged", never "0.00 s"."""
+    import re
+
+    data = (FIXTURES / "demo.log").read_bytes()
+    data = re.sub(
+        rb'"(entire_frame_compile_time_s|dynamo_cumulative_compile_time_us)": [0-9.]+, ', b"", data
+    )
+    log = tmp_path / "untimed.log"
+    log.write_bytes(data)
+    doc = report_json(log)
+    assert doc["stats"]["compiles"] > 0 and doc["bad_lines"] == []
+    assert doc["stats"]["compile_time_s"] is None
+    assert all(c["compile_time_s"] is None for c in doc["compiles"])
+    assert "total" not in doc["stats"]["compile_time_by_phase_s"]
+    text = run_cli("report", log).stdout
+    assert "compile time not logged" in text and "s compiling" not in text
+    page = run_cli("report", log, "--format", "html").stdout
+    assert "not logged" in page

@@ -19,6 +19,7 @@ from . import explain
 from . import inputs as inputs_mod
 from .divergence import artifact_meta, graph_md5
 from .model import (
+    MICROS,
     BadLine,
     CacheEvent,
     Compile,
@@ -1000,12 +1001,8 @@ _STR, _INT, _NUM, _LIST, _DICT = (
 )
 FieldTypes = dict[str, tuple[tuple[type, ...], str]]
 # Fields tlview reads, and what torch writes there (null aside).
-_TIME_FIELDS = (  # seconds, in compilation_metrics (the backward's has the inductor one)
-    "entire_frame_compile_time_s",
-    "backend_compile_time_s",
-    "inductor_compile_time_s",
-    "code_gen_time_s",
-)
+# Times of compilation_metrics (the backward's has the inductor ones): seconds, microseconds.
+_TIME_FIELDS = (*MICROS, *MICROS.values())
 _METRIC_FIELDS: FieldTypes = {
     **dict.fromkeys(
         (

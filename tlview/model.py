@@ -397,6 +397,28 @@ class Divergence:
     detail: str
 
 
+# The seconds that compilation_metrics gives, and the microseconds torch logs beside them since
+# 2.6 (some versions log only those): the same clock, so either gives the time.
+MICROS = {
+    "entire_frame_compile_time_s": "dynamo_cumulative_compile_time_us",
+    "backend_compile_time_s": "aot_autograd_cumulative_compile_time_us",
+    "inductor_compile_time_s": "inductor_cumulative_compile_time_us",
+    "code_gen_time_s": "inductor_code_gen_cumulative_compile_time_us",
+}
+
+
+def seconds_of(metrics: dict[str, Any], name: str) -> float | None:
+    """A time of compilation_metrics (`name`, in seconds), or its microsecond twin when a torch
+    logged only that; None when it has neither."""
+    v = metrics.get(name)
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return float(v)
+    us = metrics.get(MICROS[name])
+    if isinstance(us, int | float) and not isinstance(us, bool):
+        return us / 1e6
+    return None
+
+
 @pickled_by_fields
 @dataclass(slots=True)
 class Compile:
@@ -442,8 +464,7 @@ class Compile:
 
     @property
     def compile_time_s(self) -> float | None:
-        v = (self.metrics or {}).get("entire_frame_compile_time_s")
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+        return seconds_of(self.metrics or {}, "entire_frame_compile_time_s")
 
     @property
     def graph_ops(self) -> int | None:

@@ -6,7 +6,7 @@ import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .model import BreakSummary, Compile, Input, Report
+from .model import BreakSummary, Compile, Input, Report, seconds_of
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
@@ -35,13 +35,13 @@ def phase_times(c: Compile) -> dict[str, float]:
     out: dict[str, float] = {}
     m = c.metrics or {}
     for name, metric in PHASES:
-        v = m.get(metric)
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            out[name] = float(v)
+        v = seconds_of(m, metric)
+        if v is not None:
+            out[name] = v
     for bm in c.bwd_metrics:
-        v = bm.get("inductor_compile_time_s")
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            out["backward"] = out.get("backward", 0.0) + float(v)
+        v = seconds_of(bm, "inductor_compile_time_s")
+        if v is not None:
+            out["backward"] = out.get("backward", 0.0) + v
     return out
 
 

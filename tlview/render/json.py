@@ -198,7 +198,8 @@ def stats(o: Overview) -> dict[str, Any]:
         "failures": o.failures,
         "restarts": o.restarts,
         "incomplete": o.incomplete,
-        "compile_time_s": round(o.compile_time_s, 6),
+        # null when no compile logged its time (never finished, or a torch that logs none)
+        "compile_time_s": round(o.compile_time_s, 6) if "total" in o.phases else None,
         "compile_time_by_phase_s": {k: round(v, 6) for k, v in o.phases.items()},
         "slowest_compiles": [
             {

@@ -840,7 +840,10 @@ def figures(o: Overview) -> list[Figure]:
         Figure("graph breaks", f"{o.graph_breaks:,}", "graph_break"),
         Figure("recompiles", f"{o.recompiles:,}"),
         Figure("restarts", f"{o.restarts:,}", "restarted"),
-        Figure("compile time", f"{o.compile_time_s:.2f} s"),
+        Figure(
+            "compile time",
+            f"{o.compile_time_s:.2f} s" if "total" in o.phases or not o.compiles else "not logged",
+        ),
         Figure("cache hits", f"{o.cache.get('hit', 0):,}"),
         Figure("cache misses", f"{o.cache.get('miss', 0):,}"),
     ]
