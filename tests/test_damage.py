@@ -208,14 +208,14 @@ def test_times_no_clock_gives_are_bad_lines(tmp_path: Path) -> None:
     fwd = next(u for u in us if b'"entire_frame_compile_time_s": 1.104691' in u.head)
     bwd = next(u for u in us if b'{"bwd_compilation_metrics"' in u.head)
     edits = []
-    for u, field, value in (
-        (fwd, "entire_frame_compile_time_s", -1.104691),
-        (bwd, "inductor_compile_time_s", -0.5),
+    for u, fields in (
+        (fwd, {"entire_frame_compile_time_s": -1.104691, "dynamo_cumulative_compile_time_us": -1}),
+        (bwd, {"inductor_compile_time_s": -0.5}),
     ):
         meta = record_json(u, lenient=False)
         assert meta is not None
         kind = next(iter(meta))
-        meta[kind][field] = value
+        meta[kind].update(fields)
         edits.append((u, unit_bytes(meta, payload_of(u), u)))
     for u, new in sorted(edits, key=lambda e: -e[0].start):
         data = replace_unit(data, u, new)
@@ -223,7 +223,11 @@ def test_times_no_clock_gives_are_bad_lines(tmp_path: Path) -> None:
     log.write_bytes(data)
     doc, before = report_json(log), report_json(FIXTURES / "demo.log")
     assert [(b["line"], b["reason"]) for b in doc["bad_lines"]] == [
-        (fwd.line, "compilation_metrics: not a duration: entire_frame_compile_time_s -1.104691"),
+        (
+            fwd.line,
+            "compilation_metrics: not a duration: entire_frame_compile_time_s -1.104691, "
+            "dynamo_cumulative_compile_time_us -1",
+        ),
         (bwd.line, "bwd_compilation_metrics: not a duration: inductor_compile_time_s -0.5"),
     ]
     c = next(c for c in doc["compiles"] if c["first_log_line"] <= fwd.line <= c["last_log_line"])
