@@ -637,3 +637,21 @@ def test_no_time_logged_is_not_zero(tmp_path: Path) -> None:
     assert "compile time not logged" in text and "s compiling" not in text
     page = run_cli("report", log, "--format", "html").stdout
     assert "not logged" in page
+
+
+def test_a_recompile_reason_keeps_its_stack() -> None:
+    """A recompile_reasons payload of text: one reason per guard failure (a line starting with
+    a compile id), its "User stack trace:" lines part of it, not reasons of their own."""
+    doc = report_json(corpus("subclasses"))
+    reasons = {c["key"]: c["recompile_reasons"] for c in doc["compiles"]}
+    (only,) = reasons["2/1"]
+    first, *rest = only.splitlines()
+    assert first.startswith("2/0: ___check_type_id(args[0], ")
+    assert rest[0] == "User stack trace:" and len(rest) == 5
+    assert rest[-1].strip() == "return F.linear(input, self.weight, self.bias)"
+    # a JSON list (two guard failures) stays two reasons
+    zoo = {c["key"]: c["recompile_reasons"] for c in report_json(corpus("dtypes_zoo"))["compiles"]}
+    assert zoo["0/2"] == [
+        "0/1: tensor 'x' dtype mismatch. expected BFloat16, actual Double",
+        "0/0: tensor 'x' dtype mismatch. expected Half, actual Double",
+    ]

@@ -451,7 +451,7 @@ class Indexer:
             c.firstline = body["co_firstlineno"]
         rec_reason = body.get("recompile_reason")
         if isinstance(rec_reason, str) and rec_reason and not c.recompile_reasons:
-            c.recompile_reasons = [line for line in rec_reason.splitlines() if line.strip()]
+            c.recompile_reasons = _split_reasons(rec_reason)
 
     def on_artifact(self, rec: Record, c: Compile) -> None:
         body = rec.body
@@ -965,7 +965,25 @@ def _reasons(rec: Record) -> list[str]:
     v = _json(rec.payload)
     if isinstance(v, list):
         return [str(x) for x in v]
-    return [line for line in rec.text(100_000).splitlines() if line.strip()]
+    return _split_reasons(rec.text(100_000))
+
+
+# A guard failure as torch words it: the id of the compile whose guards failed, then why.
+_REASON_START = re.compile(r"!?\d+(?:/\d+)+(?:_\d+)?: ")
+
+
+def _split_reasons(text: str) -> list[str]:
+    """Recompile reasons written as text, one per guard failure: a line that does not start
+    with a compile id (`User stack trace:` and its frames) belongs to the reason above it."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if out and not _REASON_START.match(line):
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+    return out
 
 
 def _json(data: bytes | None) -> Any:
