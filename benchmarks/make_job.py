@@ -27,6 +27,7 @@ BASE = CORPUS / "multirank_gloo" / "dedicated_log_torch_trace_rank_0_f534302x.lo
 
 _RANK_KEY = re.compile(rb'"rank": \d+')
 _RANK_PREFIX = re.compile(rb"^\[rank\d+\]:")
+_CACHED = re.compile(rb'"cache_size": \d+')
 _FRAME = re.compile(rb'"frame_id": (\d+), "frame_compile_id": (\d+)')
 _MD5 = re.compile(rb'"has_payload": "[0-9a-f]*"')
 _PAYLOAD_ID = re.compile(rb'"compile_id": "(\d+)/(\d+)')
@@ -122,7 +123,11 @@ def extra_recompile(frame: int, fcid: int) -> Edit:
     def edit(units: list[Unit]) -> list[Unit]:
         new = 1 + max(c[1] for u in units if (c := u.compile()) and c[0] == frame)
         old = (frame, fcid)
-        return units + [_move(u, old, (frame, new)) for u in units if u.compile() == old]
+        moved = [_move(u, old, (frame, new)) for u in units if u.compile() == old]
+        # Its metrics count the frame's earlier compiles as cached, as a recompile's do.
+        return units + [
+            replace(u, head=_CACHED.sub(b'"cache_size": %d' % new, u.head)) for u in moved
+        ]
 
     return edit
 

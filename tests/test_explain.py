@@ -181,6 +181,7 @@ def test_json_recompile_record() -> None:
         "inputs_compared": True,
         "limit_hit": False,
         "limit": None,
+        "retry": False,
     }
 
 

@@ -655,3 +655,22 @@ def test_a_recompile_reason_keeps_its_stack() -> None:
         "0/1: tensor 'x' dtype mismatch. expected BFloat16, actual Double",
         "0/0: tensor 'x' dtype mismatch. expected Half, actual Double",
     ]
+
+
+def test_a_retry_after_a_failure_is_not_a_recompile() -> None:
+    """suppress_errors: f failed in 0/0 and compiled again as 0/1 with nothing cached (metrics:
+    cache_size 0, no guard failed); only g's 1/1 is a recompile (its guard on x failed)."""
+    path = corpus("compile_error", "dedicated_log_torch_trace_4oku3kw2.log")
+    doc = report_json(path)
+    by = {c["key"]: c for c in doc["compiles"]}
+    assert doc["stats"]["recompiles"] == 1
+    assert by["0/1"]["status"] == "failed" and by["0/1"]["recompile"]["retry"] is True
+    assert by["0/1"]["recompile"]["previous"] == "0/0"
+    assert by["1/1"]["recompile"]["retry"] is False
+    assert by["1/1"]["recompile"]["reasons"] == [
+        "1/0: tensor 'x' size mismatch at index 0. expected 3, actual 5"
+    ]
+    text = run_cli("report", path).stdout
+    assert "| 1 recompiles |" in text
+    table = text[text.index("Recompiles") : text.index("Failures")]
+    assert "1/1 " in table and "0/1 " not in table

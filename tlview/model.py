@@ -467,6 +467,13 @@ class Compile:
         return seconds_of(self.metrics or {}, "entire_frame_compile_time_s")
 
     @property
+    def is_retry(self) -> bool:
+        """Compiled again only because the compile before it left nothing cached (it failed):
+        its metrics count no cache entry for the frame, and no guard failed."""
+        n = (self.metrics or {}).get("cache_size")
+        return type(n) is int and n == 0 and not self.recompile_reasons
+
+    @property
     def graph_ops(self) -> int | None:
         v = (self.metrics or {}).get("graph_op_count")
         return v if isinstance(v, int) and not isinstance(v, bool) else None

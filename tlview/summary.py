@@ -83,7 +83,11 @@ def is_named(c: Compile, ref: str) -> bool:
 
 
 def is_recompile(c: Compile) -> bool:
-    return c.id is not None and bool(c.id.frame_compile) and c.status != "restarted"
+    """A compile of a frame after its first, because guards failed: not a restart, and not a
+    retry of a compile that failed (nothing was cached, so no guard could fail)."""
+    return (
+        c.id is not None and bool(c.id.frame_compile) and c.status != "restarted" and not c.is_retry
+    )
 
 
 def problem_order(c: Compile) -> int:

@@ -107,6 +107,7 @@ def recompile(c: Compile) -> dict[str, Any] | None:
         "inputs_compared": r.compared,
         "limit_hit": r.limit_hit,
         "limit": limit_text(c),
+        "retry": c.is_retry,  # nothing was cached before it: not counted as a recompile
     }
 
 

@@ -770,7 +770,9 @@ def _lighten(r: Row) -> None:
 
 
 def _listed_recompile(c: Compile) -> bool:
-    return c.recompile is not None or (is_recompile(c) and bool(c.recompile_reasons))
+    return (c.recompile is not None and not c.is_retry) or (
+        is_recompile(c) and bool(c.recompile_reasons)
+    )
 
 
 def _status_order(s: str) -> int:

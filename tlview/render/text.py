@@ -322,7 +322,7 @@ class RecompileRow:
 
 def recompile_row(c: Compile, many: bool) -> RecompileRow | None:
     r = c.recompile
-    if r is None or c.id is None:
+    if r is None or c.id is None or c.is_retry:
         return None
     changed = [change_text(x) for x in r.input_changes[:8]]
     if len(r.input_changes) > 8:
