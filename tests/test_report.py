@@ -280,6 +280,27 @@ def test_compile_ids_started_over_by_dynamo_reset_are_compiles_of_their_run() ->
     assert all("@" not in c["key"] and c["run"] == 1 for c in demo["compiles"])
 
 
+def test_a_reset_after_a_restart_starts_a_new_run() -> None:
+    """f breaks its graph, so 0/0 restarts as 0/0_1 (whose metrics end attempt 0 too), then
+    torch._dynamo.reset(), twice: the second run's 0/0 is a compile of its own, not the first's."""
+    data = report_json(FIXTURES / "reset_break.log")
+    got = [(c["key"], c["status"], c["function"]) for c in data["compiles"][1:]]
+    resume = "torch_dynamo_resume_in_f_at_6"
+    assert got == [
+        ("0/0", "restarted", "f"),
+        ("0/0_1", "graph_break", "f"),
+        ("1/0", "ok", resume),
+        ("0/0@2", "restarted", "f"),
+        ("0/0_1@2", "graph_break", "f"),
+        ("1/0@2", "ok", resume),
+    ]
+    by = {c["key"]: c for c in data["compiles"]}
+    for key, n in (("0/0", 3), ("0/0_1", 3), ("0/0@2", 6), ("0/0_1@2", 6)):
+        assert [i["size"] for i in by[key]["inputs"]] == [[n]], key
+    assert data["stats"]["restarts"] == 2 and data["stats"]["graph_breaks"] == 2
+    assert all(by[k]["compile_time_s"] for k in ("0/0_1", "1/0", "0/0_1@2", "1/0@2"))
+
+
 def test_a_copied_dynamo_start_is_no_new_run(tmp_path: Path) -> None:
     # A record written twice (damage) repeats an id whose compile has not ended: the same run.
     data = (FIXTURES / "reset.log").read_bytes()

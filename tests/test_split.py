@@ -35,6 +35,7 @@ def _json(path: Path) -> dict:
         lambda: corpus("tlparse-tests", "multi_rank_logs", "dedicated_log_torch_trace_rank_1.log"),
         lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),
         lambda: FIXTURES / "reset.log",  # compile id 0/0 started in both halves
+        lambda: FIXTURES / "reset_break.log",  # and after a restart
     ],
 )
 def test_two_halves_equal_one_reader(log, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -431,6 +431,9 @@ class Indexer:
         c.metrics = self.small_dict(body)
         if c.id is not None:
             self.ended.add(c.id)
+            # A restart's earlier attempts logged no metrics of their own: they ended with it,
+            # so their id starting again is a new run.
+            self.ended.update(dataclasses.replace(c.id, attempt=a) for a in range(c.id.attempt))
         if self.part:
             self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
         for name, attr in (("fail_type", "fail_type"), ("fail_reason", "fail_reason")):
