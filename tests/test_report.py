@@ -695,3 +695,21 @@ def test_a_retry_after_a_failure_is_not_a_recompile() -> None:
     assert "| 1 recompiles |" in text
     table = text[text.index("Recompiles") : text.index("Failures")]
     assert "1/1 " in table and "0/1 " not in table
+
+
+def test_one_graph_break_under_its_wrappers_is_one_row() -> None:
+    """The sparse-tensor break of subclasses.py, once as a break while tracing a CALL and twice
+    inside "Failed to handle graph break gracefully ...": one row of three, named by the break."""
+    doc = report_json(corpus("subclasses"))
+    (row,) = [b for b in doc["graph_breaks"] if "sparse" in b["reason"]]
+    assert row["title"] == "Attempted to wrap sparse Tensor" and row["count"] == 3
+    assert row["compiles"] == ["3/0", "3/0_1", "4/0"]
+    assert sorted(row["where"].values()) == [1, 2]
+    titles = {g["title"] for c in doc["compiles"] for g in c["graph_breaks"]}
+    assert titles == {"Attempted to wrap sparse Tensor"}
+    # breaks of two kinds stay two rows; the four skipped calls (CALL and CALL_FUNCTION_EX) one
+    gloo = report_json(corpus("multirank_gloo"))
+    assert [(b["title"], b["count"]) for b in gloo["graph_breaks"]] == [
+        ("Attempted to call function marked as skipped", 4),
+        ("Unsupported method call", 2),
+    ]

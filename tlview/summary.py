@@ -149,9 +149,10 @@ class Tally:
             self.cache[ev.outcome] += 1
         for gb in c.graph_breaks:
             o.graph_breaks += 1
-            s = self.breaks.get(gb.reason)
+            key = break_key(gb.reason)
+            s = self.breaks.get(key)
             if s is None:
-                s = self.breaks[gb.reason] = BreakSummary(gb.reason)
+                s = self.breaks[key] = BreakSummary(gb.reason)
             s.count += 1
             if gb.where:
                 s.where[gb.where] = s.where.get(gb.where, 0) + 1
@@ -245,10 +246,27 @@ _RARE_FLAGS_ORDER = ("is_conj", "is_neg", "is_inference", "is_functional", "is_n
 _RARE_FLAGS = frozenset(_RARE_FLAGS_ORDER)
 
 
+# Lines torch writes around a graph break's own words: what it was tracing, or that it gave
+# up on the whole function because of the break.
+_BREAK_WRAPPERS = ("Encountered graph break when", "Failed to handle graph break gracefully")
+
+
 def break_title(reason: str) -> str:
     """The line of a graph-break reason that names the break, for tables and headings."""
     lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
     for ln in lines:
-        if not ln.startswith("Encountered graph break when"):
+        if not ln.startswith(_BREAK_WRAPPERS):
             return ln
     return lines[0] if lines else "?"
+
+
+def break_key(reason: str) -> str:
+    """What makes two graph breaks the same: the line naming the break and torch's debug
+    context (the function or op it is about), not the words around them (which bytecode was
+    traced, a fallback to eager, the variables on the stack)."""
+    context = ""
+    for ln in reason.splitlines():
+        if ln.strip().startswith("Developer debug context:"):
+            context = ln.strip()
+            break
+    return f"{break_title(reason)}\n{context}"

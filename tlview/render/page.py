@@ -38,6 +38,7 @@ from ..summary import (
     PHASE_NAMES,
     Overview,
     Tally,
+    break_key,
     break_title,
     compile_ref,
     input_flags,
@@ -551,7 +552,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
             "rows": str(PAGE_COMPILES),
             "break_compiles": str(MAX_BREAK_COMPILES),
         },
-        break_anchor={b.reason: b.anchor for b in breaks},
+        break_anchor={break_key(b.reason): b.anchor for b in breaks},
         time=time_view(o, {r.ref: r.anchor for r in rows}),
         shared=first_shown(rows),
     )
@@ -904,7 +905,7 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
     """Everything one compile's section shows."""
     v = CompileView(c=c, row=r)
     v.inputs = [input_view(i) for i in c.inputs]
-    v.breaks = [(g, page.break_anchor.get(g.reason, "")) for g in c.graph_breaks]
+    v.breaks = [(g, page.break_anchor.get(break_key(g.reason), "")) for g in c.graph_breaks]
     kinds = _kinds(c)
     for pl in r.payloads:
         where, p = kinds[pl.pos]
