@@ -713,3 +713,17 @@ def test_one_graph_break_under_its_wrappers_is_one_row() -> None:
         ("Attempted to call function marked as skipped", 4),
         ("Unsupported method call", 2),
     ]
+
+
+def test_a_restart_is_named_by_its_compiles_metrics() -> None:
+    """An older torch (tlparse's comp_metrics.log) ends attempt 0's dynamo_start stack in its
+    caller, eval_frame's `_fn`: a restart is named as its final attempt's metrics name the code."""
+    doc = report_json(corpus("tlparse-tests", "comp_metrics.log"))
+    got = {
+        c["key"]: (c["function"], c["file"].rsplit("/", 1)[-1], c["line"])
+        for c in doc["compiles"]
+        if c["key"] != "-/-"
+    }
+    assert got["0/0"] == got["0/0_1"] == ("fn", "test_misc.py", 9549)
+    resume = ("torch_dynamo_resume_in_fn_at_9551", "test_misc.py", 9551)
+    assert got["1/0"] == got["1/0_1"] == resume

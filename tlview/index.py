@@ -906,6 +906,14 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
     for a in attempts[1:]:
         if not a.stack:
             a.stack = attempts[0].stack
+    # Every attempt compiles the same code: an attempt without metrics of its own (a restart)
+    # is named as the final one's metrics name it. Its dynamo_start stack can end in the
+    # caller instead (torch before 2.6 logged eval_frame's `_fn` there).
+    named = next((a.code for a in reversed(attempts) if a.code[0] is not None), None)
+    if named is not None:
+        for a in attempts:
+            if a.code[0] is None:
+                a.code = named
     for i, a in enumerate(attempts[:-1]):
         if i < len(final.restart_reasons) and not a.restart_reasons:
             a.restart_reasons = [final.restart_reasons[i]]

@@ -188,6 +188,7 @@ class Facts:
     restart_reasons: list[str]
     stack: list[StackFrame]
     first_line: int
+    code: tuple[str | None, str | None, int | None]  # function, file, first line, from metrics
 
     @classmethod
     def of(cls, c: Compile) -> Facts:
@@ -202,6 +203,7 @@ class Facts:
             c.restart_reasons,
             c.stack,
             c.first_line,
+            (c.function, c.file, c.firstline),
         )
 
     def shift_lines(self, n: int) -> None:
@@ -214,6 +216,8 @@ class Facts:
         c.graph_breaks = self.graph_breaks
         c.restart_reasons = self.restart_reasons
         c.stack = self.stack
+        if c.function is None and self.code[0] is not None:
+            c.function, c.file, c.firstline = self.code
 
 
 def weight(c: Compile) -> int:
