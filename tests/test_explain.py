@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus, run_cli
+from conftest import FIXTURES, corpus, report_json, run_cli
 from runs import traces  # noqa: F401  (session fixture: the program run under TORCH_TRACE)
 
 from tlview.explain import change_text, limit_text
@@ -217,3 +217,17 @@ def test_recompile_limit_hit_is_called_out(traces: dict[str, Path]) -> None:  # 
     rec = {c["key"]: c for c in data["compiles"]}["1/2"]["recompile"]
     assert rec["limit_hit"] is True and rec["limit"] == "recompile_limit (2)"
     assert rec["inputs_compared"] is False
+
+
+def test_a_refused_recompile_names_its_failed_guard() -> None:
+    """error_on_recompile: torch logs no recompile_reasons, only a RecompileError whose text
+    names the failed guard; the Recompiles table says it, not "(no reason logged)"."""
+    log = FIXTURES / "refused.log"
+    data = report_json(log)
+    (c,) = [c for c in data["compiles"] if c["key"] == "0/1"]
+    assert c["status"] == "failed" and c["fail_type"] == "RecompileError"
+    assert c["recompile_reasons"] == []
+    assert c["recompile"]["reasons"] == ["0/0: tensor 'x' rank mismatch. expected 1, actual 3"]
+    text = run_cli("report", log).stdout
+    table = text[text.index("Recompiles") : text.index("Failures")]
+    assert "0/0: tensor 'x' rank mismatch" in table and "no reason logged" not in table

@@ -79,13 +79,22 @@ def explain_frame(compiles: list[list[Compile]]) -> None:
 
 
 def _reasons(attempts: list[Compile]) -> list[str]:
-    """Failed guards of every attempt, once each (metrics repeat the artifact's first, by line)."""
+    """Failed guards of every attempt, once each (metrics repeat the artifact's first, by line);
+    for a recompile torch refused (`error_on_recompile`), the ones its error names."""
     out: list[str] = []
     for a in attempts:
         for r in a.recompile_reasons:
             if not any(r in seen for seen in out):
                 out.append(r)
+    if not out:
+        for a in attempts:
+            out += _GUARD_IN_ERROR.findall(a.fail_reason or "")
     return out
+
+
+# RecompileError: "Recompiling function f in ...\n triggered by the following guard failure(s):"
+# then one "- 0/0: tensor 'x' ..." line per failed guard.
+_GUARD_IN_ERROR = re.compile(r"^\s*- (!?\d+(?:/\d+)+(?:_\d+)?: .+)$", re.M)
 
 
 def _described(attempts: list[Compile]) -> Compile | None:
