@@ -195,10 +195,19 @@
   if (dl) {
     dl.addEventListener("click", () => {
       const events = [];
-      const pids = new Map();
+      const names = new Map(); // trace pid -> the log (and rank) it stands for
+      const procs = new Map(); // log and logged pid -> trace pid
       for (const tl of $$("svg.tl[data-cid]")) {
-        const pid = Number(tl.dataset.pid) || 0;
-        if (!pids.has(pid)) pids.set(pid, tl.dataset.log);
+        const key = tl.dataset.log + "\u0000" + tl.dataset.pid;
+        let pid = procs.get(key);
+        if (pid === undefined) {
+          // Ranks in separate containers often log the same pid: each keeps a process of its
+          // own, numbered above any real pid.
+          pid = Number(tl.dataset.pid) || 0;
+          while (names.has(pid)) pid += 4194304;
+          procs.set(key, pid);
+          names.set(pid, tl.dataset.log);
+        }
         for (const bar of $$("svg.ph", tl)) {
           const ev = {
             name: bar.querySelector("text").textContent, cat: "dynamo_timed", ts: Number(bar.dataset.ts),
@@ -212,7 +221,7 @@
           events.push(ev);
         }
       }
-      for (const [pid, name] of pids) events.push({ name: "process_name", ph: "M", pid, tid: 0, args: { name } });
+      for (const [pid, name] of names) events.push({ name: "process_name", ph: "M", pid, tid: 0, args: { name } });
       const blob = new Blob([JSON.stringify({ traceEvents: events, displayTimeUnit: "ms", otherData: { generator: "tlview" } })],
         { type: "application/json" });
       if (dl.dataset.url) URL.revokeObjectURL(dl.dataset.url);

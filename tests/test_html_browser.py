@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -388,12 +389,9 @@ def test_hostile_text_is_inert(browser: Chromium, tmp_path: Path) -> None:
     assert browser.eval("document.scripts.length") == 1
 
 
-def test_download_link_gives_the_phases_as_a_chrome_trace(
-    browser: Chromium, tmp_path: Path
-) -> None:
-    rep, dest = page_for(DEMO, tmp_path / "demo.html")
+def download_trace(browser: Chromium, dest: Path, downloads: Path) -> dict[str, Any]:
+    """Click the page's trace download link; the Chrome trace it gives."""
     assert problems(browser.load(dest), dest) == []
-    downloads = tmp_path / "downloads"
     downloads.mkdir()
     browser.call(
         "Browser.setDownloadBehavior",
@@ -410,7 +408,14 @@ def test_download_link_gives_the_phases_as_a_chrome_trace(
             break
     assert ev["params"]["state"] == "completed"
     (f,) = downloads.iterdir()
-    trace = json.loads(f.read_text())
+    return json.loads(f.read_text())
+
+
+def test_download_link_gives_the_phases_as_a_chrome_trace(
+    browser: Chromium, tmp_path: Path
+) -> None:
+    rep, dest = page_for(DEMO, tmp_path / "demo.html")
+    trace = download_trace(browser, dest, tmp_path / "downloads")
     phases = [e for e in trace["traceEvents"] if e["ph"] != "M"]
     assert len(phases) == sum(len(c.phases) for c in rep.compiles)
     by_id: dict[str, int] = {}
@@ -419,6 +424,18 @@ def test_download_link_gives_the_phases_as_a_chrome_trace(
     assert by_id == {c.key: len(c.phases) for c in rep.compiles if c.phases}
     first = min(phases, key=lambda e: e["ts"])
     assert first["name"] == "dynamo" and first["ph"] == "X" and first["dur"] > 0
+
+
+def test_downloaded_trace_keeps_ranks_of_one_pid_apart(browser: Chromium, tmp_path: Path) -> None:
+    """Ranks 0 and 2 of tlparse's 4-rank job logged the same pid: four processes, each with
+    its own rank's phases."""
+    rep, dest = page_for(corpus("tlparse-tests", "multi_rank_logs"), tmp_path / "ranks.html")
+    trace = download_trace(browser, dest, tmp_path / "downloads")
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+    assert sorted(names.values()) == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    got = Counter(names[e["pid"]] for e in trace["traceEvents"] if e["ph"] != "M")
+    want = Counter(f"rank {c.rank}" for c in rep.compiles for _ in c.phases)
+    assert got == want and len(want) == 4
 
 
 def test_the_harness_sees_script_errors_and_requests(browser: Chromium, tmp_path: Path) -> None:

@@ -28,12 +28,15 @@ def trace_of(path: Path) -> dict:
     return json.loads(out.getvalue())
 
 
+def _files(path: Path) -> list[Path]:
+    return sorted(path.glob("*.log")) if path.is_dir() else [path]
+
+
 def logged_events(path: Path) -> tuple[list[tuple[int, dict]], int]:
     """(process id, event) of each chromium_event record, read straight from the files, and
     the number of records whose payload is not an event."""
-    files = sorted(path.glob("*.log")) if path.is_dir() else [path]
     out, bad = [], 0
-    for f in files:
+    for f in _files(path):
         for rec in Reader(f):
             if rec.kind == "chromium_event":
                 try:
@@ -51,12 +54,17 @@ def test_every_event_of_every_log(path: Path) -> None:
     logged, bad = logged_events(path)
     assert len(events) == len(logged)
     assert trace["tlviewSkippedEvents"] == bad
-    for got, (pid, ev) in zip(events, logged, strict=True):
-        assert got == dict(ev, pid=pid)  # as logged, with the process id of the log prefix
     names = {
         e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"
     }
-    assert set(names) == {pid for pid, _ in logged}
+    files = {(f.name, rec.pid) for f in _files(path) for rec in Reader(f)}
+    given: dict[tuple[str, int], int] = {}
+    for got, (pid, ev) in zip(events, logged, strict=True):
+        # as logged, in a process named by its log and the process id of the log prefix
+        assert got == dict(ev, pid=got["pid"])
+        (log,) = [f for f, p in files if p == pid and f"{f} (pid {pid})" in names[got["pid"]]]
+        assert given.setdefault((log, pid), got["pid"]) == got["pid"]
+    assert len(set(given.values())) == len(given) == len(names)  # one process each, none shared
 
 
 def compile_trace(path: Path, ref: str) -> dict:
@@ -94,6 +102,30 @@ def test_compile_id_tells_runs_apart() -> None:
     assert all(runs) and sum(map(len, runs)) == len(logged)
     for a, b in zip(runs, runs[1:], strict=False):  # each run's events, then the next run's
         assert max(e["ts"] for e in a) <= min(e["ts"] for e in b)
+
+
+def test_ranks_with_one_pid_are_two_processes() -> None:
+    """Ranks 0 and 2 of tlparse's 4-rank job logged the same pid (separate containers): each
+    rank is a process of its own in the trace, named by its rank."""
+    path = corpus("tlparse-tests", "multi_rank_logs")
+    trace = trace_of(path)
+    names = {
+        e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"
+    }
+    ranks = sorted(n.split(" · ")[0] for n in names.values())
+    assert ranks == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    same = [p for p, n in names.items() if n.endswith("(pid 1543231)")]
+    assert len(same) == 2 and 1543231 in same
+    by_rank = Counter(
+        names[e["pid"]].split(" · ")[0] for e in trace["traceEvents"] if e["ph"] != "M"
+    )
+    logged = Counter(
+        f"rank {f.name.rsplit('_', 1)[1][0]}"
+        for f in _files(path)
+        for rec in Reader(f)
+        if rec.kind == "chromium_event"
+    )
+    assert by_rank == logged
 
 
 def test_ranks_are_named_processes() -> None:

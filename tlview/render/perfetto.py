@@ -13,6 +13,7 @@ from ..dumps import dumps
 from ..model import Compile, CompileId, Report
 from ..parse import Reader, Record
 
+PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.
 Span = tuple[CompileId | None, int | None, int, int]
 
@@ -37,8 +38,9 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
     paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))
     first = True
     skipped = 0
+    taken: set[int] = set()  # trace pids given out, over every log
     for path, name in paths:
-        seen: set[int] = set()
+        seen: dict[int, int] = {}  # logged pid -> trace pid
         for rec in Reader(Path(path), name):
             if rec.kind != "chromium_event":
                 continue
@@ -48,15 +50,22 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
             if ev is None:
                 skipped += 1
                 continue
-            if rec.pid not in seen:
-                seen.add(rec.pid)
+            pid = seen.get(rec.pid)
+            if pid is None:
+                # Ranks in separate containers often log the same pid: each log's process
+                # keeps one of its own, numbered above any real pid.
+                pid = rec.pid
+                while pid in taken:
+                    pid += PID_STEP
+                taken.add(pid)
+                seen[rec.pid] = pid
                 label = labels.get((name, rec.pid)) or _label(name, rec.rank, rec.pid)
                 meta = [
-                    {"name": "process_name", "ph": "M", "pid": rec.pid, "args": {"name": label}},
+                    {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}},
                     {
                         "name": "process_sort_index",
                         "ph": "M",
-                        "pid": rec.pid,
+                        "pid": pid,
                         "args": {"sort_index": len(seen) + 1000 * paths.index((path, name))},
                     },
                 ]
@@ -64,7 +73,7 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
                     out.write((b"" if first else b",\n") + orjson.dumps(m))
                     first = False
             # torch writes pid 0 in every process; the log prefix has the real one.
-            ev["pid"] = rec.pid
+            ev["pid"] = pid
             out.write((b"" if first else b",\n") + dumps(ev))
             first = False
     out.write(b'\n],"tlviewSkippedEvents":' + str(skipped).encode() + b"}\n")
