@@ -251,3 +251,24 @@ def test_diff_never_imports_torch(tmp_path: Path) -> None:
     out = tmp_path / "d.html"
     subprocess.run([sys.executable, "-c", code, str(base), str(new), str(out)], check=True)
     assert out.read_text().startswith("<!doctype html>")
+
+
+def test_two_ranks_of_one_job_pair_up() -> None:
+    """One log against one log: its frames pair up whatever rank each log is, and what
+    differs is what the ranks did differently (rank 1 got one more row of data)."""
+    r0, r1 = (sorted(corpus("multirank_gloo").glob(f"*rank_{r}_*.log"))[0] for r in (0, 1))
+    d = compare(load(r0), load(r1))
+    assert d.notes == ["the two runs have different ranks"]
+    assert [(c.kind, c.frame.split(" ")[0], c.what, c.before, c.after) for c in d.changes] == [
+        ("input", "inner", "compile #1: L['args'][0] size[0]", 8, 9)
+    ]
+    assert all(p.base is not None and p.new is not None for p in d.frames)
+
+
+def test_html_page_says_dash_for_no_value(tmp_path: Path) -> None:
+    """Graph ops and times a compile did not log (it failed) show as "-", never as None."""
+    a, b = sorted(corpus("compile_error").glob("*.log"))
+    out = tmp_path / "diff.html"
+    assert run_cli("diff", a, b, "--format", "html", "-o", out).exit_code == 0
+    page = out.read_text()
+    assert "None" not in page and "<td>-</td>" in page

@@ -259,6 +259,10 @@ def test_real_log_pages(browser: Chromium, path: Path, tmp_path: Path) -> None:
     assert rows == len(shown)
     text = browser.eval(ALL_TEXT)  # opening every block colours its code: no error either
     assert problems(browser.settled(), dest) == []
+    # Everything open, the page still fits its width: long lines wrap or scroll in their box.
+    wide = "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    width, room = browser.eval(wide)
+    assert width <= room, (path.name, width, room)
     for c in rep.compiles:
         for i in c.inputs:
             for s in i.sources:

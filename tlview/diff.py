@@ -178,12 +178,13 @@ def norm(text: str) -> str:
 
 
 def _processes(report: Report, many: bool) -> dict[int, str]:
-    """A label per log that names the same process in another run: its rank, or start order."""
+    """A label per log that names the same process in another run: its rank, or start order.
+    None when both runs are one process each: those pair up, whatever their ranks."""
+    if not many:
+        return {id(lg): "" for lg in report.logs}
     order = sorted(report.logs, key=lambda lg: (lg.first_time or "", lg.name))
     return {
-        id(lg): f"rank {lg.rank}"
-        if lg.rank is not None
-        else (f"process {order.index(lg)}" if many else "")
+        id(lg): f"rank {lg.rank}" if lg.rank is not None else f"process {order.index(lg)}"
         for lg in report.logs
     }
 

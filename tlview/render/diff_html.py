@@ -69,7 +69,9 @@ def _compile(cc: ComparedCompile) -> dict[str, Any]:
     b, n = cc.base, cc.new
 
     def pair(x: Any, y: Any) -> str:
-        return str(x) if x == y else f"{'-' if x is None else x} → {'-' if y is None else y}"
+        if x == y:
+            return "-" if x is None else str(x)
+        return f"{'-' if x is None else x} → {'-' if y is None else y}"
 
     def secs(c: Any) -> str | None:
         return None if c is None or c.compile_time_s is None else f"{c.compile_time_s:.2f}"
