@@ -21,7 +21,9 @@
       tr.hidden = !ok;
       if (ok) n += 1;
     }
-    shown.textContent = n === rows.length ? `${n} compiles` : `${n} of ${rows.length} compiles`;
+    // Rows, not compiles: the table also has a row for the records outside any compile.
+    const all = rows.length.toLocaleString("en-US");
+    shown.textContent = n === rows.length ? `${all} rows` : `${n.toLocaleString("en-US")} of ${all} rows`;
   }
 
   function sortBy(th) {

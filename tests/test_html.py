@@ -762,3 +762,13 @@ def test_compile_time_section_links_the_slowest_compiles() -> None:
             in sec
         )
     assert '<a href="#time">Compile time</a>' in text
+
+
+def test_figures_filter_only_to_rows_that_exist() -> None:
+    """A figure of 0 ("0 failed") is no button: it would filter the table to nothing it has.
+    The table's count says rows (it also has the row of records outside any compile)."""
+    _, quiet = render(corpus("mlp_aot_eager"))
+    assert 'data-status="failed"' not in quiet and 'data-status="restarted"' in quiet
+    assert '<span id="shown" aria-live="polite">7 rows</span>' in quiet
+    _, failing = render(corpus("compile_error"))
+    assert 'class="fig failed" data-status="failed"' in failing

@@ -326,9 +326,7 @@ def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
     assert browser.eval("document.activeElement.id") == "filter"
     browser.call("Input.insertText", text="views")
     assert _visible_ids(browser) == ["2/0"]
-    assert (
-        browser.eval("document.getElementById('shown').textContent") == f"1 of {len(keys)} compiles"
-    )
+    assert browser.eval("document.getElementById('shown').textContent") == f"1 of {len(keys)} rows"
     _press(browser, "Escape", "Escape")
     assert _visible_ids(browser) == keys
     browser.eval(

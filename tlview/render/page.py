@@ -831,18 +831,22 @@ def _distinct(names: list[str]) -> list[str]:
 
 
 def figures(o: Overview) -> list[Figure]:
+    def rows(status: str) -> str | None:
+        """The status a figure filters the table by, when the table has rows of it."""
+        return status if o.by_status.get(status) else None
+
     figs = [
         Figure("compiles", f"{o.compiles:,}", "*"),
-        Figure("failed", f"{o.failures:,}", "failed", "failed" if o.failures else ""),
+        Figure("failed", f"{o.failures:,}", rows("failed"), "failed" if o.failures else ""),
         Figure(
             "never finished",
             f"{o.incomplete:,}",
-            "incomplete",
+            rows("incomplete"),
             "incomplete" if o.incomplete else "",
         ),
-        Figure("graph breaks", f"{o.graph_breaks:,}", "graph_break"),
+        Figure("graph breaks", f"{o.graph_breaks:,}", rows("graph_break")),
         Figure("recompiles", f"{o.recompiles:,}"),
-        Figure("restarts", f"{o.restarts:,}", "restarted"),
+        Figure("restarts", f"{o.restarts:,}", rows("restarted")),
         Figure(
             "compile time",
             f"{o.compile_time_s:.2f} s" if "total" in o.phases or not o.compiles else "not logged",
