@@ -448,6 +448,19 @@ def test_meta_emit_loads_back_on_meta(run: Any, tmp_path: Path) -> None:
         check_sharing(got, originals[k]["inputs"])
     z = exact["compiles"][chosen[0].key]["L['z']"]
     assert z.untyped_storage().nbytes() == 0 and list(z.shape) == [4, 3]
+    # torch.load alone: a meta tensor comes back on a storage of its own at offset 0, and a
+    # non-leaf as a leaf; each such tensor has a note saying so.
+    grads = only(rep, originals["grads"]["function"])
+    emit_file(rep, [*chosen, grads], str(out), mode="meta", force=True)
+    raw = torch.load(out, weights_only=True)
+    views = chosen[2].key
+    for src, w in originals["views"]["inputs"].items():
+        said = " ".join(raw["notes"].get(views, {}).get(src, []))
+        got = raw["compiles"][views][src]
+        if w["offset"]:
+            assert got.storage_offset() == 0 and f"storage offset 0, not {w['offset']}" in said
+        assert "not the one it shares with" in said, src  # t, s and o share their base
+    assert "not a leaf" in " ".join(raw["notes"][grads.key]["L['h']"])
 
 
 def test_plans_need_no_torch_types(run: Any) -> None:

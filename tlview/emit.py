@@ -47,8 +47,8 @@ def payload(
         plain, extra = _plain_tensors(r)
         compiles[key] = plain
         n = {k: list(v) for k, v in r.notes.items()}
-        for src, text in extra.items():
-            n.setdefault(src, []).append(text)
+        for src, texts in extra.items():
+            n.setdefault(src, []).extend(texts)
         if n:
             notes[key] = n
         if r.failed:
@@ -66,11 +66,11 @@ def payload(
     }
 
 
-def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
+def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """Tensors torch.save can write as they are; stand-in copies where it cannot share."""
     torch = need_torch()
     out: dict[str, Any] = {}
-    extra: dict[str, str] = {}
+    extra: dict[str, list[str]] = {}
     primary: dict[int, Any] = {}  # storage cdata -> the dtype saved over it
     for g in r.groups:
         for name, tid, _src in g.sources:
@@ -78,14 +78,14 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
             if t is None:
                 continue
             if type(t) not in (torch.Tensor, torch.nn.Parameter):
-                extra[name] = (
+                extra.setdefault(name, []).append(
                     f"{type(t).__name__}: torch.load(weights_only=True) cannot load it; "
                     "use tlview.load_inputs"
                 )
                 continue
             p = g.tensors[tid]
             if _unusual(torch, t) and (why := _not_carried(torch, t)) is not None:
-                extra[name] = (
+                extra.setdefault(name, []).append(
                     f"torch.save and torch.load do not carry it as it is ({why}); "
                     "use tlview.load_inputs"
                 )
@@ -95,7 +95,7 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
                 continue
             if p.storage in g.zero:
                 out[name] = _copy(torch, t, zero_bytes=True)
-                extra[name] = (
+                extra.setdefault(name, []).append(
                     "its storage has 0 bytes, which torch.save cannot write: a full storage "
                     "stands in here; tlview.load_inputs restores it"
                 )
@@ -104,13 +104,59 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, str]]:
             dt = primary.setdefault(key, t.dtype)
             if dt != t.dtype:
                 out[name] = _copy(torch, t)
-                extra[name] = (
+                extra.setdefault(name, []).append(
                     f"shares its storage with a {dt} tensor, which torch.save cannot write: "
                     "a copy stands in here; tlview.load_inputs restores the sharing"
                 )
                 continue
             out[name] = t
+    for name, t in out.items():
+        if t.requires_grad and not t.is_leaf:
+            extra.setdefault(name, []).append(
+                "not a leaf (the log has it made by an autograd op): torch.load gives a leaf; "
+                "tlview.load_inputs restores it"
+            )
+    for name, lost in _meta_losses(torch, out).items():
+        extra.setdefault(name, []).append(
+            f"a meta tensor, which torch.save writes without its storage: torch.load gives "
+            f"{lost}; tlview.load_inputs restores it"
+        )
     return out, extra
+
+
+def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
+    """What torch.load gives differently for each meta tensor (no storage is saved for them):
+    its storage offset, its storage's size, the storage it shared with other inputs."""
+    metas = {
+        k: t for k, t in tensors.items() if t.device.type == "meta" and t.layout == torch.strided
+    }
+    if not metas:
+        return {}
+    buf = io.BytesIO()
+    try:
+        torch.save(metas, buf)
+        buf.seek(0)
+        back = torch.load(buf, weights_only=True)
+    except Exception:  # save() says so for the whole file
+        return {}
+    before = {k: t.untyped_storage()._cdata for k, t in metas.items()}
+    after = {k: t.untyped_storage()._cdata for k, t in back.items()}
+    out: dict[str, str] = {}
+    for k, t in metas.items():
+        b, lost = back[k], []
+        if b.storage_offset() != t.storage_offset():
+            lost.append(f"storage offset {b.storage_offset()}, not {t.storage_offset()}")
+        if b.untyped_storage().nbytes() != t.untyped_storage().nbytes():
+            lost.append(
+                f"a storage of {b.untyped_storage().nbytes()} bytes, "
+                f"not {t.untyped_storage().nbytes()}"
+            )
+        shared = [o for o in metas if o != k and before[o] == before[k]]
+        if any(after[o] != after[k] for o in shared):
+            lost.append(f"a storage of its own, not the one it shares with {', '.join(shared)}")
+        if lost:
+            out[k] = "; ".join(lost)
+    return out
 
 
 # dtypes that torch.save and torch.load(weights_only=True) carry, whatever the tensor
