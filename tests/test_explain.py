@@ -100,10 +100,10 @@ def test_dynamic_shapes_dims_that_became_dynamic() -> None:
     cs = by_key(corpus("dynamic_shapes"))
     g = cs["1/1"].recompile
     assert g is not None
-    # x was already dynamic in dim 0 (its size changes with no guard failing on it);
-    # w changed size and became dynamic.
+    # x was already dynamic in dim 0 (only its example value changes, no guard failing on
+    # it); w changed size and became dynamic.
     assert g.input_changes == [
-        InputChange("L['x']", "size[0]", 10, 20),
+        InputChange("L['x']", "hint[0]", 10, 20),
         InputChange("L['w']", "size[0]", 3, 5),
         InputChange("L['w']", "dynamic[0]", 3, "s15"),
     ]
@@ -118,10 +118,11 @@ def test_dynamic_shapes_dims_that_became_dynamic() -> None:
     assert f is not None
     assert f.reasons[0].startswith("0/0: 2 <= y.size()[0] <= 4")
     assert f.input_changes == [
-        InputChange("L['y']", "size[0]", 3, 6),
-        InputChange("L['x']", "size[0]", 3, 6),
+        InputChange("L['y']", "hint[0]", 3, 6),
+        InputChange("L['x']", "hint[0]", 3, 6),
     ]
     assert change_text(g.input_changes[2]) == "L['w'] dim 0 became dynamic: 3 -> s15"
+    assert change_text(f.input_changes[0]) == "L['y'] dim 0 (dynamic in both) example: 3 -> 6"
 
 
 def test_dtypes_zoo_each_recompile_is_one_dtype_change() -> None:

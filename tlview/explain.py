@@ -248,7 +248,9 @@ def tensor_changes(
             if isinstance(x, str) != isinstance(y, str):
                 out.append(InputChange(src, f"dynamic[{k}]", x, y))
                 continue
-            diff(f"size[{k}]", x, y)
+            # A symbol in both compiles: only its example value changed, which matters when a
+            # guard on the symbol's range failed.
+            diff(f"{'hint' if k in b_dyn and k in a_dyn else 'size'}[{k}]", x, y)
             if (k in b_dyn) != (k in a_dyn):
                 out.append(InputChange(src, f"dynamic[{k}]", b_dyn.get(k, x), a_dyn.get(k, y)))
         stb, sta = tb.stride, ta.stride
@@ -283,4 +285,7 @@ def change_text(ch: InputChange) -> str:
         dim = ch.field[len("dynamic[") : -1]
         became = "dynamic" if isinstance(ch.after, str) else "static"
         return f"{ch.source} dim {dim} became {became}: {show(ch.before)} -> {show(ch.after)}"
+    if ch.field.startswith("hint["):
+        dim = ch.field[len("hint[") : -1]
+        return f"{ch.source} dim {dim} (dynamic in both) example: {ch.before} -> {ch.after}"
     return f"{ch.source} {ch.field}: {show(ch.before)} -> {show(ch.after)}"
