@@ -362,7 +362,7 @@ def test_one_graph_with_run(traced: Path, made: dict[str, Any]) -> None:
 def test_one_graph_errors(traced: Path, made: dict[str, Any], tmp_path: Path) -> None:
     res = run_cli("repro", traced, "--compile-id", "99/0", "-o", tmp_path / "x")
     assert res.exit_code == EXIT_USAGE
-    assert res.stderr.startswith("tlview: ") and "no graph for compile '99/0'" in res.stderr
+    assert res.stderr.startswith("tlview: ") and "no compile '99/0'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     res = run_cli("repro", traced, "--compile-id", made["cases"]["views"]["compile_id"])
     assert res.exit_code == EXIT_USAGE and "give -o DIR" in res.stderr
@@ -598,3 +598,20 @@ def test_each_run_of_a_process_that_reset_dynamo_has_its_repro(tmp_path: Path) -
     code = {d: (tmp_path / d / "repro.py").read_text() for d in ("0-0", "0-0-run2", "0-0-run3")}
     assert "x.sin() + 1" in code["0-0"] and "x.cos() * 2" in code["0-0-run2"]
     assert "x.sin() + 1" in code["0-0-run3"] and '"f32[4, 4][4, 1]cpu"' in code["0-0-run3"]
+
+
+def test_compiles_without_a_graph_give_no_repro(tmp_path: Path) -> None:
+    """A compile that is there but has no graph (it failed; records outside any compile) gives
+    no repro (6), as --all says of a graph it skips; so does --all on a log with no graph."""
+    log = corpus("compile_error", "dedicated_log_torch_trace_4oku3kw2.log")
+    res = run_cli("repro", log, "--compile-id", "3/0", "-o", tmp_path / "a")
+    assert res.exit_code == EXIT_NO_REPRO
+    assert "no graph for compile '3/0' (status failed, no dynamo_output_graph record)" in res.stderr
+    res = run_cli("repro", log, "--compile-id", "-/-", "-o", tmp_path / "b")
+    assert res.exit_code == EXIT_NO_REPRO and "no graph outside any compile" in res.stderr
+    export = corpus("tlparse-tests", "export.log")
+    res = run_cli("repro", export, "--all", "-o", tmp_path / "c")
+    assert res.exit_code == EXIT_NO_REPRO
+    assert res.stderr.strip().endswith(
+        "no dynamo_output_graph record in the log: no graph to repro"
+    )

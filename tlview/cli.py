@@ -681,6 +681,11 @@ def repro(
             click.echo(line)
         click.echo(f"tlview: wrote {out / repro_mod.SUMMARY}", err=True)
         good = ("ran",) if run_now else ("ran", "written")
+        if not outcomes:  # asked for repros, got none: as much a failure as a skipped graph
+            raise TlviewError(
+                f"{path}: no {repro_mod.GRAPH_KIND} record in the log: no graph to repro",
+                EXIT_NO_REPRO,
+            )
         if any(o.status not in good for o in outcomes):
             raise TlviewError(
                 f"{path}: {sum(o.status not in good for o in outcomes)} of {len(outcomes)} "

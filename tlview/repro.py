@@ -26,7 +26,7 @@ from typing import Any
 
 from . import __version__
 from . import graphcode as gc
-from .errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
+from .errors import EXIT_NO_REPRO, EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .index import Keep
 from .model import Compile, CompileId, InputSet, Payload, Report
 
@@ -229,6 +229,14 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
             f"{report.path}: {compile_id!r} is in several logs; use {refs}", EXIT_USAGE
         )
     prefix, _, key = compile_id.rpartition(":")
+    known = ", ".join(r for r, _ in found[:12]) or "none"
+    have = [c for c in report.compiles if c.key == key and (not prefix or c.log == prefix)]
+    if have and key.partition("#")[0] == "-/-":
+        raise TlviewError(
+            f"{report.path}: no graph outside any compile ({GRAPH_KIND} records come with a "
+            f"compile id); the log's graphs: {known}",
+            EXIT_NO_REPRO,
+        )
     try:
         wanted = CompileId.parse(key.partition("#")[0])
     except ValueError:
@@ -243,12 +251,16 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
             and (not prefix or v.log == prefix)
         ):
             return r, v, f"compile {key} was restarted; its graph is in attempt {v.key}"
-    known = ", ".join(r for r, _ in found[:12]) or "none"
-    have = [c for c in report.compiles if c.key == key and (not prefix or c.log == prefix)]
-    why = f" (status {have[0].status}, no {GRAPH_KIND} record)" if have else ""
+    if not have:
+        raise TlviewError(
+            f"{report.path}: no compile {compile_id!r}; the log's graphs: {known}", EXIT_USAGE
+        )
+    # The compile is there, with no graph (it failed, or compiled autograd's outer id): it
+    # gives no repro, as a graph skipped by --all does.
     raise TlviewError(
-        f"{report.path}: no graph for compile {compile_id!r}{why}; the log's graphs: {known}",
-        EXIT_USAGE,
+        f"{report.path}: no graph for compile {compile_id!r} (status {have[0].status}, no "
+        f"{GRAPH_KIND} record); the log's graphs: {known}",
+        EXIT_NO_REPRO,
     )
 
 
