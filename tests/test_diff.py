@@ -13,7 +13,7 @@ from typing import Any
 from conftest import corpus, run_cli
 from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
 
-from tlview.diff import Diff, FrameKey, compare, frames_of, match
+from tlview.diff import Change, Diff, FrameKey, change_words, compare, frames_of, match
 from tlview.load import load
 
 GATE = "graph-breaks,recompiles,failures,compile-time:+20%"
@@ -272,3 +272,9 @@ def test_html_page_says_dash_for_no_value(tmp_path: Path) -> None:
     assert run_cli("diff", a, b, "--format", "html", "-o", out).exit_code == 0
     page = out.read_text()
     assert "None" not in page and "<td>-</td>" in page
+
+
+def test_a_frame_compiled_more_often_is_said_once() -> None:
+    """A compiles change reads "1 -> 2 compiles", not "1 -> 2 compiles: 1 -> 2"."""
+    c = Change("compiles", "f (p.py:2)", "1 -> 2 compiles", 1, 2, True)
+    assert change_words(c) == "1 -> 2 compiles"

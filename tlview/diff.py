@@ -563,7 +563,13 @@ def change_words(c: Change) -> str:
     if c.kind in ("failure-new", "failure-gone"):
         n = c.after if c.kind == "failure-new" else c.before
         return c.what + (f" (x{n})" if isinstance(n, int) and n > 1 else "")
-    if c.kind in ("recompile-reason-new", "recompile-reason-gone", "frame-added", "frame-removed"):
+    if c.kind in (
+        "recompile-reason-new",
+        "recompile-reason-gone",
+        "frame-added",
+        "frame-removed",
+        "compiles",  # "1 -> 2 compiles" says the counts
+    ):
         return c.what
     if c.kind == "cache":
         return f"{c.what}: {_pct(c.before)} -> {_pct(c.after)}"
