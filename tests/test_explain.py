@@ -202,6 +202,12 @@ def test_recompile_limit_hit_is_called_out(traces: dict[str, Path]) -> None:  # 
     # g is compiled for float32 and int32; int64 is one compile past recompile_limit=2.
     hit = cs["1/2"]
     assert hit.status == "failed" and limit_text(hit) == "recompile_limit (2)"
+    # it logged no name and no stack: it is named as the frame's other compiles
+    assert (hit.function, hit.file, hit.firstline) == (
+        "g",
+        cs["1/1"].file,
+        cs["1/1"].firstline,
+    ) and hit.file is not None
     r = hit.recompile
     assert r is not None and r.limit_hit and r.previous == "1/1"
     assert r.reasons == [

@@ -796,6 +796,8 @@ class Indexer:
                     _status(fs, self.started)
                 entries.append([e for e, _ in got])
                 facts.append(list(fs))
+            if frame_ids != [[None]]:
+                _same_code(facts)
             out.add_frame(entries, facts)
         log.compiles = out
         return log
@@ -896,6 +898,22 @@ def add_bad(log: LogIndex, bad: BadLine) -> None:
         log.bad_lines.append(bad)
 
 
+def _name_alike(facts: list[Facts]) -> None:
+    """Name the compiles of one code that logged no name of their own as the latest that did."""
+    named = next((f.code for f in reversed(facts) if f.code[0] is not None), None)
+    if named is not None:
+        for f in facts:
+            if f.code[0] is None:
+                f.code = named
+
+
+def _same_code(frame: list[list[Facts | None]]) -> None:
+    """Every compile of a frame compiles one code object: one that logged neither a name nor
+    a stack (dynamo gave up before tracing: the recompile limit) is named as the others."""
+    every = [f for attempts in frame for f in attempts if f is not None]
+    _name_alike([f for f in every if f.code[0] is not None or not f.stack])
+
+
 def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
     """Set the status of a compile's attempts from their metrics and graph breaks."""
     attempts.sort(key=lambda c: c.id.attempt if c.id else 0)
@@ -909,11 +927,7 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
     # Every attempt compiles the same code: an attempt without metrics of its own (a restart)
     # is named as the final one's metrics name it. Its dynamo_start stack can end in the
     # caller instead (torch before 2.6 logged eval_frame's `_fn` there).
-    named = next((a.code for a in reversed(attempts) if a.code[0] is not None), None)
-    if named is not None:
-        for a in attempts:
-            if a.code[0] is None:
-                a.code = named
+    _name_alike(attempts)
     for i, a in enumerate(attempts[:-1]):
         if i < len(final.restart_reasons) and not a.restart_reasons:
             a.restart_reasons = [final.restart_reasons[i]]
