@@ -82,7 +82,7 @@ def test_every_planted_divergence_found_with_its_ranks(tmp_path: Path) -> None:
     assert kinds(data) == {
         ("compile_ids", (2,)): "extra 4/1",
         ("compile_ids", (6,)): "missing 3/0",
-        ("status", (1,)): "3/0 graph_break (majority: ok)",
+        ("status", (1,)): "3/0 graph_break (majority: empty)",
         ("graph", (4,)): "4/0 dynamo_output_graph content c00de700 (majority: 4580318a)",
         ("inputs", (5,)): "4/0 L['t'] size [8] (majority: [4])",
         ("cache", (3,)): (

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, corpus, only_log, report_json, run_cli
+from conftest import FIXTURES, ROOT, corpus, gloo_rank0, only_log, report_json, run_cli
 
 
 def compiles(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -727,3 +727,12 @@ def test_a_restart_is_named_by_its_compiles_metrics() -> None:
     assert got["0/0"] == got["0/0_1"] == ("fn", "test_misc.py", 9549)
     resume = ("torch_dynamo_resume_in_fn_at_9551", "test_misc.py", 9551)
     assert got["1/0"] == got["1/0_1"] == resume
+
+
+def test_a_compile_with_no_graph_is_empty() -> None:
+    """DDP's resume function 3/0 finished with no graph logged and no ops counted (null):
+    empty, as tlparse says, not ok."""
+    doc = report_json(gloo_rank0())
+    by = {c["key"]: c for c in doc["compiles"]}
+    assert by["3/0"]["status"] == "empty" and by["3/0"]["graph_ops"] is None
+    assert by["3/0"]["graphs"] == [] and by["4/0"]["status"] == "ok"

@@ -947,8 +947,8 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         final.status = "incomplete" if started_here else ("ok" if final.graphs else "incomplete")
     elif broke:
         final.status = "graph_break"
-    elif final.graph_ops == 0 and not final.graphs:
-        final.status = "empty"
+    elif final.graph_ops in (0, None) and not final.graphs:
+        final.status = "empty"  # no ops, or none counted and no graph logged
     else:
         final.status = "ok"
 
