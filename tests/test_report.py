@@ -736,3 +736,11 @@ def test_a_compile_with_no_graph_is_empty() -> None:
     by = {c["key"]: c for c in doc["compiles"]}
     assert by["3/0"]["status"] == "empty" and by["3/0"]["graph_ops"] is None
     assert by["3/0"]["graphs"] == [] and by["4/0"]["status"] == "ok"
+
+
+def test_non_compliant_custom_ops_are_said() -> None:
+    """tlparse's simple.log: the graph calls test::baz, which lacks pt2_compliant_tag."""
+    log = corpus("tlparse-tests", "simple.log")
+    assert "  custom ops not tagged pt2_compliant_tag: test::baz" in run_cli("report", log).stdout
+    page = run_cli("report", log, "--format", "html").stdout
+    assert "not tagged <code>pt2_compliant_tag</code>:</strong> <code>test::baz</code>" in page

@@ -467,6 +467,12 @@ class Compile:
         return seconds_of(self.metrics or {}, "entire_frame_compile_time_s")
 
     @property
+    def non_compliant_ops(self) -> list[str]:
+        """Custom ops of the graph without torch's pt2_compliant_tag (tlparse shows them too)."""
+        ops = (self.metrics or {}).get("non_compliant_ops")
+        return [str(o) for o in ops] if isinstance(ops, list) else []
+
+    @property
     def is_retry(self) -> bool:
         """Compiled again only because the compile before it left nothing cached (it failed):
         its metrics count no cache entry for the frame, and no guard failed."""

@@ -497,6 +497,9 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             console.print(T(f"  changed since {c.recompile.previous}: {change_text(x)}"))
         if c.recompile.limit_hit:
             console.print(T(f"  hit {limit_text(c)}: dynamo stopped compiling this frame", "red"))
+    if c.non_compliant_ops:
+        ops = ", ".join(c.non_compliant_ops)
+        console.print(T(f"  custom ops not tagged pt2_compliant_tag: {ops}", "yellow"))
     inputs_table(c, console, "Inputs", compile_ref(c, many), None if full else INPUT_ROWS)
     if full:
         if c.symbols:
