@@ -22,8 +22,8 @@
       if (ok) n += 1;
     }
     // Rows, not compiles: the table also has a row for the records outside any compile.
-    const all = rows.length.toLocaleString("en-US");
-    shown.textContent = n === rows.length ? `${all} rows` : `${n.toLocaleString("en-US")} of ${all} rows`;
+    const all = `${rows.length.toLocaleString("en-US")} row${rows.length === 1 ? "" : "s"}`;
+    shown.textContent = n === rows.length ? all : `${n.toLocaleString("en-US")} of ${all}`;
   }
 
   function sortBy(th) {

@@ -744,3 +744,65 @@ def test_non_compliant_custom_ops_are_said() -> None:
     assert "  custom ops not tagged pt2_compliant_tag: test::baz" in run_cli("report", log).stdout
     page = run_cli("report", log, "--format", "html").stdout
     assert "not tagged <code>pt2_compliant_tag</code>:</strong> <code>test::baz</code>" in page
+
+
+def _issues(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (x["kind"], x["log_line"], x["subject"], x["detail"], (x["where"] or {}).get("line"))
+        for c in doc["compiles"]
+        for x in c["export_issues"]
+    ]
+
+
+def test_export_issues_as_draft_export_reports_them() -> None:
+    """Draft export's issues: a data-dependent expression decided from real values (tlparse's
+    export.log), a guard evaluated on an input's dynamic dim (export_guard_added.log), custom
+    ops without a fake kernel and with a wrong one (draft_export.log, written by torch here)."""
+    doc = report_json(corpus("tlparse-tests", "export.log"))
+    assert doc["stats"]["export_issues"] == 1
+    assert _issues(doc) == [
+        (
+            "data-dependent",
+            48,
+            "Eq((((-u0)//3)) + 5, 0)",
+            "could not be decided from the symbols: the real tensors gave False, asserts were added",
+            279,
+        )
+    ]
+    doc = report_json(corpus("tlparse-tests", "export_guard_added.log"))
+    assert _issues(doc) == [
+        (
+            "guard on an input",
+            27,
+            "Eq(s0, 3)",
+            "a guard on the input dims s0 = L['args'][0][0].size()[0]: "
+            "the exported program only takes those",
+            297,
+        )
+    ]
+    log = FIXTURES / "draft_export.log"
+    got = [(k, s, d) for k, _, s, d, _ in _issues(report_json(log))]
+    assert got == [
+        (
+            "missing fake kernel",
+            "tlv.nofake.default",
+            "this custom op has no fake kernel (torch.library.register_fake)",
+        ),
+        (
+            "mismatched fake kernel",
+            "tlv.badfake.default",
+            "mismatch between fake value 3 and real value 2",
+        ),
+    ]
+    text = run_cli("report", log).stdout
+    assert "| 2 export issues" in text and "Export issues" in text
+    page = run_cli("report", log, "--format", "html").stdout
+    assert '<h2 id="h-issues">Export issues <span class="count">2</span></h2>' in page
+    assert "<code>tlv.badfake.default</code>" in page
+
+
+def test_compiles_have_no_export_issues() -> None:
+    """torch.compile evaluates guards on dynamic dims all the time: those are no export issues."""
+    for name in ("dynamic_shapes", "mlp_aot_eager", "export"):
+        doc = report_json(corpus(name))
+        assert doc["stats"]["export_issues"] == 0 and _issues(doc) == [], name

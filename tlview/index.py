@@ -25,6 +25,7 @@ from .model import (
     Compile,
     CompileId,
     Event,
+    ExportIssue,
     GraphBreak,
     InputSet,
     LogIndex,
@@ -60,6 +61,14 @@ GUARD_KINDS = frozenset({"dynamo_guards", "dynamo_cpp_guards_str"})
 SYMBOL_KINDS = frozenset(
     {"create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization"}
 )
+# What torch.export reports as issues (torch/export/_draft_export.py), and what tlview calls them.
+ISSUE_KINDS = {
+    "propagate_real_tensors_provenance": "data-dependent",
+    "guard_on_data_dependent_error": "data-dependent error",
+    "guard_added": "guard on an input",
+    "missing_fake_kernel": "missing fake kernel",
+    "mismatched_fake_kernel": "mismatched fake kernel",
+}
 # Shown per compile as they are (export and dynamic-shape diagnostics).
 EVENT_KINDS = frozenset(
     {
@@ -362,6 +371,8 @@ class Indexer:
             if kind not in EVENT_KINDS:
                 _count(log.unknown_kinds, kind)
             self.event(rec, c, kind, _summary(body))
+            if kind in ISSUE_KINDS:
+                self.on_issue(rec, c, kind)
 
     def ran(self, cid: CompileId) -> CompileId:
         """A logged id as the id of its compile in the current run."""
@@ -388,6 +399,50 @@ class Indexer:
             c.events_dropped += 1
             return
         c.events.append(self.as_event(rec, kind, summary))
+
+    def on_issue(self, rec: Record, c: Compile, kind: str) -> None:
+        """An export issue, told apart as torch's draft export tells them."""
+        body = rec.body
+        if not isinstance(body, dict):
+            return
+        if kind == "guard_added":
+            # A guard export evaluated on an input's dynamic dim (it has sources; a runtime
+            # assert has a provenance record of its own), outside any compile: export.
+            # torch.compile adds such guards all the time, and says why it recompiled.
+            if c.id is not None or body.get("prefix") != "eval":
+                return
+            if not isinstance(body.get("symbol_to_sources"), dict) or not body["symbol_to_sources"]:
+                return
+        if len(c.export_issues) >= MAX_EVENTS:
+            c.events_dropped += 1
+            return
+        subject = body.get("op" if kind.endswith("_fake_kernel") else "expr")
+        if kind == "propagate_real_tensors_provenance":
+            detail = (
+                f"could not be decided from the symbols: the real tensors gave "
+                f"{_opt_str(body.get('result'))}, asserts were added"
+            )
+        elif kind == "guard_on_data_dependent_error":
+            detail = "could not be decided: it depends on the values of a tensor"
+        elif kind == "guard_added":
+            sources = body["symbol_to_sources"]
+            named = ", ".join(f"{k} = {v}" for k, v in list(sources.items())[:4])
+            detail = f"a guard on the input dims {named}: the exported program only takes those"
+        elif kind == "missing_fake_kernel":
+            detail = "this custom op has no fake kernel (torch.library.register_fake)"
+        else:
+            reason = (_opt_str(body.get("reason")) or "").strip()
+            detail = reason or "its fake kernel does not match the real one"
+        user = self.stack(body.get("user_stack"))
+        c.export_issues.append(
+            ExportIssue(
+                ISSUE_KINDS[kind],
+                rec.line,
+                _peek(subject, 300) if not isinstance(subject, str) else subject[:300],
+                detail[:1000],
+                user[-1] if user else None,
+            )
+        )
 
     def as_event(self, rec: Record, kind: str, summary: str | dict[str, Any]) -> Event:
         if isinstance(summary, dict):

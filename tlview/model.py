@@ -366,6 +366,20 @@ class Event:
 
 
 @pickled_by_fields
+@dataclass(slots=True)
+class ExportIssue:
+    """What export (draft export above all) could not do soundly, as torch.export reports it:
+    a data-dependent expression it had to decide, a guard on an input's dynamic dim, a custom
+    op's missing or wrong fake kernel."""
+
+    kind: str  # ISSUE_KINDS' values
+    line: int
+    subject: str  # the expression, or the op
+    detail: str  # what was done about it, or why
+    where: StackFrame | None = None  # the user's frame that caused it
+
+
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class InputChange:
     """One way an input differs from the previous compile of the same frame."""
@@ -449,6 +463,7 @@ class Compile:
     cache: list[CacheEvent] = field(default_factory=list)
     symbols: list[Symbol] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    export_issues: list[ExportIssue] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
     input_sets: list[InputSet] = field(default_factory=list)
     inputs: list[Input] = field(default_factory=list)
@@ -499,6 +514,8 @@ class Compile:
             p.line += n
         for e in self.events:
             e.line += n
+        for x in self.export_issues:
+            x.line += n
         self.graph_breaks = shifted_breaks(self.graph_breaks, n)
         seen: set[int] = set()  # a tensor or storage can be in several sets: move it once
         described: list[TensorDesc | StorageDesc] = []

@@ -63,6 +63,7 @@ class Overview:
     compile_time_s: float = 0.0
     cache: dict[str, int] = field(default_factory=dict)  # hit / miss / bypass
     inputs: int = 0
+    export_issues: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     unknown_kinds: dict[str, int] = field(default_factory=dict)
     first_time: str | None = None
@@ -130,6 +131,7 @@ class Tally:
 
     def add(self, c: Compile) -> None:
         o = self.o
+        o.export_issues += len(c.export_issues)
         if c.id is None:
             o.inputs += len(c.inputs)
             return
@@ -173,6 +175,7 @@ class Tally:
         o.inputs += lo.inputs
         o.recompiles += lo.recompiles
         o.graph_breaks += lo.graph_breaks
+        o.export_issues += lo.export_issues
         for name, vs in later.phases.items():
             self.phases.setdefault(name, []).extend(vs)
         for item in later.slow:

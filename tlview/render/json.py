@@ -170,6 +170,16 @@ def compile_dict(c: Compile) -> dict[str, Any]:
         "graphs": [payload(p) for p in c.graphs],
         "guards": None if c.guards is None else payload(c.guards),
         "artifacts": [payload(p) for p in c.artifacts],
+        "export_issues": [
+            {
+                "kind": x.kind,
+                "log_line": x.line,
+                "subject": x.subject,
+                "detail": x.detail,
+                "where": frame(x.where),
+            }
+            for x in c.export_issues
+        ],
         "events": [
             {"kind": e.kind, "log_line": e.line, "summary": e.summary, "where": frame(e.where)}
             for e in c.events
@@ -199,6 +209,7 @@ def stats(o: Overview) -> dict[str, Any]:
         "failures": o.failures,
         "restarts": o.restarts,
         "incomplete": o.incomplete,
+        "export_issues": o.export_issues,
         # null when no compile logged its time (never finished, or a torch that logs none)
         "compile_time_s": round(o.compile_time_s, 6) if "total" in o.phases else None,
         "compile_time_by_phase_s": {k: round(v, 6) for k, v in o.phases.items()},

@@ -21,6 +21,7 @@ from ..model import (
     Compile,
     Divergence,
     Event,
+    ExportIssue,
     GraphBreak,
     Input,
     LogIndex,
@@ -53,6 +54,7 @@ METRIC_BYTES = 64 * KiB  # a compilation_metrics value longer than this is cut
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
 PAGE_COMPILES = 1000  # compiles with a row and a section; the rest are counted in a note
 MAX_ROW_CHANGES = 6  # input changes a recompile shows in the Recompiles table
+MAX_ROW_ISSUES = 100  # export issues of one compile in the page's Export issues table
 _REASON_CHARS = 1000  # of a compile's one-line reason kept for the table (which shows 140)
 SHARED_METRIC = 200  # a metric value this long that repeats an earlier compile's is linked to it
 MAX_LANE_ROWS = 8  # rows of the compile timeline per log; further overlaps share the last row
@@ -304,6 +306,7 @@ class Row:
     fail_reason: str | None = None
     fail_where: str | None = None
     restart_reasons: list[str] = field(default_factory=list)  # problems only
+    export_issues: list[ExportIssue] = field(default_factory=list)
     recompile: Recompile | None = None  # with at most MAX_ROW_CHANGES input changes
     changes: int = 0  # input changes in all
     recompile_reasons: list[str] = field(default_factory=list)  # recompiles only
@@ -459,6 +462,7 @@ class Page:
     breaks: list[BreakView]
     recompiles: list[Row]
     problems: list[Row]
+    issues: list[tuple[Row, ExportIssue]]
     divergence: list[Divergence]
     notes: list[str]
     bad_lines: list[BadLine]
@@ -537,6 +541,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         breaks=breaks,
         recompiles=[r for r in rows if r.listed_recompile],
         problems=[r for r in rows if r.status in _PROBLEMS],
+        issues=[(r, x) for r in rows for x in r.export_issues],
         divergence=list(report.divergence),
         notes=list(report.notes) + [f"{log.name}: {n}" for log in report.logs for n in log.notes],
         bad_lines=[b for log in report.logs for b in log.bad_lines],
@@ -733,6 +738,7 @@ class _Pick:
             else None,
             detail=detail,
         )
+        r.export_issues = c.export_issues[:MAX_ROW_ISSUES]
         if c.status in _PROBLEMS:
             r.fail_type, r.fail_where = c.fail_type, c.fail_where
             r.fail_reason = c.fail_reason if c.fail_type else None
@@ -857,6 +863,8 @@ def figures(o: Overview) -> list[Figure]:
     if o.cache.get("bypass"):
         figs.append(Figure("cache bypasses", f"{o.cache['bypass']:,}"))
     figs.append(Figure("inputs", f"{o.inputs:,}"))
+    if o.export_issues:
+        figs.append(Figure("export issues", f"{o.export_issues:,}", None, "failed"))
     figs.append(Figure("bad lines", f"{o.bad_lines:,}", None, "failed" if o.bad_lines else ""))
     return figs
 

@@ -15,7 +15,7 @@ from .. import __version__
 from ..divergence import span
 from ..explain import change_text, limit_text
 from ..index import is_torch_file
-from ..model import Compile, Input, Report
+from ..model import Compile, ExportIssue, Input, Report
 from ..summary import (
     PHASE_NAMES,
     Overview,
@@ -134,6 +134,8 @@ def header(report: Report, o: Overview, console: Console) -> None:
     if o.cache:
         fig.append("cache " + ", ".join(f"{v} {k}" for k, v in sorted(o.cache.items())))
     fig.append(f"{o.inputs} inputs")
+    if o.export_issues:
+        fig.append(f"{o.export_issues} export issues")
     console.print(T(" | ".join(fig), "bold"))
     for note in report.notes:
         console.print(T(f"note: {note}", "yellow"))
@@ -412,6 +414,23 @@ def failures(rows: list[tuple[str, ...]], console: Console) -> None:
     console.print(t)
 
 
+def issue_row(ref: str, x: ExportIssue) -> tuple[str, ...]:
+    where = f"{_short_path(x.where.file, 3)}:{x.where.line}" if x.where is not None else ""
+    return (ref, x.kind, x.subject, x.detail, where)
+
+
+def export_issues(rows: list[tuple[str, ...]], console: Console) -> None:
+    """What torch.export could not do soundly (draft export's report), one row each."""
+    if not rows:
+        return
+    t = _table(
+        "Export issues", "compile", "kind", "expression or op", "what", "where", console=console
+    )
+    for row in rows:
+        t.add_row(*(T(v) for v in row))
+    console.print(t)
+
+
 INPUT_ROWS = 40  # inputs listed per compile by default (-v and --compile-id: all of them)
 
 
@@ -497,6 +516,11 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             console.print(T(f"  changed since {c.recompile.previous}: {change_text(x)}"))
         if c.recompile.limit_hit:
             console.print(T(f"  hit {limit_text(c)}: dynamo stopped compiling this frame", "red"))
+    for issue in c.export_issues:
+        where = f" at {issue.where.file}:{issue.where.line}" if issue.where is not None else ""
+        console.print(
+            T(f"  export issue, {issue.kind}{where}: {issue.subject}: {issue.detail}", "yellow")
+        )
     if c.non_compliant_ops:
         ops = ", ".join(c.non_compliant_ops)
         console.print(T(f"  custom ops not tagged pt2_compliant_tag: {ops}", "yellow"))
@@ -581,6 +605,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     rows: Capped[tuple[str, ...]] = Capped(cap)
     recompile_rows: Capped[RecompileRow] = Capped(cap)
     failure_rows: list[tuple[str, ...]] = []
+    issue_rows: Capped[tuple[str, ...]] = Capped(cap)
     names: dict[FrameRef, str] = {}
     shown: list[Compile] = []
     more = 0  # compiles with inputs beyond those shown in detail
@@ -592,6 +617,8 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
             recompile_rows.add(0 if rr.limit is not None else 1, "", rr)
         if (fr := failure_row(c, many)) is not None:
             failure_rows.append(fr)
+        for x in c.export_issues:
+            issue_rows.add(0, "", issue_row(compile_ref(c, many), x))
         if c.id is not None and c.function:
             names[(c.log, c.pid, c.id.frame, c.id.run)] = c.function
         if opts.verbosity <= 0 and c.inputs:
@@ -615,6 +642,8 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     recompiles(recompile_rows.rows(), names, console)
     _note(recompile_rows.note("recompiles"), console)
     failures(failure_rows, console)
+    export_issues(issue_rows.rows(), console)
+    _note(issue_rows.note("export issues"), console)
     # -v shows every compile in full: read them again, one at a time.
     for c in shown if opts.verbosity <= 0 else report.compiles:
         detail(c, report, console, full=opts.verbosity > 0)
