@@ -405,6 +405,8 @@ class Indexer:
         body = rec.body
         if not isinstance(body, dict):
             return
+        if kind == "guard_on_data_dependent_error" and c.id is not None:
+            return  # torch.compile breaks the graph there, and says so as a graph break
         if kind == "guard_added":
             # A guard export evaluated on an input's dynamic dim (it has sources; a runtime
             # assert has a provenance record of its own), outside any compile: export.
