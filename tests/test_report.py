@@ -806,3 +806,19 @@ def test_compiles_have_no_export_issues() -> None:
     for name in ("dynamic_shapes", "mlp_aot_eager", "export"):
         doc = report_json(corpus(name))
         assert doc["stats"]["export_issues"] == 0 and _issues(doc) == [], name
+
+
+def test_exports_sharing_a_source_are_told_apart() -> None:
+    """Four exports outside any compile each named an input L['x']: the report names them as
+    `tlview inputs` does, L['x'] then L['x'] [describer N], and the JSON gives each describer."""
+    doc = report_json(corpus("export"))
+    (out,) = [c for c in doc["compiles"] if c["key"] == "-/-"]
+    got = [(i["sources"], i["describer"], i["size"]) for i in out["inputs"]]
+    assert [s for s, _, _ in got] == [["L['x']"], ["L['y']"], ["L['x']"], ["L['x']"], ["L['x']"]]
+    assert len({d for _, d, _ in got}) == 4
+    text = run_cli("report", corpus("export"), "-v").stdout
+    later = [d for s, d, _ in got[2:]]
+    for d in later:
+        assert f"L['x'] [describer {d}]" in text
+    page = run_cli("report", corpus("export"), "--format", "html").stdout
+    assert all(f"<code>L['x'] [describer {d}]</code>" in page for d in later)

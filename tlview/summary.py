@@ -78,6 +78,17 @@ def compile_ref(c: Compile, many_logs: bool) -> str:
     return f"{c.log}:{c.key}" if many_logs else c.key
 
 
+def describer_marks(inputs: list[Input]) -> dict[int, str]:
+    """` [describer N]` for each input (by id) whose source an earlier fake mode of the compile
+    named too (several exports outside any compile, `-/-`): as `tlview inputs` names them."""
+    first: dict[str, int] = {}
+    out: dict[int, str] = {}
+    for i in inputs:
+        if first.setdefault(i.source, i.describer) != i.describer:
+            out[id(i)] = f" [describer {i.describer}]"
+    return out
+
+
 def is_named(c: Compile, ref: str) -> bool:
     """Whether a --compile-id REF names this compile: by its id, or as LOG:ID."""
     return ref in (c.key, compile_ref(c, True))

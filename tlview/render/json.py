@@ -48,6 +48,7 @@ def input_dict(i: Input) -> dict[str, Any]:
     f = t.fields  # read directly (as TensorDesc.flag and .get do): this runs for every input
     return {
         "sources": i.sources,
+        "describer": i.describer,  # the fake mode that described it (several: exports in -/-)
         "size": t.size,
         "stride": t.stride,
         "storage_offset": t.storage_offset,

@@ -42,6 +42,7 @@ from ..summary import (
     break_key,
     break_title,
     compile_ref,
+    describer_marks,
     input_flags,
     is_recompile,
     problem_order,
@@ -916,7 +917,8 @@ def _utf8_len(s: str) -> int:
 def section(r: Row, c: Compile, page: Page) -> CompileView:
     """Everything one compile's section shows."""
     v = CompileView(c=c, row=r)
-    v.inputs = [input_view(i) for i in c.inputs]
+    marks = describer_marks(c.inputs)
+    v.inputs = [input_view(i, marks.get(id(i), "")) for i in c.inputs]
     v.breaks = [(g, page.break_anchor.get(break_key(g.reason), "")) for g in c.graph_breaks]
     kinds = _kinds(c)
     for pl in r.payloads:
@@ -1164,13 +1166,13 @@ def _indented(s: str) -> str | None:
 # -- inputs and the aliasing picture --------------------------------------------------------------
 
 
-def input_view(i: Input) -> InputView:
+def input_view(i: Input, mark: str = "") -> InputView:
     t = i.tensor
     st = i.storage
     sources = i.sources
     return InputView(
         i.superseded,
-        sources[0] if sources else None,
+        sources[0] + mark if sources else None,
         sources[1:],
         t.id,
         dims(t.size),

@@ -22,6 +22,7 @@ from ..summary import (
     Tally,
     break_title,
     compile_ref,
+    describer_marks,
     input_flags,
     is_named,
     overview,
@@ -458,10 +459,11 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
         console=console,
     )
     shown = chosen.rows()
+    marks = describer_marks(c.inputs)
     for i in shown:
         tt = i.tensor
         storage = "" if i.storage is None else nbytes(i.storage.size)
-        src = "\n".join(i.sources) if i.sources else f"<tensor {tt.id}>"
+        src = ("\n".join(i.sources) if i.sources else f"<tensor {tt.id}>") + marks.get(id(i), "")
         t.add_row(
             T(src),
             T(dims(tt.size)),
