@@ -538,6 +538,20 @@ class Indexer:
         elif name == "dynamo_error":
             c.artifacts.append(self.payload_always(rec, name, c, 20_000))
             return
+        elif name == "make_fx_fail_partial" and c.id is None and len(c.export_issues) < MAX_EVENTS:
+            # An export that failed while tracing: torch logs the graph traced until then.
+            # (Inside a compile, the failure is the compile's own, with its reason.)
+            user = [f for f in self.stack(rec.meta.get("stack")) if not is_torch_file(f.file)]
+            c.export_issues.append(
+                ExportIssue(
+                    "failed trace",
+                    rec.line,
+                    "make_fx",
+                    "tracing stopped with an error; the graph traced until then is this "
+                    "artifact (the error itself is not in the log)",
+                    user[-1] if user else None,
+                )
+            )
         m = _CACHE_ARTIFACT.fullmatch(name)
         if m:
             v = _json(rec.payload)
