@@ -13,7 +13,7 @@ from typing import Any
 from conftest import corpus, run_cli
 from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
 
-from tlview.diff import Change, Diff, FrameKey, change_words, compare, frames_of, match
+from tlview.diff import Change, Diff, FrameKey, _guard, change_words, compare, frames_of, match
 from tlview.load import load
 
 GATE = "graph-breaks,recompiles,failures,compile-time:+20%"
@@ -278,3 +278,18 @@ def test_a_frame_compiled_more_often_is_said_once() -> None:
     """A compiles change reads "1 -> 2 compiles", not "1 -> 2 compiles: 1 -> 2"."""
     c = Change("compiles", "f (p.py:2)", "1 -> 2 compiles", 1, 2, True)
     assert change_words(c) == "1 -> 2 compiles"
+
+
+def test_a_guard_is_the_same_guard_whatever_values_it_saw() -> None:
+    """Two runs whose recompile reason differs in the sizes seen, or in the stack torch adds
+    (paths of one checkout), failed the same guard: no reason new in one and gone in the other.
+    The reasons are mlp_aot_eager's, as torch 2.13 writes them."""
+    (c,) = [c for c in load(corpus("mlp_aot_eager")).compiles if c.key == "0/1_1"]
+    (logged,) = c.recompile.reasons  # type: ignore[union-attr]
+    other = logged.replace("actual 12", "actual 16") + '\nUser stack trace:\n  File "/x.py", line 3'
+    assert (
+        _guard(logged)
+        == _guard(other)
+        == "tensor 'x' size mismatch at index 0. expected …, actual …"
+    )
+    assert _guard(logged.replace("index 0", "index 1")) != _guard(logged)

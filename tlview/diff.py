@@ -323,11 +323,20 @@ def _breaks(f: Frame | None) -> Counter[tuple[str, str]]:
 def _reasons(f: Frame | None) -> set[str]:
     out: set[str] = set()
     for c in f.compiles if f else []:
-        if c.recompile is not None:
-            out.update(norm(r) for r in c.recompile.reasons)
-        else:
-            out.update(norm(r) for r in c.recompile_reasons)
+        reasons = c.recompile.reasons if c.recompile is not None else c.recompile_reasons
+        out.update(_guard(r) for r in reasons)
     return out
+
+
+# The values a failed guard saw: "expected 5, actual 9" (the inputs' changes say them).
+_GUARD_VALUES = re.compile(r"\b(expected|actual) -?\d+")
+
+
+def _guard(reason: str) -> str:
+    """Which guard failed, the same in two runs: its first line (not the stack torch adds,
+    with the paths of one checkout), without the values it saw."""
+    first = reason.strip().partition("\n")[0]
+    return _GUARD_VALUES.sub(r"\1 …", norm(first))
 
 
 def failure(c: Compile) -> str | None:
