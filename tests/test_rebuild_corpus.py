@@ -19,6 +19,7 @@ from tlview.rebuild import (  # noqa: E402
     compiles_with_inputs,
     eval_expr,
     fake_rebuild,
+    find_compile,
     parse_bytes,
     placeholder_name,
     real_inputs,
@@ -338,3 +339,30 @@ def test_max_bytes_counts_a_subclass_storage_never_described(tmp_path: Path) -> 
     )
     assert res.exit_code == EXIT_REFUSED and "need 1.0 GiB of memory" in res.stderr, res.stderr
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_each_export_fakes_with_its_own_symbols(reports: dict[str, Report]) -> None:
+    """The corpus's exports outside any compile each had a fake mode and a shape env: their
+    fakes take the symbols each made (create_symbol after its describe records), not the
+    first export's. L['x'] is dynamic in [2, 64] in the first, static in the second,
+    s77 in [2, int_oo] (example 4) in the third, static in the last."""
+    c = find_compile(reports["export"], "-/-")
+    fakes = fake_rebuild(c).tensors
+
+    def dims(name: str) -> list[Any]:
+        t = fakes[name]
+        env = t.fake_mode.shape_env
+        return [
+            d if isinstance(d, int) else (str(d), str(env.var_to_range[d.node.expr]))
+            for d in t.shape
+        ]
+
+    assert dims("L['x']") == [("s77", "VR[2, 64]"), 3, 16, 16]
+    assert dims("L['y']") == [("s17", "VR[2, 64]"), 5]
+    assert dims("L['x'] [describer 2]") == [2, 3, 16, 16]
+    assert dims("L['x'] [describer 3]") == [("s77", "VR[2, int_oo]"), 4]
+    assert fakes["L['x'] [describer 3]"].shape[0].node.hint == 4
+    assert dims("L['x'] [describer 6]") == [5]
+    # one compile's fake mode, as usual: one shape env for all its fakes
+    one = fake_rebuild(find_compile(reports["export"], "0/0")).tensors
+    assert len({id(t.fake_mode) for t in one.values()}) == 1

@@ -605,6 +605,9 @@ class Indexer:
                 source=_opt_str(src),
                 reason=_opt_str(b.get("reason")),
                 where=where,
+                # Several fake modes in one compile (exports outside any compile, `-/-`): a
+                # symbol is made while the tensors of the latest one are fakified.
+                describer=c.input_sets[-1].describer if c.input_sets else None,
             )
         )
 

@@ -321,6 +321,7 @@ class Symbol:
     source: str | None = None
     reason: str | None = None
     where: StackFrame | None = None
+    describer: int | None = None  # the fake mode whose tensors were described last before it
 
 
 @pickled_by_fields

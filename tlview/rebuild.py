@@ -288,6 +288,9 @@ class GroupPlan:
     missing: dict[str, str] = field(default_factory=dict)  # source -> why it has no tensor
     # Plain leaf tensors that are all of their storage: one allocation each, filled in place.
     whole: set[int] = field(default_factory=set)
+    # Its own symbols, when the compile's fake modes each made theirs (several exports in
+    # `-/-`): their fakes then need a shape env each. None: the compile's symbols.
+    symbols: SymbolPlan | None = None
 
 
 @dataclass
@@ -309,14 +312,20 @@ def placeholder_name(source: str) -> str:
     return f"_{name}" if name[:1].isdigit() else name
 
 
-def plan_symbols(c: Compile) -> SymbolPlan:
-    """Dynamic dims and their symbol names from `create_symbol` records and graph `sizes`."""
+def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
+    """Dynamic dims and their symbol names from `create_symbol` records and graph `sizes`; with
+    `describer`, those of that fake mode alone."""
     names: dict[str, str] = {}
     fresh: set[str] = set()
     hints: dict[str, int] = {}
     ranges: dict[str, tuple[int | None, int | None]] = {}
     unbacked: set[str] = set()
-    for sym in c.symbols:
+    symbols = c.symbols
+    sets = c.input_sets
+    if describer is not None:
+        symbols = [x for x in symbols if x.describer in (None, describer)]
+        sets = [s for s in sets if s.describer == describer]
+    for sym in symbols:
         if (
             sym.kind == "specialized"
             and sym.value is not None
@@ -339,7 +348,7 @@ def plan_symbols(c: Compile) -> SymbolPlan:
             sizes = g.meta["sizes"]
             break
     if sizes:
-        for s in c.input_sets:
+        for s in sets:
             for _tid, src in s.sources:
                 dims = sizes.get(placeholder_name(src))
                 if not isinstance(dims, list):
@@ -363,9 +372,19 @@ def plan_compile(c: Compile, symbols: SymbolPlan | None = None) -> list[GroupPla
     out: list[GroupPlan] = []
     taken: set[str] = set()
     unnamed = {(inp.describer, inp.tensor.id) for inp in c.inputs if not inp.sources}
+    own = _symbols_per_describer(c)
     for s in c.input_sets:
-        out.append(_plan_group(s, symbols, taken, unnamed))
+        mine = plan_symbols(c, s.describer) if own else symbols
+        g = _plan_group(s, mine, taken, unnamed)
+        g.symbols = mine if own else None
+        out.append(g)
     return out
+
+
+def _symbols_per_describer(c: Compile) -> bool:
+    """Whether the compile's fake modes made symbols of their own: several describers, and a
+    symbol made while one of them was fakifying (one compile's fake mode is the usual)."""
+    return len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
 
 
 _PLANNED: OrderedDict[int, tuple[Compile, tuple[Any, ...], SymbolPlan, list[GroupPlan]]]
@@ -1594,6 +1613,7 @@ def fake_rebuild(
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     symbols, groups = planned(c)
+    own = fake_mode is None and shape_env is None  # ours to make: one per set of symbols
     if fake_mode is None:
         if shape_env is None:
             shape_env = named_shape_env(symbols)
@@ -1602,7 +1622,13 @@ def fake_rebuild(
         shape_env = fake_mode.shape_env
     out = Rebuilt({}, {}, {}, groups)
     for g in groups:
-        fb = FakeBuilder(g, fake_mode, shape_env, symbols, allow_import)
+        mode, env, gs = fake_mode, shape_env, symbols
+        if g.symbols is not None:
+            gs = g.symbols
+            if own:  # each export had a shape env of its own: its symbols, its ranges
+                env = named_shape_env(gs)
+                mode = FakeTensorMode(shape_env=env)
+        fb = FakeBuilder(g, mode, env, gs, allow_import)
         fb.build_all()
         collect(out, g, fb.memo, fb.notes, fb.errors)
     return out
