@@ -772,3 +772,22 @@ def test_figures_filter_only_to_rows_that_exist() -> None:
     assert '<span id="shown" aria-live="polite">7 rows</span>' in quiet
     _, failing = render(corpus("compile_error"))
     assert 'class="fig failed" data-status="failed"' in failing
+
+
+@pytest.mark.parametrize(
+    "path",
+    [lambda: corpus("subclasses"), lambda: corpus("tlparse-tests", "multi_rank_logs")],
+    ids=["subclasses", "multi_rank_logs"],
+)
+def test_timeline_bars_never_cover_each_other(path) -> None:
+    """A short compile's bar is drawn wider than its time: the next bar of its row starts after
+    it as drawn (in the shared last row alone, overlaps are left)."""
+    p = page.build(load(path(), kept.keep_policy(False)))
+    seen = 0
+    for lane in p.lanes:
+        for row in range(min(lane.rows, page.MAX_LANE_ROWS - 1)):
+            bars = sorted((b for b in lane.bars if b.row == row), key=lambda b: float(b.x))
+            for a, b in zip(bars, bars[1:], strict=False):
+                assert float(b.x) >= float(a.x) + float(a.w) - 0.01, (lane.label, a.name, b.name)
+                seen += 1
+    assert seen > 0

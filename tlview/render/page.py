@@ -59,6 +59,7 @@ MAX_ROW_ISSUES = 100  # export issues of one compile in the page's Export issues
 _REASON_CHARS = 1000  # of a compile's one-line reason kept for the table (which shows 140)
 SHARED_METRIC = 200  # a metric value this long that repeats an earlier compile's is linked to it
 MAX_LANE_ROWS = 8  # rows of the compile timeline per log; further overlaps share the last row
+MIN_BAR_PCT = 0.3  # a compile's bar is at least this wide (% of the lane), to see and to click
 
 # Payloads that get the page budget first: what a reader opens to see what compiled.
 _FIRST_KINDS = ("dynamo_error", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_guards")
@@ -1367,17 +1368,20 @@ def page_timeline(rows: list[Row]) -> list[Timeline]:
         ends: list[float] = []
         bars = []
         for start, end, r in sorted(spans, key=lambda x: x[0]):
+            # Rows are packed by the bar as drawn: a short compile's bar is wider than its
+            # time, and the next bar in its row would cover it (and take its clicks).
+            drawn = max(end, start + MIN_BAR_PCT * longest / 100)
             row = next((k for k, e in enumerate(ends) if e <= start), None)
             if row is None:
                 if len(ends) < MAX_LANE_ROWS:
-                    ends.append(end)
+                    ends.append(drawn)
                 row = len(ends) - 1
-            ends[row] = max(ends[row], end)
+            ends[row] = max(ends[row], drawn)
             bars.append(
                 Bar(
                     name=r.key,
                     x=pct(100 * (start - t0) / longest),
-                    w=pct(max(0.3, 100 * (end - start) / longest)),
+                    w=pct(max(MIN_BAR_PCT, 100 * (end - start) / longest)),
                     row=row,
                     tip=f"{r.label} {r.function or ''} [{r.status}]: "
                     f"{ms(end - start)} at +{ms(start - t0)}",
