@@ -765,3 +765,31 @@ def test_quick_tensor_check_agrees_with_the_full_one(monkeypatch: pytest.MonkeyP
     full = [inputs.check_tensor(b) for b in cases]
     assert quick == full
     assert sum(q is not None for q in quick) > 1000
+
+
+def test_nan_and_infinity_as_json_dumps_writes_them(tmp_path: Path) -> None:
+    """torch writes records with json.dumps: a float metric that is NaN or infinite comes out
+    as NaN or Infinity, which orjson refuses. The record is read (its failure kept); an
+    infinite compile time is a bad line, and its microsecond twin stands in."""
+    data = (CORPUS / "compile_error" / "dedicated_log_torch_trace_4oku3kw2.log").read_bytes()
+    us = units(data)
+    first = next(u for u in us if b'{"compilation_metrics"' in u.head)
+    head = re.sub(
+        rb'"remote_cache_time_saved_s": [^,]+', b'"remote_cache_time_saved_s": NaN', first.head
+    )
+    head = re.sub(
+        rb'"entire_frame_compile_time_s": [0-9.]+', b'"entire_frame_compile_time_s": Infinity', head
+    )
+    assert head != first.head and b"NaN" in head and b"Infinity" in head
+    log = tmp_path / "nan.log"
+    log.write_bytes(replace_unit(data, first, head + b"\n"))
+    doc = report_json(log)
+    (c,) = [c for c in doc["compiles"] if c["key"] == "0/0"]
+    assert c["status"] == "failed" and c["fail_type"] == "BackendCompilerFailed"
+    assert c["metrics"]["remote_cache_time_saved_s"] is None  # NaN: JSON has no such number
+    assert c["compile_time_s"] == pytest.approx(
+        c["metrics"]["dynamo_cumulative_compile_time_us"] / 1e6
+    )
+    assert [(b["line"], b["reason"]) for b in doc["bad_lines"]] == [
+        (first.line, "compilation_metrics: not a duration: entire_frame_compile_time_s inf")
+    ]

@@ -430,10 +430,12 @@ class Reader:
         try:
             meta = orjson.loads(head[j + 2 :])
         except orjson.JSONDecodeError as e:
-            meta = _lenient_json(head[j + 2 :])
-            if meta is None:
-                return None, f"record is not valid JSON ({_json_error(e)})"
-            self.bad(line, "record is not valid UTF-8; bad bytes replaced")
+            meta = _python_json(head[j + 2 :])
+            if meta is _NOT_JSON:
+                meta = _lenient_json(head[j + 2 :])
+                if meta is None:
+                    return None, f"record is not valid JSON ({_json_error(e)})"
+                self.bad(line, "record is not valid UTF-8; bad bytes replaced")
         if not isinstance(meta, dict) or not meta:
             return None, "record is not a JSON object with an event kind"
         kind = next(iter(meta))
@@ -490,6 +492,21 @@ def _repairs(data: bytes) -> Iterator[bytes]:
         yield lf.rstrip(b"\n")
     if data.endswith(b"\n"):
         yield data.rstrip(b"\n")
+
+
+_NOT_JSON = object()
+
+
+def _python_json(data: bytes) -> Any:
+    """A record as Python's json reads it: torch writes records with `json.dumps`, which writes
+    a float metric that is NaN or infinite as `NaN`/`Infinity`, and any integer, where orjson
+    refuses both. _NOT_JSON when it is not that either."""
+    import json  # already imported by orjson's own module
+
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
 
 
 def _lenient_json(data: bytes) -> Any:
