@@ -238,27 +238,33 @@ def test_times_no_clock_gives_are_bad_lines(tmp_path: Path) -> None:
     assert phases.get("backward") == before["stats"]["compile_time_by_phase_s"].get("backward")
 
 
-def test_absurd_compile_times_are_written_short(
+def test_absurd_compile_times_are_bad_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Compile times of 1e308 (and their sum, inf) from a damaged log: the terminal says them
-    in a few characters, not 309 digits; the JSON has them as numbers, and null for inf."""
+    """Compile times of 1e308 s (their sum: inf) from a damaged log: no clock gives them. Each
+    is a bad line, left out; its microsecond twin (valid here) stands in, so every figure is
+    the undamaged log's, and nothing says inf."""
     data = (FIXTURES / "demo.log").read_bytes()
-    data = re.sub(
+    data, n = re.subn(
         rb'"entire_frame_compile_time_s": [0-9.]+', b'"entire_frame_compile_time_s": 1e308', data
     )
+    assert n >= 3
     log = tmp_path / "absurd.log"
     log.write_bytes(data)
+    doc, want = report_json(log), report_json(FIXTURES / "demo.log")
+    reasons = [b["reason"] for b in doc["bad_lines"]]
+    assert (
+        reasons == ["compilation_metrics: not a duration: entire_frame_compile_time_s 1e+308"] * n
+    )
+    assert doc["stats"]["compile_time_s"] == pytest.approx(want["stats"]["compile_time_s"])
+    assert [c["compile_time_s"] for c in doc["compiles"]] == pytest.approx(
+        [c["compile_time_s"] for c in want["compiles"]]
+    )
     monkeypatch.setenv("COLUMNS", "200")
     res = run("report", str(log))
     assert_clean_exit(res, EXIT_OK, "text")
-    assert "| inf s compiling |" in res.stdout and "1e+308 s" in res.stdout
+    assert "inf" not in res.stdout and "e+308" not in res.stdout.split("Bad lines")[0]
     assert max(len(line) for line in res.stdout.splitlines()) <= 200
-    doc = report_json(log)
-    assert doc["stats"]["compile_time_s"] is None
-    assert {
-        c["metrics"]["entire_frame_compile_time_s"] for c in doc["compiles"] if c["metrics"]
-    } == {1e308}
 
 
 def test_20mb_single_lines(tmp_path: Path) -> None:
@@ -470,6 +476,8 @@ METRICS = {
         NUM_OPT,
     ),
     "restart_reasons": LIST + [[7]],
+    "cache_size": INT_OPT,
+    "non_compliant_ops": LIST + [[7]],
 }
 TENSOR = {
     "id": INT,
@@ -525,13 +533,23 @@ SPECS: list[tuple[str, str, tuple[Any, ...], list[Any]]] = [
     ("chromium_event", "payload", ("ts",), NUM_OPT + [None]),
     ("chromium_event", "payload", ("args",), DICT),
     ("artifact:torch_version", "payload", ("pytorch_version",), STR),
+    ("bwd_compilation_metrics", "body", (), ["x", 7, ["x"]]),
+    ("bwd_compilation_metrics", "body", ("inductor_compile_time_s",), NUM_OPT),
+    ("artifact:recompile_reasons", "payload", (0,), [7, {"r": "x"}, ["x"]]),
+    ("artifact:make_fx_fail_partial", "meta", ("stack",), LIST),
+    ("artifact:make_fx_fail_partial", "meta", ("stack", 0), FRAME),
+    ("propagate_real_tensors_provenance", "body", ("expr",), STR_OPT),
+    ("missing_fake_kernel", "body", ("op",), STR_OPT),
+    ("mismatched_fake_kernel", "body", ("reason",), STR_OPT),
+    ("guard_added", "body", ("symbol_to_sources",), ["x", 7, ["x"]]),
+    ("missing_fake_kernel", "body", (), ["x", 7, ["x"]]),
 ]
 WRONG_PER_FIELD = 2  # values tried per field, rotating through its list
 
 
 def _record_pool() -> list[Path]:
     """Real logs to take one record of each kind from: the demo first, then small corpus logs."""
-    pool = [FIXTURES / "demo.log"]
+    pool = [FIXTURES / "demo.log", FIXTURES / "draft_export.log"]
     if CORPUS.is_dir():
         pool += sorted(CORPUS.rglob("*.log"), key=lambda p: p.stat().st_size)
     return pool
@@ -792,4 +810,34 @@ def test_nan_and_infinity_as_json_dumps_writes_them(tmp_path: Path) -> None:
     )
     assert [(b["line"], b["reason"]) for b in doc["bad_lines"]] == [
         (first.line, "compilation_metrics: not a duration: entire_frame_compile_time_s inf")
+    ]
+
+
+def test_a_refused_recompile_is_no_retry(tmp_path: Path) -> None:
+    """refused.log's 0/1 with cache_size 0 (damage): its RecompileError still names the guard
+    that failed, so it is a recompile, not a retry of a compile that left nothing cached."""
+    data = (FIXTURES / "refused.log").read_bytes()
+    us = units(data)
+    (u,) = [u for u in us if b'"compilation_metrics"' in u.head and b'"RecompileError"' in u.head]
+    meta = record_json(u, lenient=False)
+    assert meta is not None and meta["compilation_metrics"]["cache_size"] != 0
+    meta["compilation_metrics"]["cache_size"] = 0
+    log = tmp_path / "refused0.log"
+    log.write_bytes(replace_unit(data, u, unit_bytes(meta, None, u)))
+    doc = report_json(log)
+    (c,) = [c for c in doc["compiles"] if c["key"] == "0/1"]
+    assert c["recompile"]["retry"] is False and doc["stats"]["recompiles"] == 1
+
+
+def test_a_frame_id_alone_is_a_bad_line(tmp_path: Path) -> None:
+    """torch writes frame_id and frame_compile_id together: one alone is a bad line (the
+    record is read as outside any compile)."""
+    data = (FIXTURES / "demo.log").read_bytes()
+    u = next(u for u in units(data) if b'"frame_compile_id": 0' in u.head and u.lines == 1)
+    head = re.sub(rb', "frame_compile_id": 0', b"", u.head)
+    log = tmp_path / "alone.log"
+    log.write_bytes(replace_unit(data, u, head + b"\n"))
+    doc = report_json(log)
+    assert [(b["line"], b["reason"].split(": ", 1)[1]) for b in doc["bad_lines"]] == [
+        (u.line, "frame_id and frame_compile_id come together: one is missing")
     ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -318,6 +317,11 @@ class Indexer:
             v = ctx.get(key)
             if v is not None and (type(v) is not int or v < 0):
                 self.bad(rec, f"{key} is not a non-negative integer: {_peek(v)}")
+                break
+        else:
+            if ("frame_id" in ctx) != ("frame_compile_id" in ctx):
+                # torch writes both or neither: with one, the record is read as outside.
+                self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
         if kind == "str":
             self.on_str(rec)
             return
@@ -346,10 +350,13 @@ class Indexer:
             self.on_metrics(rec, c)
         elif kind == "bwd_compilation_metrics":
             if isinstance(body, dict):
-                body, problem = _durations(body)
+                body, wrong_time = _durations(body)
+                problem = _wrong_fields(body, _BWD_FIELDS) or wrong_time
                 if problem:
                     self.bad(rec, problem)
                 c.bwd_metrics.append(self.small_dict(body))
+            else:
+                self.bad(rec, "expected an object")
         elif kind == "artifact":
             self.on_artifact(rec, c)
         elif kind in GRAPH_KINDS:
@@ -404,6 +411,11 @@ class Indexer:
         """An export issue, told apart as torch's draft export tells them."""
         body = rec.body
         if not isinstance(body, dict):
+            self.bad(rec, "expected an object")
+            return
+        problem = _wrong_fields(body, _ISSUE_FIELDS)
+        if problem:
+            self.bad(rec, problem)
             return
         if kind == "guard_on_data_dependent_error" and c.id is not None:
             return  # torch.compile breaks the graph there, and says so as a graph break
@@ -413,7 +425,7 @@ class Indexer:
             # torch.compile adds such guards all the time, and says why it recompiled.
             if c.id is not None or body.get("prefix") != "eval":
                 return
-            if not isinstance(body.get("symbol_to_sources"), dict) or not body["symbol_to_sources"]:
+            if not body.get("symbol_to_sources"):
                 return
         if len(c.export_issues) >= MAX_EVENTS:
             c.events_dropped += 1
@@ -440,7 +452,7 @@ class Indexer:
             ExportIssue(
                 ISSUE_KINDS[kind],
                 rec.line,
-                _peek(subject, 300) if not isinstance(subject, str) else subject[:300],
+                subject[:300] if isinstance(subject, str) else "?",  # missing: types checked
                 detail[:1000],
                 user[-1] if user else None,
             )
@@ -530,7 +542,9 @@ class Indexer:
                 got = v.get("pytorch_version") if isinstance(v, dict) else v
                 self.bad(rec, f"torch_version: pytorch_version is not a string: {_peek(got)}")
         elif name == "recompile_reasons":
-            c.recompile_reasons = _reasons(rec)
+            c.recompile_reasons, problem = _reasons(rec)
+            if problem:
+                self.bad(rec, problem)
             return
         elif name == "dynamo_graph_break_reason":
             c.graph_breaks.append(_graph_break(rec, self.intern))
@@ -541,7 +555,8 @@ class Indexer:
         elif name == "make_fx_fail_partial" and c.id is None and len(c.export_issues) < MAX_EVENTS:
             # An export that failed while tracing: torch logs the graph traced until then.
             # (Inside a compile, the failure is the compile's own, with its reason.)
-            user = [f for f in self.stack(rec.meta.get("stack")) if not is_torch_file(f.file)]
+            frames = self.stack(rec.meta.get("stack"), rec)
+            user = [f for f in frames if not is_torch_file(f.file)]
             c.export_issues.append(
                 ExportIssue(
                     "failed trace",
@@ -583,7 +598,7 @@ class Indexer:
         if not isinstance(b, dict):
             self.bad(rec, "expected an object")
             return
-        problem = _wrong_fields(b, _SYMBOL_FIELDS)
+        problem = _wrong_fields(b, _SYMBOL_FIELDS, required=("symbol",))
         if problem:
             self.bad(rec, problem)
         user = self.stack(b.get("user_stack"), rec, "user_stack")
@@ -1060,11 +1075,19 @@ def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:
     )
 
 
-def _reasons(rec: Record) -> list[str]:
+def _reasons(rec: Record) -> tuple[list[str], str | None]:
+    """The guard failures of a recompile_reasons payload, and what is wrong with it if it is a
+    JSON list of something other than strings (those items are left out)."""
     v = _json(rec.payload)
     if isinstance(v, list):
-        return [str(x) for x in v]
-    return _split_reasons(rec.text(100_000))
+        got = [x for x in v if isinstance(x, str)]
+        wrong = (
+            None
+            if len(got) == len(v)
+            else f"recompile_reasons is not a list of strings: {_peek(v)}"
+        )
+        return got, wrong
+    return _split_reasons(rec.text(100_000)), None
 
 
 # A guard failure as torch words it: the id of the compile whose guards failed, then why.
@@ -1075,7 +1098,7 @@ def _split_reasons(text: str) -> list[str]:
     """Recompile reasons written as text, one per guard failure: a line that does not start
     with a compile id (`User stack trace:` and its frames) belongs to the reason above it."""
     out: list[str] = []
-    for line in text.splitlines():
+    for line in text.replace("\r\n", "\n").split("\n"):  # torch's lines, not Unicode's
         if not line.strip():
             continue
         if out and not _REASON_START.match(line):
@@ -1142,11 +1165,22 @@ _METRIC_FIELDS: FieldTypes = {
             "graph_input_count",
             "guard_count",
             "shape_env_guard_count",
+            "cache_size",
         ),
         _INT,
     ),
     **dict.fromkeys(_TIME_FIELDS, _NUM),
     "restart_reasons": ((list,), "a list of strings"),
+    "non_compliant_ops": ((list,), "a list of strings"),
+}
+_BWD_FIELDS: FieldTypes = dict.fromkeys(_TIME_FIELDS, _NUM)
+_ISSUE_FIELDS: FieldTypes = {  # what an export issue reads (ISSUE_KINDS)
+    "expr": _STR,
+    "op": _STR,
+    "reason": _STR,
+    "prefix": _STR,
+    "result": ((str, bool, int, float), "a value"),
+    "symbol_to_sources": ((dict,), "an object of source names"),
 }
 _FRAME_FIELDS: FieldTypes = {
     "filename": ((int, str), "an interned index or a file name"),
@@ -1173,13 +1207,17 @@ _CHROMIUM_FIELDS: FieldTypes = {
 }
 
 
+MAX_SECONDS = 365 * 86400  # no compile takes a year: a longer time is damage
+
+
 def _durations(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """Metrics without the times no clock gives (below zero, infinite, NaN), and what they
-    were: added up, they would skew every total."""
+    """Metrics without the times no clock gives (below zero, over a year, infinite, NaN), and
+    what they were: added up, they would skew every total."""
     wrong = {
         k: v
         for k in _TIME_FIELDS
-        if isinstance(v := body.get(k), float | int) and not 0 <= v < math.inf
+        if isinstance(v := body.get(k), float | int)
+        and not 0 <= v <= (MAX_SECONDS * 1e6 if k.endswith("_us") else MAX_SECONDS)
     }
     if not wrong:
         return body, None

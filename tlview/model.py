@@ -486,14 +486,16 @@ class Compile:
     def non_compliant_ops(self) -> list[str]:
         """Custom ops of the graph without torch's pt2_compliant_tag (tlparse shows them too)."""
         ops = (self.metrics or {}).get("non_compliant_ops")
-        return [str(o) for o in ops] if isinstance(ops, list) else []
+        return [o for o in ops if isinstance(o, str)] if isinstance(ops, list) else []
 
     @property
     def is_retry(self) -> bool:
         """Compiled again only because the compile before it left nothing cached (it failed):
         its metrics count no cache entry for the frame, and no guard failed."""
         n = (self.metrics or {}).get("cache_size")
-        return type(n) is int and n == 0 and not self.recompile_reasons
+        # A recompile torch refused (error_on_recompile) names its failed guards in its error.
+        refused = "guard failure" in (self.fail_reason or "")
+        return type(n) is int and n == 0 and not self.recompile_reasons and not refused
 
     @property
     def graph_ops(self) -> int | None:

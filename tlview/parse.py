@@ -499,14 +499,17 @@ _NOT_JSON = object()
 
 def _python_json(data: bytes) -> Any:
     """A record as Python's json reads it: torch writes records with `json.dumps`, which writes
-    a float metric that is NaN or infinite as `NaN`/`Infinity`, and any integer, where orjson
-    refuses both. _NOT_JSON when it is not that either."""
+    a float metric that is NaN or infinite as `NaN`/`Infinity`, where orjson refuses them.
+    _NOT_JSON when it is not that either, or holds what no report could write back (lone
+    surrogates, integers over 64 bits)."""
     import json  # already imported by orjson's own module
 
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
+        meta = json.loads(data.decode("utf-8"))
+        orjson.dumps(meta)  # NaN and Infinity write as null
+    except (ValueError, RecursionError, TypeError, orjson.JSONEncodeError):
         return _NOT_JSON
+    return meta
 
 
 def _lenient_json(data: bytes) -> Any:
