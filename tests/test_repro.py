@@ -615,3 +615,17 @@ def test_compiles_without_a_graph_give_no_repro(tmp_path: Path) -> None:
     assert res.stderr.strip().endswith(
         "no dynamo_output_graph record in the log: no graph to repro"
     )
+
+
+def test_graph_numbers_and_log_names_of_a_restarted_compile(tmp_path: Path) -> None:
+    """demo.log's 0/1 restarted: `0/1` is the graph of 0/1_1, `0/1#2` is no graph (it has
+    one); `demo.log:1/0` names 1/0 of the only log, as `report` takes it."""
+    demo = FIXTURES / "demo.log"
+    res = run_cli("repro", demo, "--compile-id", "0/1", "-o", tmp_path / "a")
+    assert res.exit_code == 0
+    assert "compile 0/1 was restarted; its graph is in attempt 0/1_1" in res.stderr
+    res = run_cli("repro", demo, "--compile-id", "0/1#2", "-o", tmp_path / "b")
+    assert res.exit_code == EXIT_USAGE and "no graph '0/1#2'" in res.stderr
+    assert not (tmp_path / "b").exists()
+    res = run_cli("repro", demo, "--compile-id", "demo.log:1/0", "-o", tmp_path / "c")
+    assert res.exit_code == 0 and (tmp_path / "c" / "repro.py").is_file()

@@ -220,6 +220,10 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     """The graph the user named (`ID`, `LOG:ID`, `ID#N`), or the attempt of that compile that
     holds a graph, with a note saying so."""
     found = graphs(report)
+    names = {log.name for log in report.logs}
+    prefix, _, key = compile_id.rpartition(":")
+    if len(names) == 1 and prefix in names:
+        compile_id = key  # LOG:ID of the only log: the ID, as `report` and `inputs` take it
     hits = [(r, v) for r, v in found if r == compile_id or r.endswith(f":{compile_id}")]
     if len(hits) == 1:
         return hits[0][0], hits[0][1], None
@@ -229,31 +233,36 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
             f"{report.path}: {compile_id!r} is in several logs; use {refs}", EXIT_USAGE
         )
     prefix, _, key = compile_id.rpartition(":")
+    base, _, nth = key.partition("#")  # ID#N: the Nth graph filed under the compile
     known = ", ".join(r for r, _ in found[:12]) or "none"
-    have = [c for c in report.compiles if c.key == key and (not prefix or c.log == prefix)]
-    if have and key.partition("#")[0] == "-/-":
+    have = [c for c in report.compiles if c.key == base and (not prefix or c.log == prefix)]
+    if have and base == "-/-":
         raise TlviewError(
             f"{report.path}: no graph outside any compile ({GRAPH_KIND} records come with a "
             f"compile id); the log's graphs: {known}",
             EXIT_NO_REPRO,
         )
     try:
-        wanted = CompileId.parse(key.partition("#")[0])
+        wanted = CompileId.parse(base)
     except ValueError:
         raise TlviewError(
             f"{report.path}: {compile_id!r} is not a compile id (like 0/1 or LOG:0/1)", EXIT_USAGE
         ) from None
+    many = len(names) > 1
     for r, v in reversed(found):
+        own = f"{v.log}:{v.key}" if many else v.key  # the graph's compile, as refs name it
         if (
             v.id is not None
             and v.id.base == wanted.base
             and v.id.attempt > wanted.attempt
             and (not prefix or v.log == prefix)
+            and r[len(own) :] == (f"#{nth}" if nth else "")
         ):
-            return r, v, f"compile {key} was restarted; its graph is in attempt {v.key}"
-    if not have:
+            return r, v, f"compile {base} was restarted; its graph is in attempt {r}"
+    if not have or nth:  # no such compile, or no such graph of it
+        what = "graph" if have else "compile"
         raise TlviewError(
-            f"{report.path}: no compile {compile_id!r}; the log's graphs: {known}", EXIT_USAGE
+            f"{report.path}: no {what} {compile_id!r}; the log's graphs: {known}", EXIT_USAGE
         )
     # The compile is there, with no graph (it failed, or compiled autograd's outer id): it
     # gives no repro, as a graph skipped by --all does.
