@@ -318,14 +318,13 @@ class Indexer:
             if v is not None and (type(v) is not int or v < 0):
                 self.bad(rec, f"{key} is not a non-negative integer: {_peek(v)}")
                 break
-        else:
-            if ("frame_id" in ctx) != ("frame_compile_id" in ctx):
-                # torch writes both or neither: with one, the record is read as outside.
-                self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
         if kind == "str":
             self.on_str(rec)
             return
         cid = rec.compile_id
+        if cid is None and ("frame_id" in ctx) != ("frame_compile_id" in ctx):
+            # torch writes both or neither: with one, the record is read as outside a compile.
+            self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
         body = rec.body
         if kind == "compilation_metrics" and cid is None and isinstance(body, dict):
             cid = _parse_id(body.get("compile_id"))
@@ -502,7 +501,10 @@ class Indexer:
             self.ended.add(c.id)
             # A restart's earlier attempts logged no metrics of their own: they ended with it,
             # so their id starting again is a new run.
-            self.ended.update(dataclasses.replace(c.id, attempt=a) for a in range(c.id.attempt))
+            i = c.id
+            self.ended.update(
+                CompileId(i.frame, i.frame_compile, a, i.autograd, i.run) for a in range(i.attempt)
+            )
         if self.part:
             self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
         for name, attr in (("fail_type", "fail_type"), ("fail_reason", "fail_reason")):
