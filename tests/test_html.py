@@ -31,7 +31,12 @@ DEMO = FIXTURES / "demo.log"
 
 def real_paths() -> list[Path]:
     """Every real log the tests have: each corpus folder (and its subfolders), and the demo."""
-    out = [DEMO, FIXTURES / "reset.log"]  # reset: compile ids started over, 0/0@2 and 0/0@3
+    # reset: compile ids started over (0/0@2), also after a restart; refused: a recompile
+    # error_on_recompile stopped; draft_export: export issues
+    out = [
+        DEMO,
+        *(FIXTURES / f"{n}.log" for n in ("reset", "reset_break", "refused", "draft_export")),
+    ]
     if CORPUS.is_dir():
         for d in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
             out.append(d)
