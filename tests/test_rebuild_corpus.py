@@ -366,3 +366,16 @@ def test_each_export_fakes_with_its_own_symbols(reports: dict[str, Report]) -> N
     # one compile's fake mode, as usual: one shape env for all its fakes
     one = fake_rebuild(find_compile(reports["export"], "0/0")).tensors
     assert len({id(t.fake_mode) for t in one.values()}) == 1
+
+
+def test_a_specialized_dim_fakes_as_its_value(reports: dict[str, Report]) -> None:
+    """dynamic_shapes 4/0: dynamo made L['x'].size()[0] the symbol s77, then a guard refined
+    its range to one value (symbolic_shape_specialization, 6), and the graph takes x as [6]:
+    the fake is [6] too, not a symbol the graph does not expect."""
+    c = find_compile(reports["dynamic_shapes"], "4/0")
+    assert any(s.kind == "created" and s.source == "L['x'].size()[0]" for s in c.symbols)
+    assert any(s.kind == "specialized" and s.value == "6" for s in c.symbols)
+    sizes = next(g.meta["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
+    assert sizes["l_x_"][0] == "6"
+    x = fake_rebuild(c).tensors["L['x']"]
+    assert x.shape[0] == 6 and isinstance(x.shape[0], int)

@@ -354,6 +354,14 @@ def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
                 if not isinstance(dims, list):
                     continue
                 for i, d in enumerate(dims):
+                    if isinstance(d, str) and d.isdecimal() or type(d) is int:
+                        # Made a symbol, then specialized (a guard pinned it): the graph takes
+                        # the value ("4" in its sizes), so the fake does too.
+                        dim = f"{src}.size()[{i}]"
+                        if names.pop(dim, None) is not None:
+                            fresh.discard(dim)
+                            ranges.pop(dim, None)
+                        continue
                     if isinstance(d, str) and _SYMBOL.fullmatch(d):
                         if d.startswith("s"):
                             names.setdefault(f"{src}.size()[{i}]", d)
