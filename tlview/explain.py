@@ -15,7 +15,15 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .model import Compile, CompileId, Input, InputChange, Recompile, Report
+from .model import (
+    Compile,
+    CompileId,
+    Input,
+    InputChange,
+    Recompile,
+    Report,
+    refused_guards,
+)
 
 # Fields compared after dtype, device, layout, shape and strides, in the order they are shown.
 FLAGS = ("requires_grad", "is_parameter", "is_conj", "is_neg", "is_inference")
@@ -88,13 +96,8 @@ def _reasons(attempts: list[Compile]) -> list[str]:
                 out.append(r)
     if not out:
         for a in attempts:
-            out += _GUARD_IN_ERROR.findall(a.fail_reason or "")
+            out += refused_guards(a.fail_reason)
     return out
-
-
-# RecompileError: "Recompiling function f in ...\n triggered by the following guard failure(s):"
-# then one "- 0/0: tensor 'x' ..." line per failed guard.
-_GUARD_IN_ERROR = re.compile(r"^\s*- (!?\d+(?:/\d+)+(?:_\d+)?: .+)$", re.M)
 
 
 def _described(attempts: list[Compile]) -> Compile | None:

@@ -18,6 +18,7 @@ from . import explain
 from . import inputs as inputs_mod
 from .divergence import artifact_meta, graph_md5
 from .model import (
+    ID_TEXT,
     MICROS,
     BadLine,
     CacheEvent,
@@ -1093,7 +1094,7 @@ def _reasons(rec: Record) -> tuple[list[str], str | None]:
 
 
 # A guard failure as torch words it: the id of the compile whose guards failed, then why.
-_REASON_START = re.compile(r"!?\d+(?:/\d+)+(?:_\d+)?: ")
+_REASON_START = re.compile(rf"{ID_TEXT}: ")
 
 
 def _split_reasons(text: str) -> list[str]:

@@ -412,6 +412,19 @@ class Divergence:
     detail: str
 
 
+# A compile id as torch writes it before a failed guard ("0/1: tensor 'x' ..."): frame and
+# compile, compiled autograd's "!0/1/0", an attempt's "_1".
+ID_TEXT = r"!?\d+(?:/\d+)+(?:_\d+)?"
+# RecompileError (error_on_recompile): "... triggered by the following guard failure(s):" then
+# one "- 0/0: tensor 'x' ..." line per failed guard.
+_GUARD_IN_ERROR = re.compile(rf"^\s*- ({ID_TEXT}: .+)$", re.M)
+
+
+def refused_guards(fail_reason: str | None) -> list[str]:
+    """The failed guards a recompile torch refused names in its error (none for any other)."""
+    return _GUARD_IN_ERROR.findall(fail_reason or "")
+
+
 # The seconds that compilation_metrics gives, and the microseconds torch logs beside them since
 # 2.6 (some versions log only those): the same clock, so either gives the time.
 MICROS = {
@@ -493,9 +506,9 @@ class Compile:
         """Compiled again only because the compile before it left nothing cached (it failed):
         its metrics count no cache entry for the frame, and no guard failed."""
         n = (self.metrics or {}).get("cache_size")
-        # A recompile torch refused (error_on_recompile) names its failed guards in its error.
-        refused = "guard failure" in (self.fail_reason or "")
-        return type(n) is int and n == 0 and not self.recompile_reasons and not refused
+        if type(n) is not int or n != 0 or self.recompile_reasons:
+            return False
+        return not refused_guards(self.fail_reason)  # error_on_recompile: a guard did fail
 
     @property
     def graph_ops(self) -> int | None:
