@@ -132,11 +132,8 @@ def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
     }
     if not metas:
         return {}
-    buf = io.BytesIO()
     try:
-        torch.save(metas, buf)
-        buf.seek(0)
-        back = torch.load(buf, weights_only=True)
+        back = _reloaded(torch, metas)
     except Exception:  # save() says so for the whole file
         return {}
     before = {k: t.untyped_storage()._cdata for k, t in metas.items()}
@@ -173,14 +170,19 @@ def _unusual(torch: Any, t: Any) -> bool:
 
 def _not_carried(torch: Any, t: Any) -> str | None:
     """Why torch.save then torch.load(weights_only=True) fail on t here, or None."""
-    buf = io.BytesIO()
     try:
-        torch.save(t, buf)
-        buf.seek(0)
-        torch.load(buf, weights_only=True)
+        _reloaded(torch, t)
     except Exception as e:
         return f"{type(e).__name__}: {first_line(e)}"
     return None
+
+
+def _reloaded(torch: Any, obj: Any) -> Any:
+    """obj written with torch.save and read back as a reader of the file would, in memory."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    return torch.load(buf, weights_only=True)
 
 
 def _copy(torch: Any, t: Any, zero_bytes: bool = False) -> Any:

@@ -72,6 +72,12 @@ class Overview:
     phases: dict[str, float] = field(default_factory=dict)  # PHASE_NAMES -> seconds, summed
     slowest: list[Slow] = field(default_factory=list)  # by total time, at most MAX_SLOWEST
 
+    @property
+    def timed(self) -> bool:
+        """Whether the compile time says something: some compile logged one, or none ran
+        (torch logs none for a compile that never finished, and some builds none at all)."""
+        return "total" in self.phases or not self.compiles
+
 
 def compile_ref(c: Compile, many_logs: bool) -> str:
     """How a compile is named across a report: its id, prefixed by its log when there are several."""

@@ -857,7 +857,7 @@ def figures(o: Overview) -> list[Figure]:
         Figure("restarts", f"{o.restarts:,}", rows("restarted")),
         Figure(
             "compile time",
-            f"{o.compile_time_s:.2f} s" if "total" in o.phases or not o.compiles else "not logged",
+            f"{o.compile_time_s:.2f} s" if o.timed else "not logged",
         ),
         Figure("cache hits", f"{o.cache.get('hit', 0):,}"),
         Figure("cache misses", f"{o.cache.get('miss', 0):,}"),

@@ -12,6 +12,7 @@ from .. import __version__
 from ..dumps import dumps
 from ..model import Compile, CompileId, Report
 from ..parse import Reader, Record
+from ..summary import compile_ref
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.
@@ -26,13 +27,13 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
     spans: dict[str, list[Span]] | None = None
     if only is not None:
         spans = {}
-        for c in report.compiles:
+        refs = []
+        for c in report.compiles:  # one pass: compiles can be on disk, read back one at a time
             if only(c):
                 cid = None if c.id is None else c.id.in_run(0)  # as a record names it
                 spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
-        head["otherData"]["compiles"] = sorted(
-            c.key if len(names) == 1 else f"{c.log}:{c.key}" for c in report.compiles if only(c)
-        )
+                refs.append(compile_ref(c, len(names) > 1))
+        head["otherData"]["compiles"] = sorted(refs)
     out.write(orjson.dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
     labels = {(log.name, log.pid): _label(log.name, log.rank, log.pid) for log in report.logs}
     paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))

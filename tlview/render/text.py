@@ -129,9 +129,7 @@ def header(report: Report, o: Overview, console: Console) -> None:
     ]
     if o.incomplete:
         fig.append(f"{o.incomplete} never finished")
-    # Torch logs no time for a compile that never finished, and some builds none at all.
-    timed = "total" in o.phases or not o.compiles
-    fig.append(f"{o.compile_time_s:.2f} s compiling" if timed else "compile time not logged")
+    fig.append(f"{o.compile_time_s:.2f} s compiling" if o.timed else "compile time not logged")
     if o.cache:
         fig.append("cache " + ", ".join(f"{v} {k}" for k, v in sorted(o.cache.items())))
     fig.append(f"{o.inputs} inputs")
