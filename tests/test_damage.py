@@ -841,3 +841,21 @@ def test_a_frame_id_alone_is_a_bad_line(tmp_path: Path) -> None:
     assert [(b["line"], b["reason"].split(": ", 1)[1]) for b in doc["bad_lines"]] == [
         (u.line, "frame_id and frame_compile_id come together: one is missing")
     ]
+
+
+def test_an_empty_fail_type_is_still_a_failure(tmp_path: Path) -> None:
+    """A failure whose exception type was logged as "" (damage; torch writes null for none):
+    the compile failed all the same, with its reason."""
+    data = (CORPUS / "compile_error" / "dedicated_log_torch_trace_4oku3kw2.log").read_bytes()
+    us = units(data)
+    first = next(u for u in us if b'{"compilation_metrics"' in u.head)
+    meta = record_json(first, lenient=False)
+    assert meta is not None and meta["compilation_metrics"]["fail_type"] == "BackendCompilerFailed"
+    meta["compilation_metrics"]["fail_type"] = ""
+    log = tmp_path / "empty_type.log"
+    log.write_bytes(replace_unit(data, first, unit_bytes(meta, None, first)))
+    doc = report_json(log)
+    (c,) = [c for c in doc["compiles"] if c["key"] == "0/0"]
+    assert c["status"] == "failed" and c["fail_type"] == "(exception type not logged)"
+    assert c["fail_reason"] == meta["compilation_metrics"]["fail_reason"]
+    assert doc["stats"]["failures"] == 4 and doc["bad_lines"] == []

@@ -103,6 +103,8 @@ HANDLED_KINDS = (
 _CACHE_ARTIFACT = re.compile(r"(?P<cache>.+)_cache_(?P<outcome>hit|miss|bypass)")
 _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
+# A compile's failure whose exception type was logged as "" (torch writes null for no failure)
+NO_FAIL_TYPE = "(exception type not logged)"
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
 MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
@@ -508,10 +510,12 @@ class Indexer:
             )
         if self.part:
             self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
-        for name, attr in (("fail_type", "fail_type"), ("fail_reason", "fail_reason")):
+        for name in ("fail_type", "fail_reason"):
             v = body.get(name)
             if v is not None:
-                setattr(c, attr, v if isinstance(v, str) else repr(v))
+                setattr(c, name, v if isinstance(v, str) else repr(v))
+        if c.fail_type == "":  # still a failure, and every report names its type
+            c.fail_type = NO_FAIL_TYPE
         ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
         if isinstance(ff, str):
             c.fail_where = f"{ff}:{fl}" if _is_int(fl) else ff
