@@ -33,7 +33,9 @@ def test_compile_id_round_trips_torch_form(text: str, parts: tuple) -> None:
     assert str(cid) == text
 
 
-@pytest.mark.parametrize("text", ["", "0", "a/b", "0/0/0", "-/-", "0/0_", "!"])
+@pytest.mark.parametrize(
+    "text", ["", "0", "a/b", "0/0/0", "-/-", "0/0_", "!", "\uff10/\uff10", "0/\u0661", "0/0@\uff12"]
+)
 def test_compile_id_rejects_other_text(text: str) -> None:
     with pytest.raises(ValueError):
         CompileId.parse(text)

@@ -91,7 +91,7 @@ class CompileId:
         )
 
 
-_COMPILE_ID = re.compile(r"(?:!(\d+)(?:/(\d+)/(\d+))?|(\d+)/(\d+))(?:_(\d+))?(?:@(\d+))?")
+_COMPILE_ID = re.compile(r"(?:!(\d+)(?:/(\d+)/(\d+))?|(\d+)/(\d+))(?:_(\d+))?(?:@(\d+))?", re.ASCII)
 
 
 @pickled_by_fields
