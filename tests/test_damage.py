@@ -859,3 +859,26 @@ def test_an_empty_fail_type_is_still_a_failure(tmp_path: Path) -> None:
     assert c["status"] == "failed" and c["fail_type"] == "(exception type not logged)"
     assert c["fail_reason"] == meta["compilation_metrics"]["fail_reason"]
     assert doc["stats"]["failures"] == 4 and doc["bad_lines"] == []
+
+
+def test_a_failed_compile_outside_dynamo_says_so(tmp_path: Path) -> None:
+    """AOTInductor's compile failing (its metrics given a failure, as a compiler error would):
+    the headline says one failed, and `-/-` gives its type and reason."""
+    data = (FIXTURES / "aoti.log").read_bytes()
+    us = units(data)
+    (u,) = [u for u in us if b'{"compilation_metrics"' in u.head]
+    meta = record_json(u, lenient=False)
+    assert meta is not None and meta["compilation_metrics"]["fail_type"] is None
+    meta["compilation_metrics"]["fail_type"] = "CppCompileError"
+    meta["compilation_metrics"]["fail_reason"] = "C++ compile error\nwrapper.cpp:12: error"
+    log = tmp_path / "aoti_failed.log"
+    log.write_bytes(replace_unit(data, u, unit_bytes(meta, None, u)))
+    doc = report_json(log)
+    (c,) = [c for c in doc["compiles"] if c["key"] == "-/-"]
+    (o,) = c["outside_compiles"]
+    assert (o["log_line"], o["fail_type"]) == (u.line, "CppCompileError")
+    assert o["fail_reason"] == "C++ compile error\nwrapper.cpp:12: error"
+    res = run("report", str(log))
+    assert_clean_exit(res, 0, "report")
+    assert "1 compiled outside dynamo (" in res.stdout and ", 1 failed)" in res.stdout
+    assert "    failed: CppCompileError: C++ compile error" in res.stdout

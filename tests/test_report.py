@@ -828,3 +828,50 @@ def test_exports_sharing_a_source_are_told_apart() -> None:
         assert f"L['x'] [describer {d}]" in text
     page = run_cli("report", corpus("export"), "--format", "html").stdout
     assert all(f"<code>L['x'] [describer {d}]</code>" in page for d in later)
+
+
+def _outside_metrics(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """compilation_metrics records outside any compile id, read apart from tlview."""
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith("V") and '{"compilation_metrics"' in line:
+            m = json.loads(line[line.index("] {") + 2 :])["compilation_metrics"]
+            if m.get("compile_id") is None:
+                out.append((n, m))
+    return out
+
+
+@pytest.mark.parametrize("log", [lambda: FIXTURES / "aoti.log", lambda: only_log("export")])
+def test_compiles_outside_any_compile_id_are_reported_with_their_time(log) -> None:
+    """AOTInductor's compile and export's AOT step log metrics with no compile id: each is a
+    compile outside dynamo, timed from its start to its end, and not a compile of a frame."""
+    path = log()
+    raw = _outside_metrics(path)
+    assert len(raw) == 1
+    line, m = raw[0]
+    took = (m["end_time_us"] - m["start_time_us"]) / 1e6
+    data = report_json(path)
+    st = data["stats"]
+    assert st["outside_compiles"] == 1
+    assert st["outside_compile_time_s"] == pytest.approx(took, abs=1e-6)
+    (outside,) = [c for c in data["compiles"] if c["key"] == "-/-"]
+    assert outside["outside_compiles"] == [
+        {"log_line": line, "seconds": pytest.approx(took), "fail_type": None, "fail_reason": None}
+    ]
+    assert outside["compile_time_s"] == pytest.approx(took)
+    assert st["compiles"] == sum(1 for c in data["compiles"] if c["key"] != "-/-")
+    text = run_cli("report", path).stdout
+    assert f"1 compiled outside dynamo ({took:.2f} s)" in text
+    assert f"compiled outside dynamo (log line {line}): {took:.2f} s" in text
+
+
+def test_the_page_shows_compiles_outside_dynamo(tmp_path: Path) -> None:
+    path = FIXTURES / "aoti.log"
+    ((line, m),) = _outside_metrics(path)
+    took = (m["end_time_us"] - m["start_time_us"]) / 1e6
+    out = tmp_path / "aoti.html"
+    assert run_cli("report", path, "--format", "html", "-o", out).exit_code == 0
+    page = out.read_text()
+    assert "compiled outside dynamo (1)" in page and f"{took:.2f} s" in page
+    assert "Compiled outside dynamo</strong>" in page
+    assert f"<div>log line {line}: {took:.2f} s</div>" in page

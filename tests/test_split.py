@@ -36,6 +36,8 @@ def _json(path: Path) -> dict:
         lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),
         lambda: FIXTURES / "reset.log",  # compile id 0/0 started in both halves
         lambda: FIXTURES / "reset_break.log",  # and after a restart
+        lambda: FIXTURES / "aoti.log",  # a compile outside any compile id
+        lambda: only_log("export"),
     ],
 )
 def test_two_halves_equal_one_reader(log, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,12 +29,14 @@ from .model import (
     GraphBreak,
     InputSet,
     LogIndex,
+    OutsideCompile,
     Payload,
     Phase,
     StackFrame,
     StorageDesc,
     Symbol,
     TensorDesc,
+    seconds_of,
 )
 from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
 from .store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
@@ -495,6 +497,8 @@ class Indexer:
         problem = _wrong_fields(body, _METRIC_FIELDS) or wrong_time
         if problem:
             self.bad(rec, problem)
+        if c.id is None:
+            c.outside.append(_outside(rec.line, body))
         if c.metrics is not None:
             # A second metrics record for one id (records outside any compile): keep both.
             self.event(rec, c, "compilation_metrics", _metrics_summary(body))
@@ -510,12 +514,9 @@ class Indexer:
             )
         if self.part:
             self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
-        for name in ("fail_type", "fail_reason"):
-            v = body.get(name)
-            if v is not None:
-                setattr(c, name, v if isinstance(v, str) else repr(v))
-        if c.fail_type == "":  # still a failure, and every report names its type
-            c.fail_type = NO_FAIL_TYPE
+        fail_type, fail_reason = _failure(body)
+        c.fail_type = fail_type or c.fail_type
+        c.fail_reason = fail_reason or c.fail_reason
         ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
         if isinstance(ff, str):
             c.fail_where = f"{ff}:{fl}" if _is_int(fl) else ff
@@ -1271,6 +1272,30 @@ def _summary(body: Any) -> str:
             parts.append(f"{k}={_peek(v, 120)}")
         return ", ".join(parts)[:1000]
     return _peek(body, 400)
+
+
+def _outside(line: int, body: dict[str, Any]) -> OutsideCompile:
+    """The compile that metrics outside any compile id stand for (AOTInductor, export)."""
+    seconds = seconds_of(body, "entire_frame_compile_time_s")
+    start, end = body.get("start_time_us"), body.get("end_time_us")
+    if (
+        seconds is None
+        and type(start) is int
+        and type(end) is int
+        and 0 <= end - start <= MAX_SECONDS * 1e6
+    ):
+        seconds = (end - start) / 1e6
+    fail_type, fail_reason = _failure(body)
+    return OutsideCompile(line, seconds, fail_type, fail_reason)
+
+
+def _failure(body: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The failure's exception type and reason that metrics give, as text (None: no failure)."""
+    t, r = (v if v is None or isinstance(v, str) else repr(v) for v in map(body.get, _FAILURE))
+    return (NO_FAIL_TYPE if t == "" else t), r
+
+
+_FAILURE = ("fail_type", "fail_reason")
 
 
 def _metrics_summary(body: dict[str, Any]) -> str:

@@ -381,6 +381,18 @@ class ExportIssue:
 
 
 @pickled_by_fields
+@dataclass(slots=True)
+class OutsideCompile:
+    """A compile torch logged metrics for outside any compile id: AOTInductor's, export's AOT
+    step. Dynamo did not start it, so it is no compile of a frame, but its time is compile time."""
+
+    line: int
+    seconds: float | None  # its compile time, else from its start to its end
+    fail_type: str | None = None
+    fail_reason: str | None = None
+
+
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class InputChange:
     """One way an input differs from the previous compile of the same frame."""
@@ -478,6 +490,7 @@ class Compile:
     symbols: list[Symbol] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     export_issues: list[ExportIssue] = field(default_factory=list)
+    outside: list[OutsideCompile] = field(default_factory=list)  # of `-/-`
     phases: list[Phase] = field(default_factory=list)
     input_sets: list[InputSet] = field(default_factory=list)
     inputs: list[Input] = field(default_factory=list)
@@ -493,6 +506,9 @@ class Compile:
 
     @property
     def compile_time_s(self) -> float | None:
+        if self.id is None:  # the compiles outside any compile id, added up
+            times = [o.seconds for o in self.outside if o.seconds is not None]
+            return sum(times) if times else None
         return seconds_of(self.metrics or {}, "entire_frame_compile_time_s")
 
     @property
@@ -532,6 +548,8 @@ class Compile:
             e.line += n
         for x in self.export_issues:
             x.line += n
+        for o in self.outside:
+            o.line += n
         self.graph_breaks = shifted_breaks(self.graph_breaks, n)
         seen: set[int] = set()  # a tensor or storage can be in several sets: move it once
         described: list[TensorDesc | StorageDesc] = []

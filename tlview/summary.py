@@ -64,6 +64,10 @@ class Overview:
     cache: dict[str, int] = field(default_factory=dict)  # hit / miss / bypass
     inputs: int = 0
     export_issues: int = 0
+    outside: int = 0  # compiles outside any compile id (AOTInductor, export): `OutsideCompile`
+    outside_s: float = 0.0  # their time, of those that logged one
+    outside_timed: bool = False
+    outside_failed: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     unknown_kinds: dict[str, int] = field(default_factory=dict)
     first_time: str | None = None
@@ -151,6 +155,12 @@ class Tally:
         o.export_issues += len(c.export_issues)
         if c.id is None:
             o.inputs += len(c.inputs)
+            for x in c.outside:
+                o.outside += 1
+                o.outside_failed += x.fail_type is not None
+                if x.seconds is not None:
+                    o.outside_s += x.seconds
+                    o.outside_timed = True
             return
         o.compiles += 1
         self.status[c.status] += 1
@@ -193,6 +203,10 @@ class Tally:
         o.recompiles += lo.recompiles
         o.graph_breaks += lo.graph_breaks
         o.export_issues += lo.export_issues
+        o.outside += lo.outside
+        o.outside_s += lo.outside_s
+        o.outside_timed |= lo.outside_timed
+        o.outside_failed += lo.outside_failed
         for name, vs in later.phases.items():
             self.phases.setdefault(name, []).extend(vs)
         for item in later.slow:

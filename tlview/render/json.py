@@ -181,6 +181,15 @@ def compile_dict(c: Compile) -> dict[str, Any]:
             }
             for x in c.export_issues
         ],
+        "outside_compiles": [
+            {
+                "log_line": o.line,
+                "seconds": o.seconds,
+                "fail_type": o.fail_type,
+                "fail_reason": o.fail_reason,
+            }
+            for o in c.outside
+        ],
         "events": [
             {"kind": e.kind, "log_line": e.line, "summary": e.summary, "where": frame(e.where)}
             for e in c.events
@@ -211,6 +220,10 @@ def stats(o: Overview) -> dict[str, Any]:
         "restarts": o.restarts,
         "incomplete": o.incomplete,
         "export_issues": o.export_issues,
+        # compiles dynamo did not start (AOTInductor, export), with no compile id: not counted
+        # in "compiles" and their time not in "compile_time_s"
+        "outside_compiles": o.outside,
+        "outside_compile_time_s": round(o.outside_s, 6) if o.outside_timed else None,
         # null when no compile logged its time (never finished, or a torch that logs none)
         "compile_time_s": round(o.compile_time_s, 6) if "total" in o.phases else None,
         "compile_time_by_phase_s": {k: round(v, 6) for k, v in o.phases.items()},

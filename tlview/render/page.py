@@ -867,6 +867,15 @@ def figures(o: Overview) -> list[Figure]:
     figs.append(Figure("inputs", f"{o.inputs:,}"))
     if o.export_issues:
         figs.append(Figure("export issues", f"{o.export_issues:,}", None, "failed"))
+    if o.outside:
+        figs.append(
+            Figure(
+                f"compiled outside dynamo ({o.outside:,})",
+                f"{o.outside_s:.2f} s" if o.outside_timed else "not logged",
+                None,
+                "failed" if o.outside_failed else "",
+            )
+        )
     figs.append(Figure("bad lines", f"{o.bad_lines:,}", None, "failed" if o.bad_lines else ""))
     return figs
 

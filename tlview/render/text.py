@@ -135,6 +135,8 @@ def header(report: Report, o: Overview, console: Console) -> None:
     fig.append(f"{o.inputs} inputs")
     if o.export_issues:
         fig.append(f"{o.export_issues} export issues")
+    if o.outside:
+        fig.append(outside_text(o))
     console.print(T(" | ".join(fig), "bold"))
     for note in report.notes:
         console.print(T(f"note: {note}", "yellow"))
@@ -150,7 +152,7 @@ def _time(t: str) -> str:
 
 def table_row(c: Compile, many: bool) -> tuple[str, ...] | None:
     """A compile's row in the compile table, or None for records outside compiles with nothing."""
-    if c.id is None and not c.inputs and not c.graphs:
+    if c.id is None and not c.inputs and not c.graphs and not c.outside:
         return None
     return (
         compile_ref(c, many),
@@ -492,6 +494,13 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     _note(chosen.note("inputs", f"--compile-id {ref} or -v lists them all"), console)
 
 
+def outside_text(o: Overview) -> str:
+    """The headline of the compiles outside any compile id (AOTInductor, export)."""
+    took = f"{o.outside_s:.2f} s" if o.outside_timed else "time not logged"
+    failed = f", {o.outside_failed} failed" if o.outside_failed else ""
+    return f"{o.outside} compiled outside dynamo ({took}{failed})"
+
+
 def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
     many = len(report.logs) > 1
     title = f"{compile_ref(c, many)}  {c.function or ''}  [{c.status}]"
@@ -503,7 +512,12 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             console.print(
                 T(f"  {f.file}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else ""), "dim")
             )
-    if c.fail_type:
+    for o in c.outside:
+        took = "time not logged" if o.seconds is None else f"{o.seconds:.2f} s"
+        console.print(T(f"  compiled outside dynamo (log line {o.line}): {took}"))
+        if o.fail_type:
+            console.print(T(f"    failed: {o.fail_type}: {(o.fail_reason or '').strip()}", "red"))
+    if c.fail_type and not c.outside:
         console.print(T(f"  failed: {c.fail_type}: {(c.fail_reason or '').strip()}", "red"))
     for r in c.restart_reasons:
         console.print(T(f"  restart: {break_title(r)}", "cyan"))
