@@ -238,3 +238,21 @@ def test_a_refused_recompile_names_its_failed_guard() -> None:
     text = run_cli("report", log).stdout
     table = text[text.index("Recompiles") : text.index("Failures")]
     assert "0/0: tensor 'x' rank mismatch" in table and "no reason logged" not in table
+
+
+def test_reasons_of_attempts_are_kept_whole() -> None:
+    """A guard that failed with 3 is not the one that failed with 32: each reason is kept
+    unless the very same one came before (a restart's metrics repeat its first attempt's)."""
+    from tlview.explain import _reasons
+
+    base = CompileId(0, 1, 0, None, 0)
+    first = Compile(base, "x.log", recompile_reasons=["0/0: L['x'].size()[0] == 32"])
+    again = Compile(
+        CompileId(0, 1, 1, None, 0),
+        "x.log",
+        recompile_reasons=["0/0: L['x'].size()[0] == 32", "0/0: L['x'].size()[0] == 3"],
+    )
+    assert _reasons([first, again]) == [
+        "0/0: L['x'].size()[0] == 32",
+        "0/0: L['x'].size()[0] == 3",
+    ]

@@ -87,12 +87,12 @@ def explain_frame(compiles: list[list[Compile]]) -> None:
 
 
 def _reasons(attempts: list[Compile]) -> list[str]:
-    """Failed guards of every attempt, once each (metrics repeat the artifact's first, by line);
-    for a recompile torch refused (`error_on_recompile`), the ones its error names."""
+    """Failed guards of every attempt, once each (a restart's metrics repeat them); for a
+    recompile torch refused (`error_on_recompile`), the ones its error names."""
     out: list[str] = []
     for a in attempts:
         for r in a.recompile_reasons:
-            if not any(r in seen for seen in out):
+            if r not in out:  # whole: "size()[0] == 3" is not "size()[0] == 32"
                 out.append(r)
     if not out:
         for a in attempts:
