@@ -882,3 +882,22 @@ def test_a_failed_compile_outside_dynamo_says_so(tmp_path: Path) -> None:
     assert_clean_exit(res, 0, "report")
     assert "1 compiled outside dynamo (" in res.stdout and ", 1 failed)" in res.stdout
     assert "    failed: CppCompileError: C++ compile error" in res.stdout
+
+
+def test_a_line_with_two_wrong_fields_is_one_bad_line(tmp_path: Path) -> None:
+    """draft_export.log's missing_fake_kernel record with a wrong user_stack and a wrong op:
+    one bad line, which names both."""
+    data = (FIXTURES / "draft_export.log").read_bytes()
+    us = units(data)
+    u = next(u for u in us if b'{"missing_fake_kernel"' in u.head)
+    meta = record_json(u, lenient=False)
+    assert meta is not None
+    meta["missing_fake_kernel"]["op"] = 7
+    meta["missing_fake_kernel"]["user_stack"] = "x"
+    log = tmp_path / "two_wrong.log"
+    log.write_bytes(replace_unit(data, u, unit_bytes(meta, payload_of(u), u)))
+    doc = report_json(log)
+    assert doc["stats"]["bad_lines"] == 1
+    ((line, reason),) = [(b["line"], b["reason"]) for b in doc["bad_lines"]]
+    assert line == u.line and reason.startswith("missing_fake_kernel: ")
+    assert "user_stack" in reason and "op is not" in reason

@@ -204,9 +204,16 @@ class Indexer:
         # Reading a later part: each compile's first metrics as the event it is to one reader
         # when the part before has metrics for the compile too (see merge_compile).
         self.metrics_events: dict[CompileId | None, Event] = {}
+        self.bad_at = 0  # the line of the last bad line
 
     # -- helpers --------------------------------------------------------------------------
     def bad(self, rec: Record, reason: str) -> None:
+        kept = self.log.bad_lines
+        if rec.line == self.bad_at:  # one line is one bad line, whatever is wrong in it
+            if kept and kept[-1].line == rec.line:
+                kept[-1] = BadLine(self.log.name, rec.line, f"{kept[-1].reason}; {reason}")
+            return
+        self.bad_at = rec.line
         add_bad(self.log, BadLine(self.log.name, rec.line, f"{rec.kind}: {reason}"))
 
     def intern(self, s: str) -> str:
