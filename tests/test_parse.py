@@ -199,3 +199,48 @@ def test_thread_id_prefixes_stay_one_stream() -> None:
     logs = read_log(corpus("tlparse-tests", "comp_metrics.log"))
     assert len(logs) == 1
     assert [c.key for c in logs[0].compiles] == ["0/0", "0/0_1", "1/0", "1/0_1", "2/0"]
+
+
+TRUNCATE_WHILE_READING = r"""
+import os, sys
+from pathlib import Path
+from tlview import parse
+
+parse.WINDOW = 1 << 16
+path = Path(sys.argv[1])
+bad = []
+reader = parse.Reader(path, on_bad=bad.append)
+lines = []
+for rec in reader:
+    lines.append(rec.line)
+    if len(lines) == 1:
+        os.truncate(path, path.stat().st_size // 3)  # rotated in place while read
+print(len(lines), max(lines))
+for b in bad:
+    print(b.line, b.reason)
+"""
+
+
+def test_a_log_cut_while_read_is_read_to_its_new_end(tmp_path: Path) -> None:
+    """A mapped log truncated under tlview (its pages past the new end are gone: touching one
+    kills the process with SIGBUS): reading stops at the new end, with a bad line saying so."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "rotated.log"
+    shutil.copyfile(only_log("mlp_aot_eager"), log)
+    size = log.stat().st_size
+    assert size > 3 * (1 << 16)
+    proc = subprocess.run(
+        [sys.executable, "-c", TRUNCATE_WHILE_READING, str(log)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    head, *bad = proc.stdout.splitlines()
+    count, last = map(int, head.split())
+    kept = log.read_bytes()
+    assert len(kept) == size // 3
+    assert last <= kept.count(b"\n") + 1 and count > 1
+    assert any(f"the log shrank to {size // 3:,} bytes while tlview read it" in b for b in bad)

@@ -175,16 +175,24 @@ class Reader:
                 yield from self._read(f)
                 return
             try:
-                yield from self._read_mapped(mm)
+                yield from self._read_mapped(mm, f.fileno())
             finally:
                 mm.close()
 
-    def _read_mapped(self, mm: mmap.mmap) -> Iterator[Record]:
+    def _read_mapped(self, mm: mmap.mmap, fd: int) -> Iterator[Record]:
         """Read a mapped plain file a window at a time, each unit copied out once."""
         pos, end, line = self.span if self.span is not None else (0, len(mm), 1)
         last = line - 1
         done = pos - pos % mmap.ALLOCATIONGRANULARITY  # start of the pages still mapped in
         while pos < end:
+            size = os.fstat(fd).st_size
+            if size < end:
+                # Cut while read (a log rotated in place): pages past its new end are gone,
+                # and touching them would kill the process (SIGBUS). Read up to there.
+                self.bad(last + 1, f"the log shrank to {size:,} bytes while tlview read it")
+                end = max(pos, size)
+                if pos >= end:
+                    break
             limit = min(end, pos + WINDOW)
             cut = end
             if limit < end:
