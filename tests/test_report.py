@@ -875,3 +875,29 @@ def test_the_page_shows_compiles_outside_dynamo(tmp_path: Path) -> None:
     assert "compiled outside dynamo (1)" in page and f"{took:.2f} s" in page
     assert "Compiled outside dynamo</strong>" in page
     assert f"<div>log line {line}: {took:.2f} s</div>" in page
+
+
+def _pid(path: Path) -> int:
+    return int(path.read_text().split("\n", 1)[0].split()[2])
+
+
+def test_processes_of_one_file_name_their_compiles_apart(tmp_path: Path) -> None:
+    """Both ranks of the corpus's DDP job in one file (as `cat rank*.log` makes it): each
+    process numbers its compiles from 0/0, so in that file a compile is LOG:pidN:ID, which
+    --compile-id takes; LOG:ID alone says which to use."""
+    logs = sorted(corpus("multirank_gloo").glob("*.log"))
+    both = tmp_path / "both.log"
+    both.write_bytes(b"".join(p.read_bytes() for p in logs))
+    p0, p1 = (_pid(p) for p in logs)
+    text = run_cli("report", both).stdout
+    assert f"both.log:pid{p0}:4/0" in text and f"both.log:pid{p1}:4/0" in text
+    one = run_cli("report", both, "--compile-id", f"both.log:pid{p1}:4/0").stdout
+    assert f"both.log:pid{p1}:4/0  allred  [ok]" in one and f"pid{p0}:4/0" not in one
+    res = run_cli("inputs", both, "--compile-id", f"both.log:pid{p0}:4/0")
+    assert res.exit_code == 0 and res.stdout.startswith(f"compile both.log:pid{p0}:4/0  ok")
+    res = run_cli("inputs", both, "--compile-id", "both.log:4/0", "--emit", tmp_path / "x.pt")
+    assert res.exit_code == 2
+    assert f"use both.log:pid{p0}:4/0, both.log:pid{p1}:4/0" in res.stderr
+    data = report_json(both)
+    fours = [c for c in data["compiles"] if c["key"] == "4/0"]
+    assert [(c["log"], c["pid"]) for c in fours] == [("both.log", p0), ("both.log", p1)]

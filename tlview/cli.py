@@ -352,14 +352,15 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
     from .output import stdout
     from .rebuild import input_rows
     from .render.text import clean  # text from the log: control characters shown, not obeyed
+    from .summary import Refs
 
     stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
-    many = len({log.name for log in rep.logs}) > 1
+    refs = Refs.of(rep)
     listed = False
     for c in chosen:
         listed = True
         rows, notes, problem = input_rows(c, allow_import)
-        ref = f"{c.log}:{c.key}" if many else c.key
+        ref = refs(c)
         click.echo(clean(f"compile {ref}  {c.status}  {len(rows)} input(s)"))
         head = ("source", "shape", "stride", "offset", "dtype", "device", "alias", "fake", "real")
         table = [head, *[tuple(clean(v) for v in r) for r in rows]]

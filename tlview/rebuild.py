@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import EXIT_NEEDS_TORCH, EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .model import Compile, InputSet, Report, StorageDesc, TensorDesc, device_name
+from .summary import Refs, is_named
 from .units import nbytes
 
 MODES = ("random", "zeros", "meta")
@@ -1570,14 +1571,14 @@ def find_compile(report: Report, compile_id: str) -> Compile:
     """A compile by torch's id string, or `LOG:ID` when the report holds several logs."""
     hits = [c for c in report.compiles if c.key == compile_id]
     if not hits and ":" in compile_id:
-        log, _, cid = compile_id.rpartition(":")
-        hits = [c for c in report.compiles if c.key == cid and c.log == log]
+        hits = [c for c in report.compiles if is_named(c, compile_id)]
     if len(hits) == 1:
         return hits[0]
     known = ", ".join(sorted({c.key for c in report.compiles})[:12])
     if not hits:
         raise TlviewError(f"{report.path}: no compile {compile_id!r}; the log has: {known}", 2)
-    logs = ", ".join(f"{c.log}:{c.key}" for c in hits[:6])
+    refs = Refs.of(report)
+    logs = ", ".join(refs(c) for c in hits[:6])
     raise TlviewError(f"{report.path}: compile {compile_id!r} is in several logs; use {logs}", 2)
 
 

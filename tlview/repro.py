@@ -29,6 +29,7 @@ from . import graphcode as gc
 from .errors import EXIT_NO_REPRO, EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .index import Keep
 from .model import Compile, CompileId, InputSet, Payload, Report
+from .summary import Refs
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
@@ -204,13 +205,18 @@ def _first_line(s: InputSet) -> int:
     return min(lines, default=0)
 
 
+def _in_log(c: Compile, prefix: str) -> bool:
+    """Whether LOG (or LOG:pidN) of a LOG:ID names c's log (or process); "" names any."""
+    return not prefix or prefix in (c.log, f"{c.log}:pid{c.pid}")
+
+
 def graphs(report: Report) -> list[tuple[str, Compile]]:
     """Every graph dynamo captured, named as the report names compiles (`ID#2`: the second graph
     filed under one id)."""
-    many = len({log.name for log in report.logs}) > 1
+    refs = Refs.of(report)
     out = []
     for c in report.compiles:
-        ref = f"{c.log}:{c.key}" if many else c.key
+        ref = refs(c)
         for n, v in enumerate(views(c)):
             out.append((ref if n == 0 else f"{ref}#{n + 1}", v))
     return out
@@ -228,14 +234,14 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     if len(hits) == 1:
         return hits[0][0], hits[0][1], None
     if len(hits) > 1:
-        refs = ", ".join(r for r, _ in hits[:6])
+        listed = ", ".join(r for r, _ in hits[:6])
         raise TlviewError(
-            f"{report.path}: {compile_id!r} is in several logs; use {refs}", EXIT_USAGE
+            f"{report.path}: {compile_id!r} is in several logs; use {listed}", EXIT_USAGE
         )
     prefix, _, key = compile_id.rpartition(":")
     base, _, nth = key.partition("#")  # ID#N: the Nth graph filed under the compile
     known = ", ".join(r for r, _ in found[:12]) or "none"
-    have = [c for c in report.compiles if c.key == base and (not prefix or c.log == prefix)]
+    have = [c for c in report.compiles if c.key == base and _in_log(c, prefix)]
     if have and base == "-/-":
         raise TlviewError(
             f"{report.path}: no graph outside any compile ({GRAPH_KIND} records come with a "
@@ -248,14 +254,14 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
         raise TlviewError(
             f"{report.path}: {compile_id!r} is not a compile id (like 0/1 or LOG:0/1)", EXIT_USAGE
         ) from None
-    many = len(names) > 1
+    refs = Refs.of(report)
     for r, v in reversed(found):
-        own = f"{v.log}:{v.key}" if many else v.key  # the graph's compile, as refs name it
+        own = refs(v)  # the graph's compile, as refs name it
         if (
             v.id is not None
             and v.id.base == wanted.base
             and v.id.attempt > wanted.attempt
-            and (not prefix or v.log == prefix)
+            and _in_log(v, prefix)
             and r[len(own) :] == (f"#{nth}" if nth else "")
         ):
             return r, v, f"compile {base} was restarted; its graph is in attempt {r}"

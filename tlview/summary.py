@@ -83,9 +83,32 @@ class Overview:
         return "total" in self.phases or not self.compiles
 
 
-def compile_ref(c: Compile, many_logs: bool) -> str:
-    """How a compile is named across a report: its id, prefixed by its log when there are several."""
-    return f"{c.log}:{c.key}" if many_logs else c.key
+def compile_ref(c: Compile, many_logs: bool, by_pid: bool = False) -> str:
+    """How a compile is named across a report: its id, prefixed by its log when there are
+    several, and by its process too in a file that several processes wrote to."""
+    if not many_logs:
+        return c.key
+    if by_pid and c.pid is not None:
+        return f"{c.log}:pid{c.pid}:{c.key}"
+    return f"{c.log}:{c.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Refs:
+    """`compile_ref` for every compile of one report: each process of a file that several
+    wrote to numbers its compiles from 0/0, so there its compiles are LOG:pidN:ID."""
+
+    many: bool
+    shared: frozenset[str] = frozenset()  # files several processes wrote to
+
+    @classmethod
+    def of(cls, report: Report) -> Refs:
+        counts = Counter(log.name for log in report.logs)
+        shared = frozenset(name for name, n in counts.items() if n > 1)
+        return cls(len(report.logs) > 1, shared)
+
+    def __call__(self, c: Compile) -> str:
+        return compile_ref(c, self.many, c.log in self.shared)
 
 
 def describer_marks(inputs: list[Input]) -> dict[int, str]:
@@ -100,8 +123,8 @@ def describer_marks(inputs: list[Input]) -> dict[int, str]:
 
 
 def is_named(c: Compile, ref: str) -> bool:
-    """Whether a --compile-id REF names this compile: by its id, or as LOG:ID."""
-    return ref in (c.key, compile_ref(c, True))
+    """Whether a --compile-id REF names this compile: by its id, as LOG:ID, or LOG:pidN:ID."""
+    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True))
 
 
 def is_recompile(c: Compile) -> bool:
@@ -127,7 +150,7 @@ class Tally:
 
     def __init__(self, report: Report) -> None:
         o = self.o = Overview(logs=len(report.logs))
-        self.many = len({log.name for log in report.logs}) > 1
+        self.refs = Refs.of(report)
         self.cache: Counter[str] = Counter()
         self.status: Counter[str] = Counter()
         self.breaks: dict[str, BreakSummary] = {}
@@ -167,7 +190,7 @@ class Tally:
         o.inputs += sum(1 for i in c.inputs if not i.superseded)
         if is_recompile(c):
             o.recompiles += 1
-        ref = compile_ref(c, self.many)
+        ref = self.refs(c)
         if c.metrics is not None or c.bwd_metrics:
             times = phase_times(c)
             for name, v in times.items():

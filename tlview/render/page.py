@@ -38,10 +38,10 @@ from ..summary import (
     MAX_BREAK_COMPILES,
     PHASE_NAMES,
     Overview,
+    Refs,
     Tally,
     break_key,
     break_title,
-    compile_ref,
     describer_marks,
     input_flags,
     is_recompile,
@@ -610,6 +610,7 @@ class _Pick:
         self.full = full
         self.only = only
         self.many = len({log.name for log in report.logs}) > 1
+        self.refs = Refs.of(report)
         self.labels = log_labels(report.logs)
         self.short = self.many or len(report.logs) > 1
         self.names = [self.labels[id(log)] for log in report.logs]
@@ -704,7 +705,7 @@ class _Pick:
         self.hidden_recompiles += recompile
 
     def row(self, li: int, k: int, n: int, c: Compile, detail: bool) -> Row:
-        ref = compile_ref(c, self.many)
+        ref = self.refs(c)
         base = "c-" + _ANCHOR_UNSAFE.sub("_", ref)
         anchor = unique(self.used, base)
         if self.made is not None:

@@ -12,7 +12,7 @@ from .. import __version__
 from ..dumps import dumps
 from ..model import Compile, CompileId, Report
 from ..parse import Reader, Record
-from ..summary import compile_ref
+from ..summary import Refs
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.
@@ -28,11 +28,12 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
     if only is not None:
         spans = {}
         refs = []
+        ref = Refs.of(report)
         for c in report.compiles:  # one pass: compiles can be on disk, read back one at a time
             if only(c):
                 cid = None if c.id is None else c.id.in_run(0)  # as a record names it
                 spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
-                refs.append(compile_ref(c, len(names) > 1))
+                refs.append(ref(c))
         head["otherData"]["compiles"] = sorted(refs)
     out.write(orjson.dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
     labels = {(log.name, log.pid): _label(log.name, log.rank, log.pid) for log in report.logs}

@@ -19,6 +19,7 @@ from ..model import Compile, ExportIssue, Input, Report
 from ..summary import (
     PHASE_NAMES,
     Overview,
+    Refs,
     Tally,
     break_title,
     compile_ref,
@@ -150,12 +151,12 @@ def _time(t: str) -> str:
     return f"{t[:2]}-{t[2:4]} {t[5:13]}" if len(t) >= 13 else t
 
 
-def table_row(c: Compile, many: bool) -> tuple[str, ...] | None:
+def table_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
     """A compile's row in the compile table, or None for records outside compiles with nothing."""
     if c.id is None and not c.inputs and not c.graphs and not c.outside:
         return None
     return (
-        compile_ref(c, many),
+        refs(c),
         c.status + (f" ({c.fail_type})" if c.fail_type else ""),
         c.function or "",
         f"{_short_path(c.file)}:{c.firstline}" if c.file else "",
@@ -323,7 +324,7 @@ class RecompileRow:
     limit: str | None
 
 
-def recompile_row(c: Compile, many: bool) -> RecompileRow | None:
+def recompile_row(c: Compile, refs: Refs) -> RecompileRow | None:
     r = c.recompile
     if r is None or c.id is None or c.is_retry:
         return None
@@ -333,7 +334,7 @@ def recompile_row(c: Compile, many: bool) -> RecompileRow | None:
     if not changed:
         changed.append(f"no input change since {r.previous}" if r.compared else "inputs not logged")
     return RecompileRow(
-        compile_ref(c, many),
+        refs(c),
         (c.log, c.pid, c.id.frame, c.id.run),
         c.function,
         r.reasons[:5],
@@ -373,11 +374,11 @@ def recompiles(
 REASON_LINES = 4  # lines of a failure's reason in the table; --compile-id shows all
 
 
-def failure_row(c: Compile, many: bool) -> tuple[str, ...] | None:
+def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
     if c.status not in ("failed", "incomplete"):
         return None
     reason = (c.fail_reason or "").strip().splitlines()
-    ref = compile_ref(c, many)
+    ref = refs(c)
     shown = reason[:REASON_LINES]
     if len(reason) > REASON_LINES:
         while shown and (not shown[-1].strip() or shown[-1].endswith(":")):
@@ -502,8 +503,8 @@ def outside_text(o: Overview) -> str:
 
 
 def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
-    many = len(report.logs) > 1
-    title = f"{compile_ref(c, many)}  {c.function or ''}  [{c.status}]"
+    ref = Refs.of(report)(c)
+    title = f"{ref}  {c.function or ''}  [{c.status}]"
     console.rule(T(title), align="left")
     if c.stack:
         # The user's own frames, innermost last; -v or --compile-id shows torch's too.
@@ -538,7 +539,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
     if c.non_compliant_ops:
         ops = ", ".join(c.non_compliant_ops)
         console.print(T(f"  custom ops not tagged pt2_compliant_tag: {ops}", "yellow"))
-    inputs_table(c, console, "Inputs", compile_ref(c, many), None if full else INPUT_ROWS)
+    inputs_table(c, console, "Inputs", ref, None if full else INPUT_ROWS)
     if full:
         if c.symbols:
             t = _table(
@@ -613,7 +614,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
         return o
     # One pass over the compiles keeps what the tables need and the compiles shown in detail;
     # the compiles themselves may be on disk (store.py), so no list of all of them is made.
-    many = len(report.logs) > 1
+    refs = Refs.of(report)
     tally = Tally(report)
     cap = None if opts.verbosity > 0 else opts.max_rows
     rows: Capped[tuple[str, ...]] = Capped(cap)
@@ -625,14 +626,14 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     more = 0  # compiles with inputs beyond those shown in detail
     for c in report.compiles:
         tally.add(c)
-        if (row := table_row(c, many)) is not None:
+        if (row := table_row(c, refs)) is not None:
             rows.add(problem_order(c), c.status, row)
-        if (rr := recompile_row(c, many)) is not None:
+        if (rr := recompile_row(c, refs)) is not None:
             recompile_rows.add(0 if rr.limit is not None else 1, "", rr)
-        if (fr := failure_row(c, many)) is not None:
+        if (fr := failure_row(c, refs)) is not None:
             failure_rows.append(fr)
         for x in c.export_issues:
-            issue_rows.add(0, "", issue_row(compile_ref(c, many), x))
+            issue_rows.add(0, "", issue_row(refs(c), x))
         if c.id is not None and c.function:
             names[(c.log, c.pid, c.id.frame, c.id.run)] = c.function
         if opts.verbosity <= 0 and c.inputs:
