@@ -293,3 +293,18 @@ def test_a_guard_is_the_same_guard_whatever_values_it_saw() -> None:
         == "tensor 'x' size mismatch at index 0. expected …, actual …"
     )
     assert _guard(logged.replace("index 0", "index 1")) != _guard(logged)
+
+
+def test_a_guard_is_the_same_guard_whatever_folders_torch_cut() -> None:
+    """torch names the source line of a guard with its path cut to what differs from its own
+    install's ("# new/n03.py:33 in f", "# mp/v214/new/n03.py:33 in f" with torch elsewhere):
+    the same guard in two environments. The reason is dynamic_shapes', as torch 2.13 wrote it."""
+    (c,) = [c for c in load(corpus("dynamic_shapes")).compiles if c.key == "0/1"]
+    logged = next(r for r in c.recompile.reasons if "# corpus/gen/" in r)  # type: ignore[union-attr]
+    moved = logged.replace("# corpus/gen/", "# user/corpus/gen/").replace(
+        "(_dynamo/variables/", "(torch/_dynamo/variables/"
+    )
+    assert moved != logged
+    assert _guard(moved) == _guard(logged)
+    assert "# dynamic_shapes.py:7 in f" in _guard(logged)
+    assert _guard(logged.replace("dynamic_shapes.py:7", "dynamic_shapes.py:9")) != _guard(logged)
