@@ -866,7 +866,7 @@ def test_a_failed_compile_outside_dynamo_says_so(tmp_path: Path) -> None:
     the headline says one failed, and `-/-` gives its type and reason."""
     data = (FIXTURES / "aoti.log").read_bytes()
     us = units(data)
-    (u,) = [u for u in us if b'{"compilation_metrics"' in u.head]
+    (u,) = [u for u in us if b'{"compilation_metrics": {"compile_id": null' in u.head]
     meta = record_json(u, lenient=False)
     assert meta is not None and meta["compilation_metrics"]["fail_type"] is None
     meta["compilation_metrics"]["fail_type"] = "CppCompileError"

@@ -901,3 +901,28 @@ def test_processes_of_one_file_name_their_compiles_apart(tmp_path: Path) -> None
     data = report_json(both)
     fours = [c for c in data["compiles"] if c["key"] == "4/0"]
     assert [(c["log"], c["pid"]) for c in fours] == [("both.log", p0), ("both.log", p1)]
+
+
+def test_compile_work_at_run_time_is_an_event_of_its_compile() -> None:
+    """`compilation_metrics_runtime` (compile work a compiled function did when called, logged
+    by torch 2.13 and 2.14): a known record, shown as an event with its times, in no total."""
+    path = FIXTURES / "aoti.log"
+    raw = [
+        (n, json.loads(line[line.index("] {") + 2 :]))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if line.startswith("V") and '{"compilation_metrics_runtime"' in line
+    ]
+    ((line, rec),) = raw
+    m = rec["compilation_metrics_runtime"]
+    assert m["is_runtime"] is True and m["compile_id"] is None
+    data = report_json(path)
+    assert "compilation_metrics_runtime" not in data["stats"]["unknown_kinds"]
+    assert data["stats"]["kinds"]["compilation_metrics_runtime"] == 1
+    (ev,) = [e for c in data["compiles"] for e in c["events"] if e["log_line"] == line]
+    assert ev["kind"] == "compilation_metrics_runtime"
+    assert ev["summary"] == (
+        f"compile work at run time (forward), inductor {m['inductor_compile_time_s']:.3f} s"
+    )
+    assert ev["where"]["file"].endswith("aoti.py") and ev["where"]["name"] == "<lambda>"
+    total = sum(c["compile_time_s"] or 0 for c in data["compiles"] if c["key"] != "-/-")
+    assert data["stats"]["compile_time_s"] == pytest.approx(total)

@@ -629,3 +629,20 @@ def test_graph_numbers_and_log_names_of_a_restarted_compile(tmp_path: Path) -> N
     assert not (tmp_path / "b").exists()
     res = run_cli("repro", demo, "--compile-id", "demo.log:1/0", "-o", tmp_path / "c")
     assert res.exit_code == 0 and (tmp_path / "c" / "repro.py").is_file()
+
+
+def test_a_graph_of_ops_torch_registers_on_import_runs(tmp_path: Path) -> None:
+    """prims.fma (a compiled optimizer step calls it) exists only once inductor's prims are
+    imported: the script imports them, and runs; the op is not the program's own custom op."""
+    log = FIXTURES / "prims.log"
+    out = tmp_path / "fma"
+    res = run_cli("repro", log, "--compile-id", "0/0", "-o", out)
+    assert res.exit_code == 0, res.output
+    script = (out / "repro.py").read_text()
+    assert "= torch.ops.prims.fma(l_a_, l_b_, l_c_)" in script
+    assert "\nimport torch._inductor.inductor_prims  # noqa" in script
+    assert "custom op" not in script
+    ran = subprocess.run(
+        [sys.executable, str(out / "repro.py")], capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, ran.stderr

@@ -40,6 +40,7 @@ from .model import (
 )
 from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
 from .store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
+from .summary import PHASES
 
 # Record kinds that carry a graph or generated code as payload.
 GRAPH_KINDS = frozenset(
@@ -85,6 +86,7 @@ EVENT_KINDS = frozenset(
         "dump_file",
     }
 )
+_METRICS_KINDS = frozenset({"compilation_metrics", "compilation_metrics_runtime"})
 HANDLED_KINDS = (
     GRAPH_KINDS
     | GUARD_KINDS
@@ -97,6 +99,7 @@ HANDLED_KINDS = (
         "describe_tensor",
         "describe_source",
         "compilation_metrics",
+        "compilation_metrics_runtime",
         "bwd_compilation_metrics",
         "artifact",
         "chromium_event",
@@ -338,7 +341,7 @@ class Indexer:
             # torch writes both or neither: with one, the record is read as outside a compile.
             self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
         body = rec.body
-        if kind == "compilation_metrics" and cid is None and isinstance(body, dict):
+        if kind in _METRICS_KINDS and cid is None and isinstance(body, dict):
             cid = _parse_id(body.get("compile_id"))
         if cid is not None:
             if self.run:
@@ -359,6 +362,8 @@ class Indexer:
                 self.bad(rec, "expected an object with a stack")
         elif kind == "compilation_metrics":
             self.on_metrics(rec, c)
+        elif kind == "compilation_metrics_runtime":
+            self.on_runtime_metrics(rec, c)
         elif kind == "bwd_compilation_metrics":
             if isinstance(body, dict):
                 body, wrong_time = _durations(body)
@@ -417,6 +422,31 @@ class Indexer:
             c.events_dropped += 1
             return
         c.events.append(self.as_event(rec, kind, summary))
+
+    def on_runtime_metrics(self, rec: Record, c: Compile) -> None:
+        """Compile work a compiled function did when it ran (its first call): an event of its
+        compile, with its times. It is not the compile's own time, so no total counts it."""
+        body = rec.body
+        if not isinstance(body, dict):
+            self.bad(rec, "expected an object")
+            return
+        body, wrong_time = _durations(body)
+        problem = _wrong_fields(body, _METRIC_FIELDS) or wrong_time
+        if problem:
+            self.bad(rec, problem)
+        times = [f"{name} {v:.3f} s" for name, metric in PHASES if (v := seconds_of(body, metric))]
+        fwd = body.get("is_forward")
+        said = "compile work at run time"
+        if isinstance(fwd, bool):
+            said += " (forward)" if fwd else " (backward)"
+        event = self.as_event(rec, "compilation_metrics_runtime", ", ".join([said, *times]))
+        if event.where is None:
+            user = self.stack(rec.meta.get("stack"), rec, "stack")
+            event.where = next((f for f in reversed(user) if not is_torch_file(f.file)), None)
+        if len(c.events) < MAX_EVENTS:
+            c.events.append(event)
+        else:
+            c.events_dropped += 1
 
     def on_issue(self, rec: Record, c: Compile, kind: str) -> None:
         """An export issue, told apart as torch's draft export tells them."""

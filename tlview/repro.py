@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import importlib
 import json
 import math
 import operator
@@ -129,6 +130,7 @@ class Plan:
     bodies: list[Body] = field(default_factory=list)
     outputs: list[tuple[str, str, str]] = field(default_factory=list)  # name, dtype, shape code
     std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
+    registers: list[str] = field(default_factory=list)  # torch modules that define its ops
     collectives: bool = False
     standins: bool = False  # some input is made in the script from the graph's annotation
     dynamic: bool = False
@@ -385,6 +387,11 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
         if ns in COLLECTIVES:
             p.collectives = True
             continue
+        module = _registered_by(ns, name)
+        if module is not None:  # whether or not this process imported it already
+            if module not in p.registers:
+                p.registers.append(module)
+            continue
         if not _op_exists(ns, name):
             p.blockers.append(
                 f"the graph calls the custom op {ns}::{name}, which the program registered at "
@@ -402,6 +409,24 @@ def _torch() -> Any:
     from .rebuild import need_torch
 
     return need_torch("tlview repro")
+
+
+# torch's own modules that register ops of a namespace when imported, not with `import torch`
+# (inductor's prims: fma, random, lookup_seed, ...): a graph that calls one needs its import.
+_OP_MODULES = {"prims": "torch._inductor.inductor_prims"}
+
+
+def _registered_by(ns: str, name: str) -> str | None:
+    """The module of torch's own (`_OP_MODULES`) that defines the op, which a script calling
+    it must import; None for other ops."""
+    module = _OP_MODULES.get(ns)
+    if module is None:
+        return None
+    try:
+        defined = hasattr(importlib.import_module(module), name)
+    except Exception:  # a torch without that module
+        return None
+    return module if defined else None
 
 
 def _op_exists(ns: str, name: str) -> bool:
@@ -673,6 +698,7 @@ def render(
         dynamic=True if p.dynamic else None,
         notes=[*p.blockers, *p.notes],
         std_modules=sorted({m for _, m, _ in p.std}),
+        registers=p.registers,
         std_names=p.std,
         bodies=p.bodies,
         collectives=p.collectives,
