@@ -93,6 +93,8 @@ class GraphCode:
     outputs: list[str | None]  # returned node names (None where an output is not a plain name)
     annotations: dict[str, str] = field(default_factory=dict)  # node name -> annotation
     bodies: dict[str, int] = field(default_factory=dict)  # nested class path -> its arg count
+    # nested class path -> how many values it returns as a tuple (None: not a tuple)
+    body_outputs: dict[str, int | None] = field(default_factory=dict)
     attrs: list[str] = field(default_factory=list)  # self.X reads that are not nested classes
     missing: list[str] = field(default_factory=list)  # self.X.Y reads with no nested class
     ops: list[str] = field(default_factory=list)  # torch.ops.NS.OP as called
@@ -268,6 +270,7 @@ def parse(text: str) -> GraphCode:
         p: len(_forward(classes[p]).args.args) - 1
         for p in sorted((p for p in classes if p), key=lambda p: (p.count("."), p))
     }
+    g.body_outputs = {p: _tuple_size(_forward(classes[p])) for p in g.bodies}
     attrs: set[str] = set()
     missing: set[str] = set()
     ops: set[str] = set()
@@ -390,6 +393,14 @@ def _outputs(f: ast.FunctionDef) -> list[str | None]:
     v = rets[-1].value
     items = v.elts if isinstance(v, ast.Tuple | ast.List) else [v]
     return [e.id if isinstance(e, ast.Name) else None for e in items]
+
+
+def _tuple_size(f: ast.FunctionDef) -> int | None:
+    """How many values forward returns as a tuple, or None when it returns no tuple."""
+    rets = [s for s in f.body if isinstance(s, ast.Return)]
+    if not rets or not isinstance(rets[-1].value, ast.Tuple):
+        return None
+    return len(rets[-1].value.elts)
 
 
 def _assigned(f: ast.FunctionDef) -> set[str]:

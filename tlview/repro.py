@@ -109,6 +109,7 @@ class Body:
     name: str
     target: str  # "mod.cond_true_0", "mod.cond_true_0.body.inner"
     nargs: int
+    nouts: int | None  # values it returns as a tuple (None: not a tuple)
 
 
 @dataclass(slots=True)
@@ -622,7 +623,8 @@ def _bodies(p: Plan, code: gc.GraphCode) -> None:
         parts = path.split(".")
         owner = ".".join([code.name, *parts[:-1]])
         target = "mod." + ".body.".join(parts)
-        p.bodies.append(Body(path, owner, parts[-1], target, nargs))
+        nouts = code.body_outputs.get(path)
+        p.bodies.append(Body(path, owner, parts[-1], target, nargs, nouts))
 
 
 def _outputs(p: Plan, code: gc.GraphCode) -> None:
