@@ -426,14 +426,9 @@ class Indexer:
     def on_runtime_metrics(self, rec: Record, c: Compile) -> None:
         """Compile work a compiled function did when it ran (its first call): an event of its
         compile, with its times. It is not the compile's own time, so no total counts it."""
-        body = rec.body
-        if not isinstance(body, dict):
-            self.bad(rec, "expected an object")
+        body = self.metrics_body(rec)
+        if body is None:
             return
-        body, wrong_time = _durations(body)
-        problem = _wrong_fields(body, _METRIC_FIELDS) or wrong_time
-        if problem:
-            self.bad(rec, problem)
         times = [f"{name} {v:.3f} s" for name, metric in PHASES if (v := seconds_of(body, metric))]
         fwd = body.get("is_forward")
         said = "compile work at run time"
@@ -525,15 +520,22 @@ class Indexer:
         else:
             self.bad(rec, "expected [file name, index]")
 
-    def on_metrics(self, rec: Record, c: Compile) -> None:
+    def metrics_body(self, rec: Record) -> dict[str, Any] | None:
+        """A metrics record's fields, without the times no clock gives; wrong ones said."""
         body = rec.body
         if not isinstance(body, dict):
             self.bad(rec, "expected an object")
-            return
+            return None
         body, wrong_time = _durations(body)
         problem = _wrong_fields(body, _METRIC_FIELDS) or wrong_time
         if problem:
             self.bad(rec, problem)
+        return body
+
+    def on_metrics(self, rec: Record, c: Compile) -> None:
+        body = self.metrics_body(rec)
+        if body is None:
+            return
         if c.id is None:
             c.outside.append(_outside(rec.line, body))
         if c.metrics is not None:
