@@ -25,14 +25,10 @@ from .rebuild import (
     real_bytes,
     real_inputs,
 )
+from .summary import compile_ref
 from .units import nbytes
 
 FORMAT = "tlview.inputs/1"
-
-
-def compile_key(c: Compile, several_logs: bool) -> str:
-    """torch's compile id string, prefixed with the log's file name when PATH held several."""
-    return f"{c.log}:{c.key}" if several_logs else c.key
 
 
 def payload(
@@ -344,7 +340,7 @@ def emit_file(
     built: list[tuple[str, Rebuilt]] = []
     keys: set[str] = set()
     for c in chosen:
-        key = compile_key(c, many)
+        key = compile_ref(c, many)
         if key in keys:
             key = f"{key}@{c.pid}"
         keys.add(key)

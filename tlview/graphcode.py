@@ -386,21 +386,24 @@ def _param(a: ast.arg) -> Param:
     return Param(a.arg, text, tensor_type(text), sym_expr(text))
 
 
-def _outputs(f: ast.FunctionDef) -> list[str | None]:
+def _returned(f: ast.FunctionDef) -> ast.expr | None:
+    """What forward's last return statement returns (None: no value)."""
     rets = [s for s in f.body if isinstance(s, ast.Return)]
-    if not rets or rets[-1].value is None:
+    return rets[-1].value if rets else None
+
+
+def _outputs(f: ast.FunctionDef) -> list[str | None]:
+    v = _returned(f)
+    if v is None:
         return []
-    v = rets[-1].value
     items = v.elts if isinstance(v, ast.Tuple | ast.List) else [v]
     return [e.id if isinstance(e, ast.Name) else None for e in items]
 
 
 def _tuple_size(f: ast.FunctionDef) -> int | None:
     """How many values forward returns as a tuple, or None when it returns no tuple."""
-    rets = [s for s in f.body if isinstance(s, ast.Return)]
-    if not rets or not isinstance(rets[-1].value, ast.Tuple):
-        return None
-    return len(rets[-1].value.elts)
+    v = _returned(f)
+    return len(v.elts) if isinstance(v, ast.Tuple) else None
 
 
 def _assigned(f: ast.FunctionDef) -> set[str]:

@@ -20,6 +20,7 @@ from .divergence import artifact_meta, graph_md5
 from .model import (
     ID_TEXT,
     MICROS,
+    PHASES,
     BadLine,
     CacheEvent,
     Compile,
@@ -40,7 +41,6 @@ from .model import (
 )
 from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
 from .store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
-from .summary import PHASES
 
 # Record kinds that carry a graph or generated code as payload.
 GRAPH_KINDS = frozenset(
@@ -417,11 +417,11 @@ class Indexer:
             self.open[new] = st
         return new
 
-    def event(self, rec: Record, c: Compile, kind: str, summary: str) -> None:
+    def event(self, rec: Record, c: Compile, kind: str, summary: str, caller: bool = False) -> None:
         if len(c.events) >= MAX_EVENTS:
             c.events_dropped += 1
             return
-        c.events.append(self.as_event(rec, kind, summary))
+        c.events.append(self.as_event(rec, kind, summary, caller))
 
     def on_runtime_metrics(self, rec: Record, c: Compile) -> None:
         """Compile work a compiled function did when it ran (its first call): an event of its
@@ -434,14 +434,7 @@ class Indexer:
         said = "compile work at run time"
         if isinstance(fwd, bool):
             said += " (forward)" if fwd else " (backward)"
-        event = self.as_event(rec, "compilation_metrics_runtime", ", ".join([said, *times]))
-        if event.where is None:
-            user = self.stack(rec.meta.get("stack"), rec, "stack")
-            event.where = next((f for f in reversed(user) if not is_torch_file(f.file)), None)
-        if len(c.events) < MAX_EVENTS:
-            c.events.append(event)
-        else:
-            c.events_dropped += 1
+        self.event(rec, c, "compilation_metrics_runtime", ", ".join([said, *times]), caller=True)
 
     def on_issue(self, rec: Record, c: Compile, kind: str) -> None:
         """An export issue, told apart as torch's draft export tells them."""
@@ -494,13 +487,20 @@ class Indexer:
             )
         )
 
-    def as_event(self, rec: Record, kind: str, summary: str | dict[str, Any]) -> Event:
+    def as_event(
+        self, rec: Record, kind: str, summary: str | dict[str, Any], caller: bool = False
+    ) -> Event:
+        """The record as an event, at its user_stack's frame; with `caller`, else at the user's
+        innermost frame of the record's own stack (torch's frames left out)."""
         if isinstance(summary, dict):
             summary = _metrics_summary(summary)
         where = None
         if isinstance(rec.body, dict):
             user = self.stack(rec.body.get("user_stack"), rec, "user_stack")
             where = user[-1] if user else None
+        if where is None and caller:
+            frames = self.stack(rec.meta.get("stack"), rec)
+            where = next((f for f in reversed(frames) if not is_torch_file(f.file)), None)
         return Event(kind, rec.line, summary, where)
 
     def small_dict(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -1330,11 +1330,12 @@ def _outside(line: int, body: dict[str, Any]) -> OutsideCompile:
 
 def _failure(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """The failure's exception type and reason that metrics give, as text (None: no failure)."""
-    t, r = (v if v is None or isinstance(v, str) else repr(v) for v in map(body.get, _FAILURE))
+    t, r = _text(body.get("fail_type")), _text(body.get("fail_reason"))
     return (NO_FAIL_TYPE if t == "" else t), r
 
 
-_FAILURE = ("fail_type", "fail_reason")
+def _text(v: Any) -> str | None:
+    return v if v is None or isinstance(v, str) else repr(v)
 
 
 def _metrics_summary(body: dict[str, Any]) -> str:

@@ -447,6 +447,15 @@ MICROS = {
 }
 
 
+# A compile's time by phase, from its `compilation_metrics` (name, metric).
+PHASES = (
+    ("total", "entire_frame_compile_time_s"),
+    ("backend", "backend_compile_time_s"),
+    ("inductor", "inductor_compile_time_s"),
+    ("code_gen", "code_gen_time_s"),
+)
+
+
 def seconds_of(metrics: dict[str, Any], name: str) -> float | None:
     """A time of compilation_metrics (`name`, in seconds), or its microsecond twin when a torch
     logged only that; None when it has neither."""

@@ -1569,9 +1569,7 @@ def _tree_notes(
 
 def find_compile(report: Report, compile_id: str) -> Compile:
     """A compile by torch's id string, or `LOG:ID` when the report holds several logs."""
-    hits = [c for c in report.compiles if c.key == compile_id]
-    if not hits and ":" in compile_id:
-        hits = [c for c in report.compiles if is_named(c, compile_id)]
+    hits = [c for c in report.compiles if is_named(c, compile_id)]
     if len(hits) == 1:
         return hits[0]
     known = ", ".join(sorted({c.key for c in report.compiles})[:12])

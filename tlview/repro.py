@@ -30,7 +30,7 @@ from . import graphcode as gc
 from .errors import EXIT_NO_REPRO, EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .index import Keep
 from .model import Compile, CompileId, InputSet, Payload, Report
-from .summary import Refs
+from .summary import Refs, log_ref
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
@@ -210,7 +210,7 @@ def _first_line(s: InputSet) -> int:
 
 def _in_log(c: Compile, prefix: str) -> bool:
     """Whether LOG (or LOG:pidN) of a LOG:ID names c's log (or process); "" names any."""
-    return not prefix or prefix in (c.log, f"{c.log}:pid{c.pid}")
+    return not prefix or prefix in (c.log, log_ref(c, by_pid=True))
 
 
 def graphs(report: Report) -> list[tuple[str, Compile]]:

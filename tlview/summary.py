@@ -6,18 +6,12 @@ import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .model import BreakSummary, Compile, Input, Report, seconds_of
+from .model import PHASES, BreakSummary, Compile, Input, Report, seconds_of
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
-# A compile's time by phase, from its `compilation_metrics` (name, metric); "backward" adds up
-# the inductor time of its backward graphs (`bwd_compilation_metrics`).
-PHASES = (
-    ("total", "entire_frame_compile_time_s"),
-    ("backend", "backend_compile_time_s"),
-    ("inductor", "inductor_compile_time_s"),
-    ("code_gen", "code_gen_time_s"),
-)
+# A compile's phases (model.PHASES); "backward" adds up the inductor time of its backward
+# graphs (`bwd_compilation_metrics`).
 PHASE_NAMES = (*(name for name, _ in PHASES), "backward")
 
 
@@ -86,11 +80,12 @@ class Overview:
 def compile_ref(c: Compile, many_logs: bool, by_pid: bool = False) -> str:
     """How a compile is named across a report: its id, prefixed by its log when there are
     several, and by its process too in a file that several processes wrote to."""
-    if not many_logs:
-        return c.key
-    if by_pid and c.pid is not None:
-        return f"{c.log}:pid{c.pid}:{c.key}"
-    return f"{c.log}:{c.key}"
+    return f"{log_ref(c, by_pid)}:{c.key}" if many_logs else c.key
+
+
+def log_ref(c: Compile, by_pid: bool = False) -> str:
+    """The LOG of a LOG:ID: the compile's log file, and its process (LOG:pidN) with `by_pid`."""
+    return f"{c.log}:pid{c.pid}" if by_pid and c.pid is not None else c.log
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,12 +173,11 @@ class Tally:
         o.export_issues += len(c.export_issues)
         if c.id is None:
             o.inputs += len(c.inputs)
-            for x in c.outside:
-                o.outside += 1
-                o.outside_failed += x.fail_type is not None
-                if x.seconds is not None:
-                    o.outside_s += x.seconds
-                    o.outside_timed = True
+            o.outside += len(c.outside)
+            o.outside_failed += sum(x.fail_type is not None for x in c.outside)
+            if (took := c.compile_time_s) is not None:  # the outside compiles', added up
+                o.outside_s += took
+                o.outside_timed = True
             return
         o.compiles += 1
         self.status[c.status] += 1
