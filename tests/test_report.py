@@ -926,3 +926,55 @@ def test_compile_work_at_run_time_is_an_event_of_its_compile() -> None:
     assert ev["where"]["file"].endswith("aoti.py") and ev["where"]["name"] == "<lambda>"
     total = sum(c["compile_time_s"] or 0 for c in data["compiles"] if c["key"] != "-/-")
     assert data["stats"]["compile_time_s"] == pytest.approx(total)
+
+
+def _records(path: Path, kind: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line, body) of each `kind` record of a log, read straight from its lines."""
+    return [
+        (n, json.loads(line[line.index("] {") + 2 :])[kind])
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if line.startswith("V") and f'{{"{kind}"' in line
+    ]
+
+
+def test_torch26_failures_written_as_backward_metrics_are_the_frames_own() -> None:
+    """torch 2.6 writes the metrics of a compile that stopped before it said it was a forward
+    one (the recompile limit, error_on_recompile) as `bwd_compilation_metrics` with
+    is_forward null: they are that frame's failure, not a backward compile."""
+    path = FIXTURES / "torch26.log"
+    bwd = {b["compile_id"]: b for _, b in _records(path, "bwd_compilation_metrics")}
+    assert set(bwd) == {"0/2", "8/1"}
+    assert all(b["is_forward"] is None for b in bwd.values())
+    data = report_json(path)
+    by_id = {c["compile_id"]: c for c in data["compiles"]}
+    for cid, b in bwd.items():
+        c = by_id[cid]
+        assert (c["status"], c["fail_type"]) == ("failed", b["fail_type"])
+        assert c["fail_reason"] == b["fail_reason"]
+    assert by_id["0/2"]["fail_type"] == "RecompileLimitExceeded"
+    assert by_id["0/2"]["recompile"]["limit_hit"] is True
+    assert by_id["8/1"]["fail_type"] == "RecompileError"
+    assert data["stats"]["failures"] == 2 and data["stats"]["incomplete"] == 0
+    text = run_cli("report", path).stdout
+    assert "2 failed" in text and "never finished" not in text
+    assert "0/2: frame 0 (scale) hit cache_size_limit" in text
+
+
+def test_torch26_graph_breaks_are_named_by_their_reason_line() -> None:
+    """torch 2.6 words a graph break "Graph break in user code at F:L" then "Reason: ...":
+    the reason line names it, so two breaks on one line stay two."""
+    path = FIXTURES / "torch26.log"
+    data = report_json(path)
+    breaks = {b["title"]: b for b in data["graph_breaks"]}
+    logger = [r for r in breaks if "ogger" in r]
+    assert len(logger) == 2 and len(breaks) == 3
+    assert any(r.startswith("Unsupported: 'skip function getLogger") for r in logger)
+    assert any(r.startswith("Unsupported: Logger not supported") for r in logger)
+    assert any(r.startswith("Unsupported: 'skip function graph_break") for r in breaks)
+    for r in logger:
+        ((where, n),) = breaks[r]["where"].items()
+        assert where.endswith("torch26.py:18") and n == breaks[r]["count"] == 1
+    assert [b["compiles"] for b in data["graph_breaks"]] == [["1/0"], ["2/0"], ["3/0"]]
+    text = run_cli("report", path).stdout
+    assert "| Unsupported: Logger not supported" in text
+    assert "| Graph break in user code" not in text

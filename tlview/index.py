@@ -107,6 +107,8 @@ HANDLED_KINDS = (
 )
 _CACHE_ARTIFACT = re.compile(r"(?P<cache>.+)_cache_(?P<outcome>hit|miss|bypass)")
 _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
+# Where older torch (2.6 and before) starts a graph break's own words, under the line above.
+_OLD_REASON = re.compile(r"^Reason: ", re.M)
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # A compile's failure whose exception type was logged as "" (torch writes null for no failure)
 NO_FAIL_TYPE = "(exception type not logged)"
@@ -365,7 +367,11 @@ class Indexer:
         elif kind == "compilation_metrics_runtime":
             self.on_runtime_metrics(rec, c)
         elif kind == "bwd_compilation_metrics":
-            if isinstance(body, dict):
+            if isinstance(body, dict) and "is_forward" in body and body["is_forward"] is None:
+                # torch 2.6 names a frame's metrics so when its compile stopped before saying
+                # it was a forward one (recompile limit, error_on_recompile): they are its own.
+                self.on_metrics(rec, c)
+            elif isinstance(body, dict):
                 body, wrong_time = _durations(body)
                 problem = _wrong_fields(body, _BWD_FIELDS) or wrong_time
                 if problem:
@@ -1111,6 +1117,8 @@ def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:
     k = text.find("Graph Break Reason:")
     if k >= 0:
         reason = text[k + len("Graph Break Reason:") :]
+    elif (old := _OLD_REASON.search(text)) is not None:  # torch 2.6 and older: "Reason: ..."
+        reason = text[old.end() :]
     end = reason.find("User code traceback:")
     if end >= 0:
         reason = reason[:end]
