@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, corpus, fake_dim, only_log, run_cli
+from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -224,8 +224,9 @@ def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
     for r in (real_inputs(by["0/0"]), fake_rebuild(by["0/0"])):
         assert r.failed == {"L['b']": "stride is not logged"}
         assert sorted(r.tensors) == ["L['a']", "L['c']"]
+    why = f"dtype 'torch.nonsense' is not a dtype of this torch ({torch.__version__})"
     for r in (real_inputs(by["1/0"]), fake_rebuild(by["1/0"])):
-        assert r.failed == {"L['y']": "dtype 'torch.nonsense' is not a torch dtype"}
+        assert r.failed == {"L['y']": why}
         assert list(r.tensors["L['x']"].shape) == [6]
     with pytest.raises(TlviewError) as e:
         real_inputs(by["5/0"])
@@ -234,7 +235,7 @@ def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
     assert list(fake_rebuild(by["5/0"]).tensors["L['x']"].shape) == [1 << 40, 1 << 20]
     r = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
     assert r.exit_code == 0
-    assert "L['y']: not rebuilt as real: dtype 'torch.nonsense' is not a torch dtype" in r.stdout
+    assert f"L['y']: not rebuilt as real: {why}" in r.stdout
 
 
 def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None:
@@ -379,3 +380,21 @@ def test_a_specialized_dim_fakes_as_its_value(reports: dict[str, Report]) -> Non
     assert sizes["l_x_"][0] == "6"
     x = fake_rebuild(c).tensors["L['x']"]
     assert x.shape[0] == 6 and isinstance(x.shape[0], int)
+
+
+def test_inputs_logged_by_torch26_rebuild_as_the_program_made_them() -> None:
+    """The 2.6 fixture's `(x @ v)` compile, rebuilt by this torch: x = randn(5, 4) with a
+    dynamic batch dim, v = w[:, 1:5] a view of Parameter w = randn(4, 6) (make_fixtures.py)."""
+    report = load(FIXTURES / "torch26.log")
+    c = find_compile(report, "5/0")
+    real = real_inputs(c, mode="random").tensors
+    fake = fake_rebuild(c).tensors
+    for got in (real, fake):
+        x, v = got["L['x']"], got["L['v']"]
+        assert [fake_dim(d) for d in x.shape] == [5, 4] and x.stride() == (4, 1)
+        assert (x.requires_grad, x.is_leaf) == (False, True)
+        assert tuple(v.shape) == (4, 4) and v.stride() == (6, 1)
+        assert v.storage_offset() == 1 and v._base is not None
+        assert (v.requires_grad, v.is_leaf) == (True, False)
+        assert tuple(v._base.shape) == (4, 6) and isinstance(v._base, torch.nn.Parameter)
+    assert not isinstance(fake["L['x']"].shape[0], int)  # the dim marked dynamic stays a symbol

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import functools
 import importlib
+import inspect
 import os
 import re
 import warnings
@@ -729,7 +730,10 @@ def torch_dtype(name: str) -> Any:
         torch = need_torch()
         dt = getattr(torch, name, None)
         if not isinstance(dt, torch.dtype):
-            raise _Failed(f"dtype 'torch.{name}' is not a torch dtype")
+            # A newer torch's dtype (float8_e8m0fnu is not in torch 2.6), or no dtype at all.
+            raise _Failed(
+                f"dtype 'torch.{name}' is not a dtype of this torch ({torch.__version__})"
+            )
         _DTYPES[name] = dt
     return dt
 
@@ -1675,11 +1679,16 @@ def _named_shape_env_cls() -> Any:
             if dynamic_dim is None:
                 dynamic_dim = DimDynamic.DUCK
             name = getattr(source, "name", None)
+            if callable(name):  # an older torch's (2.6) Source.name() is a method
+                name = name()
             want = self.tlview_names.get(name) if isinstance(name, str) else None
             if want is None or dynamic_dim is DimDynamic.STATIC or type(val) is not int:
                 return super().create_symbol(val, source, dynamic_dim, *a, **k)
             made = self.tlview_made.get(want)
-            hint = self.backed_var_to_val.get(made) if made is not None else None
+            hints = getattr(self, "backed_var_to_val", None)
+            if hints is None:  # an older torch's name for it
+                hints = self.var_to_val
+            hint = hints.get(made) if made is not None else None
             if made is not None and hint is not None and int(hint) == val:
                 old = self.val_to_var.get(val)
                 self.val_to_var[val] = made
@@ -1710,8 +1719,21 @@ def _named_shape_env_cls() -> Any:
     return NamedShapeEnv
 
 
+def _known_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """The values of a torch dataclass's fields that this torch has: an older one lacks some
+    (torch 2.6's MetaTensorDesc has no dynamo_hint_overrides, and dynamo then had no hint
+    overrides to honour)."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return {k: v for k, v in values.items() if k in names}
+
+
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
 def logged_source(name: str) -> Any:
-    """A dynamo Source whose `.name` is the logged string, so symbols get the logged sources."""
+    """A dynamo Source whose name is the logged string, so symbols get the logged sources."""
     global _SOURCE_CLS
     if _SOURCE_CLS is None:
         from dataclasses import dataclass as dc
@@ -1732,7 +1754,21 @@ def logged_source(name: str) -> Any:
             def _name_template(self) -> str:
                 return self.text
 
-        _SOURCE_CLS = LoggedSource
+        @dc(frozen=True)
+        class OldLoggedSource(Source):
+            """The same for an older torch (2.6), whose Source has the methods name() and
+            guard_source() where later ones have properties."""
+
+            text: str
+
+            def guard_source(self) -> Any:  # type: ignore[override]
+                return GuardSource.LOCAL
+
+            def name(self) -> str:  # type: ignore[override]
+                return self.text
+
+        old = inspect.isfunction(inspect.getattr_static(Source, "name", None))
+        _SOURCE_CLS = OldLoggedSource if old else LoggedSource
     return _SOURCE_CLS(name)
 
 
@@ -1941,7 +1977,7 @@ class FakeBuilder:
             if not leaf and grad and not self.here(p.device):
                 leaf = True  # its grad_fn would name the device, and torch aborts on that
                 self.note(tid, f"faked as a leaf: this machine has no {p.device}")
-            d = MetaTensorDesc(
+            fields = dict(
                 id=tid,
                 ndim=p.ndim,
                 dtype=dtype,
@@ -1966,6 +2002,7 @@ class FakeBuilder:
                 storage_offset=p.offset,
                 **kw,
             )
+            d = MetaTensorDesc(**_known_fields(MetaTensorDesc, fields))
             if p.inference:
                 self.note(tid, "inference tensor: faked as a normal tensor")
             if p.mkldnn:
@@ -2042,7 +2079,10 @@ class FakeBuilder:
             dim = f"{name}.size()[{i}]"
             nested = isinstance(p.size[i], str)
             if dim in self.symbols.unbacked:
-                dyn.append(DimDynamic.UNBACKED)
+                # An older torch (2.6) names it SIZE_LIKE_UNBACKED.
+                dyn.append(
+                    getattr(DimDynamic, "UNBACKED", None) or DimDynamic["SIZE_LIKE_UNBACKED"]
+                )
                 cons.append(None)
             elif dim in self.symbols.names or nested:
                 dyn.append(DimDynamic.DYNAMIC if nested else DimDynamic.DUCK)
