@@ -662,3 +662,25 @@ def test_a_graph_of_ops_torch_registers_on_import_runs(tmp_path: Path) -> None:
         [sys.executable, str(out / "repro.py")], capture_output=True, text=True, check=False
     )
     assert ran.returncode == 0, ran.stderr
+
+
+def test_a_list_input_described_item_by_item_is_passed_as_a_list(tmp_path: Path) -> None:
+    """torch 2.6's compiled-autograd graph takes the backward's tensors as one list input
+    (`L_inputs_ : list`), which the log describes item by item (`L['inputs'][0]`, ...): the
+    script passes them as a list, and runs. The second backward's graph also reads the .grad
+    of the first, an item no describe_source names: skipped, saying which items."""
+    log = FIXTURES / "torch26.log"
+    res = run_cli("repro", log, "--all", "--run", "-o", tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    by_id = {g["compile_id"]: g for g in summary["graphs"]}
+    first, second = by_id["6/0"], by_id["7/0"]
+    script = (tmp_path / first["dir"] / "repro.py").read_text()
+    assert "def forward(self, L_inputs_ : list):" in script
+    items = ", ".join(f"inputs[\"L['inputs'][{i}]\"]" for i in range(4))
+    assert f"[{items}],  # L_inputs_" in script
+    assert first["status"] == "ran" and first["reason"] is None
+    assert second["status"] == "skipped"
+    assert second["reason"] == (
+        "input L_inputs_ (list): the graph reads its items 3, 5, which no describe_source names"
+    )
+    assert res.exit_code == EXIT_NO_REPRO  # one graph gave no repro that ran

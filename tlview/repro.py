@@ -460,6 +460,26 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
             p.args.append(Arg(param.name, expr))
             continue
         source = by_name.get(param.name)
+        if source is None and param.annotation == "list":
+            items = _list_items(param.name, by_name)
+            if items:  # a list input whose tensors were described one by one (compiled autograd)
+                read = re.findall(rf"\b{re.escape(param.name.lower())}\[(\d+)\]", code.text)
+                missing = sorted(
+                    {int(k) for k in read if int(k) >= len(items) or not items[int(k)]}
+                )
+                if missing:
+                    p.fatal = (
+                        f"input {param.name} (list): the graph reads its items "
+                        f"{', '.join(map(str, missing))}, which no describe_source names"
+                    )
+                    return
+                for item in items:
+                    if item in r.failed:
+                        p.fatal = f"input {item} could not be rebuilt: {r.failed[item]}"
+                        return
+                    p.notes.extend(f"{item}: {n}" for n in r.notes.get(item, []))
+                p.args.append(Arg(param.name, "[" + ", ".join(map(_item, items)) + "]"))
+                continue
         if source is None:
             standin = _standin(p, code, param, known)
             if standin is None:
@@ -510,6 +530,22 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
                 needed += gc.symbols_in(d)
     p.symbols = [(s, known[s]) for s in dict.fromkeys(needed) if s in known]
     p.notes += [logged[s] for s, _ in p.symbols if s in logged]
+
+
+def _list_items(name: str, by_name: dict[str, str]) -> list[str]:
+    """The sources of a list input's items, in order (`L['inputs'][0]`, ...), from the names
+    dynamo gives them; "" for an item the log did not describe."""
+    at = re.compile(re.escape(name) + r"(\d+)_")
+    items: dict[int, str] = {}
+    for key, source in by_name.items():
+        m = at.fullmatch(key)
+        if m is not None:
+            items[int(m.group(1))] = source
+    return [items.get(i, "") for i in range(max(items) + 1)] if items else []
+
+
+def _item(source: str) -> str:
+    return f"inputs[{source!r}]" if source else "None"
 
 
 def _standin(
