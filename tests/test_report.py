@@ -978,3 +978,15 @@ def test_torch26_graph_breaks_are_named_by_their_reason_line() -> None:
     text = run_cli("report", path).stdout
     assert "| Unsupported: Logger not supported" in text
     assert "| Graph break in user code" not in text
+
+
+def test_torch24_fail_type_written_as_a_class_repr_is_its_name() -> None:
+    """torch 2.4 logs fail_type as `<class 'torch._dynamo.exc.X'>`; later torch as `X`."""
+    path = FIXTURES / "torch24.log"
+    ((_, m),) = [(n, b) for n, b in _records(path, "compilation_metrics") if b["fail_type"]]
+    assert m["fail_type"] == "<class 'torch._dynamo.exc.BackendCompilerFailed'>"
+    data = report_json(path)
+    (c,) = [c for c in data["compiles"] if c["status"] == "failed"]
+    assert c["compile_id"] == m["compile_id"] and c["fail_type"] == "BackendCompilerFailed"
+    assert "my backend exploded" in c["fail_reason"]
+    assert f"{m['compile_id']} | failed (BackendCompilerFailed)" in run_cli("report", path).stdout

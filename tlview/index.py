@@ -1339,7 +1339,12 @@ def _outside(line: int, body: dict[str, Any]) -> OutsideCompile:
 def _failure(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """The failure's exception type and reason that metrics give, as text (None: no failure)."""
     t, r = _text(body.get("fail_type")), _text(body.get("fail_reason"))
+    if t is not None and (m := _CLASS_REPR.fullmatch(t)) is not None:
+        t = m.group(1)  # torch 2.4 logs "<class 'torch._dynamo.exc.X'>", later ones "X"
     return (NO_FAIL_TYPE if t == "" else t), r
+
+
+_CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 
 
 def _text(v: Any) -> str | None:
