@@ -398,3 +398,18 @@ def test_inputs_logged_by_torch26_rebuild_as_the_program_made_them() -> None:
         assert (v.requires_grad, v.is_leaf) == (True, False)
         assert tuple(v._base.shape) == (4, 6) and isinstance(v._base, torch.nn.Parameter)
     assert not isinstance(fake["L['x']"].shape[0], int)  # the dim marked dynamic stays a symbol
+
+
+def test_a_jagged_tensor_logged_by_torch24_keeps_its_min_and_max_seqlen() -> None:
+    """torch 2.4 logs a jagged tensor's min/max seqlen in its ctx (`metadata_cache`), not as
+    inner tensors: the rebuilt offsets fit them (the program's rows: 2, 3 and 6 of 11)."""
+    report = load(FIXTURES / "torch24.log")
+    c = find_compile(report, "2/0")
+    (t,) = [i.tensor for i in c.inputs if i.source == "L['n']"]
+    assert "'metadata_cache': {'max_seqlen': 6, 'min_seqlen': 2}" in t.fields["ctx"]
+    got = real_inputs(c)
+    n = got.tensors["L['n']"]
+    lengths = n.offsets().diff().tolist()
+    assert tuple(n.values().shape) == (11, 5) and len(lengths) == 3 and sum(lengths) == 11
+    assert (min(lengths), max(lengths)) == (2, 6)
+    assert got.notes.get("L['n']", []) == [] and got.failed == {}

@@ -1385,6 +1385,12 @@ class RealBuilder:
         mn, mx = inner.get("_min_seqlen_tensor"), inner.get("_max_seqlen_tensor")
         min_len = mn.shape[0] if mn is not None else None
         max_len = mx.shape[0] if mx is not None else None
+        cache = ctx.get("metadata_cache") if ok and isinstance(ctx, dict) else None
+        if isinstance(cache, dict):  # torch 2.4 logs them in the ctx, not as inner tensors
+            got = cache.get("min_seqlen")
+            min_len = got if min_len is None and type(got) is int else min_len
+            got = cache.get("max_seqlen")
+            max_len = got if max_len is None and type(got) is int else max_len
         if self.valid_offsets and self.mode != "meta":
             why = _valid_offsets(
                 torch, offsets, lengths, values.shape[ragged - 1], min_len, max_len
@@ -1392,9 +1398,12 @@ class RealBuilder:
             if why:
                 self.note(p.id, why)
         if p.view and p.base == p.attrs.get("_values"):
-            r = nt.nested_view_from_values_offsets_lengths(
-                values, offsets, lengths, ragged, min_len, max_len
-            )
+            try:
+                r = nt.nested_view_from_values_offsets_lengths(
+                    values, offsets, lengths, ragged, min_len, max_len
+                )
+            except TypeError:  # torch 2.4 takes no min/max seqlen (its offsets fit them)
+                r = nt.nested_view_from_values_offsets_lengths(values, offsets, lengths, ragged)
         else:
             meta = {"requires_grad": p.requires_grad, "ragged_idx": ragged}
             r = nt.NestedTensor.__tensor_unflatten__(inner, meta, None, None)
@@ -1457,7 +1466,11 @@ def grad_refused(p: TensorPlan, dtype: Any) -> str | None:
 
 def first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
-    return text[0][:300] if text else type(e).__name__
+    if not text:
+        return type(e).__name__
+    if len(text) > 1 and text[0].rstrip().endswith(":"):  # "... expected one of:" and what
+        return f"{text[0].rstrip()} {text[1].strip()}"[:300]
+    return text[0][:300]
 
 
 def real_bytes(groups: Sequence[GroupPlan]) -> int:
@@ -1804,6 +1817,7 @@ class FakeBuilder:
         self.keep: list[Any] = []  # MetaConverter's memo is weak: hold every fake it made
         self.owners: set[str] | None = None
         self.devices: dict[str, bool] = {}  # logged device -> whether this machine has it
+        self.device: Any = None  # of the tensor being faked (an older MetaConverter's callback)
 
     def note(self, tid: int, text: str) -> None:
         lst = self.notes.setdefault(tid, [])
@@ -1827,6 +1841,7 @@ class FakeBuilder:
             desc = self.desc(tid)
             env = self.shape_env if self.symbolic(tid, name) else None
             ctx = self.context(tid, name) if env is not None else None
+            self.device = desc.device
             r = self.conv.meta_tensor(desc, env, self.callback, logged_source(name), ctx)
             if r is NotImplemented:
                 raise _Failed("MetaConverter cannot fake this kind of tensor")
@@ -1859,6 +1874,8 @@ class FakeBuilder:
         from torch._subclasses.fake_tensor import FakeTensor
         from torch.utils._mode_utils import no_dispatch
 
+        if device is None:  # torch 2.4's MetaConverter does not say: the tensor's own device
+            device = self.device
         with no_dispatch():
             r = FakeTensor(self.mode, make_meta(), device)
         self.keep.append(r)
@@ -2026,8 +2043,13 @@ class FakeBuilder:
         """Replays a jagged tensor's view of its values; other subclass views are not logged."""
         if p.type_name != NJT or p.base is None or p.base != p.attrs.get("_values"):
             return None
-        from torch._subclasses.meta_utils import ViewFunc
-
+        try:
+            from torch._subclasses.meta_utils import ViewFunc
+        except ImportError:  # torch 2.4 replays views another way, which the log cannot feed
+            raise _Failed(
+                f"torch {self.torch.__version__} cannot fake a jagged tensor from the log "
+                "(it has no meta_utils.ViewFunc; torch 2.6 and newer can)"
+            ) from None
         conv: Any = self.conv
         attrs = dict(p.attrs)
         ctx, _ = _literal(p.ctx)
@@ -2089,8 +2111,11 @@ class FakeBuilder:
                 rng = self.symbols.ranges.get(dim)
                 if rng is not None:
                     import sympy
-                    from torch.utils._sympy.numbers import int_oo
 
+                    try:
+                        from torch.utils._sympy.numbers import int_oo
+                    except ImportError:  # torch 2.4: sympy's own infinity
+                        int_oo = sympy.oo
                     lo = rng[0] if rng[0] is not None else 0
                     hi: Any = rng[1] if rng[1] is not None else int_oo
                     cons.append(
