@@ -684,3 +684,16 @@ def test_a_list_input_described_item_by_item_is_passed_as_a_list(tmp_path: Path)
         "input L_inputs_ (list): the graph reads its items 3, 5, which no describe_source names"
     )
     assert res.exit_code == EXIT_NO_REPRO  # one graph gave no repro that ran
+
+
+def test_a_graph_annotated_with_a_bare_subclass_runs(tmp_path: Path) -> None:
+    """torch 2.4 annotates a subclass input with the bare class (`L_x_ :
+    torch.testing._internal.two_tensor.TwoTensor`), which Python would evaluate when the
+    script defines the graph: the script keeps annotations as text, and runs."""
+    log = FIXTURES / "torch24.log"
+    res = run_cli("repro", log, "--compile-id", "1/0", "--run", "-o", tmp_path)
+    assert res.exit_code == 0, res.output
+    script = (tmp_path / "repro.py").read_text()
+    assert "L_x_ : torch.testing._internal.two_tensor.TwoTensor" in script
+    assert "\nfrom __future__ import annotations\n" in script
+    assert "# torch:      the log does not say which torch wrote it;" in script
