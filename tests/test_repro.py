@@ -345,7 +345,12 @@ def test_script_binds_placeholders_symbols_and_bodies(made: dict[str, Any]) -> N
     region = (Path(made["cases"]["region"]["path"]) / "repro.py").read_text()
     assert "mod.subgraph_0 = body(BODIES['subgraph_0'], 1, 1)" in region
     assert "del GraphModule.cond_false_0" in cond
+    # torch 2.9's higher-order ops use symbolic_shapes without importing it: a script with
+    # bodies imports it; one without does not pay for sympy.
+    imported = "\nimport torch.fx.experimental.symbolic_shapes  # noqa"
+    assert imported in cond and imported in region
     mlp = (Path(made["cases"]["forward"]["path"]) / "repro.py").read_text()
+    assert imported not in mlp
     assert (
         "inputs[\"L['self']._modules['l1']._parameters['weight']\"],  # L_self_modules_l1_parameters_weight_"
         in mlp
@@ -697,3 +702,52 @@ def test_a_graph_annotated_with_a_bare_subclass_runs(tmp_path: Path) -> None:
     assert "L_x_ : torch.testing._internal.two_tensor.TwoTensor" in script
     assert "\nfrom __future__ import annotations\n" in script
     assert "# torch:      the log does not say which torch wrote it;" in script
+
+
+def test_a_subclass_input_annotated_as_a_plain_tensor_is_blocked(tmp_path: Path) -> None:
+    """torch 2.6 (and 2.9) annotate an input of the program's own tensor subclass as a plain
+    tensor (`L_x_: "f32[3][1]cpu"`): the log's describe_tensor says it is a Pair, which tlview
+    does not rebuild, so the repro is blocked rather than run on a plain stand-in."""
+    log = FIXTURES / "torch26.log"
+    res = run_cli("repro", log, "--compile-id", "9/0", "-o", tmp_path)
+    assert res.exit_code == EXIT_NO_REPRO
+    script = (tmp_path / "repro.py").read_text()
+    assert 'def forward(self, L_x_: "f32[3][1]cpu"):' in script
+    assert (
+        "input L['x'] is a Pair, a tensor subclass tlview did not rebuild (a plain Tensor "
+        "stands in, so the graph would not do what it did)"
+    ) in res.stderr
+
+
+def test_a_compiled_optimizer_step_runs_with_grad_off(tmp_path: Path) -> None:
+    """A compiled SGD step reads the parameters as attributes (`self.self___param_groups_0__
+    params___0`, dynamo's name for L['self'].param_groups[0]['params'][0]) and updates them in
+    place, which torch allows on leaves that require grad only with grad off: the script binds
+    them and runs the graph under torch.no_grad(), saying why."""
+    log = FIXTURES / "optim.log"
+    res = run_cli("repro", log, "--compile-id", "1/0", "--run", "-o", tmp_path)
+    assert res.exit_code == 0, res.output
+    script = (tmp_path / "repro.py").read_text()
+    assert "= self.self___param_groups_0__params___0" in script
+    assert "p.add_(buf, alpha = -0.1)" in script
+    assert "    with torch.no_grad():  # as torch ran it (see NOTES)" in script
+    assert (
+        "the graph changes L['self'].param_groups[0]['params'][0] in place, a leaf that "
+        "requires grad: torch ran it with grad off (an optimizer step does), and so does run()"
+    ) in script
+    assert "outputs match the shapes and dtypes in the log" in res.stdout
+
+
+def test_a_subclass_annotation_with_what_it_prints_after_its_tensor() -> None:
+    """DTensor prints its placements after its tensor: `DTensor(f32[8, 4][4, 1]cpu, S(0))`."""
+    from tlview.graphcode import tensor_type
+
+    t = tensor_type("DTensor(f32[8, 4][4, 1]cpu, S(0))")
+    assert t is not None and (t.wrapper, t.dtype, t.size, t.stride, t.device) == (
+        "DTensor",
+        "f32",
+        [8, 4],
+        [4, 1],
+        "cpu",
+    )
+    assert tensor_type("f32[8][1]cpu)") is None  # a closing parenthesis with no wrapper

@@ -47,8 +47,10 @@ FX_GLOBALS = frozenset({"torch", "device", "inf", "nan", "NoneType", "fx_pytree"
 STD_MODULES = ("_operator", "operator", "math")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SYMBOL = re.compile(r"[a-z]+[0-9]+")  # s0, u3, j1: shape-env symbols and nested ints
+# A subclass wraps its tensor, with what else it prints after it: `DTensor(f32[8][1]cpu, S(0))`.
 _TENSOR = re.compile(
-    r"(?:(?P<wrap>\w+)\()?(?P<dtype>\w+)\[(?P<size>[^\]]*)\]\[(?P<stride>[^\]]*)\](?P<device>[\w:]*)\)?"
+    r"(?:(?P<wrap>\w+)\()?(?P<dtype>\w+)\[(?P<size>[^\]]*)\]\[(?P<stride>[^\]]*)\]"
+    r"(?P<device>[\w:]*)(?(wrap)(?:, .*)?\))"
 )
 _SYM = re.compile(r"Sym\((?P<expr>.*)\)")
 
@@ -100,6 +102,8 @@ class GraphCode:
     ops: list[str] = field(default_factory=list)  # torch.ops.NS.OP as called
     calls: list[str] = field(default_factory=list)  # every dotted call target, sorted
     free: list[str] = field(default_factory=list)  # names read but defined nowhere in the code
+    # The inputs (placeholder names) and `self.X` reads ("self.X") the forward changes in place.
+    mutated: list[str] = field(default_factory=list)
 
     def output_type(self, name: str | None) -> TensorType | None:
         return tensor_type(self.annotations.get(name, "")) if name else None
@@ -309,7 +313,48 @@ def parse(text: str) -> GraphCode:
     g.ops = sorted(ops)
     g.calls = sorted(calls)
     g.free = sorted(free - FX_GLOBALS)
+    g.mutated = _mutated(fwd)
     return g
+
+
+def _mutated(fwd: ast.FunctionDef) -> list[str]:
+    """What the forward changes in place, of its inputs and the `self.X` it reads: the receiver
+    of `x.add_(...)`, the target of `x += 1`, the first argument of `torch.ops.aten.add_.Tensor`
+    and the list of `torch._foreach_add_`, followed back through `y = x` to what `x` is."""
+    what: dict[str, str] = {a.arg: a.arg for a in fwd.args.args[1:]}
+    for stmt in fwd.body:  # straight-line code: each name is bound before it is used
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and stmt.targets else None
+        target = stmt.target if isinstance(stmt, ast.AnnAssign) else target
+        value = stmt.value if isinstance(stmt, ast.Assign | ast.AnnAssign) else None
+        if not isinstance(target, ast.Name) or value is None:
+            continue
+        if isinstance(value, ast.Name) and value.id in what:
+            what[target.id] = what[value.id]
+        elif isinstance(value, ast.Attribute) and _is_self(value.value):
+            what[target.id] = f"self.{value.attr}"
+    hit: set[str] = set()
+
+    def mark(node: ast.expr) -> None:
+        if isinstance(node, ast.Name) and node.id in what:
+            hit.add(what[node.id])
+        elif isinstance(node, ast.List | ast.Tuple):
+            for e in node.elts:
+                mark(e)
+
+    for node in ast.walk(fwd):
+        if isinstance(node, ast.AugAssign):
+            mark(node.target)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            parts = (_dotted(node.func) or "").split(".")
+            if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
+                if parts[3].endswith("_") and node.args:
+                    mark(node.args[0])
+            elif parts[:1] == ["torch"]:
+                if parts[-1].startswith("_foreach_") and parts[-1].endswith("_") and node.args:
+                    mark(node.args[0])
+            elif node.func.attr.endswith("_") and not node.func.attr.startswith("__"):
+                mark(node.func.value)  # a method that changes its tensor: x.add_(y)
+    return sorted(hit)
 
 
 def _is_docstring(s: ast.stmt) -> bool:

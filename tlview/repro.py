@@ -46,7 +46,10 @@ _AUTOGRAD_HELPERS = re.compile(r"torch__dynamo_(compiled_autograd|external_utils
 _STD_NAME = re.compile(r"(?P<module>_operator|operator|math)_(?P<attr>\w+)")
 _SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
 _OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
-_MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\['([^'\]]*)'\]")
+_MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\[(['\"])([^'\"\]]+)\1\]")
+_GETATTR = re.compile(r"getattr\(\s*([^,]+?)\s*,\s*(['\"])([^'\"]+)\2\s*\)")
+_WHOLE_LOOKUP = re.compile(r"[GL]\['?(.*?)'?\]")
+_INDEX = re.compile(r"\[(\d+)\]")
 _INT = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
 # Names repro.py defines at its top level: the graph's class must not take one of them.
@@ -134,6 +137,7 @@ class Plan:
     registers: list[str] = field(default_factory=list)  # torch modules that define its ops
     collectives: bool = False
     standins: bool = False  # some input is made in the script from the graph's annotation
+    no_grad: bool = False  # run the graph with grad off
     dynamic: bool = False
     device: str | None = None  # --device
     rebuilt: Any = None  # rebuild.Rebuilt
@@ -288,9 +292,17 @@ def placeholder(source: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "_", source)
 
 
-def attribute_name(source: str) -> str:
-    """The attribute name dynamo gives a module's tensor it did not lift to an input."""
-    return re.sub(r"[^a-zA-Z0-9]", "_", _MODULE_ATTR.sub(r".\1", source))
+def attribute_names(source: str) -> set[str]:
+    """The attribute names dynamo gives a module's tensor it did not lift to an input: as its
+    OutputGraph.module_key_name makes them (torch 2.9 and 2.13: a whole `L[...]` lookup loses
+    its `L['` and `']`, `[0]` becomes `_0`, and a name not starting with a letter gets `sub`),
+    and as older torch made them (every character not a letter or digit becomes `_`)."""
+    name = _MODULE_ATTR.sub(r".\2", source)
+    old = re.sub(r"[^a-zA-Z0-9]", "_", name)
+    name = _GETATTR.sub(r"\1.\3", name)
+    whole = _WHOLE_LOOKUP.fullmatch(name)
+    name = re.sub(r"[^a-zA-Z0-9]", "_", _INDEX.sub(r"_\1", whole.group(1) if whole else name))
+    return {old, name if name[:1].isalpha() else f"sub{name}"}
 
 
 def plan(
@@ -500,7 +512,8 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
         p.args.append(Arg(param.name, f"inputs[{source!r}]"))
         for note in r.notes.get(source, []):
             p.notes.append(f"{source}: {note}")
-        wrapper = param.tensor.wrapper if param.tensor else None
+        # Older torch (2.6, 2.9) annotates a subclass input as a plain tensor: the log says.
+        wrapper = (param.tensor.wrapper if param.tensor else None) or _subclass(r, source)
         got = type(r.tensors[source])
         if wrapper and not any(k.__name__ == wrapper for k in got.__mro__):
             p.blockers.append(
@@ -510,7 +523,7 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
             )
         if param.tensor is not None:
             _device_note(p, source, param.tensor.device)
-    attr_sources = {attribute_name(s): s for s in r.tensors}
+    attr_sources = {a: s for s in r.tensors for a in attribute_names(s)}
     for attr in code.attrs:
         source = attr_sources.get(attr)
         if source is None:
@@ -522,6 +535,17 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
         p.attrs.append((attr, source))
     for path in code.missing:
         p.blockers.append(f"the graph reads self.{path}, a nested graph the log does not print")
+    for what in code.mutated:  # an input or a self.X read
+        source = attr_sources.get(what[5:]) if what.startswith("self.") else by_name.get(what)
+        t = r.tensors.get(source) if source is not None else None
+        if t is not None and t.is_leaf and t.requires_grad:
+            # Autograd refuses that with grad on, so the graph was traced with it off.
+            p.no_grad = True
+            p.notes.append(
+                f"the graph changes {source} in place, a leaf that requires grad: torch ran it "
+                "with grad off (an optimizer step does), and so does run()"
+            )
+            break
     p.dynamic = any(param.sym is not None for param in code.params)
     for name in code.outputs:
         tt = code.output_type(name)
@@ -530,6 +554,16 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
                 needed += gc.symbols_in(d)
     p.symbols = [(s, known[s]) for s in dict.fromkeys(needed) if s in known]
     p.notes += [logged[s] for s, _ in p.symbols if s in logged]
+
+
+def _subclass(r: Any, source: str) -> str | None:
+    """The class name of the tensor subclass the log describes under `source`, if it is one."""
+    for g in r.groups:
+        for name, tid, _ in g.sources:
+            t = g.tensors.get(tid) if name == source else None
+            if t is not None and t.subclass and t.type_name:
+                return str(t.type_name).rsplit(".", 1)[-1]
+    return None
 
 
 def _list_items(name: str, by_name: dict[str, str]) -> list[str]:
@@ -740,6 +774,7 @@ def render(
         std_names=p.std,
         bodies=p.bodies,
         collectives=p.collectives,
+        no_grad=p.no_grad,
         standins=p.standins,
         attrs=p.attrs,
         symbols=p.symbols,
