@@ -691,14 +691,18 @@ def test_a_list_input_described_item_by_item_is_passed_as_a_list(tmp_path: Path)
     assert res.exit_code == EXIT_NO_REPRO  # one graph gave no repro that ran
 
 
+def _one(tmp_path: Path, log: str, compile_id: str, *extra: str) -> tuple[Any, str]:
+    """`tlview repro` of one graph of a fixture log: the result and the script it wrote."""
+    res = run_cli("repro", FIXTURES / log, "--compile-id", compile_id, "-o", tmp_path, *extra)
+    return res, (tmp_path / "repro.py").read_text()
+
+
 def test_a_graph_annotated_with_a_bare_subclass_runs(tmp_path: Path) -> None:
     """torch 2.4 annotates a subclass input with the bare class (`L_x_ :
     torch.testing._internal.two_tensor.TwoTensor`), which Python would evaluate when the
     script defines the graph: the script keeps annotations as text, and runs."""
-    log = FIXTURES / "torch24.log"
-    res = run_cli("repro", log, "--compile-id", "1/0", "--run", "-o", tmp_path)
+    res, script = _one(tmp_path, "torch24.log", "1/0", "--run")
     assert res.exit_code == 0, res.output
-    script = (tmp_path / "repro.py").read_text()
     assert "L_x_ : torch.testing._internal.two_tensor.TwoTensor" in script
     assert "\nfrom __future__ import annotations\n" in script
     assert "# torch:      the log does not say which torch wrote it;" in script
@@ -708,10 +712,8 @@ def test_a_subclass_input_annotated_as_a_plain_tensor_is_blocked(tmp_path: Path)
     """torch 2.6 (and 2.9) annotate an input of the program's own tensor subclass as a plain
     tensor (`L_x_: "f32[3][1]cpu"`): the log's describe_tensor says it is a Pair, which tlview
     does not rebuild, so the repro is blocked rather than run on a plain stand-in."""
-    log = FIXTURES / "torch26.log"
-    res = run_cli("repro", log, "--compile-id", "9/0", "-o", tmp_path)
+    res, script = _one(tmp_path, "torch26.log", "9/0")
     assert res.exit_code == EXIT_NO_REPRO
-    script = (tmp_path / "repro.py").read_text()
     assert 'def forward(self, L_x_: "f32[3][1]cpu"):' in script
     assert (
         "input L['x'] is a Pair, a tensor subclass tlview did not rebuild (a plain Tensor "
@@ -724,10 +726,8 @@ def test_a_compiled_optimizer_step_runs_with_grad_off(tmp_path: Path) -> None:
     params___0`, dynamo's name for L['self'].param_groups[0]['params'][0]) and updates them in
     place, which torch allows on leaves that require grad only with grad off: the script binds
     them and runs the graph under torch.no_grad(), saying why."""
-    log = FIXTURES / "optim.log"
-    res = run_cli("repro", log, "--compile-id", "1/0", "--run", "-o", tmp_path)
+    res, script = _one(tmp_path, "optim.log", "1/0", "--run")
     assert res.exit_code == 0, res.output
-    script = (tmp_path / "repro.py").read_text()
     assert "= self.self___param_groups_0__params___0" in script
     assert "p.add_(buf, alpha = -0.1)" in script
     assert "    with torch.no_grad():  # as torch ran it (see NOTES)" in script
