@@ -112,6 +112,7 @@ _OLD_REASON = re.compile(r"^Reason: ", re.M)
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # A compile's failure whose exception type was logged as "" (torch writes null for no failure)
 NO_FAIL_TYPE = "(exception type not logged)"
+_CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")  # torch 2.4's fail_type
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
 MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
@@ -1342,9 +1343,6 @@ def _failure(body: dict[str, Any]) -> tuple[str | None, str | None]:
     if t is not None and (m := _CLASS_REPR.fullmatch(t)) is not None:
         t = m.group(1)  # torch 2.4 logs "<class 'torch._dynamo.exc.X'>", later ones "X"
     return (NO_FAIL_TYPE if t == "" else t), r
-
-
-_CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 
 
 def _text(v: Any) -> str | None:
