@@ -37,6 +37,7 @@ from .model import (
     StorageDesc,
     Symbol,
     TensorDesc,
+    class_name,
     seconds_of,
 )
 from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
@@ -112,7 +113,6 @@ _OLD_REASON = re.compile(r"^Reason: ", re.M)
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # A compile's failure whose exception type was logged as "" (torch writes null for no failure)
 NO_FAIL_TYPE = "(exception type not logged)"
-_CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")  # torch 2.4's fail_type
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
 MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
@@ -1340,8 +1340,8 @@ def _outside(line: int, body: dict[str, Any]) -> OutsideCompile:
 def _failure(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """The failure's exception type and reason that metrics give, as text (None: no failure)."""
     t, r = _text(body.get("fail_type")), _text(body.get("fail_reason"))
-    if t is not None and (m := _CLASS_REPR.fullmatch(t)) is not None:
-        t = m.group(1)  # torch 2.4 logs "<class 'torch._dynamo.exc.X'>", later ones "X"
+    if t is not None and (named := class_name(t)) is not None and named != t:
+        t = named.rsplit(".", 1)[-1]  # torch 2.4 logs "<class 'torch._dynamo.exc.X'>", later "X"
     return (NO_FAIL_TYPE if t == "" else t), r
 
 

@@ -459,6 +459,7 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
         by_name.setdefault(placeholder(source), source)
     logged: dict[str, str] = {}
     known = _symbol_table(p, code, by_name, logged)
+    subclasses = _subclasses(r)
     needed: list[str] = []
     for param in code.params:
         if param.sym is not None:
@@ -485,11 +486,8 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
                         f"{', '.join(map(str, missing))}, which no describe_source names"
                     )
                     return
-                for item in items:
-                    if item in r.failed:
-                        p.fatal = f"input {item} could not be rebuilt: {r.failed[item]}"
-                        return
-                    p.notes.extend(f"{item}: {n}" for n in r.notes.get(item, []))
+                if not all(_take(p, r, item) for item in items if item):
+                    return
                 p.args.append(Arg(param.name, "[" + ", ".join(map(_item, items)) + "]"))
                 continue
         if source is None:
@@ -506,14 +504,11 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
             p.args.append(Arg(param.name, code_text))
             p.standins = True
             continue
-        if source in r.failed:
-            p.fatal = f"input {source} could not be rebuilt: {r.failed[source]}"
+        if not _take(p, r, source):
             return
-        p.args.append(Arg(param.name, f"inputs[{source!r}]"))
-        for note in r.notes.get(source, []):
-            p.notes.append(f"{source}: {note}")
+        p.args.append(Arg(param.name, _item(source)))
         # Older torch (2.6, 2.9) annotates a subclass input as a plain tensor: the log says.
-        wrapper = (param.tensor.wrapper if param.tensor else None) or _subclass(r, source)
+        wrapper = (param.tensor.wrapper if param.tensor else None) or subclasses.get(source)
         got = type(r.tensors[source])
         if wrapper and not any(k.__name__ == wrapper for k in got.__mro__):
             p.blockers.append(
@@ -556,14 +551,24 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
     p.notes += [logged[s] for s, _ in p.symbols if s in logged]
 
 
-def _subclass(r: Any, source: str) -> str | None:
-    """The class name of the tensor subclass the log describes under `source`, if it is one."""
-    for g in r.groups:
-        for name, tid, _ in g.sources:
-            t = g.tensors.get(tid) if name == source else None
-            if t is not None and t.subclass and t.type_name:
-                return str(t.type_name).rsplit(".", 1)[-1]
-    return None
+def _take(p: Plan, r: Any, source: str) -> bool:
+    """Take a rebuilt input's notes into the plan; False, the plan made fatal, when it could not
+    be rebuilt."""
+    if source in r.failed:
+        p.fatal = f"input {source} could not be rebuilt: {r.failed[source]}"
+        return False
+    p.notes.extend(f"{source}: {note}" for note in r.notes.get(source, []))
+    return True
+
+
+def _subclasses(r: Any) -> dict[str, str]:
+    """Source -> class name, of each input the log describes as a tensor subclass."""
+    return {
+        name: str(t.type_name).rsplit(".", 1)[-1]
+        for g in r.groups
+        for name, tid, _ in g.sources
+        if (t := g.tensors.get(tid)) is not None and t.subclass and t.type_name
+    }
 
 
 def _list_items(name: str, by_name: dict[str, str]) -> list[str]:
