@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import multiprocessing
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -169,4 +170,21 @@ def test_directory_without_logs(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     result = run_cli("report", tmp_path, "--jobs", "2")
     assert result.exit_code == 1
-    assert result.stderr == f"tlview: {tmp_path}: no *.log or *.log.gz file in this directory\n"
+    assert result.stderr == (
+        f"tlview: {tmp_path}: no *.log or *.log.gz file in this directory "
+        "(ignored 1 file(s) not named *.log or *.log.gz: notes.txt)\n"
+    )
+
+
+def test_logs_one_level_down_are_named(tmp_path: Path) -> None:
+    # A job's logs in a directory per node: the error says where they are, on one line.
+    for node in ("node1", "node0"):
+        shutil.copytree(corpus("multirank_gloo"), tmp_path / node)
+    for args in ([], ["--latest"]):
+        result = run_cli("report", tmp_path, *args)
+        assert result.exit_code == 1
+        assert result.stderr == (
+            f"tlview: {tmp_path}: no *.log or *.log.gz file in this directory "
+            "(did not enter 2 subdirector(ies): node0, node1)\n"
+        )
+    assert run_cli("report", tmp_path / "node0").exit_code == 0

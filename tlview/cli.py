@@ -454,17 +454,17 @@ def _newest(path: str) -> str:
 
     from .errors import EXIT_USAGE
     from .jobs import is_url
-    from .parse import discover
+    from .parse import discover, no_logs
 
     if is_url(path) or not Path(path).is_dir():
         raise TlviewError(f"{path}: --latest needs a local directory of logs", EXIT_USAGE)
-    logs, _ = discover(Path(path))
+    logs, notes = discover(Path(path))
     when = {}
     for log in logs:
         with contextlib.suppress(OSError):  # gone since it was listed
             when[log] = (log.stat().st_mtime_ns, log.name)
     if not when:
-        raise TlviewError(f"{path}: no *.log or *.log.gz file in this directory", EXIT_NO_TRACE)
+        raise TlviewError(no_logs(path, notes), EXIT_NO_TRACE)
     newest = max(when, key=lambda log: when[log])
     click.echo(f"tlview: reading the newest log, {_clean(newest)}", err=True)
     return str(newest)

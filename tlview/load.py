@@ -11,6 +11,7 @@ from .errors import EXIT_NO_TRACE, TlviewError
 from .index import Keep
 from .jobs import Read, connect, default_jobs, find, find_on, is_url, read_dask, read_local
 from .model import Report
+from .parse import no_logs
 
 
 def load(
@@ -33,9 +34,7 @@ def load(
     try:
         found = find_on(client, text) if client is not None else find(text)
         if found.directory and not found.sources:
-            raise TlviewError(
-                f"{shown}: no *.log or *.log.gz file in this directory", EXIT_NO_TRACE
-            )
+            raise TlviewError(no_logs(shown, found.notes), EXIT_NO_TRACE)
         if not found.directory:
             # One log: no ranks to compare, so nothing to hash for it.
             keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)

@@ -619,6 +619,12 @@ def directory_notes(skipped: list[str], subdirs: list[str], odd: Sequence[str] =
     return notes
 
 
+def no_logs(path: str, notes: Sequence[str]) -> str:
+    """The error for a directory with no log: what it did hold says where the logs may be."""
+    held = "; ".join(notes)
+    return f"{path}: no *.log or *.log.gz file in this directory" + (f" ({held})" if held else "")
+
+
 def _names(names: Sequence[str], n: int = 5) -> str:
     shown = ", ".join(names[:n])
     return shown + (f" and {len(names) - n} more" if len(names) > n else "")
