@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import corpus, run_cli
+from conftest import FIXTURES, corpus, run_cli
 from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
 
 from tlview.diff import Change, Diff, FrameKey, _guard, change_words, compare, frames_of, match
@@ -308,3 +308,38 @@ def test_a_guard_is_the_same_guard_whatever_folders_torch_cut() -> None:
     assert _guard(moved) == _guard(logged)
     assert "# dynamic_shapes.py:7 in f" in _guard(logged)
     assert _guard(logged.replace("dynamic_shapes.py:7", "dynamic_shapes.py:9")) != _guard(logged)
+
+
+def test_one_program_under_torch_213_and_28_has_no_change() -> None:
+    """torch 2.8 writes a failed guard without the source-line comment later torch adds, and
+    words the recompile limit otherwise (RecompileLimitExceeded, not Unsupported): the same."""
+    base, new = load(FIXTURES / "recomp.log"), load(FIXTURES / "torch28.log")
+    (b,) = [c for c in base.compiles if c.key == "1/1"]
+    (n,) = [c for c in new.compiles if c.key == "1/1"]
+    assert (
+        b.recompile_reasons[0].startswith("1/0: n == 2  ")
+        and "# return y * n" in (b.recompile_reasons[0])
+    )
+    assert n.recompile_reasons[0].rstrip() == "1/0: n == 2"
+    assert [c.fail_type for r in (base, new) for c in r.compiles if c.key == "2/2"] == [
+        "Unsupported",
+        "RecompileLimitExceeded",
+    ]
+    code, data, _ = diff_json(FIXTURES / "recomp.log", FIXTURES / "torch28.log")
+    assert code == 0
+    assert [c for c in data["changes"] if c["kind"] != "compile-time"] == []
+    assert [(f["frame"], f["match"]) for f in data["frames"]] == [
+        ("f (recomp.py:6)", "moved"),
+        ("torch_dynamo_resume_in_f_at_8 (recomp.py:8)", "moved"),
+        ("<lambda> (recomp.py:17)", "moved"),
+        ("<lambda> (recomp.py:21)", "moved"),
+    ]
+    # Set against another run that gained a guard, it is new, shown with its comment.
+    assert _reasons_shown(base, "1/1") == ["n == 2 # return y * n # the resume function"]
+
+
+def _reasons_shown(report: Any, key: str) -> list[str]:
+    from tlview.diff import _reasons
+
+    frame = next(f for f in frames_of(report) if any(c.key == key for c in f.compiles))
+    return [" ".join(v.split())[:43] for v in _reasons(frame).values()]

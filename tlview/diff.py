@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from .explain import change_text, input_changes
+from .explain import change_text, input_changes, limit_text
 from .model import Compile, InputChange, LogIndex, Report
 from .summary import PHASE_NAMES, Overview, break_title, overview
 
@@ -320,11 +320,15 @@ def _breaks(f: Frame | None) -> Counter[tuple[str, str]]:
     return out
 
 
-def _reasons(f: Frame | None) -> set[str]:
-    out: set[str] = set()
+def _reasons(f: Frame | None) -> dict[str, str]:
+    """The guards that failed in a frame, by what they check (torch 2.8 adds no comment after
+    a guard, later torch its source line), each as it is shown."""
+    out: dict[str, str] = {}
     for c in f.compiles if f else []:
         reasons = c.recompile.reasons if c.recompile is not None else c.recompile_reasons
-        out.update(_guard(r) for r in reasons)
+        for r in reasons:
+            shown = _guard(r)
+            out.setdefault(_GUARD_COMMENT.sub("", shown), shown)
     return out
 
 
@@ -335,6 +339,10 @@ _GUARD_VALUES = re.compile(r"\b(expected|actual) -?\d+")
 # A source line a guard's comment names: "# new/n03.py:33 in f". torch cuts the path to what
 # differs from its own install's, so the same file reads differently in another environment.
 _GUARD_WHERE = re.compile(r"[^\s#'\"()]*/([^/\s'\"()]+:\d+ in )")
+
+
+# The comment torch 2.9 and newer write after a guard: its source line and where it is.
+_GUARD_COMMENT = re.compile(r"\s+#\s.*")
 
 
 def _guard(reason: str) -> str:
@@ -350,6 +358,9 @@ def failure(c: Compile) -> str | None:
         return "never finished (the run stopped during this compile)"
     if c.status != "failed":
         return None
+    limit = limit_text(c)  # each torch words it its own way (Unsupported, RecompileLimitExceeded)
+    if limit is not None:
+        return f"hit {limit}: dynamo stopped compiling the frame"
     first = (c.fail_reason or "").strip().splitlines()
     return f"{c.fail_type}: {norm(first[0])}" if first else str(c.fail_type)
 
@@ -410,10 +421,12 @@ def frame_changes(p: FrameDiff) -> list[Change]:
         if bn != nn:
             out.append(Change("compiles", name, f"{bn} -> {nn} compiles", bn, nn, nn > bn))
         b_rs, n_rs = _reasons(p.base), _reasons(p.new)
-        for r in sorted(n_rs - b_rs):
-            out.append(Change("recompile-reason-new", name, r, None, r, True))
-        for r in sorted(b_rs - n_rs):
-            out.append(Change("recompile-reason-gone", name, r, r, None, False))
+        for guard in sorted(n_rs.keys() - b_rs.keys()):
+            shown = n_rs[guard]
+            out.append(Change("recompile-reason-new", name, shown, None, shown, True))
+        for guard in sorted(b_rs.keys() - n_rs.keys()):
+            shown = b_rs[guard]
+            out.append(Change("recompile-reason-gone", name, shown, shown, None, False))
     _counter_changes(
         out, name, _failures(p.base), _failures(p.new), ("failure-new", "failure-gone")
     )
@@ -451,7 +464,7 @@ def _compile_changes(frame: str, cc: ComparedCompile) -> list[Change]:
 
 
 # Lower is worse: failed < incomplete < graph_break < empty < ok.
-_SEVERITY = {"failed": 0, "incomplete": 1, "graph_break": 2, "empty": 3, "ok": 4}
+_SEVERITY = {"failed": 0, "incomplete": 1, "graph_break": 2, "empty": 3, "traced": 4, "ok": 4}
 
 
 def beyond_noise(base: float, new: float) -> bool:

@@ -119,6 +119,10 @@ def limit_text(c: Compile) -> str | None:
     m = _LIMIT_TYPE.search(reason)
     name = (m.group(1) or m.group(2)) if m else "recompile_limit"
     v = _LIMIT_VALUE.search(reason)
+    if v is None:
+        # torch 2.9 and older do not say the value; the compile's dynamo_config holds it.
+        config = (c.metrics or {}).get("dynamo_config")
+        v = re.search(rf'"{name}": (\d+)', config) if isinstance(config, str) else None
     return f"{name} ({v.group(1)})" if v else name
 
 
