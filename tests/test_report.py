@@ -990,3 +990,75 @@ def test_torch24_fail_type_written_as_a_class_repr_is_its_name() -> None:
     assert c["compile_id"] == m["compile_id"] and c["fail_type"] == "BackendCompilerFailed"
     assert "my backend exploded" in c["fail_reason"]
     assert f"{m['compile_id']} | failed (BackendCompilerFailed)" in run_cli("report", path).stdout
+
+
+def test_torch28_version_from_its_runnable_graph_and_limit_from_its_config() -> None:
+    """torch 2.8 logs no torch_version record, and says "recompile_limit reached" with no value:
+    its inductor graph's runnable code names the version, the compile's dynamo_config the limit."""
+    path = FIXTURES / "torch28.log"
+    text = path.read_text()
+    assert '{"artifact": {"name": "torch_version"' not in text
+    assert "\t# torch version: 2.8.0+cu128\n" in text
+    data = report_json(path)
+    assert data["torch_version"] == data["logs"][0]["torch_version"] == "2.8.0+cu128"
+    by_id = {c["compile_id"]: c for c in data["compiles"]}
+    assert (by_id["2/2"]["fail_type"], by_id["2/2"]["fail_reason"]) == (
+        "RecompileLimitExceeded",
+        "recompile_limit reached",
+    )
+    out = run_cli("report", path).stdout
+    assert out.splitlines()[1].startswith("torch 2.8.0+cu128 | 1 log")
+    assert "2/2: frame 2 (<lambda>) hit recompile_limit (2): dynamo stopped compiling it" in out
+    # The 2.6.0a0 log in tlparse's tests names its torch only there, too.
+    assert report_json(corpus("tlparse-tests", "simple.log"))["torch_version"] == (
+        "2.6.0a0+giteece9ec"
+    )
+
+
+def test_torch215_nonstrict_export_is_traced_not_unfinished() -> None:
+    """torch 2.15 logs a non-strict export's inputs, symbols and guards under a compile id of its
+    own, with no dynamo_start, graph or metrics: that id is `traced`, not a run that stopped."""
+    path = FIXTURES / "torch215.log"
+    metas = [
+        json.loads(line[line.index("] {") + 2 :])
+        for line in path.read_text().splitlines()
+        if line.startswith("V")
+    ]
+    export_kinds = {next(iter(m)) for m in metas if m.get("frame_id") == 0}
+    assert export_kinds == {
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "create_symbol",
+    }
+    data = report_json(path)
+    assert data["torch_version"].startswith("2.15.0")
+    by_id = {c["compile_id"]: c for c in data["compiles"]}
+    c = by_id["0/0"]
+    assert c["status"] == "traced"
+    assert [(i["sources"], i["size"], i["stride"]) for i in c["inputs"]] == [
+        (["L['x']"], [5, 4], [4, 1]),
+        (["L['y']"], [9, 2], [2, 1]),
+    ]
+    assert by_id["1/0"]["status"] == "ok"
+    assert data["stats"]["incomplete"] == 0 and data["stats"]["failures"] == 0
+    assert data["stats"]["by_status"] == {"traced": 1, "ok": 1}
+    out = run_cli("report", path).stdout
+    assert "1 traced by export" in out and "never finished" not in out
+    assert "0/0 | traced" in out
+    gate = run_cli("report", path, "-q", "--fail-on", "failures:0")
+    assert gate.exit_code == 0, gate.stderr
+
+
+def test_torch215_traced_export_on_the_page_and_its_inputs(tmp_path: Path) -> None:
+    path = FIXTURES / "torch215.log"
+    page = tmp_path / "r.html"
+    assert run_cli("report", path, "--format", "html", "-o", page).exit_code == 0
+    html = page.read_text()
+    assert "<strong>Traced, not compiled by dynamo.</strong>" in html
+    assert '<span class="v">1</span> <span class="l">traced by export</span>' in html
+    assert '<span class="v">0</span> <span class="l">never finished</span>' in html
+    listing = run_cli("inputs", path, "--compile-id", "0/0").stdout
+    rows = [line.split() for line in listing.splitlines() if line.strip().startswith("L[")]
+    assert [r[:3] for r in rows] == [["L['x']", "[5,", "4]"], ["L['y']", "[9,", "2]"]]
+    assert all(r[-2:] == ["ok", "ok"] for r in rows)

@@ -111,6 +111,7 @@ _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
 # Where older torch (2.6 and before) starts a graph break's own words, under the line above.
 _OLD_REASON = re.compile(r"^Reason: ", re.M)
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
+_RUNNABLE_VERSION = re.compile(rb"^# torch version: ([\w.+-]{1,64})$", re.M)
 # A compile's failure whose exception type was logged as "" (torch writes null for no failure)
 NO_FAIL_TYPE = "(exception type not logged)"
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
@@ -595,6 +596,11 @@ class Indexer:
             elif rec.payload_ok:
                 got = v.get("pytorch_version") if isinstance(v, dict) else v
                 self.bad(rec, f"torch_version: pytorch_version is not a string: {_peek(got)}")
+        elif name == "fx_graph_runnable" and self.log.torch_version is None and rec.payload:
+            # torch 2.9 and older log no torch_version record; their runnable graphs name it.
+            named = _RUNNABLE_VERSION.search(rec.payload, 0, 4096)
+            if named:
+                self.log.torch_version = named.group(1).decode("ascii")
         elif name == "recompile_reasons":
             c.recompile_reasons, problem = _reasons(rec)
             if problem:
@@ -1085,9 +1091,14 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         final.status = "failed"
     elif not final.has_metrics:
         # No metrics: a compile dynamo started and never finished (a crashed run), or one
-        # logged without dynamo_start/metrics (strict export, compiled autograd).
-        started_here = any(a.id in started for a in attempts)
-        final.status = "incomplete" if started_here else ("ok" if final.graphs else "incomplete")
+        # logged without dynamo_start/metrics: strict export and compiled autograd (with a
+        # graph), or torch 2.15's non-strict export (its inputs, symbols and guards only).
+        if any(a.id in started for a in attempts):
+            final.status = "incomplete"
+        elif final.graphs:
+            final.status = "ok"
+        else:
+            final.status = "traced" if final.described else "incomplete"
     elif broke:
         final.status = "graph_break"
     elif final.graph_ops in (0, None) and not final.graphs:

@@ -26,7 +26,7 @@ def pickled_by_fields(cls: type[_T]) -> type[_T]:
 
 
 # Compile statuses, in order of severity (README "Statuses").
-STATUSES = ("failed", "incomplete", "graph_break", "restarted", "empty", "ok", "outside")
+STATUSES = ("failed", "incomplete", "graph_break", "restarted", "empty", "traced", "ok", "outside")
 
 
 @pickled_by_fields

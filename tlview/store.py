@@ -189,6 +189,7 @@ class Facts:
     stack: list[StackFrame]
     first_line: int
     code: tuple[str | None, str | None, int | None]  # function, file, first line, from metrics
+    described: bool  # it logged inputs or symbols (what an export's trace logs, and no more)
 
     @classmethod
     def of(cls, c: Compile) -> Facts:
@@ -204,6 +205,7 @@ class Facts:
             c.stack,
             c.first_line,
             (c.function, c.file, c.firstline),
+            bool(c.input_sets or c.symbols),
         )
 
     def shift_lines(self, n: int) -> None:

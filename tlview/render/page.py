@@ -866,6 +866,8 @@ def figures(o: Overview) -> list[Figure]:
     if o.cache.get("bypass"):
         figs.append(Figure("cache bypasses", f"{o.cache['bypass']:,}"))
     figs.append(Figure("inputs", f"{o.inputs:,}"))
+    if o.by_status.get("traced"):
+        figs.append(Figure("traced by export", f"{o.by_status['traced']:,}", "traced"))
     if o.export_issues:
         figs.append(Figure("export issues", f"{o.export_issues:,}", None, "failed"))
     if o.outside:

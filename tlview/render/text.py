@@ -39,6 +39,7 @@ STATUS_STYLE = {
     "failed": "bold red",
     "incomplete": "magenta",
     "empty": "dim",
+    "traced": "blue",
     "outside": "dim",
 }
 # C0/C1 controls (but TAB and newline), DEL, bidi overrides, isolates and marks, and line or
@@ -130,6 +131,8 @@ def header(report: Report, o: Overview, console: Console) -> None:
     ]
     if o.incomplete:
         fig.append(f"{o.incomplete} never finished")
+    if o.by_status.get("traced"):
+        fig.append(f"{o.by_status['traced']} traced by export")
     fig.append(f"{o.compile_time_s:.2f} s compiling" if o.timed else "compile time not logged")
     if o.cache:
         fig.append("cache " + ", ".join(f"{v} {k}" for k, v in sorted(o.cache.items())))
