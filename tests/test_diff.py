@@ -16,7 +16,13 @@ from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
 from tlview.diff import Change, Diff, FrameKey, _guard, change_words, compare, frames_of, match
 from tlview.load import load
 
-GATE = "graph-breaks,recompiles,failures,compile-time:+20%"
+# Two real runs' compile times differ as the machine's load does: the gate and the changes these
+# tests check leave time out (compile-time checks are tested on fixed logs, in test_gate.py).
+GATE = "graph-breaks,recompiles,failures"
+
+
+def untimed(changes: list[Change]) -> list[Change]:
+    return [c for c in changes if c.kind != "compile-time"]
 
 
 def diff_of(traces: dict[str, Path], new: str) -> Diff:  # noqa: F811
@@ -30,22 +36,22 @@ def diff_json(*args: Any) -> tuple[int, dict[str, Any], str]:
 
 def test_identical_runs_have_no_change(traces: dict[str, Path]) -> None:  # noqa: F811
     d = diff_of(traces, "base2")
-    assert d.changes == []
+    assert untimed(d.changes) == []
     assert [(p.match, len(p.compiles)) for p in d.frames] == [("exact", 2), ("exact", 3)]
-    assert all(not f.changed for f in d.figures)
+    assert all(not f.changed for f in d.figures if not f.seconds)
     result = run_cli("diff", traces["base"], traces["base2"], "--fail-on", GATE)
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
-    assert "No changes" in result.stdout
+    assert ("No changes" in result.stdout) == (d.changes == [])
 
 
 def test_dtype_change_is_the_only_change(traces: dict[str, Path]) -> None:  # noqa: F811
     d = diff_of(traces, "dtype")
-    assert [(c.kind, c.frame, c.base_compile, c.new_compile) for c in d.changes] == [
+    assert [(c.kind, c.frame, c.base_compile, c.new_compile) for c in untimed(d.changes)] == [
         ("input", "f (prog.py:9)", "0/0", "0/0"),
         ("input", "f (prog.py:9)", "0/1", "0/1"),
     ]
-    for c in d.changes:
+    for c in untimed(d.changes):
         assert c.input is not None
         assert (c.input.source, c.input.field) == ("L['x']", "dtype")
         assert (c.before, c.after) == ("torch.float32", "torch.float64")
@@ -72,7 +78,7 @@ def test_dtype_change_is_the_only_change(traces: dict[str, Path]) -> None:  # no
 
 def test_new_graph_break_and_what_follows_from_it(traces: dict[str, Path]) -> None:  # noqa: F811
     d = diff_of(traces, "break")
-    got = [(c.kind, c.frame, c.what, c.before, c.after) for c in d.changes]
+    got = [(c.kind, c.frame, c.what, c.before, c.after) for c in untimed(d.changes)]
     assert got == [
         (
             "graph-break-new",
@@ -130,7 +136,7 @@ def test_json_format(traces: dict[str, Path]) -> None:  # noqa: F811
     assert data["base"]["stats"]["graph_breaks"] == 0
     assert data["new"]["stats"]["graph_breaks"] == 2
     assert {f["name"]: (f["base"], f["new"]) for f in data["figures"]}["compiles"] == (5, 9)
-    kinds = [c["kind"] for c in data["changes"]]
+    kinds = [c["kind"] for c in data["changes"] if c["kind"] != "compile-time"]
     assert kinds == ["graph-break-new", "status", "graph-ops", "status", "graph-ops", "frame-added"]
     assert data["gate"] == {
         "checked": True,
@@ -153,7 +159,7 @@ def test_json_format(traces: dict[str, Path]) -> None:  # noqa: F811
     }
     code, data, _ = diff_json(traces["base"], traces["dtype"])
     assert code == 0 and data["gate"] == {"checked": False, "failures": []}
-    assert [c["input"] for c in data["changes"]] == [
+    assert [c["input"] for c in data["changes"] if c["kind"] != "compile-time"] == [
         {"source": "L['x']", "field": "dtype", "before": "torch.float32", "after": "torch.float64"}
     ] * 2
 
@@ -170,7 +176,7 @@ def test_html_page(traces: dict[str, Path], tmp_path: Path) -> None:  # noqa: F8
     assert "--fail-on: every check passed" in page
     # Log text is escaped, never markup.
     assert "L[&#39;x&#39;] dtype: float32 -&gt; float64" in page
-    assert "Changes (2)" in page
+    assert f"Changes ({len(diff_of(traces, 'dtype').changes)})" in page
     # A file tlview did not write is not replaced.
     other = tmp_path / "notes.html"
     other.write_text("mine")
