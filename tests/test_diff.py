@@ -339,6 +339,7 @@ def test_one_program_under_torch_213_and_28_has_no_change() -> None:
         ("torch_dynamo_resume_in_f_at_8 (recomp.py:8)", "moved"),
         ("<lambda> (recomp.py:17)", "moved"),
         ("<lambda> (recomp.py:21)", "moved"),
+        ("<lambda> (recomp.py:24)", "moved"),
     ]
     # Set against another run that gained a guard, it is new, shown with its comment.
     assert _reasons_shown(base, "1/1") == ["n == 2 # return y * n # the resume function"]

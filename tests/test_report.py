@@ -1062,3 +1062,43 @@ def test_torch215_traced_export_on_the_page_and_its_inputs(tmp_path: Path) -> No
     rows = [line.split() for line in listing.splitlines() if line.strip().startswith("L[")]
     assert [r[:3] for r in rows] == [["L['x']", "[5,", "4]"], ["L['y']", "[9,", "2]"]]
     assert all(r[-2:] == ["ok", "ok"] for r in rows)
+
+
+def test_terminal_says_what_a_break_was_about_and_keeps_the_program_in_sight() -> None:
+    """A graph break's title is torch's category ("Failed to trace builtin operator"): the
+    terminal adds its Explanation line (which call), keeps a recompile reason's later lines
+    under the compile, and a deep call's outermost frame (the program) beside the innermost."""
+    path = FIXTURES / "recomp.log"
+    (reason,) = [g["reason"] for c in report_json(path)["compiles"] for g in c["graph_breaks"]]
+    why = "Dynamo does not know how to trace builtin operator `print` with argument types ['str']"
+    assert f"Explanation: {why}" in reason
+    out = run_cli("report", path).stdout.splitlines()
+    row = next(i for i, ln in enumerate(out) if "| Failed to trace builtin operator" in ln)
+    assert why in out[row + 1] and out[row + 1].startswith("      | ")
+    detail = run_cli("report", path, "--compile-id", "0/0").stdout.splitlines()
+    at = next(i for i, ln in enumerate(detail) if ln.startswith("  graph break at "))
+    assert detail[at + 1].startswith(f"    {why}")
+    again = run_cli("report", path, "--compile-id", "1/1").stdout.splitlines()
+    at = next(i for i, ln in enumerate(again) if ln.startswith("  recompiled because: 1/0: n == 2"))
+    trace = again.index("    User stack trace:", at)
+    assert again[trace + 1].startswith('      File "') and "recomp.py" in again[trace + 1]
+    deep = run_cli("report", path).stdout.splitlines()
+    at = next(i for i, ln in enumerate(deep) if ln.startswith("4/0  <lambda>  [ok]"))
+    stack = [ln.strip() for ln in deep[at + 1 : at + 5]]
+    assert stack[0].endswith("recomp.py:32 in <module>: main()")
+    assert stack[1] == "... 1 more frame(s): --compile-id 4/0 shows them"
+    assert stack[2].endswith("recomp.py:27 in train: return step(x)")
+    assert stack[3].endswith("recomp.py:24 in <lambda>")
+
+
+def test_page_says_an_input_that_went_away_with_a_dash(tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    assert (
+        run_cli("report", corpus("views_aliasing"), "--format", "html", "-o", page).exit_code == 0
+    )
+    html = page.read_text()
+    assert "<code>None</code>" not in html and "→ None" not in html
+    assert "<td><code>L[&#39;y&#39;]</code></td><td>removed</td><td><code>" in html
+    row = html[html.index("<td><code>L[&#39;y&#39;]</code></td><td>removed</td>") :]
+    assert row.split("</tr>")[0].endswith("<td>—</td>")
+    assert "<code>L[&#39;y&#39;]</code> removed: " in html and " → —</div>" in html

@@ -311,6 +311,15 @@ def break_title(reason: str) -> str:
     return lines[0] if lines else "?"
 
 
+def break_explanation(reason: str) -> str | None:
+    """What torch says the break was about (its `Explanation:` line: which call, which op)."""
+    for ln in reason.splitlines():
+        s = ln.strip()
+        if s.startswith("Explanation:"):
+            return s.removeprefix("Explanation:").strip() or None
+    return None
+
+
 def break_key(reason: str) -> str:
     """What makes two graph breaks the same: the line naming the break and torch's debug
     context (the function or op it is about), not the words around them (which bytecode was

@@ -21,6 +21,7 @@ from ..summary import (
     Overview,
     Refs,
     Tally,
+    break_explanation,
     break_title,
     compile_ref,
     describer_marks,
@@ -301,6 +302,12 @@ def _short_path(p: str | None, keep: int = 2) -> str:
     return "/".join(parts[-keep:])
 
 
+def _break_text(reason: str) -> str:
+    """A break's title and, under it, what torch says it was about (which call, which op)."""
+    why = break_explanation(reason)
+    return break_title(reason) + (f"\n{why}" if why else "")
+
+
 def breaks(o: Overview, console: Console) -> None:
     if not o.breaks:
         return
@@ -311,7 +318,7 @@ def breaks(o: Overview, console: Console) -> None:
         where = ", ".join(
             f"{_short_path(w)}" + (f" x{n}" if n > 1 else "") for w, n in s.where.items()
         )
-        t.add_row(T(s.count), T(break_title(s.reason)), T(where), T(", ".join(s.compiles[:8])))
+        t.add_row(T(s.count), T(_break_text(s.reason)), T(where), T(", ".join(s.compiles[:8])))
     console.print(t)
 
 
@@ -510,9 +517,18 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
     title = f"{ref}  {c.function or ''}  [{c.status}]"
     console.rule(T(title), align="left")
     if c.stack:
-        # The user's own frames, innermost last; -v or --compile-id shows torch's too.
-        user = c.stack if full else [f for f in c.stack if not is_torch_file(f.file)][-3:]
-        for f in user:
+        # Frames outside torch, innermost last: the outermost (the user's script, when a
+        # library such as transformers made the call) and the two innermost; -v or
+        # --compile-id shows them all, torch's too.
+        user = c.stack if full else [f for f in c.stack if not is_torch_file(f.file)]
+        hidden = 0
+        if len(user) > 3 and not full:
+            hidden, user = len(user) - 3, [user[0], *user[-2:]]
+        for i, f in enumerate(user):
+            if hidden and i == 1:
+                console.print(
+                    T(f"  ... {hidden} more frame(s): --compile-id {ref} shows them", "dim")
+                )
             console.print(
                 T(f"  {f.file}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else ""), "dim")
             )
@@ -527,8 +543,12 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         console.print(T(f"  restart: {break_title(r)}", "cyan"))
     for g in c.graph_breaks:
         console.print(T(f"  graph break at {g.where or '?'}: {break_title(g.reason)}", "yellow"))
+        why = break_explanation(g.reason)
+        if why:
+            console.print(T(f"    {why}", "yellow"))
     for r in c.recompile_reasons:
-        console.print(T(f"  recompiled because: {r}"))
+        # A reason's later lines (torch's "User stack trace:") stay under the compile.
+        console.print(T("  recompiled because: " + r.rstrip().replace("\n", "\n    ")))
     if c.recompile is not None:
         for x in c.recompile.input_changes:
             console.print(T(f"  changed since {c.recompile.previous}: {change_text(x)}"))
