@@ -83,6 +83,10 @@ def test_every_planted_divergence_found_with_its_ranks(tmp_path: Path) -> None:
         ("compile_ids", (2,)): "extra 4/1",
         ("compile_ids", (6,)): "missing 3/0",
         ("status", (1,)): "3/0 graph_break (majority: empty)",
+        ("break", (1,)): (
+            "3/0 Attempted to call function marked as skipped at contextlib.py:105 "
+            "(majority: no graph break)"
+        ),
         ("graph", (4,)): "4/0 dynamo_output_graph content c00de700 (majority: 4580318a)",
         ("inputs", (5,)): "4/0 L['t'] size [8] (majority: [4])",
         ("cache", (3,)): (
@@ -233,3 +237,23 @@ def test_job_artifact_meta_of_real_payloads(inductor_log: Path) -> None:
     assert rt is not None and rt["ops"] == 2 and rt["runtime_ns"] == 0
     assert artifact_meta("inductor_collective_schedule", b"not json") is None
     assert artifact_meta("other", b"[]") is None
+
+
+def test_ranks_that_break_elsewhere_diverge_in_break_and_frame() -> None:
+    """Two real ranks compile one function: rank 0 breaks its graph at line 12 (graph_break()),
+    rank 1 at line 14 (print). The counts agree; where, why and the resume function do not."""
+    from conftest import FIXTURES
+
+    data = report_json(FIXTURES / "ranks")
+    assert data["ranks"] == [0, 1]
+    assert data["stats"]["graph_breaks"] == 2
+    got = kinds(data)
+    assert got[("break", (1,))] == (
+        "0/0 Failed to trace builtin operator at ranks.py:14 "
+        "(rank 0: Call to `torch._dynamo.graph_break()` at ranks.py:12)"
+    )
+    assert got[("frame", (1,))] == (
+        "1/0 compiles torch_dynamo_resume_in_f_at_14 (ranks.py:14) "
+        "(rank 0: torch_dynamo_resume_in_f_at_12 (ranks.py:12))"
+    )
+    assert ("graph_breaks", (1,)) not in got and ("compile_ids", (1,)) not in got

@@ -12,7 +12,7 @@ import orjson
 
 from .dumps import dumps
 from .model import Compile, CompileId, Divergence, LogIndex, Payload, Report
-from .summary import is_recompile
+from .summary import break_title, is_recompile
 
 # Graph payloads whose text is the same on every rank that traced the same program. Left out:
 # before/after_pre_grad_graph (a `# graph id: <address>` line), fx_graph_runnable (the rank
@@ -63,7 +63,9 @@ INPUT_FIELDS = (
 )
 KINDS = (
     "compile_ids",
+    "frame",
     "status",
+    "break",
     "graph",
     "inputs",
     "recompiles",
@@ -328,6 +330,38 @@ def _per_compile(ranks: dict[int, Facts], kind: str, describe: Describe) -> list
     return [Divergence(kind, rs, d) for d, rs in sorted(details.items(), key=lambda kv: kv[1])]
 
 
+def _file_line(path: str | None, line: int | None = None) -> str:
+    """A place by its file's name: each rank may run from its own folder."""
+    name = re.split(r"[\\/]", path)[-1] if path else "?"
+    return name if line is None else f"{name}:{line}"
+
+
+def _frame(c: Compile) -> Hashable:
+    return (c.function, _file_line(c.file, c.firstline)) if c.function or c.file else None
+
+
+def _describe_frame(key: str, mine: Any, ref: Any, label: str) -> str:
+    def text(v: Any) -> str:
+        return "?" if v is None else f"{v[0] or '?'} ({v[1]})"
+
+    return f"{key} compiles {text(mine)} ({label}: {text(ref)})"
+
+
+def _breaks(c: Compile) -> Hashable:
+    out = []
+    for g in c.graph_breaks:
+        file, _, line = (g.where or "").rpartition(":")
+        out.append((break_title(g.reason), _file_line(file, int(line)) if line.isdigit() else "?"))
+    return tuple(out)
+
+
+def _describe_breaks(key: str, mine: Any, ref: Any, label: str) -> str:
+    def text(v: Any) -> str:
+        return "; ".join(f"{title} at {where}" for title, where in v) or "no graph break"
+
+    return f"{key} {text(mine)} ({label}: {text(ref)})"
+
+
 def _status(c: Compile) -> Hashable:
     return c.status
 
@@ -494,7 +528,9 @@ def _describe_tensor_meta(key: str, mine: Any, ref: Any, label: str) -> str:
 
 
 _PER_COMPILE: list[tuple[str, Callable[[Compile], Hashable], Describe]] = [
+    ("frame", _frame, _describe_frame),
     ("status", _status, _describe_status),
+    ("break", _breaks, _describe_breaks),
     ("graph", _graphs, _describe_graphs),
     ("inputs", _inputs, _describe_inputs),
     ("cache", _cache, _describe_cache),
