@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli
+from conftest import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
 from tlview.divergence import artifact_meta, span
 from tlview.load import load
@@ -242,8 +242,6 @@ def test_job_artifact_meta_of_real_payloads(inductor_log: Path) -> None:
 def test_ranks_that_break_elsewhere_diverge_in_break_and_frame() -> None:
     """Two real ranks compile one function: rank 0 breaks its graph at line 12 (graph_break()),
     rank 1 at line 14 (print). The counts agree; where, why and the resume function do not."""
-    from conftest import FIXTURES
-
     data = report_json(FIXTURES / "ranks")
     assert data["ranks"] == [0, 1]
     assert data["stats"]["graph_breaks"] == 2
@@ -257,3 +255,21 @@ def test_ranks_that_break_elsewhere_diverge_in_break_and_frame() -> None:
         "(rank 0: torch_dynamo_resume_in_f_at_12 (ranks.py:12))"
     )
     assert ("graph_breaks", (1,)) not in got and ("compile_ids", (1,)) not in got
+
+
+def test_a_rank_names_its_compiles() -> None:
+    """--compile-id rankN:ID names a compile of a job's rank log; a wrong one says both forms."""
+    job = FIXTURES / "ranks"
+    out = run_cli("report", job, "--compile-id", "rank1:1/0").stdout
+    assert "1/0  torch_dynamo_resume_in_f_at_14  [ok]" in out and "_at_12" not in out
+    listed = run_cli("inputs", job, "--compile-id", "rank0:1/0").stdout.splitlines()
+    assert (
+        listed[0].startswith("compile dedicated_log_torch_trace_rank_0_") and "1/0  ok" in listed[0]
+    )
+    bad = run_cli("report", job, "--compile-id", "rank1:0/2")
+    rank0 = sorted(job.glob("*rank_0_*.log"))[0].name
+    assert bad.exit_code == 2
+    assert bad.stderr == (
+        f"tlview: {job}: no compile 'rank1:0/2'; its 2 logs have: -/-, 0/0, 0/0_1, 1/0; "
+        f"name one as LOG:ID ({rank0}:0/0 or rank0:0/0)\n"
+    )

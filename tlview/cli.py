@@ -148,7 +148,7 @@ def _progress_reader(path: str) -> Any:
 @click.option(
     "--compile-id",
     "compile_id",
-    help="Show one compile in full, e.g. 0/1, 0/0_1 or 0/0@2 (LOG:ID with several logs); "
+    help="Show one compile in full, e.g. 0/1, 0/0_1 or 0/0@2 (LOG:ID or rankN:ID with several logs); "
     "JSON and HTML: that compile alone.",
 )
 @click.option(
@@ -267,7 +267,9 @@ def report(
 @main.command()
 @click.argument("path", type=click.Path())
 @click.option(
-    "--compile-id", "compile_id", help="Only this compile, e.g. 0/1 (LOG:ID with several logs)."
+    "--compile-id",
+    "compile_id",
+    help="Only this compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
     "--mode",
@@ -471,11 +473,10 @@ def _newest(path: str) -> str:
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:
-    from .summary import is_named
+    from .summary import is_named, no_compile
 
     if not any(is_named(c, compile_id) for c in rep.compiles):
-        known = ", ".join(sorted({c.key for c in rep.compiles})[:12])
-        raise TlviewError(f"{rep.path}: no compile {compile_id!r}; the log has: {known}", 2)
+        raise TlviewError(no_compile(rep, compile_id), 2)
 
 
 def _text(rep: Any, output: str | None, force: bool, compile_id: str | None, verbosity: int) -> Any:
@@ -603,7 +604,7 @@ def _stdout_console(**kw: Any) -> Any:
 @click.option(
     "--compile-id",
     "compile_id",
-    help="The compile whose graph to re-run, e.g. 0/1 (LOG:ID with several logs).",
+    help="The compile whose graph to re-run, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
     "--all",

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import EXIT_NEEDS_TORCH, EXIT_REFUSED, EXIT_USAGE, TlviewError
 from .model import Compile, InputSet, Report, StorageDesc, TensorDesc, device_name
-from .summary import Refs, is_named
+from .summary import Refs, is_named, no_compile
 from .units import nbytes
 
 MODES = ("random", "zeros", "meta")
@@ -1589,9 +1589,8 @@ def find_compile(report: Report, compile_id: str) -> Compile:
     hits = [c for c in report.compiles if is_named(c, compile_id)]
     if len(hits) == 1:
         return hits[0]
-    known = ", ".join(sorted({c.key for c in report.compiles})[:12])
     if not hits:
-        raise TlviewError(f"{report.path}: no compile {compile_id!r}; the log has: {known}", 2)
+        raise TlviewError(no_compile(report, compile_id), 2)
     refs = Refs.of(report)
     logs = ", ".join(refs(c) for c in hits[:6])
     raise TlviewError(f"{report.path}: compile {compile_id!r} is in several logs; use {logs}", 2)

@@ -118,8 +118,26 @@ def describer_marks(inputs: list[Input]) -> dict[int, str]:
 
 
 def is_named(c: Compile, ref: str) -> bool:
-    """Whether a --compile-id REF names this compile: by its id, as LOG:ID, or LOG:pidN:ID."""
-    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True))
+    """Whether a --compile-id REF names this compile: by its id, as LOG:ID, LOG:pidN:ID, or
+    rankN:ID (a job's logs, one per rank)."""
+    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True)) or (
+        c.rank is not None and ref == f"rank{c.rank}:{c.key}"
+    )
+
+
+def no_compile(report: Report, ref: str) -> str:
+    """The error for a --compile-id that names no compile: the ids there are, and with several
+    logs how to name one of them."""
+    known = ", ".join(sorted({c.key for c in report.compiles})[:12])
+    if len(report.logs) < 2:
+        return f"{report.path}: no compile {ref!r}; the log has: {known}"
+    c = next((c for c in report.compiles if c.id is not None), None)
+    how = "LOG:ID"
+    if c is not None:
+        how += f" ({compile_ref(c, True)}" + (
+            f" or rank{c.rank}:{c.key})" if c.rank is not None else ")"
+        )
+    return f"{report.path}: no compile {ref!r}; its {len(report.logs)} logs have: {known}; name one as {how}"
 
 
 def is_recompile(c: Compile) -> bool:
