@@ -1102,3 +1102,14 @@ def test_page_says_an_input_that_went_away_with_a_dash(tmp_path: Path) -> None:
     row = html[html.index("<td><code>L[&#39;y&#39;]</code></td><td>removed</td>") :]
     assert row.split("</tr>")[0].endswith("<td>—</td>")
     assert "<code>L[&#39;y&#39;]</code> removed: " in html and " → —</div>" in html
+
+
+def test_a_view_names_its_base_or_says_it_is_no_input(tmp_path: Path) -> None:
+    """`v = w[:, 1:5]` of a Parameter w the graph does not take: the flag says its base is
+    no input (it said "view of 2", the base's tensor id)."""
+    path = FIXTURES / "torch26.log"
+    row = next(ln for ln in run_cli("report", path, "-v").stdout.splitlines() if "L['v']" in ln)
+    assert row.rstrip().endswith("| grad non-leaf view of tensor 2 (not an input)")
+    page = tmp_path / "r.html"
+    assert run_cli("report", path, "--format", "html", "-o", page).exit_code == 0
+    assert "non-leaf view of tensor 2 (not an input)" in page.read_text()

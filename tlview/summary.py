@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .model import PHASES, BreakSummary, Compile, Input, Report, seconds_of
@@ -281,8 +282,14 @@ def overview(report: Report) -> Overview:
     return tally.done()
 
 
-def input_flags(i: Input) -> str:
-    """What sets an input apart, in a few words: param, grad, non-leaf, view, subclass, ..."""
+def input_names(inputs: list[Input]) -> dict[tuple[int, int], str]:
+    """Each input's source by (describer, tensor id): a view's flag names its base by it."""
+    return {(i.describer, i.tensor.id): i.source for i in inputs}
+
+
+def input_flags(i: Input, names: Mapping[tuple[int, int], str] | None = None) -> str:
+    """What sets an input apart, in a few words: param, grad, non-leaf, view, subclass, ...
+    With `names` (`input_names` of its compile), a view names its base, or says it is none."""
     t = i.tensor
     f = t.fields  # read directly: the page asks this of every input it shows
     out = []
@@ -294,7 +301,13 @@ def input_flags(i: Input) -> str:
         out.append("non-leaf")
     if f.get("is_view"):
         base = i.base.id if i.base is not None else t.base
-        out.append("view" if base is None else f"view of {base}")
+        if base is None:
+            out.append("view")
+        elif names is None:
+            out.append(f"view of tensor {base}")
+        else:
+            named = names.get((i.describer, base))
+            out.append(f"view of {named}" if named else f"view of tensor {base} (not an input)")
     if i.grad is not None:
         out.append(".grad")
     if "type" in f and t.type_name:

@@ -6,7 +6,7 @@ import hashlib
 import heapq
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePath
@@ -44,6 +44,7 @@ from ..summary import (
     break_title,
     describer_marks,
     input_flags,
+    input_names,
     is_recompile,
     problem_order,
 )
@@ -931,7 +932,8 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
     """Everything one compile's section shows."""
     v = CompileView(c=c, row=r)
     marks = describer_marks(c.inputs)
-    v.inputs = [input_view(i, marks.get(id(i), "")) for i in c.inputs]
+    names = input_names(c.inputs)
+    v.inputs = [input_view(i, marks.get(id(i), ""), names) for i in c.inputs]
     v.breaks = [(g, page.break_anchor.get(break_key(g.reason), "")) for g in c.graph_breaks]
     kinds = _kinds(c)
     for pl in r.payloads:
@@ -1179,7 +1181,9 @@ def _indented(s: str) -> str | None:
 # -- inputs and the aliasing picture --------------------------------------------------------------
 
 
-def input_view(i: Input, mark: str = "") -> InputView:
+def input_view(
+    i: Input, mark: str = "", names: Mapping[tuple[int, int], str] | None = None
+) -> InputView:
     t = i.tensor
     st = i.storage
     sources = i.sources
@@ -1195,7 +1199,7 @@ def input_view(i: Input, mark: str = "") -> InputView:
         t.device,
         "" if st is None else nbytes(st.size),
         i.alias_group,
-        input_flags(i),
+        input_flags(i, names),
         list(i.inner.items()),
         i.notes,
         i.source,

@@ -26,6 +26,7 @@ from ..summary import (
     compile_ref,
     describer_marks,
     input_flags,
+    input_names,
     is_named,
     overview,
     problem_order,
@@ -471,6 +472,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     )
     shown = chosen.rows()
     marks = describer_marks(c.inputs)
+    names = input_names(c.inputs)
     for i in shown:
         tt = i.tensor
         storage = "" if i.storage is None else nbytes(i.storage.size)
@@ -484,7 +486,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
             T(tt.device),
             T(storage),
             T("" if i.alias_group is None else f"#{i.alias_group}"),
-            T(input_flags(i)),
+            T(input_flags(i, names)),
         )
         for name, inner in i.inner.items():
             t.add_row(
