@@ -1113,3 +1113,22 @@ def test_a_view_names_its_base_or_says_it_is_no_input(tmp_path: Path) -> None:
     page = tmp_path / "r.html"
     assert run_cli("report", path, "--format", "html", "-o", page).exit_code == 0
     assert "non-leaf view of tensor 2 (not an input)" in page.read_text()
+
+
+def test_inputs_a_broken_graph_lacks_are_not_why_it_recompiled() -> None:
+    """0/1 recompiles on `step == 0` and breaks its graph before the second layer: its graph
+    takes no `b` parameters, which says where it broke, not what changed."""
+    path = FIXTURES / "break_params.log"
+    data = report_json(path)
+    by_key = {c["key"]: c for c in data["compiles"]}
+    first = {i["sources"][0] for i in by_key["0/0"]["inputs"]}
+    broken = {i["sources"][0] for i in by_key["0/1_1"]["inputs"]}
+    assert first - broken == {
+        "L['self']._modules['b']._parameters['weight']",
+        "L['self']._modules['b']._parameters['bias']",
+    }
+    rec = by_key["0/1_1"]["recompile"]
+    assert rec["previous"] == "0/0" and rec["reasons"][0].startswith("0/0: step == 0")
+    assert rec["input_changes"] == [] and rec["inputs_compared"] is True
+    out = run_cli("report", path).stdout
+    assert "disappeared" not in out and "no input change since 0/0" in out

@@ -81,9 +81,19 @@ def explain_frame(compiles: list[list[Compile]]) -> None:
                 before, after = _described(previous), _described(attempts)
                 if before is not None and after is not None:
                     rec.input_changes = input_changes(before, after)
+                    if _broke(previous) or _broke(attempts):
+                        # Which inputs a graph takes follows where it broke: one that came or
+                        # went says where the graph ended, not why the frame recompiled.
+                        rec.input_changes = [
+                            x for x in rec.input_changes if x.field not in ("added", "removed")
+                        ]
                     rec.compared = True
             final.recompile = rec
         previous = attempts
+
+
+def _broke(attempts: list[Compile]) -> bool:
+    return any(a.graph_breaks or a.restart_reasons for a in attempts)
 
 
 def _reasons(attempts: list[Compile]) -> list[str]:
