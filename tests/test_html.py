@@ -24,7 +24,7 @@ from tlview import __version__
 from tlview.load import load
 from tlview.model import Divergence, Report
 from tlview.render import halves, html, kept, page
-from tlview.summary import compile_ref, overview
+from tlview.summary import Refs, compile_ref, overview
 
 DEMO = FIXTURES / "demo.log"
 
@@ -122,15 +122,15 @@ def hostile_log(tmp: Path) -> Path:
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
 def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     rep, text = render(path)
-    many = len({log.name for log in rep.logs}) > 1
     assert text.startswith("<!doctype html>")
     assert f"tlview {__version__}" in text[:4096]  # the marker that lets tlview overwrite it
     if rep.torch_version:
         assert f"<dd>{esc(rep.torch_version)}</dd>" in text
+    refs = Refs.of(rep)
     anchors = [v.anchor for v in page.build(rep).compiles]
     assert len(anchors) == len(set(anchors)) == len(list(rep.compiles))
     for c, anchor in zip(rep.compiles, anchors, strict=True):
-        ref = compile_ref(c, many)
+        ref = refs(c)
         assert anchor.startswith("c-" + re.sub(r"[^A-Za-z0-9_.:/!@-]", "_", ref))
         sec = _section(text, anchor)
         assert f'<span class="cid" title="{esc(ref)}">' in sec

@@ -26,7 +26,7 @@ from test_html import DEMO, HOSTILE, hostile_log, real_paths
 from tlview.load import load
 from tlview.model import Report
 from tlview.render import html, kept
-from tlview.summary import compile_ref
+from tlview.summary import Refs, compile_ref
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -247,13 +247,14 @@ def test_real_log_pages(browser: Chromium, path: Path, tmp_path: Path) -> None:
     events = browser.load(dest)
     assert problems(events, dest) == []
     many = len({log.name for log in rep.logs}) > 1
+    refs = Refs.of(rep)
     shown = browser.eval(
         "Array.from(document.querySelectorAll('section.compile'),"
         " s => [s.id, s.querySelector('.cid').innerText, s.querySelector('.cid').title])"
     )
     assert len(shown) == len(list(rep.compiles)) == len({a for a, _, _ in shown})
     for (_, label, title), c in zip(shown, rep.compiles, strict=True):
-        assert title == compile_ref(c, many)  # the full name: log file and compile id
+        assert title == refs(c)  # the full name: rank or log file, and compile id
         assert label == c.key or (many and label.endswith(" " + c.key)), (label, c.key)
     rows = browser.eval("document.querySelectorAll('#ctable tbody tr').length")
     assert rows == len(shown)

@@ -96,14 +96,19 @@ class Refs:
 
     many: bool
     shared: frozenset[str] = frozenset()  # files several processes wrote to
+    by_rank: bool = False  # a job's logs, one per rank: rankN:ID, shorter than LOG:ID
 
     @classmethod
     def of(cls, report: Report) -> Refs:
         counts = Counter(log.name for log in report.logs)
         shared = frozenset(name for name, n in counts.items() if n > 1)
-        return cls(len(report.logs) > 1, shared)
+        ranks = [log.rank for log in report.logs]
+        by_rank = len(ranks) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
+        return cls(len(report.logs) > 1, shared, by_rank and not shared)
 
     def __call__(self, c: Compile) -> str:
+        if self.by_rank and c.rank is not None:
+            return f"rank{c.rank}:{c.key}"
         return compile_ref(c, self.many, c.log in self.shared)
 
 
