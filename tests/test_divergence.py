@@ -255,6 +255,11 @@ def test_ranks_that_break_elsewhere_diverge_in_break_and_frame() -> None:
         "(rank 0: torch_dynamo_resume_in_f_at_12 (ranks.py:12))"
     )
     assert ("graph_breaks", (1,)) not in got and ("compile_ids", (1,)) not in got
+    # Two ranks have no majority: the title says what rank 1 is compared with.
+    assert (
+        "Divergence between 2 ranks (compared with rank 0)"
+        in run_cli("report", FIXTURES / "ranks").stdout
+    )
 
 
 def test_a_rank_names_its_compiles() -> None:

@@ -216,7 +216,9 @@ def divergence(report: Report, console: Console) -> None:
         )
         return
     t = _table(
-        f"Divergence between {len(ranks)} ranks (compared with the majority)",
+        # Two ranks have no majority: the lowest is what the other is compared with.
+        f"Divergence between {len(ranks)} ranks (compared with "
+        + (f"rank {min(ranks)})" if len(ranks) == 2 else "the majority)"),
         "what",
         "ranks",
         "how they differ",
