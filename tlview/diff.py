@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any
 
 from .explain import change_text, input_changes, limit_text
 from .model import Compile, InputChange, LogIndex, Report
-from .summary import PHASE_NAMES, Overview, break_title, overview
+from .summary import PHASE_NAMES, Overview, break_title, frame_text, overview, short, short_place
 
 TIME_NOISE_S = 1.0  # compile-time differences smaller than this are noise
 TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE
@@ -37,8 +36,7 @@ class FrameKey:
     line: int | None
 
     def __str__(self) -> str:
-        where = short(self.file) + (f":{self.line}" if self.line is not None else "")
-        text = f"{self.function} ({where})" if where else self.function
+        text = frame_text(self.function, self.file, self.line)
         return f"{self.process}: {text}" if self.process else text
 
 
@@ -161,13 +159,6 @@ class Diff:
     frames: list[FrameDiff]
     changes: list[Change]
     notes: list[str] = field(default_factory=list)
-
-
-def short(path: str | None) -> str:
-    """The file name of a path, the part that survives a move to another checkout."""
-    if not path:
-        return ""
-    return PurePath(path.replace("\\", "/")).name
 
 
 def norm(text: str) -> str:
@@ -314,9 +305,7 @@ def _breaks(f: Frame | None) -> Counter[tuple[str, str]]:
     out: Counter[tuple[str, str]] = Counter()
     for c in f.attempts if f else []:
         for g in c.graph_breaks:
-            where = g.where or ""
-            file, _, line = where.rpartition(":")
-            out[(norm(break_title(g.reason)), f"{short(file)}:{line}" if file else where)] += 1
+            out[(norm(break_title(g.reason)), short_place(g.where or ""))] += 1
     return out
 
 

@@ -12,7 +12,7 @@ import orjson
 
 from .dumps import dumps
 from .model import Compile, CompileId, Divergence, LogIndex, Payload, Report
-from .summary import break_title, is_recompile
+from .summary import break_title, frame_text, is_recompile, short_place
 
 # Graph payloads whose text is the same on every rank that traced the same program. Left out:
 # before/after_pre_grad_graph (a `# graph id: <address>` line), fx_graph_runnable (the rank
@@ -330,29 +330,17 @@ def _per_compile(ranks: dict[int, Facts], kind: str, describe: Describe) -> list
     return [Divergence(kind, rs, d) for d, rs in sorted(details.items(), key=lambda kv: kv[1])]
 
 
-def _file_line(path: str | None, line: int | None = None) -> str:
-    """A place by its file's name: each rank may run from its own folder."""
-    name = re.split(r"[\\/]", path)[-1] if path else "?"
-    return name if line is None else f"{name}:{line}"
-
-
 def _frame(c: Compile) -> Hashable:
-    return (c.function, _file_line(c.file, c.firstline)) if c.function or c.file else None
+    """What the compile id compiles, by file name: each rank may run from its own folder."""
+    return frame_text(c.function or "?", c.file, c.firstline)
 
 
 def _describe_frame(key: str, mine: Any, ref: Any, label: str) -> str:
-    def text(v: Any) -> str:
-        return "?" if v is None else f"{v[0] or '?'} ({v[1]})"
-
-    return f"{key} compiles {text(mine)} ({label}: {text(ref)})"
+    return f"{key} compiles {mine} ({label}: {ref})"
 
 
 def _breaks(c: Compile) -> Hashable:
-    out = []
-    for g in c.graph_breaks:
-        file, _, line = (g.where or "").rpartition(":")
-        out.append((break_title(g.reason), _file_line(file, int(line)) if line.isdigit() else "?"))
-    return tuple(out)
+    return tuple((break_title(g.reason), short_place(g.where or "?")) for g in c.graph_breaks)
 
 
 def _describe_breaks(key: str, mine: Any, ref: Any, label: str) -> str:

@@ -6,6 +6,7 @@ import heapq
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from .model import PHASES, BreakSummary, Compile, Input, Report, seconds_of
 
@@ -78,6 +79,30 @@ class Overview:
         return "total" in self.phases or not self.compiles
 
 
+def short(path: str | None) -> str:
+    """The file name of a path, the part that survives a move to another checkout."""
+    if not path:
+        return ""
+    return PurePath(path.replace("\\", "/")).name
+
+
+def short_place(where: str) -> str:
+    """A place `FILE:LINE` by its file's name (`f.py:12`), as in `short`."""
+    file, _, line = where.rpartition(":")
+    return f"{short(file)}:{line}" if file else where
+
+
+def frame_text(function: str, file: str | None, line: int | None) -> str:
+    """A frame by its function and place, `f (f.py:12)`, the same in every run and rank."""
+    where = short(file) + (f":{line}" if line is not None else "")
+    return f"{function} ({where})" if where else function
+
+
+def rank_ref(c: Compile) -> str | None:
+    """`rankN:ID`: a compile of a job's rank log, by its rank (None: no rank logged)."""
+    return None if c.rank is None else f"rank{c.rank}:{c.key}"
+
+
 def compile_ref(c: Compile, many_logs: bool, by_pid: bool = False) -> str:
     """How a compile is named across a report: its id, prefixed by its log when there are
     several, and by its process too in a file that several processes wrote to."""
@@ -107,9 +132,8 @@ class Refs:
         return cls(len(report.logs) > 1, shared, by_rank and not shared)
 
     def __call__(self, c: Compile) -> str:
-        if self.by_rank and c.rank is not None:
-            return f"rank{c.rank}:{c.key}"
-        return compile_ref(c, self.many, c.log in self.shared)
+        by_rank = rank_ref(c) if self.by_rank else None
+        return by_rank or compile_ref(c, self.many, c.log in self.shared)
 
 
 def describer_marks(inputs: list[Input]) -> dict[int, str]:
@@ -126,9 +150,7 @@ def describer_marks(inputs: list[Input]) -> dict[int, str]:
 def is_named(c: Compile, ref: str) -> bool:
     """Whether a --compile-id REF names this compile: by its id, as LOG:ID, LOG:pidN:ID, or
     rankN:ID (a job's logs, one per rank)."""
-    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True)) or (
-        c.rank is not None and ref == f"rank{c.rank}:{c.key}"
-    )
+    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True), rank_ref(c))
 
 
 def no_compile(report: Report, ref: str) -> str:
@@ -140,9 +162,8 @@ def no_compile(report: Report, ref: str) -> str:
     c = next((c for c in report.compiles if c.id is not None), None)
     how = "LOG:ID"
     if c is not None:
-        how += f" ({compile_ref(c, True)}" + (
-            f" or rank{c.rank}:{c.key})" if c.rank is not None else ")"
-        )
+        by_rank = rank_ref(c)
+        how += f" ({compile_ref(c, True)}" + (f" or {by_rank})" if by_rank else ")")
     return f"{report.path}: no compile {ref!r}; its {len(report.logs)} logs have: {known}; name one as {how}"
 
 
@@ -292,9 +313,9 @@ def input_names(inputs: list[Input]) -> dict[tuple[int, int], str]:
     return {(i.describer, i.tensor.id): i.source for i in inputs}
 
 
-def input_flags(i: Input, names: Mapping[tuple[int, int], str] | None = None) -> str:
+def input_flags(i: Input, names: Mapping[tuple[int, int], str]) -> str:
     """What sets an input apart, in a few words: param, grad, non-leaf, view, subclass, ...
-    With `names` (`input_names` of its compile), a view names its base, or says it is none."""
+    A view names its base by `names` (`input_names` of its compile), or says it is none."""
     t = i.tensor
     f = t.fields  # read directly: the page asks this of every input it shows
     out = []
@@ -308,8 +329,6 @@ def input_flags(i: Input, names: Mapping[tuple[int, int], str] | None = None) ->
         base = i.base.id if i.base is not None else t.base
         if base is None:
             out.append("view")
-        elif names is None:
-            out.append(f"view of tensor {base}")
         else:
             named = names.get((i.describer, base))
             out.append(f"view of {named}" if named else f"view of tensor {base} (not an input)")

@@ -1181,9 +1181,7 @@ def _indented(s: str) -> str | None:
 # -- inputs and the aliasing picture --------------------------------------------------------------
 
 
-def input_view(
-    i: Input, mark: str = "", names: Mapping[tuple[int, int], str] | None = None
-) -> InputView:
+def input_view(i: Input, mark: str, names: Mapping[tuple[int, int], str]) -> InputView:
     t = i.tensor
     st = i.storage
     sources = i.sources
