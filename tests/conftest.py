@@ -68,6 +68,11 @@ def report_json(path: Path | str, *extra: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
+def without_paths(data: dict[str, Any]) -> dict[str, Any]:
+    """A JSON report with where the logs were read from left out (a pool, a cluster, S3)."""
+    return dict(data, path=None, logs=[dict(lg, path=None) for lg in data["logs"]])
+
+
 def gloo_rank0() -> Path:
     """Rank 0 of the corpus's real 2-rank DDP job."""
     return corpus("multirank_gloo", "dedicated_log_torch_trace_rank_0_f534302x.log")

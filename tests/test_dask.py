@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, gloo_rank0, run_cli
+from conftest import ROOT, corpus, gloo_rank0, run_cli, without_paths
 
 from tlview.load import load
 
@@ -30,12 +30,6 @@ def report_json(path: Path | str, *extra: str, env: dict[str, str] | None = None
     result = CliRunner(env=env).invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-def without_paths(data: dict[str, Any]) -> dict[str, Any]:
-    data = dict(data, path=None)
-    data["logs"] = [dict(lg, path=None) for lg in data["logs"]]
-    return data
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli
+from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli, without_paths
 
 import tlview.store as store
 from tlview.jobs import Source, find, read_one
@@ -18,13 +18,6 @@ from tlview.load import load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job  # noqa: E402  (benchmarks/ is not a package)
-
-
-def without_paths(data: dict[str, Any]) -> dict[str, Any]:
-    """The report with where the logs were read from left out."""
-    data = dict(data, path=None)
-    data["logs"] = [dict(lg, path=None) for lg in data["logs"]]
-    return data
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, only_log, report_json
+from conftest import ROOT, corpus, only_log, report_json, without_paths
 
 pytest.importorskip("s3fs")
 pytest.importorskip("moto")
@@ -90,10 +90,6 @@ def s3_json(env: dict[str, str], *args: str) -> Any:
     r = run_tlview(env, "report", *args, "--format", "json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
-
-
-def without_paths(data: dict[str, Any]) -> dict[str, Any]:
-    return dict(data, path=None, logs=[dict(lg, path=None) for lg in data["logs"]])
 
 
 def test_job_in_s3_reads_as_the_local_job(s3_env: dict[str, str]) -> None:
