@@ -769,6 +769,25 @@ def test_compile_time_section_links_the_slowest_compiles() -> None:
     assert '<a href="#time">Compile time</a>' in text
 
 
+def test_compile_time_names_a_ranks_compiles_as_the_page_does() -> None:
+    """A job's page names a compile `rank 0 4/0` in its tables and chips: the compile-time table
+    too (it said `rank0:4/0`, the terminal's form)."""
+    rep, text = render(corpus("multirank_gloo"))
+    sec = text[
+        text.index('<section id="time"') : text.index(
+            "</section>", text.index('<section id="time"')
+        )
+    ]
+    views = {v.ref: v for v in page.build(rep).compiles}
+    slowest = overview(rep).slowest
+    assert {s.ref for s in slowest[:2]} == {"rank0:4/0", "rank1:4/0"}
+    for s in slowest:
+        v = views[s.ref]
+        assert f'<a href="#{v.anchor}">{esc(v.label)}</a></td>' in sec
+    assert '<a href="#c-rank0:4/0">rank 0 4/0</a></td><td>allred</td>' in sec
+    assert "rank0:" not in re.sub(r'href="[^"]*"', "", sec)
+
+
 def test_figures_filter_only_to_rows_that_exist() -> None:
     """A figure of 0 ("0 failed") is no button: it would filter the table to nothing it has.
     The table's count says rows (it also has the row of records outside any compile)."""

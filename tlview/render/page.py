@@ -434,14 +434,17 @@ class TimeView(NamedTuple):
     left: int  # compiles beyond the slowest shown
 
 
-def time_view(o: Overview, anchors: dict[str, str]) -> TimeView | None:
+def time_view(o: Overview, shown: dict[str, Row]) -> TimeView | None:
+    """The compile-time table; a compile on the page is named and linked as the page names it."""
     if not o.slowest:
         return None
     names = [n for n in PHASE_NAMES if n in o.phases]
     rows = [SlowRow(f"all {o.compiles:,}", "", "", [seconds(o.phases[n]) for n in names])]
     for s in o.slowest:
         cells = [seconds(s.phases[n]) if n in s.phases else "" for n in names]
-        rows.append(SlowRow(s.ref, anchors.get(s.ref, ""), s.function or "", cells))
+        r = shown.get(s.ref)
+        label, anchor = (r.label, r.anchor) if r is not None else (s.ref, "")
+        rows.append(SlowRow(label, anchor, s.function or "", cells))
     return TimeView(names, rows, o.compiles - len(o.slowest))
 
 
@@ -561,7 +564,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
             "break_compiles": str(MAX_BREAK_COMPILES),
         },
         break_anchor={break_key(b.reason): b.anchor for b in breaks},
-        time=time_view(o, {r.ref: r.anchor for r in rows}),
+        time=time_view(o, {r.ref: r for r in rows}),
         shared=first_shown(rows),
     )
 
