@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -1060,7 +1061,10 @@ def test_torch215_traced_export_on_the_page_and_its_inputs(tmp_path: Path) -> No
     assert '<span class="v">0</span> <span class="l">never finished</span>' in html
     listing = run_cli("inputs", path, "--compile-id", "0/0").stdout
     rows = [line.split() for line in listing.splitlines() if line.strip().startswith("L[")]
-    assert [r[:3] for r in rows] == [["L['x']", "[5,", "4]"], ["L['y']", "[9,", "2]"]]
+    assert [r[:3] for r in rows] == [
+        ["L['x']", "[s77=5,", "4]"],
+        ["L['y']", "[9,", "2]"],
+    ]  # x: Dim("batch")
     assert all(r[-2:] == ["ok", "ok"] for r in rows)
 
 
@@ -1132,3 +1136,66 @@ def test_inputs_a_broken_graph_lacks_are_not_why_it_recompiled() -> None:
     assert rec["input_changes"] == [] and rec["inputs_compared"] is True
     out = run_cli("report", path).stdout
     assert "disappeared" not in out and "no input change since 0/0" in out
+
+
+def test_inputs_say_which_dims_the_graph_took_as_symbols(tmp_path: Path) -> None:
+    """tests/fixtures/dynamic.log: `hiddenStates` marked dynamic on dim 0 (4, then 6 rows),
+    `attnMask` static at 2, then dynamic at 3 (automatic dynamic). Each table of inputs says which
+    dims are symbols, with their values in that compile; FX snake-cases the camelCase names in
+    the graph's sizes (`l_hidden_states_`), which the recompile explanation must follow too."""
+    path = FIXTURES / "dynamic.log"
+    by = compiles(report_json(path))
+    got = {
+        k: [(i["sources"], i["size"], i["size_symbols"]) for i in by[k]["inputs"]]
+        for k in ("0/0", "0/1")
+    }
+    assert got == {
+        "0/0": [(["L['hiddenStates']"], [4, 8], ["s5", None]), (["L['attnMask']"], [2], None)],
+        "0/1": [(["L['hiddenStates']"], [6, 8], ["s5", None]), (["L['attnMask']"], [3], ["s27"])],
+    }
+    changes = [
+        (x["source"], x["field"], x["before"], x["after"])
+        for x in by["0/1"]["recompile"]["input_changes"]
+    ]
+    assert changes == [
+        ("L['hiddenStates']", "hint[0]", 4, 6),  # dynamic in both: only its example changed
+        ("L['attnMask']", "size[0]", 2, 3),
+        ("L['attnMask']", "dynamic[0]", 2, "s27"),
+    ]
+    text = run_cli("report", path).stdout
+    assert "L['hiddenStates'] dim 0 (dynamic in both) example: 4 -> 6" in text
+    rows = [ln.split("|")[:3] for ln in text.splitlines() if ln.startswith("L['")]
+    assert [[c.strip() for c in r] for r in rows] == [
+        ["L['hiddenStates']", "[s5=4, 8]", "[8, 1]"],
+        ["L['attnMask']", "[2]", "[1]"],
+        ["L['hiddenStates']", "[s5=6, 8]", "[8, 1]"],
+        ["L['attnMask']", "[s27=3]", "[1]"],
+    ]
+    page = tmp_path / "r.html"
+    assert run_cli("report", path, "-o", page).exit_code == 0
+    html = page.read_text()
+    assert html.count("[s5=4, 8]") == 1 and html.count("[s5=6, 8]") == 1
+    assert html.count("[s27=3]") == 1
+    listing = run_cli("inputs", path).stdout
+    shapes = [
+        re.split(r"\s{2,}", ln.strip())[1] for ln in listing.splitlines() if ln.startswith("  L[")
+    ]
+    assert shapes == ["[s5=4, 8]", "[2]", "[s5=6, 8]", "[s27=3]"]
+
+
+def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
+    """The fakes rebuilt from dynamic.log have the symbols its tables show, on the dims they
+    show, and the real run's sizes as their hints."""
+    torch = pytest.importorskip("torch")
+    from tlview.load import load
+    from tlview.rebuild import fake_inputs, real_inputs
+
+    rep = load(FIXTURES / "dynamic.log")
+    for cid, (n, m, mask_sym) in {"0/0": (4, 2, None), "0/1": (6, 3, "s27")}.items():
+        fakes = fake_inputs(str(FIXTURES / "dynamic.log"), cid)
+        h, a = fakes["L['hiddenStates']"], fakes["L['attnMask']"]
+        assert str(h.shape[0]) == "s5" and h.shape[1] == 8
+        assert str(a.shape[0]) == (mask_sym or str(m))
+        real = real_inputs({c.key: c for c in rep.compiles}[cid]).tensors
+        assert real["L['hiddenStates']"].shape == torch.Size([n, 8])
+        assert real["L['attnMask']"].shape == torch.Size([m])

@@ -11,8 +11,9 @@ attempts carry no record.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .model import (
@@ -160,9 +161,13 @@ def _aliases(c: Compile) -> dict[str, list[str]]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def placeholder(source: str) -> str:
-    """The FX placeholder dynamo names after a source: L['x'] -> l_x_."""
-    return re.sub(r"[^a-zA-Z0-9]+", "_", source).lower()
+    """The FX placeholder dynamo names after a source, as the graph's `sizes` key it:
+    `L['x']` -> `l_x_`, `L['hiddenStates']` -> `l_hidden_states_` (FX's snake case)."""
+    name = re.sub(r"[^a-zA-Z0-9]+", "_", source)
+    name = re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower()
+    return f"_{name}" if name[:1].isdigit() else name
 
 
 def dynamic_dims(c: Compile) -> dict[str, dict[int, str]]:
@@ -177,7 +182,7 @@ def dynamic_dims(c: Compile) -> dict[str, dict[int, str]]:
         for i in c.inputs:
             for s in i.sources:
                 dims = sizes.get(placeholder(s))
-                if isinstance(dims, list):
+                if type(dims) is list and str in map(type, dims):  # not all ints: the usual
                     out[s] = {
                         k: d
                         for k, d in enumerate(dims)
@@ -192,6 +197,15 @@ def dynamic_dims(c: Compile) -> dict[str, dict[int, str]]:
         if m:
             out.setdefault(m.group(1), {})[int(m.group(2))] = sym.symbol
     return out
+
+
+def input_symbols(i: Input, dynamic: Mapping[str, dict[int, str]]) -> dict[int, str]:
+    """The dims of an input that its compile's graph took as symbols (`dynamic_dims`)."""
+    for s in i.sources:
+        d = dynamic.get(s)
+        if d:
+            return d
+    return {}
 
 
 def describe(i: Input) -> str:

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EXIT_NEEDS_TORCH, EXIT_REFUSED, EXIT_USAGE, TlviewError
+from .explain import dynamic_dims, input_symbols, placeholder
 from .model import Compile, InputSet, Report, StorageDesc, TensorDesc, device_name
 from .summary import Refs, is_named, no_compile
-from .units import nbytes
+from .units import dims, nbytes
 
 MODES = ("random", "zeros", "meta")
 NJT = "torch.nested._internal.nested_tensor.NestedTensor"
@@ -306,14 +307,6 @@ class SymbolPlan:
     ranges: dict[str, tuple[int | None, int | None]]  # dim source -> (lo, hi) when not default
 
 
-@functools.lru_cache(maxsize=4096)
-def placeholder_name(source: str) -> str:
-    """The FX placeholder dynamo names after a source (`L['x']` -> `l_x_`)."""
-    name = re.sub(r"[^a-zA-Z0-9]+", "_", source)
-    name = re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower()
-    return f"_{name}" if name[:1].isdigit() else name
-
-
 def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
     """Dynamic dims and their symbol names from `create_symbol` records and graph `sizes`; with
     `describer`, those of that fake mode alone."""
@@ -352,10 +345,10 @@ def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
     if sizes:
         for s in sets:
             for _tid, src in s.sources:
-                dims = sizes.get(placeholder_name(src))
-                if not isinstance(dims, list):
+                graph_dims = sizes.get(placeholder(src))
+                if not isinstance(graph_dims, list):
                     continue
-                for i, d in enumerate(dims):
+                for i, d in enumerate(graph_dims):
                     if isinstance(d, str) and d.isdecimal() or type(d) is int:
                         # Made a symbol, then specialized (a guard pinned it): the graph takes
                         # the value ("4" in its sizes), so the fake does too.
@@ -2167,8 +2160,8 @@ def parse_bytes(text: str, what: str = "size") -> int:
     return int(float(m.group(1)) * scale)
 
 
-def _fmt_dims(v: Sequence[Any] | None) -> str:
-    return "-" if v is None else "[" + ", ".join(str(d) for d in v) + "]"
+def _fmt_dims(v: Sequence[Any] | None, symbols: Mapping[int, str] | None = None) -> str:
+    return "-" if v is None else dims(list(v), symbols)
 
 
 def input_rows(
@@ -2176,6 +2169,7 @@ def input_rows(
 ) -> tuple[list[tuple[str, ...]], list[str], str | None]:
     """Rows for `tlview inputs`: each source with its metadata and how it rebuilds."""
     by_tensor = {(inp.describer, inp.tensor.id): inp for inp in c.inputs}
+    dynamic = dynamic_dims(c)
     _symbols, groups = planned(c)
     fake: Rebuilt | None = None
     real: Rebuilt | None = None
@@ -2196,7 +2190,8 @@ def input_rows(
             alias = f"A{inp.alias_group}" if inp is not None and inp.alias_group else "-"
             shape = stride = offset = dtype = dev = "?"
             if p is not None:
-                shape, stride = _fmt_dims(p.size), _fmt_dims(p.stride)
+                symbols = input_symbols(inp, dynamic) if inp is not None else None
+                shape, stride = _fmt_dims(p.size, symbols), _fmt_dims(p.stride)
                 offset, dtype, dev = str(p.offset), p.dtype, p.device
                 if p.type_name and p.subclass:
                     dtype += f" ({p.type_name.rsplit('.', 1)[-1]})"

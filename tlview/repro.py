@@ -592,11 +592,11 @@ def _standin(
 ) -> tuple[str, list[str]] | None:
     """Code for a random tensor shaped as the graph says, for an input the log never described
     (logs of older torch have no describe records); None when the graph does not say enough."""
-    from .rebuild import placeholder_name
+    from .explain import placeholder as fx_placeholder
 
     tt = param.tensor
     sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
-    meta = sizes.get(placeholder_name(param.name)) if isinstance(sizes, dict) else None
+    meta = sizes.get(fx_placeholder(param.name)) if isinstance(sizes, dict) else None
     note = ""
     stride: list[gc.Dim] | None
     if tt is not None and tt.wrapper is None and tt.torch_dtype:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
@@ -17,8 +19,11 @@ def nbytes(v: object) -> str:
     return str(v)
 
 
-def dims(v: object) -> str:
-    """Sizes or strides as a list, symbols unquoted: "[s0, 3]"."""
+def dims(v: object, symbols: Mapping[int, str] | None = None) -> str:
+    """Sizes or strides as a list, symbols unquoted: "[s0, 3]"; a dim the graph took as a
+    symbol (`symbols`) with its value in this run: "[s77=8, 3]"."""
+    if symbols and isinstance(v, list):
+        return "[" + ", ".join(_dim(d, symbols.get(k)) for k, d in enumerate(v)) + "]"
     if isinstance(v, list):
         s = str(v)  # the same text when no dim is symbolic (a string): the common case, in C
         if "'" not in s and '"' not in s:
@@ -35,3 +40,7 @@ def seconds(v: float | None) -> str:
     if not abs(v) < 1e9:
         return f"{v:.3g} s"
     return f"{v:.3f} s" if v < 10 else f"{v:.1f} s"
+
+
+def _dim(d: object, symbol: str | None) -> str:
+    return f"{symbol}={d}" if symbol is not None and type(d) is int and symbol != str(d) else str(d)

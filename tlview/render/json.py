@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
 import orjson
 
 from .. import __version__
 from ..dumps import dumps
-from ..explain import limit_text
+from ..explain import dynamic_dims, input_symbols, limit_text
 from ..model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
 from ..summary import Overview, Tally, break_title
 from . import halves
@@ -43,13 +43,16 @@ def tensor(t: TensorDesc) -> dict[str, Any]:
     }
 
 
-def input_dict(i: Input) -> dict[str, Any]:
+def input_dict(i: Input, dynamic: Mapping[str, dict[int, str]]) -> dict[str, Any]:
     t = i.tensor
     f = t.fields  # read directly (as TensorDesc.flag and .get do): this runs for every input
+    symbols = input_symbols(i, dynamic) if dynamic else None
     return {
         "sources": i.sources,
         "describer": i.describer,  # the fake mode that described it (several: exports in -/-)
         "size": t.size,
+        # per dim, the symbol the graph took it as (null: static); null when none was
+        "size_symbols": [symbols.get(k) for k in range(len(t.size or []))] if symbols else None,
         "stride": t.stride,
         "storage_offset": t.storage_offset,
         "dtype": f.get("dtype"),
@@ -113,6 +116,7 @@ def recompile(c: Compile) -> dict[str, Any] | None:
 
 
 def compile_dict(c: Compile) -> dict[str, Any]:
+    dynamic = dynamic_dims(c)
     cid = c.id
     return {
         "compile_id": None if cid is None else cid.torch_name,
@@ -151,7 +155,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
             for g in c.graph_breaks
         ],
         "stack": [frame(f) for f in c.stack],
-        "inputs": [input_dict(i) for i in c.inputs],
+        "inputs": [input_dict(i, dynamic) for i in c.inputs],
         "symbols": [
             {
                 "kind": s.kind,

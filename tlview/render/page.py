@@ -16,6 +16,7 @@ import orjson
 
 from .. import __version__
 from ..dumps import dumps
+from ..explain import dynamic_dims, input_symbols
 from ..model import (
     BadLine,
     Compile,
@@ -936,7 +937,8 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
     v = CompileView(c=c, row=r)
     marks = describer_marks(c.inputs)
     names = input_names(c.inputs)
-    v.inputs = [input_view(i, marks.get(id(i), ""), names) for i in c.inputs]
+    dynamic = dynamic_dims(c)
+    v.inputs = [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
     v.breaks = [(g, page.break_anchor.get(break_key(g.reason), "")) for g in c.graph_breaks]
     kinds = _kinds(c)
     for pl in r.payloads:
@@ -1184,7 +1186,12 @@ def _indented(s: str) -> str | None:
 # -- inputs and the aliasing picture --------------------------------------------------------------
 
 
-def input_view(i: Input, mark: str, names: Mapping[tuple[int, int], str]) -> InputView:
+def input_view(
+    i: Input,
+    mark: str,
+    names: Mapping[tuple[int, int], str],
+    dynamic: Mapping[str, dict[int, str]],
+) -> InputView:
     t = i.tensor
     st = i.storage
     sources = i.sources
@@ -1193,7 +1200,7 @@ def input_view(i: Input, mark: str, names: Mapping[tuple[int, int], str]) -> Inp
         sources[0] + mark if sources else None,
         sources[1:],
         t.id,
-        dims(t.size),
+        dims(t.size, input_symbols(i, dynamic) if dynamic else None),
         dims(t.stride),
         str(t.storage_offset),
         t.dtype.replace("torch.", ""),

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from .. import __version__
 from ..divergence import span
-from ..explain import change_text, limit_text
+from ..explain import change_text, dynamic_dims, input_symbols, limit_text
 from ..index import is_torch_file
 from ..model import Compile, ExportIssue, Input, Report
 from ..summary import (
@@ -475,13 +475,14 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     shown = chosen.rows()
     marks = describer_marks(c.inputs)
     names = input_names(c.inputs)
+    dynamic = dynamic_dims(c)
     for i in shown:
         tt = i.tensor
         storage = "" if i.storage is None else nbytes(i.storage.size)
         src = ("\n".join(i.sources) if i.sources else f"<tensor {tt.id}>") + marks.get(id(i), "")
         t.add_row(
             T(src),
-            T(dims(tt.size)),
+            T(dims(tt.size, input_symbols(i, dynamic))),
             T(dims(tt.stride)),
             T(tt.storage_offset),
             T(str(tt.fields.get("dtype", "?")).replace("torch.", "")),
