@@ -1176,6 +1176,12 @@ def test_inputs_say_which_dims_the_graph_took_as_symbols(tmp_path: Path) -> None
     html = page.read_text()
     assert html.count("[s5=4, 8]") == 1 and html.count("[s5=6, 8]") == 1
     assert html.count("[s27=3]") == 1
+    # What changed, in the words the terminal uses (not the JSON's field names).
+    assert (
+        "<td><code>L[&#39;hiddenStates&#39;]</code></td><td>dim 0 (dynamic in both) example</td>"
+        "<td><code>4</code></td><td><code>6</code></td>" in html
+    )
+    assert "<code>L[&#39;attnMask&#39;]</code> dim 0 became dynamic: 2 → s27</div>" in html
     listing = run_cli("inputs", path).stdout
     shapes = [
         re.split(r"\s{2,}", ln.strip())[1] for ln in listing.splitlines() if ln.startswith("  L[")

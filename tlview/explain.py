@@ -312,11 +312,16 @@ def change_text(ch: InputChange) -> str:
         return f"{ch.source} appeared ({show(ch.after)})"
     if ch.field == "removed":
         return f"{ch.source} disappeared ({show(ch.before)})"
+    return f"{ch.source} {change_what(ch)}: {show(ch.before)} -> {show(ch.after)}"
+
+
+def change_what(ch: InputChange) -> str:
+    """What of an input changed, in words: `size[0]`, `dim 0 became dynamic`."""
     if ch.field.startswith("dynamic["):
-        dim = ch.field[len("dynamic[") : -1]
         became = "dynamic" if isinstance(ch.after, str) else "static"
-        return f"{ch.source} dim {dim} became {became}: {show(ch.before)} -> {show(ch.after)}"
+        return f"dim {ch.field[len('dynamic[') : -1]} became {became}"
     if ch.field.startswith("hint["):
-        dim = ch.field[len("hint[") : -1]
-        return f"{ch.source} dim {dim} (dynamic in both) example: {ch.before} -> {ch.after}"
-    return f"{ch.source} {ch.field}: {show(ch.before)} -> {show(ch.after)}"
+        return f"dim {ch.field[len('hint[') : -1]} (dynamic in both) example"
+    if ch.field in ("added", "removed"):
+        return "appeared" if ch.field == "added" else "disappeared"
+    return ch.field

@@ -15,6 +15,7 @@ from typing import IO
 import jinja2
 from markupsafe import Markup
 
+from ..explain import change_what
 from ..model import Report
 from ..summary import Overview
 from . import halves
@@ -75,6 +76,7 @@ def environment() -> jinja2.Environment:
     env.filters["short_path"] = page_mod.short_path
     env.filters["frame"] = page_mod.frame_text
     env.filters["dims"] = page_mod.dims
+    env.filters["change_what"] = change_what
     env.filters["text"] = text
     return env
 
