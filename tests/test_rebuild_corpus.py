@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 
 from tlview.emit import emit_file, load_inputs  # noqa: E402
 from tlview.errors import EXIT_REFUSED, TlviewError  # noqa: E402
+from tlview.explain import placeholder  # noqa: E402
 from tlview.load import load  # noqa: E402
 from tlview.model import Compile, Input, Report, TensorDesc  # noqa: E402
 from tlview.rebuild import (  # noqa: E402
@@ -21,7 +22,6 @@ from tlview.rebuild import (  # noqa: E402
     fake_rebuild,
     find_compile,
     parse_bytes,
-    placeholder_name,
     real_inputs,
 )
 
@@ -177,11 +177,12 @@ def test_corpus_facts(reports: dict[str, Report]) -> None:
 
 
 def test_placeholder_names_and_expressions() -> None:
-    assert placeholder_name("L['x']") == "l_x_"
+    assert placeholder("L['x']") == "l_x_"
     assert (
-        placeholder_name("L['self']._modules['l1']._parameters['weight']")
+        placeholder("L['self']._modules['l1']._parameters['weight']")
         == "l_self_modules_l1_parameters_weight_"
     )
+    assert placeholder("L['hiddenStates']") == "l_hidden_states_"  # FX's snake case
     assert eval_expr("16*s77", {"s77": 4}) == 64
     assert eval_expr("Max(1, s0) + s1//2", {"s0": 3, "s1": 9}) == 7
     assert eval_expr("s9 * 2", {}) is None
