@@ -262,6 +262,25 @@ def test_ranks_that_break_elsewhere_diverge_in_break_and_frame() -> None:
     )
 
 
+def test_ranks_in_one_file_are_compared_but_for_their_graphs(tmp_path: Path) -> None:
+    """`cat rank*.log > all.log`: the file's two ranks differ as the directory's do (it said they
+    all agree), but for their graphs, which a single file does not hash; a note says so."""
+    both = tmp_path / "all.log"
+    both.write_bytes(b"".join(p.read_bytes() for p in sorted((FIXTURES / "ranks").glob("*.log"))))
+    whole = kinds(report_json(FIXTURES / "ranks"))
+    data = report_json(both)
+    assert data["ranks"] == [0, 1]
+    assert kinds(data) == {k: v for k, v in whole.items() if k[0] != "graph"}
+    assert ("graph", (1,)) in whole and ("break", (1,)) in kinds(data)
+    text = run_cli("report", both).stdout
+    assert "Divergence between 2 ranks (compared with rank 0)" in text
+    assert "ranks agree" not in text
+    assert (
+        "2 ranks in one file: their compiles, inputs, caches, recompiles and graph breaks are "
+        "compared, not their graphs"
+    ) in " ".join(text.split())
+
+
 def test_a_rank_names_its_compiles() -> None:
     """--compile-id rankN:ID names a compile of a job's rank log; a wrong one says both forms."""
     job = FIXTURES / "ranks"

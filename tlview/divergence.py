@@ -170,15 +170,22 @@ class Facts:
     execution: tuple[Hashable, ...] = ()  # graph_execution artifacts: (md5, calls, runs)
 
 
-def facts(log: LogIndex) -> Facts:
-    """The values of every compared aspect of every compile of one log."""
+def facts(log: LogIndex, graphs: bool = True) -> Facts:
+    """The values of every compared aspect of every compile of one log; without `graphs`, the
+    graphs are left out (their hashes were not masked, and GPU ranks' graphs name their device)."""
     f = Facts(log.rank)
     execution: list[Hashable] = []
     for c in log.compiles:
         execution += [_execution_value(p) for p in c.artifacts if p.kind == EXECUTION]
         if c.id is None:
             continue
-        f.compiles.setdefault(c.key, {kind: value(c) for kind, value, _ in _PER_COMPILE})
+        f.compiles.setdefault(
+            c.key,
+            {
+                kind: value(c) if graphs or kind != "graph" else None
+                for kind, value, _ in _PER_COMPILE
+            },
+        )
         f.recompiles += is_recompile(c)
         f.graph_breaks += len(c.graph_breaks)
     f.execution = tuple(execution)

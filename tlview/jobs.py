@@ -158,8 +158,12 @@ def read_one(
             f"; line {head.bad_lines[0].line}: {head.bad_lines[0].reason}" if head.bad_lines else ""
         )
         return Read(src, skipped=f"no TORCH_TRACE record in {head.lines} line(s){first}")
-    # Facts for comparing ranks, unless there are no ranks to compare (one log).
-    return Read(src, logs, [facts(log) for log in logs] if keep is None or keep.ranks else [])
+    # Facts for comparing ranks: a directory's logs, or the ranks that one file holds (`cat
+    # rank*.log`), whose graphs were not hashed for it (masking them costs more than reading).
+    hashed = keep is None or keep.ranks
+    if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
+        return Read(src, logs, [])
+    return Read(src, logs, [facts(log, graphs=hashed) for log in logs])
 
 
 def read_remote(src: Source, keep: Keep | None = None) -> Read:

@@ -48,7 +48,15 @@ def load(
             bar.close()
         if client is not None:
             client.close()
-    return reduce(shown, reads, found.notes, found.directory)
+    report = reduce(shown, reads, found.notes, found.directory)
+    if not found.directory and len(report.ranks) > 1:
+        report.graphs_compared = False
+        report.notes.append(
+            f"{len(report.ranks)} ranks in one file: their compiles, inputs, caches, recompiles "
+            "and graph breaks are compared, not their graphs (a directory of one log per rank "
+            "compares those too)"
+        )
+    return report
 
 
 def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:

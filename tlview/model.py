@@ -623,6 +623,7 @@ class Report:
     logs: list[LogIndex] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # skipped files, decoys
     divergence: list[Divergence] = field(default_factory=list)  # between ranks of a job
+    graphs_compared: bool = True  # False: the ranks are in one file, their graphs not hashed
 
     @property
     def compiles(self) -> Iterator[Compile]:

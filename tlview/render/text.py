@@ -209,8 +209,9 @@ def divergence(report: Report, console: Console) -> None:
     if not report.divergence:
         console.print(
             T(
-                f"All {len(ranks)} ranks agree: the same compiles, graphs, inputs, cache hits, "
-                "recompiles, graph breaks and collectives",
+                f"All {len(ranks)} ranks agree: the same compiles, "
+                + ("graphs, " if report.graphs_compared else "")
+                + "inputs, cache hits, recompiles, graph breaks and collectives",
                 "green",
             )
         )
