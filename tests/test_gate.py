@@ -109,3 +109,25 @@ def test_diff_relative_limits_and_time_noise() -> None:
     # Under a second more is noise for a relative limit: mlp_aot_eager against itself plus 0.
     same = compare(load(corpus("mlp_aot_eager")), load(corpus("mlp_aot_eager")))
     assert check_diff(same, parse(["compile-time,compile-time:+0%,input-changes"], True)) == []
+
+
+def test_compiles_outside_dynamo_count_as_failures_and_compile_time() -> None:
+    """export_strict.log: a strict export that fails (its failure is logged outside any compile
+    id, `-/-`) fails `--fail-on failures`; aoti.log's AOTInductor compile counts in
+    `compile-time`. Both passed the gate before, whatever they logged."""
+    from conftest import FIXTURES, report_json
+
+    bad = run_cli("report", FIXTURES / "export_strict.log", "-q", "--fail-on", "failures")
+    assert bad.exit_code == 3
+    assert bad.stderr == "tlview: fail-on failures: 1 (limit 0)\n"
+    stats = report_json(FIXTURES / "aoti.log")["stats"]
+    total = stats["compile_time_s"] + stats["outside_compile_time_s"]
+    assert stats["outside_compile_time_s"] > stats["compile_time_s"]
+    limit = f"compile-time:{stats['compile_time_s'] + 0.01:.2f}s"
+    slow = run_cli("report", FIXTURES / "aoti.log", "-q", "--fail-on", limit)
+    assert slow.exit_code == 3
+    assert slow.stderr == f"tlview: fail-on compile-time: {total:.2f} s (limit {limit[13:-1]} s)\n"
+    ok = run_cli(
+        "report", FIXTURES / "aoti.log", "-q", "--fail-on", f"compile-time:{total + 1:.0f}s"
+    )
+    assert ok.exit_code == 0

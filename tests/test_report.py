@@ -693,7 +693,7 @@ def test_a_retry_after_a_failure_is_not_a_recompile() -> None:
         "1/0: tensor 'x' size mismatch at index 0. expected 3, actual 5"
     ]
     text = run_cli("report", path).stdout
-    assert "| 1 recompiles |" in text
+    assert "| 1 recompile |" in text
     table = text[text.index("Recompiles") : text.index("Failures")]
     assert "1/1 " in table and "0/1 " not in table
 
@@ -1102,10 +1102,10 @@ def test_page_says_an_input_that_went_away_with_a_dash(tmp_path: Path) -> None:
     )
     html = page.read_text()
     assert "<code>None</code>" not in html and "→ None" not in html
-    assert "<td><code>L[&#39;y&#39;]</code></td><td>removed</td><td><code>" in html
-    row = html[html.index("<td><code>L[&#39;y&#39;]</code></td><td>removed</td>") :]
+    assert "<td><code>L[&#39;y&#39;]</code></td><td>disappeared</td><td><code>" in html
+    row = html[html.index("<td><code>L[&#39;y&#39;]</code></td><td>disappeared</td>") :]
     assert row.split("</tr>")[0].endswith("<td>—</td>")
-    assert "<code>L[&#39;y&#39;]</code> removed: " in html and " → —</div>" in html
+    assert "<code>L[&#39;y&#39;]</code> disappeared: " in html and " → —</div>" in html
 
 
 def test_a_view_names_its_base_or_says_it_is_no_input(tmp_path: Path) -> None:
@@ -1205,3 +1205,21 @@ def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
         real = real_inputs({c.key: c for c in rep.compiles}[cid]).tensors
         assert real["L['hiddenStates']"].shape == torch.Size([n, 8])
         assert real["L['attnMask']"].shape == torch.Size([m])
+
+
+def test_a_strict_export_is_traced_and_two_exports_keep_their_own_dims() -> None:
+    """export_strict.log: torch 2.13 files a strict export's trace (its dynamo graph, inputs and
+    guards; no dynamo_start, no metrics) under 0/0: `traced`, not `ok`. The export that failed
+    after it left its input under the same id, from a fake mode of its own: x of M is dynamic
+    (`Dim("batch")`: s6), Bad's x is not, though both are `L['flat_args'][0]`."""
+    by = compiles(report_json(FIXTURES / "export_strict.log"))
+    assert {k: c["status"] for k, c in by.items()} == {"-/-": "outside", "0/0": "traced"}
+    got = [
+        (i["sources"], i["describer"], i["size"], i["size_symbols"]) for i in by["0/0"]["inputs"]
+    ]
+    assert got[0] == (["L['flat_args'][0]"], 0, [5, 4], ["s6", None])
+    assert got[-1] == (["L['flat_args'][0]"], 1, [3], None)
+    assert [o["fail_type"] for o in by["-/-"]["outside_compiles"]] == [None, "Unsupported"]
+    listing = run_cli("inputs", FIXTURES / "export_strict.log").stdout
+    rows = [re.split(r"\s{2,}", ln.strip())[:2] for ln in listing.splitlines() if "flat_args" in ln]
+    assert rows == [["L['flat_args'][0]", "[s6=5, 4]"], ["L['flat_args'][0] [describer 1]", "[3]"]]

@@ -170,42 +170,65 @@ def placeholder(source: str) -> str:
     return f"_{name}" if name[:1].isdigit() else name
 
 
-def dynamic_dims(c: Compile) -> dict[str, dict[int, str]]:
-    """Per source, the dims the graph saw as symbols (from the graph's sizes, else create_symbol)."""
+# Per input (describer, source): its dims the compile took as symbols, {dim: symbol}.
+DynamicDims = dict[tuple[int | None, str], dict[int, str]]
+
+
+def dynamic_dims(c: Compile) -> DynamicDims:
+    """Per input (describer, source), the dims its compile took as symbols: from the graph's
+    sizes for the fake mode that traced the graph (the compile's first), else from the
+    `create_symbol` records of its own fake mode (a subclass, such as a jagged tensor, has no
+    sizes in the graph; two exports filed under one id have a fake mode each)."""
     sizes: dict[str, Any] = {}
     for g in c.graphs:
         if g.kind == "dynamo_output_graph" and g.meta and isinstance(g.meta.get("sizes"), dict):
             sizes = g.meta["sizes"]
             break
-    out: dict[str, dict[int, str]] = {}
-    if sizes:
-        for i in c.inputs:
-            for s in i.sources:
-                dims = sizes.get(placeholder(s))
-                if type(dims) is list and str in map(type, dims):  # not all ints: the usual
-                    out[s] = {
+    created: DynamicDims = {}
+    if c.symbols:
+        specialized = {sym.source for sym in c.symbols if sym.kind == "specialized"}
+        for sym in c.symbols:
+            if sym.kind != "created" or not sym.source or sym.source in specialized:
+                continue
+            m = _SIZE_SOURCE.fullmatch(sym.source)
+            if m:
+                created.setdefault((sym.describer, m.group(1)), {})[int(m.group(2))] = sym.symbol
+    traced = c.input_sets[0].describer if c.input_sets else None
+    out: DynamicDims = {}
+    for i in c.inputs:
+        for s in i.sources:
+            dims = sizes.get(placeholder(s)) if sizes and i.describer == traced else None
+            if type(dims) is list:
+                if str in map(type, dims):  # not all ints: the usual case is static
+                    out[(i.describer, s)] = {
                         k: d
                         for k, d in enumerate(dims)
                         if isinstance(d, str) and not _NUMBER.fullmatch(d)
                     }
-        return out
-    specialized = {sym.source for sym in c.symbols if sym.kind == "specialized"}
-    for sym in c.symbols:
-        if sym.kind != "created" or not sym.source or sym.source in specialized:
-            continue
-        m = _SIZE_SOURCE.fullmatch(sym.source)
-        if m:
-            out.setdefault(m.group(1), {})[int(m.group(2))] = sym.symbol
+            elif created:
+                d = created.get((i.describer, s)) or created.get((None, s))
+                if d:
+                    out[(i.describer, s)] = d
     return out
 
 
-def input_symbols(i: Input, dynamic: Mapping[str, dict[int, str]]) -> dict[int, str]:
-    """The dims of an input that its compile's graph took as symbols (`dynamic_dims`)."""
+def input_symbols(i: Input, dynamic: DynamicDims) -> dict[int, str]:
+    """The dims of an input that its compile took as symbols (`dynamic_dims`)."""
     for s in i.sources:
-        d = dynamic.get(s)
+        d = dynamic.get((i.describer, s))
         if d:
             return d
     return {}
+
+
+def _by_source(
+    dynamic: Mapping[tuple[int | None, str], dict[int, str]],
+) -> dict[str, dict[int, str]]:
+    """`dynamic_dims` by source alone, the first fake mode's (as `by_source` picks inputs)."""
+    out: dict[str, dict[int, str]] = {}
+    for (_, s), d in dynamic.items():
+        out.setdefault(s, d)
+    return out
 
 
 def describe(i: Input) -> str:
@@ -230,7 +253,7 @@ def _all_ints(v: list[Any] | None) -> bool:
 def input_changes(before: Compile, after: Compile) -> list[InputChange]:
     """Every way the named inputs of AFTER differ from those of BEFORE, source by source."""
     old, new = by_source(before), by_source(after)
-    old_dyn, new_dyn = dynamic_dims(before), dynamic_dims(after)
+    old_dyn, new_dyn = _by_source(dynamic_dims(before)), _by_source(dynamic_dims(after))
     old_alias, new_alias = _aliases(before), _aliases(after)
     out: list[InputChange] = []
     seen: set[tuple[int, int]] = set()  # (id(before input), id(after input)) already compared

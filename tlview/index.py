@@ -1091,14 +1091,14 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         final.status = "failed"
     elif not final.has_metrics:
         # No metrics: a compile dynamo started and never finished (a crashed run), or one
-        # logged without dynamo_start/metrics: strict export and compiled autograd (with a
-        # graph), or torch 2.15's non-strict export (its inputs, symbols and guards only).
+        # logged without dynamo_start/metrics: compiled autograd's graphs, and torch.export's
+        # trace (strict: its dynamo graph; torch 2.15's non-strict: inputs, symbols, guards).
         if any(a.id in started for a in attempts):
             final.status = "incomplete"
-        elif final.graphs:
+        elif final.graphs and final.id is not None and final.id.autograd is not None:
             final.status = "ok"
         else:
-            final.status = "traced" if final.described else "incomplete"
+            final.status = "traced" if final.graphs or final.described else "incomplete"
     elif broke:
         final.status = "graph_break"
     elif final.graph_ops in (0, None) and not final.graphs:

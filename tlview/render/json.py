@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import orjson
 
 from .. import __version__
 from ..dumps import dumps
-from ..explain import dynamic_dims, input_symbols, limit_text
+from ..explain import DynamicDims, dynamic_dims, input_symbols, limit_text
 from ..model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
 from ..summary import Overview, Tally, break_title
 from . import halves
@@ -43,7 +43,7 @@ def tensor(t: TensorDesc) -> dict[str, Any]:
     }
 
 
-def input_dict(i: Input, dynamic: Mapping[str, dict[int, str]]) -> dict[str, Any]:
+def input_dict(i: Input, dynamic: DynamicDims) -> dict[str, Any]:
     t = i.tensor
     f = t.fields  # read directly (as TensorDesc.flag and .get do): this runs for every input
     symbols = input_symbols(i, dynamic) if dynamic else None

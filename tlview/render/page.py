@@ -16,7 +16,7 @@ import orjson
 
 from .. import __version__
 from ..dumps import dumps
-from ..explain import dynamic_dims, input_symbols
+from ..explain import DynamicDims, dynamic_dims, input_symbols
 from ..model import (
     BadLine,
     Compile,
@@ -1190,7 +1190,7 @@ def input_view(
     i: Input,
     mark: str,
     names: Mapping[tuple[int, int], str],
-    dynamic: Mapping[str, dict[int, str]],
+    dynamic: DynamicDims,
 ) -> InputView:
     t = i.tensor
     st = i.storage

@@ -123,13 +123,14 @@ def header(report: Report, o: Overview, console: Console) -> None:
     parts.append(f"{o.lines:,} lines, {o.records:,} records, {o.bad_lines:,} bad")
     if o.first_time and o.last_time:
         parts.append(f"{_time(o.first_time)} to {_time(o.last_time)}")
-    console.print(T(" | ".join(parts)))
+    for line in _fit(parts, console.width):
+        console.print(T(line))
     fig = [
-        f"{o.compiles} compiles",
-        f"{o.graph_breaks} graph breaks",
-        f"{o.recompiles} recompiles",
+        _n(o.compiles, "compile"),
+        _n(o.graph_breaks, "graph break"),
+        _n(o.recompiles, "recompile"),
         f"{o.failures} failed",
-        f"{o.restarts} restarts",
+        _n(o.restarts, "restart"),
     ]
     if o.incomplete:
         fig.append(f"{o.incomplete} never finished")
@@ -138,17 +139,33 @@ def header(report: Report, o: Overview, console: Console) -> None:
     fig.append(f"{o.compile_time_s:.2f} s compiling" if o.timed else "compile time not logged")
     if o.cache:
         fig.append("cache " + ", ".join(f"{v} {k}" for k, v in sorted(o.cache.items())))
-    fig.append(f"{o.inputs} inputs")
+    fig.append(_n(o.inputs, "input"))
     if o.export_issues:
-        fig.append(f"{o.export_issues} export issues")
+        fig.append(_n(o.export_issues, "export issue"))
     if o.outside:
         fig.append(outside_text(o))
-    console.print(T(" | ".join(fig), "bold"))
+    for line in _fit(fig, console.width):
+        console.print(T(line, "bold"))
     for note in report.notes:
         console.print(T(f"note: {note}", "yellow"))
     for log in report.logs:
         for note in log.notes:
             console.print(T(f"note: {log.name}: {note}", "yellow"))
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
+
+
+def _fit(items: list[str], width: int) -> list[str]:
+    """Items joined by " | ", in lines of at most `width` that break between items, not in one."""
+    lines = [items[0]]
+    for item in items[1:]:
+        if len(lines[-1]) + 3 + len(item) > width:
+            lines.append(item)
+        else:
+            lines[-1] += " | " + item
+    return lines
 
 
 def _time(t: str) -> str:
