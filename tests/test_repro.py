@@ -751,3 +751,20 @@ def test_a_subclass_annotation_with_what_it_prints_after_its_tensor() -> None:
         "cpu",
     )
     assert tensor_type("f32[8][1]cpu)") is None  # a closing parenthesis with no wrapper
+
+
+def test_a_float_made_a_tensor_is_bound_to_its_placeholder(tmp_path: Path) -> None:
+    """dynamic.log 1/0: `dynamic=True` makes the float `scale` a 0-dim float64 input, described
+    as `___as_tensor(L['scale'])` while the graph's placeholder is `L_scale_`: the repro passes
+    the described tensor (it said the log did not describe the input, and made one up)."""
+    out = tmp_path / "r"
+    res = run_cli("repro", FIXTURES / "dynamic.log", "--compile-id", "1/0", "-o", out)
+    assert res.exit_code == 0, res.stderr
+    code = (out / "repro.py").read_text()
+    assert """inputs["___as_tensor(L['scale'])"],  # L_scale_""" in code
+    assert "does not describe" not in code + res.stdout + res.stderr
+    ran = subprocess.run(
+        [sys.executable, str(out / "repro.py")], capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "outputs match the shapes and dtypes in the log" in ran.stdout

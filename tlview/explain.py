@@ -38,6 +38,7 @@ _LIMIT_FAIL_TYPES = re.compile(
 )
 _NUMBER = re.compile(r"-?\d+")
 _SIZE_SOURCE = re.compile(r"(.+)\.size\(\)\[(\d+)\]")
+_DIM_SOURCE = re.compile(r"\.(?:size|stride)\(\)\[\d+\]$|\.storage_offset\(\)$")
 
 
 def annotate(report: Report) -> None:
@@ -274,6 +275,25 @@ def input_changes(before: Compile, after: Compile) -> list[InputChange]:
     for src, b in old.items():
         if src not in new:
             out.append(InputChange(src, "removed", describe(b), None))
+    return out + number_changes(before, after, old.keys() | new.keys())
+
+
+def number_changes(before: Compile, after: Compile, tensors: set[str]) -> list[InputChange]:
+    """Python numbers the recompile made symbols of (automatic dynamic: `k == 3` failed, and
+    `L['k']` is now s16): what changed of an argument that is not a tensor."""
+    had = {x.source for x in before.symbols if x.kind == "created"}
+    out = []
+    for x in after.symbols:
+        src = x.source
+        if (
+            x.kind == "created"
+            and src
+            and src not in had
+            and src not in tensors
+            and not _DIM_SOURCE.search(src)
+        ):
+            had.add(src)
+            out.append(InputChange(src, "dynamic", None, x.symbol))
     return out
 
 
@@ -335,11 +355,15 @@ def change_text(ch: InputChange) -> str:
         return f"{ch.source} appeared ({show(ch.after)})"
     if ch.field == "removed":
         return f"{ch.source} disappeared ({show(ch.before)})"
+    if ch.field == "dynamic":
+        return f"{ch.source} (a number) became dynamic: {ch.after}"
     return f"{ch.source} {change_what(ch)}: {show(ch.before)} -> {show(ch.after)}"
 
 
 def change_what(ch: InputChange) -> str:
     """What of an input changed, in words: `size[0]`, `dim 0 became dynamic`."""
+    if ch.field == "dynamic":
+        return "a number that became dynamic"
     if ch.field.startswith("dynamic["):
         became = "dynamic" if isinstance(ch.after, str) else "static"
         return f"dim {ch.field[len('dynamic[') : -1]} became {became}"

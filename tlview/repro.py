@@ -287,6 +287,9 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
 
 
 # -- planning ---------------------------------------------------------------------------------
+_AS_TENSOR = "___as_tensor("
+
+
 def placeholder(source: str) -> str:
     """The forward argument dynamo names after a source (`L['x']` -> `L_x_`)."""
     return re.sub(r"[^a-zA-Z0-9]+", "_", source)
@@ -457,6 +460,9 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
     by_name: dict[str, str] = {}
     for source in [*r.tensors, *r.failed]:
         by_name.setdefault(placeholder(source), source)
+        if source.startswith(_AS_TENSOR) and source.endswith(")"):
+            # A Python float that dynamo made a tensor: its placeholder is named after the float.
+            by_name.setdefault(placeholder(source[len(_AS_TENSOR) : -1]), source)
     logged: dict[str, str] = {}
     known = _symbol_table(p, code, by_name, logged)
     subclasses = _subclasses(r)

@@ -363,7 +363,9 @@ def recompile_row(c: Compile, refs: Refs) -> RecompileRow | None:
     if len(r.input_changes) > 8:
         changed.append(f"... {len(r.input_changes) - 8} more")
     if not changed:
-        changed.append(f"no input change since {r.previous}" if r.compared else "inputs not logged")
+        changed.append(
+            f"no tensor input changed since {r.previous}" if r.compared else "inputs not logged"
+        )
     return RecompileRow(
         refs(c),
         (c.log, c.pid, c.id.frame, c.id.run),
