@@ -350,3 +350,10 @@ def _reasons_shown(report: Any, key: str) -> list[str]:
 
     frame = next(f for f in frames_of(report) if any(c.key == key for c in f.compiles))
     return [" ".join(v.split())[:43] for v in _reasons(frame).values()]
+
+
+def test_a_log_without_a_torch_version_is_unknown_in_the_note() -> None:
+    """torch 2.4 writes no torch_version (and its log has no inductor graph to read it from):
+    the diff's note said `torch None -> 2.13.0+cpu`, Python's None, where the header says unknown."""
+    res = run_cli("diff", FIXTURES / "torch24.log", FIXTURES / "demo.log")
+    assert "note: torch unknown -> 2.13" in res.stdout and "None" not in res.stdout
