@@ -1244,3 +1244,20 @@ def test_a_number_that_became_dynamic_is_what_changed() -> None:
     # A recompile on a guard that is not on an input says only tensors were compared.
     other = run_cli("report", FIXTURES / "torch26.log").stdout  # 0/1: L['n'] == 0 failed
     assert "| no tensor input changed since 0/0" in other
+
+
+def test_torch25_frame_past_its_recompile_limit_is_a_failure() -> None:
+    """torch 2.5 logs a frame past cache_size_limit as its recompile reasons alone (no
+    dynamo_start, graph or metrics). The report said the run stopped during that compile; it is
+    the limit, as later torch says in its metrics."""
+    data = report_json(FIXTURES / "torch25.log")
+    by = compiles(data)
+    assert {k: c["status"] for k, c in by.items()} == {"0/0": "ok", "0/1": "ok", "0/2": "failed"}
+    assert by["0/2"]["fail_type"] == "recompile limit (inferred)"
+    rc = by["0/2"]["recompile"]
+    assert rc["limit_hit"] is True and rc["limit"] == "cache_size_limit"
+    assert rc["reasons"][0].startswith("0/1: tensor 'L['x']' size mismatch at index 0")
+    assert data["stats"]["failures"] == 1 and data["stats"]["incomplete"] == 0
+    text = run_cli("report", FIXTURES / "torch25.log").stdout
+    assert "0/2: frame 0 (f) hit cache_size_limit: dynamo stopped compiling it" in text
+    assert "never finished" not in text

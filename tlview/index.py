@@ -1063,6 +1063,9 @@ def _same_code(frame: list[list[Facts | None]]) -> None:
     _name_alike([f for f in every if f.code[0] is not None or not f.stack])
 
 
+INFERRED_LIMIT = "recompile limit (inferred)"  # fail_type of a compile torch did not start
+
+
 def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
     """Set the status of a compile's attempts from their metrics and graph breaks."""
     attempts.sort(key=lambda c: c.id.attempt if c.id else 0)
@@ -1095,6 +1098,16 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         # trace (strict: its dynamo graph; torch 2.15's non-strict: inputs, symbols, guards).
         if any(a.id in started for a in attempts):
             final.status = "incomplete"
+        elif final.reasons_only:
+            # torch 2.5 and older: dynamo logged why the frame would recompile, then compiled
+            # nothing (no dynamo_start, no metrics): it had hit the frame's recompile limit.
+            final.status = "failed"
+            final.fail_type = INFERRED_LIMIT
+            final.fail_reason = (
+                "cache_size_limit reached: dynamo logged why the frame would recompile, then "
+                "nothing more (torch 2.5 and older log no dynamo_start or metrics for a frame "
+                "past its recompile limit; tlview infers it)"
+            )
         elif final.graphs and final.id is not None and final.id.autograd is not None:
             final.status = "ok"
         else:

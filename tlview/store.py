@@ -190,6 +190,8 @@ class Facts:
     first_line: int
     code: tuple[str | None, str | None, int | None]  # function, file, first line, from metrics
     described: bool  # it logged inputs or symbols (what an export's trace logs, and no more)
+    reasons_only: bool  # it logged why the frame would recompile, and nothing else
+    fail_reason: str | None = None  # a failure the final pass inferred (set with fail_type)
 
     @classmethod
     def of(cls, c: Compile) -> Facts:
@@ -206,6 +208,9 @@ class Facts:
             c.first_line,
             (c.function, c.file, c.firstline),
             bool(c.input_sets or c.symbols),
+            bool(c.recompile_reasons)
+            and c.metrics is None
+            and not (c.graphs or c.input_sets or c.symbols or c.stack),
         )
 
     def shift_lines(self, n: int) -> None:
@@ -215,6 +220,8 @@ class Facts:
 
     def apply(self, c: Compile) -> None:
         c.status = self.status
+        if self.fail_reason is not None and c.fail_type is None:
+            c.fail_type, c.fail_reason = self.fail_type, self.fail_reason
         c.graph_breaks = self.graph_breaks
         c.restart_reasons = self.restart_reasons
         c.stack = self.stack
