@@ -247,7 +247,7 @@ def test_ranks_that_break_elsewhere_diverge_in_break_and_frame() -> None:
     assert data["stats"]["graph_breaks"] == 2
     got = kinds(data)
     assert got[("break", (1,))] == (
-        "0/0 Failed to trace builtin operator at ranks.py:14 "
+        "0/0_1 Failed to trace builtin operator at ranks.py:14 "
         "(rank 0: Call to `torch._dynamo.graph_break()` at ranks.py:12)"
     )
     assert got[("frame", (1,))] == (
@@ -279,6 +279,23 @@ def test_ranks_in_one_file_are_compared_but_for_their_graphs(tmp_path: Path) -> 
         "2 ranks in one file: their compiles, inputs, caches, recompiles and graph breaks are "
         "compared, not their graphs"
     ) in " ".join(text.split())
+
+
+def test_a_restarted_compile_is_compared_by_what_it_ended_with() -> None:
+    """ranks_restart/: rank 0 breaks its graph (0/0 restarts, 0/0_1 is its graph), rank 1
+    compiles 0/0 whole. Rank 1 was compared with rank 0's given-up attempt: `status ... (rank 0:
+    restarted)`, a graph against `none`, and its input called one rank 0 does not have."""
+    got = kinds(report_json(FIXTURES / "ranks_restart"))
+    assert got == {
+        ("compile_ids", (1,)): "missing 0/0_1, 1/0 (no majority for some: compared with rank 0)",
+        ("status", (1,)): "0/0 ok (rank 0: graph_break)",
+        ("break", (1,)): (
+            "0/0 no graph break (rank 0: Failed to trace builtin operator at ranks_restart.py:12)"
+        ),
+        ("graph", (1,)): got[("graph", (1,))],
+        ("graph_breaks", (1,)): "0 graph breaks (rank 0: 1 graph break)",
+    }
+    assert "(rank 0: none)" not in got[("graph", (1,))]
 
 
 def test_a_rank_names_its_compiles() -> None:

@@ -534,9 +534,7 @@ def compare(base: Report, new: Report) -> Diff:
     elif lb != ln:
         notes.append("the two runs have different ranks")
     if base.torch_version != new.torch_version:
-        notes.append(
-            f"torch {base.torch_version or 'unknown'} -> {new.torch_version or 'unknown'}"
-        )
+        notes.append(f"torch {base.torch_version or 'unknown'} -> {new.torch_version or 'unknown'}")
     return Diff(
         base_path=base.path,
         new_path=new.path,

@@ -164,7 +164,11 @@ class Facts:
     """A log's compiles as small values, computed where the log is read and merged per rank."""
 
     rank: int | None
-    compiles: dict[str, dict[str, Hashable]] = field(default_factory=dict)  # key -> aspect -> value
+    # compile (its id without the attempt) -> aspect -> value, of its final attempt: a rank whose
+    # compile restarted is compared by what it ended with, not by the attempt it gave up
+    compiles: dict[str, dict[str, Hashable]] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)  # every compile id, attempts too
+    final: dict[str, str] = field(default_factory=dict)  # compile -> its final attempt's id
     recompiles: int = 0
     graph_breaks: int = 0
     execution: tuple[Hashable, ...] = ()  # graph_execution artifacts: (md5, calls, runs)
@@ -179,13 +183,17 @@ def facts(log: LogIndex, graphs: bool = True) -> Facts:
         execution += [_execution_value(p) for p in c.artifacts if p.kind == EXECUTION]
         if c.id is None:
             continue
-        f.compiles.setdefault(
-            c.key,
-            {
-                kind: value(c) if graphs or kind != "graph" else None
-                for kind, value, _ in _PER_COMPILE
-            },
-        )
+        f.ids.append(c.key)
+        values = {
+            kind: value(c) if graphs or kind != "graph" else None for kind, value, _ in _PER_COMPILE
+        }
+        base = str(c.id.base)
+        before = f.compiles.get(base)
+        if before is not None:  # a later attempt (they come in order): the final one stays,
+            # with the breaks of the attempts it restarted from (torch logs a break on those)
+            values["break"] = tuple(dict.fromkeys((*before["break"], *values["break"])))  # type: ignore[misc]
+        f.compiles[base] = values
+        f.final[base] = c.key
         f.recompiles += is_recompile(c)
         f.graph_breaks += len(c.graph_breaks)
     f.execution = tuple(execution)
@@ -206,11 +214,19 @@ def find_in(logs: Iterable[Facts]) -> list[Divergence]:
         r = ranks.get(f.rank)
         if r is None:
             ranks[f.rank] = Facts(
-                f.rank, dict(f.compiles), f.recompiles, f.graph_breaks, f.execution
+                f.rank,
+                dict(f.compiles),
+                list(f.ids),
+                dict(f.final),
+                f.recompiles,
+                f.graph_breaks,
+                f.execution,
             )
             continue
         for k, v in f.compiles.items():
-            r.compiles.setdefault(k, v)
+            if k not in r.compiles:
+                r.compiles[k], r.final[k] = v, f.final[k]
+        r.ids += f.ids
         r.recompiles += f.recompiles
         r.graph_breaks += f.graph_breaks
         r.execution += f.execution
@@ -291,12 +307,13 @@ def _compile_ids(ranks: dict[int, Facts]) -> list[Divergence]:
     lowest = next(iter(ranks.values()))
     have: dict[str, int] = {}
     for r in ranks.values():
-        for k in r.compiles:
+        for k in set(r.ids):
             have[k] = have.get(k, 0) + 1
-    ref = {k for k, m in have.items() if m * 2 > n or (m * 2 == n and k in lowest.compiles)}
+    first = set(lowest.ids)
+    ref = {k for k, m in have.items() if m * 2 > n or (m * 2 == n and k in first)}
     diffs: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
     for rank, r in ranks.items():
-        keys = set(r.compiles)
+        keys = set(r.ids)
         if keys != ref:
             diffs[rank] = (frozenset(ref - keys), frozenset(keys - ref))
     out = []
@@ -328,9 +345,12 @@ def _per_compile(ranks: dict[int, Facts], kind: str, describe: Describe) -> list
             continue
         ref = _reference(groups)
         label = _label(groups[ref], len(values))
+        # Named by the attempt the ranks ended with (0/0_1 after a restart), when they agree.
+        finals = {r.final.get(key, key) for r in ranks.values() if key in r.compiles}
+        shown = finals.pop() if len(finals) == 1 else key
         for v, rs in groups.items():
             if v != ref:
-                text = describe(key, v, ref, label)
+                text = describe(shown, v, ref, label)
                 for rank in rs:
                     diffs.setdefault(rank, []).append(text)
     details = _group({rank: _join(parts) for rank, parts in diffs.items()})
