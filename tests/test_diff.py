@@ -357,3 +357,19 @@ def test_a_log_without_a_torch_version_is_unknown_in_the_note() -> None:
     the diff's note said `torch None -> 2.13.0+cpu`, Python's None, where the header says unknown."""
     res = run_cli("diff", FIXTURES / "torch24.log", FIXTURES / "demo.log")
     assert "note: torch unknown -> 2.13" in res.stdout and "None" not in res.stdout
+
+
+def test_one_program_under_torch_25_and_213_has_no_change() -> None:
+    """torch 2.5 names a local in a guard `tensor 'L['x']'` (2.13: `tensor 'x'`), calls the
+    limit cache_size_limit and does not log its value (2.13: `recompile_limit (2)`): the same
+    guards and the same failure, not a guard and a failure gone and others new."""
+    base, new = load(FIXTURES / "torch25.log"), load(FIXTURES / "limit.log")
+    reasons = [c.recompile_reasons[0] for r in (base, new) for c in r.compiles if c.key == "0/1"]
+    assert reasons == [
+        "0/0: tensor 'L['x']' size mismatch at index 0. expected 1, actual 2",
+        "0/0: tensor 'x' size mismatch at index 0. expected 1, actual 2",
+    ]
+    code, data, _ = diff_json(FIXTURES / "torch25.log", FIXTURES / "limit.log")
+    assert code == 0
+    assert [c for c in data["changes"] if c["kind"] != "compile-time"] == []
+    assert [(f["frame"], f["match"]) for f in data["frames"]] == [("f (torch25.py:7)", "moved")]

@@ -23,6 +23,9 @@ TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _BIG_NUMBER = re.compile(r"\b\d{9,}\b")  # type ids and object ids in guard text
 _ID_PREFIX = re.compile(r"^\s*!?\d+/\d+(?:_\d+)?:\s*")
+# A local as torch 2.7 and older name it in a guard (`tensor 'L['x']'`, `L['n'] == 2`), and later
+# torch as `x`: compared by the name alone.
+_LOCAL = re.compile(r"\bL\['([A-Za-z_]\w*)'\]")
 _RESUME_AT = re.compile(r"^(torch_dynamo_resume_in_.+)_at_\d+$")
 
 
@@ -337,7 +340,7 @@ _GUARD_COMMENT = re.compile(r"\s+#\s.*")
 def _guard(reason: str) -> str:
     """Which guard failed, the same in two runs: its first line (not the stack torch adds,
     with the paths of one checkout), without the values it saw or the folders of its files."""
-    first = reason.strip().partition("\n")[0]
+    first = _LOCAL.sub(r"\1", reason.strip().partition("\n")[0])
     return _GUARD_WHERE.sub(r"\1", _GUARD_VALUES.sub(r"\1 …", norm(first)))
 
 
@@ -349,7 +352,10 @@ def failure(c: Compile) -> str | None:
         return None
     limit = limit_text(c)  # each torch words it its own way (Unsupported, RecompileLimitExceeded)
     if limit is not None:
-        return f"hit {limit}: dynamo stopped compiling the frame"
+        # By the limit's name alone: torch 2.7 renamed cache_size_limit, and older torch does
+        # not log its value (the report says it where the log does).
+        name = limit.partition(" (")[0].replace("cache_size_limit", "recompile_limit")
+        return f"hit {name}: dynamo stopped compiling the frame"
     first = (c.fail_reason or "").strip().splitlines()
     return f"{c.fail_type}: {norm(first[0])}" if first else str(c.fail_type)
 
