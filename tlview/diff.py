@@ -23,8 +23,8 @@ TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _BIG_NUMBER = re.compile(r"\b\d{9,}\b")  # type ids and object ids in guard text
 _ID_PREFIX = re.compile(r"^\s*!?\d+/\d+(?:_\d+)?:\s*")
-# A local as torch 2.7 and older name it in a guard (`tensor 'L['x']'`, `L['n'] == 2`), and later
-# torch as `x`: compared by the name alone.
+# A local as torch 2.6 and older name it in a guard (`tensor 'L['x']'`, `L['n'] == 2`), and later
+# torch (2.8 on) as `x`: compared by the name alone.
 _LOCAL = re.compile(r"\bL\['([A-Za-z_]\w*)'\]")
 _RESUME_AT = re.compile(r"^(torch_dynamo_resume_in_.+)_at_\d+$")
 
