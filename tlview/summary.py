@@ -331,7 +331,13 @@ def input_flags(i: Input, names: Mapping[tuple[int, int], str]) -> str:
             out.append("view")
         else:
             named = names.get((i.describer, base))
-            out.append(f"view of {named}" if named else f"view of tensor {base} (not an input)")
+            inner = next((n for n, d in i.inner.items() if d.id == base), None)
+            if named:
+                out.append(f"view of {named}")
+            elif inner is not None:  # a jagged tensor is a view of its own ._values
+                out.append(f"view of its .{inner}")
+            else:  # no source: a base the graph does not take, or one torch logged no source for
+                out.append(f"view of tensor {base} (no source names it)")
     if i.grad is not None:
         out.append(".grad")
     if "type" in f and t.type_name:
