@@ -1817,11 +1817,19 @@ class FakeBuilder:
             lst.append(text)
 
     def build_all(self) -> None:
+        meta_utils = importlib.import_module("torch._subclasses.meta_utils")
+        too_old = not hasattr(meta_utils, "MetaTensorDesc")
         seen: set[int] = set()
         for _name, tid, src in self.g.sources:
             if tid in seen:
                 continue
             seen.add(tid)
+            if too_old:  # torch 2.3: MetaConverter takes real tensors, not descriptions
+                self.errors[tid] = (
+                    f"torch {self.torch.__version__} cannot fake a described tensor "
+                    "(no MetaTensorDesc: torch 2.4 or newer can)"
+                )
+                continue
             self.get(tid, src)
 
     def get(self, tid: int, name: str) -> Any:
