@@ -1266,3 +1266,47 @@ def test_torch25_frame_past_its_recompile_limit_is_a_failure() -> None:
     text = run_cli("report", FIXTURES / "torch25.log").stdout
     assert "0/2: frame 0 (f) hit cache_size_limit: dynamo stopped compiling it" in text
     assert "never finished" not in text
+
+
+def test_kernels_from_inductor_provenance() -> None:
+    """kernels.log (INDUCTOR_PROVENANCE=1): each kernel inductor wrote for the forward graph and,
+    at the first backward, the backward graph, with the FX nodes it computes (forward: torch
+    logs no nodes for the backward) and the line of the program behind it."""
+    program = (FIXTURES / "make_fixtures.py").read_text()
+    body = program[program.index('KERNELS = r"""') + len('KERNELS = r"""') :].splitlines()
+    relu = next(i for i, ln in enumerate(body) if "h = torch.relu" in ln) + 1
+    out = relu + 1  # `return self.l2(h).softmax(-1)`
+    (c,) = [c for c in report_json(FIXTURES / "kernels.log")["compiles"] if c["key"] == "0/0"]
+    got = [
+        (k["graph"], k["order"], k["kernel"], k["nodes"], [f["line"] for f in k["code"]])
+        for k in c["kernels"]
+    ]
+    assert got[:4] == [
+        ("forward", 1, "extern_kernels.addmm", ["addmm"], [relu]),
+        ("forward", 2, "cpp_fused_mul_relu_threshold_backward_0", ["mul", "relu", "le"], [relu]),
+        ("forward", 3, "extern_kernels.addmm", ["addmm_1"], [out]),
+        ("forward", 4, "cpp_fused__softmax_1", ["amax", "exp", "sub", "sum_1", "div"], [out]),
+    ]
+    backward = got[4:]
+    assert [k[0] for k in backward] == ["backward"] * len(backward) and len(backward) == 7
+    assert [k[1] for k in backward] == list(range(1, 8))
+    assert backward[0][2] == "cpp_fused__softmax_backward_data_0" and backward[0][4] == [out]
+    assert {line for k in backward for line in k[4]} == {relu, out}
+    assert c["kernels"][0]["code"][0]["loc"] == "h = torch.relu(self.l1(x)) * 2"
+    text = run_cli("report", FIXTURES / "kernels.log", "--compile-id", "0/0").stdout
+    row = next(ln for ln in text.splitlines() if "cpp_fused__softmax_1" in ln)
+    assert [x.strip() for x in row.split("|")[:4]] == [
+        "forward",
+        "4",
+        "cpp_fused__softmax_1",
+        "amax, exp, sub, sum_1, div",
+    ]
+    page = run_cli("report", FIXTURES / "kernels.log", "--format", "html").stdout
+    assert '<h3>Kernels <span class="count">11</span></h3>' in page
+    assert (
+        "<td><code>cpp_fused__softmax_1</code></td><td><code>amax, exp, sub, sum_1, div</code>"
+        in page
+    )
+    # Without provenance tracking, no kernels: the corpus's inductor log.
+    plain = report_json(corpus("transformer_inductor"))
+    assert all(c["kernels"] == [] for c in plain["compiles"])

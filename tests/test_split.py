@@ -37,6 +37,7 @@ def _json(path: Path) -> dict:
         lambda: FIXTURES / "reset.log",  # compile id 0/0 started in both halves
         lambda: FIXTURES / "reset_break.log",  # and after a restart
         lambda: FIXTURES / "aoti.log",  # a compile outside any compile id
+        lambda: FIXTURES / "kernels.log",  # kernels of a forward, then of its backward
         lambda: only_log("export"),
     ],
 )

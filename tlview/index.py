@@ -33,6 +33,7 @@ from .model import (
     OutsideCompile,
     Payload,
     Phase,
+    Provenance,
     StackFrame,
     StorageDesc,
     Symbol,
@@ -601,6 +602,12 @@ class Indexer:
             named = _RUNNABLE_VERSION.search(rec.payload, 0, 4096)
             if named:
                 self.log.torch_version = named.group(1).decode("ascii")
+        elif name in _PROVENANCE:
+            got = _provenance(_json(rec.payload), name)
+            if got is None:
+                self.bad(rec, f"{name} is not a JSON object of kernels")
+            else:
+                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got))
         elif name == "recompile_reasons":
             c.recompile_reasons, problem = _reasons(rec)
             if problem:
@@ -1185,6 +1192,29 @@ def _split_reasons(text: str) -> list[str]:
             out[-1] += "\n" + line
         else:
             out.append(line)
+    return out
+
+
+# Inductor's provenance artifacts: which kernel computes which FX nodes, and from which code.
+_PROVENANCE = {
+    "inductor_provenance_tracking_node_mappings": "nodes",
+    "inductor_provenance_tracking_kernel_stack_traces": "code",
+}
+MAX_KERNELS = 20_000  # kernels kept per artifact
+
+
+def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
+    """Kernel -> strings of one provenance artifact, the kernels a log can be trusted to give."""
+    if isinstance(v, dict) and _PROVENANCE[name] == "nodes":
+        v = v.get("cppCodeToPost", {})
+    if not isinstance(v, dict):
+        return None
+    out: dict[str, list[str]] = {}
+    for k, items in v.items():
+        if len(out) >= MAX_KERNELS:
+            break
+        if isinstance(k, str) and isinstance(items, list):
+            out[k] = [x for x in items if isinstance(x, str)]
     return out
 
 

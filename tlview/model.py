@@ -470,6 +470,28 @@ def seconds_of(metrics: dict[str, Any], name: str) -> float | None:
 
 @pickled_by_fields
 @dataclass(slots=True)
+class Provenance:
+    """One inductor provenance artifact (INDUCTOR_PROVENANCE=1 or TORCH_COMPILE_DEBUG=1): per
+    kernel ("cpp_fused_relu_0:2"), the FX nodes it computes or the user code they came from."""
+
+    line: int
+    kind: str  # "nodes" (its cppCodeToPost) or "code" (kernel stack traces)
+    by_kernel: dict[str, list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A kernel inductor wrote for a graph: the FX nodes it computes, the user code behind them."""
+
+    graph: str  # "forward", "backward", "inference", or "graph N"
+    order: int  # its place in the graph's code
+    name: str  # "cpp_fused_relu_0", "extern_kernels.addmm"
+    nodes: list[str]
+    code: list[StackFrame]  # the innermost user frame of each stack torch gave it
+
+
+@pickled_by_fields
+@dataclass(slots=True)
 class Compile:
     """Everything the log says about one compile attempt (or about records outside any compile)."""
 
@@ -500,6 +522,7 @@ class Compile:
     events: list[Event] = field(default_factory=list)
     export_issues: list[ExportIssue] = field(default_factory=list)
     outside: list[OutsideCompile] = field(default_factory=list)  # of `-/-`
+    provenance: list[Provenance] = field(default_factory=list)  # kernels: see summary.kernels
     phases: list[Phase] = field(default_factory=list)
     input_sets: list[InputSet] = field(default_factory=list)
     inputs: list[Input] = field(default_factory=list)
@@ -559,6 +582,8 @@ class Compile:
             x.line += n
         for o in self.outside:
             o.line += n
+        for k in self.provenance:
+            k.line += n
         self.graph_breaks = shifted_breaks(self.graph_breaks, n)
         seen: set[int] = set()  # a tensor or storage can be in several sets: move it once
         described: list[TensorDesc | StorageDesc] = []

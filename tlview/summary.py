@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .model import PHASES, BreakSummary, Compile, Input, Report, seconds_of
+from .model import PHASES, BreakSummary, Compile, Input, Kernel, Report, StackFrame, seconds_of
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
@@ -391,3 +392,61 @@ def break_key(reason: str) -> str:
             context = ln.strip()
             break
     return f"{break_title(reason)}\n{context}"
+
+
+_TRACE_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([^\n]+)\n([^\n]*)')
+
+
+def kernels(c: Compile) -> list[Kernel]:
+    """The kernels inductor wrote for a compile's graphs, from its provenance artifacts (logged
+    when provenance tracking is on): per graph in log order (forward, then backward, compiled at
+    the first backward), each kernel with its FX nodes and the user code they came from."""
+    if not c.provenance:
+        return []
+    items = sorted(c.provenance, key=lambda p: p.line)
+    # Each graph logs its node mapping, then its kernels' stacks: a stack artifact ends a graph.
+    graph_of: list[int] = []
+    n = 0
+    for i, p in enumerate(items):
+        graph_of.append(n)
+        if p.kind == "code" or not any(q.kind == "code" for q in items[i + 1 :]):
+            n += 1
+    names = (
+        ["inference"]
+        if any(g.kind == "aot_inference_graph" for g in c.graphs)
+        else ["forward", "backward"]
+    )
+    found: dict[tuple[int, str], tuple[list[str], list[StackFrame]]] = {}
+    for g, p in zip(graph_of, items, strict=True):
+        for key, values in p.by_kernel.items():
+            nodes, code = found.setdefault((g, key), ([], []))
+            if p.kind == "nodes":
+                nodes.extend(values)
+            else:
+                code.extend(f for f in map(_innermost, values) if f is not None)
+    out = []
+    for (g, key), (nodes, code) in found.items():
+        name, _, order = key.rpartition(":")
+        out.append(
+            Kernel(
+                names[g] if g < len(names) else f"graph {g + 1}",
+                int(order) if order.isdigit() else 0,
+                name or key,
+                nodes,
+                list(dict.fromkeys(code)),
+            )
+        )
+    return sorted(out, key=lambda k: (_rank_of(k.graph, names), k.order))
+
+
+def _rank_of(graph: str, names: list[str]) -> int:
+    return names.index(graph) if graph in names else len(names) + int(graph.split()[-1])
+
+
+def _innermost(trace: str) -> StackFrame | None:
+    """The last frame of a Python stack as text (`File "f.py", line 3, in g` and its code)."""
+    frames = _TRACE_FRAME.findall(trace)
+    if not frames:
+        return None
+    file, line, name, code = frames[-1]
+    return StackFrame(file, int(line), name.strip(), code.strip() or None)

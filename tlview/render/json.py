@@ -11,7 +11,7 @@ from .. import __version__
 from ..dumps import dumps
 from ..explain import DynamicDims, dynamic_dims, input_symbols, limit_text
 from ..model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
-from ..summary import Overview, Tally, break_title
+from ..summary import Overview, Tally, break_title, kernels
 from . import halves
 
 FORMAT = "tlview.report/1"
@@ -173,6 +173,16 @@ def compile_dict(c: Compile) -> dict[str, Any]:
             for e in c.cache
         ],
         "graphs": [payload(p) for p in c.graphs],
+        "kernels": [
+            {
+                "graph": k.graph,
+                "order": k.order,
+                "kernel": k.name,
+                "nodes": k.nodes,
+                "code": [frame(f) for f in k.code],
+            }
+            for k in kernels(c)
+        ],
         "guards": None if c.guards is None else payload(c.guards),
         "artifacts": [payload(p) for p in c.artifacts],
         "export_issues": [

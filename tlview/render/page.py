@@ -25,6 +25,7 @@ from ..model import (
     ExportIssue,
     GraphBreak,
     Input,
+    Kernel,
     LogIndex,
     Payload,
     Phase,
@@ -47,6 +48,7 @@ from ..summary import (
     input_flags,
     input_names,
     is_recompile,
+    kernels,
     problem_order,
 )
 from ..units import dims, nbytes, seconds
@@ -360,6 +362,7 @@ class CompileView:
     timeline: Timeline | None = None
     breaks: list[tuple[GraphBreak, str]] = field(default_factory=list)  # (break, its anchor)
     symbols: list[Symbol] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
     anchor = property(lambda self: self.row.anchor)
@@ -956,6 +959,7 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
         return v
     v.storages, v.plain_storages = storages(c)
     v.symbols = c.symbols
+    v.kernels = kernels(c)
     v.events = c.events
     if c.metrics:
         v.metrics, v.null_metrics = metric_views(c.metrics, r, page.shared, page.full)

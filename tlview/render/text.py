@@ -28,6 +28,7 @@ from ..summary import (
     input_flags,
     input_names,
     is_named,
+    kernels,
     overview,
     problem_order,
 )
@@ -530,6 +531,21 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     _note(chosen.note("inputs", f"--compile-id {ref} or -v lists them all"), console)
 
 
+def kernels_table(c: Compile, console: Console) -> None:
+    """Each kernel inductor wrote, with its FX nodes and the user code they came from."""
+    found = kernels(c)
+    if not found:
+        return
+    t = _table("Kernels", "graph", "#", "kernel", "FX nodes", "user code", console=console)
+    for k in found:
+        code = "\n".join(
+            f"{_short_path(f.file)}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
+            for f in k.code
+        )
+        t.add_row(T(k.graph), T(k.order), T(k.name), T(", ".join(k.nodes)), T(code))
+    console.print(t)
+
+
 def outside_text(o: Overview) -> str:
     """The headline of the compiles outside any compile id (AOTInductor, export)."""
     took = f"{o.outside_s:.2f} s" if o.outside_timed else "time not logged"
@@ -613,6 +629,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
                     T(nbytes(p.bytes) + ("" if p.ok else " (md5 mismatch)")),
                 )
             console.print(t)
+        kernels_table(c, console)
         if c.cache:
             console.print(T("  cache: " + ", ".join(f"{e.cache} {e.outcome}" for e in c.cache)))
         if c.metrics:
