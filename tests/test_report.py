@@ -1310,3 +1310,19 @@ def test_kernels_from_inductor_provenance() -> None:
     # Without provenance tracking, no kernels: the corpus's inductor log.
     plain = report_json(corpus("transformer_inductor"))
     assert all(c["kernels"] == [] for c in plain["compiles"])
+
+
+def test_a_disabled_cache_is_said() -> None:
+    """recomp.log was written with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1: its inductor compile
+    logs `fx_graph_cache_disabled` (an instant event, no cache artifact). The report showed no
+    cache activity, as if the caches had not been asked."""
+    data = report_json(FIXTURES / "recomp.log")
+    assert data["stats"]["cache"] == {"disabled": 1}
+    (c,) = [c for c in data["compiles"] if c["cache"]]
+    assert c["key"] == "3/0"
+    assert c["cache"] == [{"cache": "fx_graph", "outcome": "disabled", "key": None, "reason": None}]
+    text = run_cli("report", FIXTURES / "recomp.log").stdout
+    assert "| cache 1 disabled |" in text
+    assert "  cache: fx_graph disabled" in run_cli("report", FIXTURES / "recomp.log", "-v").stdout
+    page = run_cli("report", FIXTURES / "recomp.log", "--format", "html").stdout
+    assert '<span class="v">1</span> <span class="l">caches disabled</span>' in page

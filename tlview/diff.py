@@ -107,7 +107,8 @@ class CacheFigure:
 
     @staticmethod
     def rate(counts: dict[str, int]) -> float | None:
-        total = sum(counts.values())
+        """Hits of the lookups (a disabled cache looked nothing up)."""
+        total = sum(v for k, v in counts.items() if k != "disabled")
         return None if not total else counts.get("hit", 0) / total
 
 

@@ -809,6 +809,13 @@ class Indexer:
             if not self.end_event(cid, name, float(ts), c) and self.part:
                 self.unmatched.append((cid, name, float(ts)))
                 self.closed[cid] = self.closed.get(cid, 0) + 1
+        elif ph == "i" and name.endswith("_cache_disabled") and len(c.cache) < MAX_EVENTS:
+            # A cache turned off (force_disable_caches, or its config): an instant event only.
+            reason = args.get("cache_bypass_reason") if isinstance(args, dict) else None
+            cache = name[: -len("_cache_disabled")]
+            c.cache.append(
+                CacheEvent(cache, "disabled", None, reason if isinstance(reason, str) else None)
+            )
         elif ph == "X":
             dur = ev.get("dur")
             _add_phase(

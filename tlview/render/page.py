@@ -873,6 +873,8 @@ def figures(o: Overview) -> list[Figure]:
     ]
     if o.cache.get("bypass"):
         figs.append(Figure("cache bypasses", f"{o.cache['bypass']:,}"))
+    if o.cache.get("disabled"):
+        figs.append(Figure("caches disabled", f"{o.cache['disabled']:,}"))
     figs.append(Figure("inputs", f"{o.inputs:,}"))
     if o.by_status.get("traced"):
         figs.append(Figure("traced by export", f"{o.by_status['traced']:,}", "traced"))

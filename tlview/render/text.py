@@ -15,7 +15,7 @@ from .. import __version__
 from ..divergence import span
 from ..explain import change_text, dynamic_dims, input_symbols, limit_text
 from ..index import is_torch_file
-from ..model import Compile, ExportIssue, Input, Report
+from ..model import CacheEvent, Compile, ExportIssue, Input, Report
 from ..summary import (
     PHASE_NAMES,
     Overview,
@@ -531,6 +531,11 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     _note(chosen.note("inputs", f"--compile-id {ref} or -v lists them all"), console)
 
 
+def _cache_text(e: CacheEvent) -> str:
+    why = f" ({e.reason})" if e.reason and e.outcome in ("bypass", "disabled") else ""
+    return f"{e.cache} {e.outcome}{why}"
+
+
 def kernels_table(c: Compile, console: Console) -> None:
     """Each kernel inductor wrote, with its FX nodes and the user code they came from."""
     found = kernels(c)
@@ -631,7 +636,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             console.print(t)
         kernels_table(c, console)
         if c.cache:
-            console.print(T("  cache: " + ", ".join(f"{e.cache} {e.outcome}" for e in c.cache)))
+            console.print(T("  cache: " + ", ".join(map(_cache_text, c.cache))))
         if c.metrics:
             m = c.metrics
             keys = [
