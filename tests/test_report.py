@@ -1326,3 +1326,22 @@ def test_a_disabled_cache_is_said() -> None:
     assert "  cache: fx_graph disabled" in run_cli("report", FIXTURES / "recomp.log", "-v").stdout
     page = run_cli("report", FIXTURES / "recomp.log", "--format", "html").stdout
     assert '<span class="v">1</span> <span class="l">caches disabled</span>' in page
+
+
+def test_a_dtensor_input_says_how_it_is_sharded() -> None:
+    """dtensor/: tensor parallel on 2 gloo ranks (ColwiseParallel w1, RowwiseParallel w2). A
+    DTensor parameter said only `DTensor`; its placements and mesh are in what torch logs."""
+    text = run_cli("report", FIXTURES / "dtensor", "--compile-id", "rank0:0/0").stdout
+    flags = {
+        ln.split("|")[0].strip(): ln.split("|")[-1].strip()
+        for ln in text.splitlines()
+        if ln.startswith("L['self']")
+    }
+    params = "L['self']._modules['{}']._parameters['{}']"
+    assert flags == {
+        params.format("w1", "weight"): "param grad DTensor Shard(dim=0) on mesh (2,)",
+        params.format("w1", "bias"): "param grad DTensor Shard(dim=0) on mesh (2,)",
+        params.format("w2", "weight"): "param grad DTensor Shard(dim=1) on mesh (2,)",
+        params.format("w2", "bias"): "param grad DTensor Replicate() on mesh (2,)",
+    }
+    assert "All 2 ranks agree" in run_cli("report", FIXTURES / "dtensor").stdout

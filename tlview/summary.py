@@ -343,6 +343,8 @@ def input_flags(i: Input, names: Mapping[tuple[int, int], str]) -> str:
         out.append(".grad")
     if "type" in f and t.type_name:
         out.append(t.type_name.rsplit(".", 1)[-1])
+        if t.type_name.endswith(".DTensor"):
+            out += _dtensor_layout(f)
     layout = f.get("layout", "torch.strided")
     if layout != "torch.strided":
         out.append(str(layout).replace("torch.", ""))
@@ -450,3 +452,32 @@ def _innermost(trace: str) -> StackFrame | None:
         return None
     file, line, name, code = frames[-1]
     return StackFrame(file, int(line), name.strip(), code.strip() or None)
+
+
+_MESH = re.compile(r"^DeviceMesh\((\([^)]*\))")
+
+
+def _dtensor_layout(f: Mapping[str, object]) -> list[str]:
+    """How a DTensor lies over its mesh, from the repr torch logs of it: its placements (its
+    `ctx`) and its mesh's shape (`opaque_attrs`), e.g. ["Shard(dim=0)", "on mesh (2,)"]."""
+    out = []
+    ctx = f.get("ctx")
+    placements = _first_tuple(ctx) if isinstance(ctx, str) and ctx.startswith("((") else None
+    if placements:
+        out.append(placements)
+    attrs = f.get("opaque_attrs")
+    mesh = attrs.get("device_mesh") if isinstance(attrs, dict) else None
+    m = _MESH.match(mesh) if isinstance(mesh, str) else None
+    if m:
+        out.append(f"on mesh {m.group(1)}")
+    return out
+
+
+def _first_tuple(text: str) -> str | None:
+    """What the tuple that opens at text[1] holds: `((Shard(dim=0),), ...` -> `Shard(dim=0)`."""
+    depth = 0
+    for i in range(1, min(len(text), 2000)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[2:i].rstrip(", ") or None
+    return None
