@@ -195,10 +195,12 @@ def dynamic_dims(c: Compile) -> DynamicDims:
             if m:
                 created.setdefault((sym.describer, m.group(1)), {})[int(m.group(2))] = sym.symbol
     traced = c.input_sets[0].describer if c.input_sets else None
+    get = sizes.get if sizes else {}.get
     out: DynamicDims = {}
     for i in c.inputs:
+        mine = i.describer == traced
         for s in i.sources:
-            dims = sizes.get(placeholder(s)) if sizes and i.describer == traced else None
+            dims = get(placeholder(s)) if mine else None
             if type(dims) is list:
                 if str in map(type, dims):  # not all ints: the usual case is static
                     out[(i.describer, s)] = {
