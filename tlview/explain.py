@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .model import (
@@ -195,7 +195,7 @@ def dynamic_dims(c: Compile) -> DynamicDims:
             if m:
                 created.setdefault((sym.describer, m.group(1)), {})[int(m.group(2))] = sym.symbol
     traced = c.input_sets[0].describer if c.input_sets else None
-    get = sizes.get if sizes else {}.get
+    get: Callable[[str], Any] = sizes.get
     out: DynamicDims = {}
     for i in c.inputs:
         mine = i.describer == traced
