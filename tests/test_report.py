@@ -1345,3 +1345,17 @@ def test_a_dtensor_input_says_how_it_is_sharded() -> None:
         params.format("w2", "bias"): "param grad DTensor Replicate() on mesh (2,)",
     }
     assert "All 2 ranks agree" in run_cli("report", FIXTURES / "dtensor").stdout
+
+
+def test_an_unfinished_compile_says_where_it_stopped() -> None:
+    """truncated_log: the process killed itself during inductor's code generation. The terminal
+    said only that the run stopped during the compile; the phase begun and never ended says
+    where (the page's timeline showed it, and its row now says it too)."""
+    text = run_cli("report", corpus("truncated_log")).stdout
+    start = text.index("Failures and unfinished compiles")
+    row = next(ln for ln in text[start:].splitlines() if ln.startswith("0/1 | incomplete"))
+    assert (
+        "no compilation_metrics: the run stopped during this compile, in Scheduler.codegen" in row
+    )
+    page = run_cli("report", corpus("truncated_log"), "--format", "html").stdout
+    assert "(the process stopped during this compile, in Scheduler.codegen)" in page

@@ -481,3 +481,13 @@ def _first_tuple(text: str) -> str | None:
         if depth == 0:
             return text[2:i].rstrip(", ") or None
     return None
+
+
+def stopped_in(c: Compile) -> str:
+    """For a compile that never finished: `, in NAME`, the innermost phase that began and never
+    ended (where the process stopped), or "" when its log has no such phase."""
+    open_ = [p for p in c.phases if p.dur_us is None]
+    if not open_:
+        return ""
+    last = max(open_, key=lambda p: (p.depth, p.start_us))
+    return f", in {last.name}"

@@ -50,6 +50,7 @@ from ..summary import (
     is_recompile,
     kernels,
     problem_order,
+    stopped_in,
 )
 from ..units import dims, nbytes, seconds
 from . import halves, kept
@@ -1005,7 +1006,10 @@ def _reason(c: Compile) -> str:
         lines = [ln.strip() for ln in (c.fail_reason or "").splitlines() if ln.strip()]
         return f"{c.fail_type}: {' '.join(lines[:2])}" if lines else c.fail_type
     if c.status == "incomplete":
-        return "never finished: no compilation_metrics (the process stopped during this compile)"
+        return (
+            "never finished: no compilation_metrics (the process stopped during this "
+            f"compile{stopped_in(c)})"
+        )
     if c.graph_breaks:
         return "graph break: " + break_title(c.graph_breaks[0].reason)
     if c.restart_reasons:

@@ -31,6 +31,7 @@ from ..summary import (
     kernels,
     overview,
     problem_order,
+    stopped_in,
 )
 from ..units import dims, nbytes, seconds
 from .grid import Grid
@@ -425,7 +426,7 @@ def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
         "\n".join(shown)
         if reason
         else (
-            "no compilation_metrics: the run stopped during this compile"
+            f"no compilation_metrics: the run stopped during this compile{stopped_in(c)}"
             if c.status == "incomplete"
             else ""
         ),
