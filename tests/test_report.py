@@ -1359,3 +1359,12 @@ def test_an_unfinished_compile_says_where_it_stopped() -> None:
     )
     page = run_cli("report", corpus("truncated_log"), "--format", "html").stdout
     assert "(the process stopped during this compile, in Scheduler.codegen)" in page
+
+
+def test_verbose_skips_records_outside_compiles_that_show_nothing() -> None:
+    """-v printed a `-/- [outside]` rule with nothing under it (demo.log's -/- holds only the
+    torch_version record); aoti.log's -/- (a compile outside dynamo) is still shown."""
+    assert "[outside]" not in run_cli("report", FIXTURES / "demo.log", "-v").stdout
+    aoti = run_cli("report", FIXTURES / "aoti.log", "-v").stdout.splitlines()
+    at = next(i for i, ln in enumerate(aoti) if ln.startswith("-/-") and "[outside]" in ln)
+    assert aoti[at + 1].startswith("  compiled outside dynamo (log line ")

@@ -559,6 +559,13 @@ def outside_text(o: Overview) -> str:
     return f"{o.outside} compiled outside dynamo ({took}{failed})"
 
 
+def _outside_has(c: Compile) -> bool:
+    """Whether the records outside any compile hold anything a section shows."""
+    return bool(
+        c.outside or c.export_issues or c.inputs or c.graphs or c.guards or c.graph_breaks
+    ) or bool(c.symbols or c.cache or c.metrics or c.provenance)
+
+
 def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
     ref = Refs.of(report)(c)
     title = f"{ref}  {c.function or ''}  [{c.status}]"
@@ -732,6 +739,8 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     _note(issue_rows.note("export issues"), console)
     # -v shows every compile in full: read them again, one at a time.
     for c in shown if opts.verbosity <= 0 else report.compiles:
+        if c.id is None and not _outside_has(c):
+            continue  # records outside any compile that this report shows nothing of
         detail(c, report, console, full=opts.verbosity > 0)
     if more:
         console.print(T(f"... inputs of {more} more compiles: use -v, or --compile-id ID", "dim"))
