@@ -1368,3 +1368,18 @@ def test_verbose_skips_records_outside_compiles_that_show_nothing() -> None:
     aoti = run_cli("report", FIXTURES / "aoti.log", "-v").stdout.splitlines()
     at = next(i for i, ln in enumerate(aoti) if ln.startswith("-/-") and "[outside]" in ln)
     assert aoti[at + 1].startswith("  compiled outside dynamo (log line ")
+
+
+def test_the_attempt_after_a_restart_says_which_attempt_broke() -> None:
+    """demo.log 0/0_1 (status graph_break) printed `restart: Call to torch._dynamo.graph_break()`,
+    as if it restarted itself; the break and its place are on 0/0, the attempt that restarted."""
+    out = run_cli("report", FIXTURES / "demo.log").stdout.splitlines()
+    at = next(i for i, ln in enumerate(out) if ln.startswith("0/0_1  forward  [graph_break]"))
+    assert out[at + 3] == (
+        "  restarted before this attempt: Call to `torch._dynamo.graph_break()` "
+        "(--compile-id 0/0 shows where)"
+    )
+    first = next(i for i, ln in enumerate(out) if ln.startswith("0/0  forward  [restarted]"))
+    assert out[first + 3] == "  restart: Call to `torch._dynamo.graph_break()`"
+    job = run_cli("report", FIXTURES / "ranks", "--compile-id", "rank1:0/0_1").stdout
+    assert "(--compile-id rank1:0/0 shows where)" in job

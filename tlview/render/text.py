@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import re
 from collections import Counter
@@ -593,8 +594,19 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             console.print(T(f"    failed: {o.fail_type}: {(o.fail_reason or '').strip()}", "red"))
     if c.fail_type and not c.outside:
         console.print(T(f"  failed: {c.fail_type}: {(c.fail_reason or '').strip()}", "red"))
-    for r in c.restart_reasons:
-        console.print(T(f"  restart: {break_title(r)}", "cyan"))
+    for i, r in enumerate(c.restart_reasons):
+        if c.status == "restarted" or c.id is None or i >= c.id.attempt:
+            console.print(T(f"  restart: {break_title(r)}", "cyan"))
+            continue
+        # The attempt that restarted holds where it broke: say which one that is.
+        before = ref[: len(ref) - len(c.key)] + str(dataclasses.replace(c.id, attempt=i))
+        console.print(
+            T(
+                f"  restarted before this attempt: {break_title(r)} "
+                f"(--compile-id {before} shows where)",
+                "cyan",
+            )
+        )
     for g in c.graph_breaks:
         console.print(T(f"  graph break at {g.where or '?'}: {break_title(g.reason)}", "yellow"))
         why = break_explanation(g.reason)
