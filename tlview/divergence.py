@@ -13,6 +13,7 @@ import orjson
 from .dumps import dumps
 from .model import Compile, CompileId, Divergence, LogIndex, Payload, Report
 from .summary import break_title, frame_text, is_recompile, short_place
+from .units import count
 
 # Graph payloads whose text is the same on every rank that traced the same program. Left out:
 # before/after_pre_grad_graph (a `# graph id: <address>` line), fx_graph_runnable (the rank
@@ -236,9 +237,9 @@ def find_in(logs: Iterable[Facts]) -> list[Divergence]:
     out = _compile_ids(ranks)
     for kind, _, describe in _PER_COMPILE:
         out += _per_compile(ranks, kind, describe)
-    out += _per_rank(ranks, "recompiles", lambda r: r.recompiles, lambda v: _n(v, "recompile"))
+    out += _per_rank(ranks, "recompiles", lambda r: r.recompiles, lambda v: count(v, "recompile"))
     out += _per_rank(
-        ranks, "graph_breaks", lambda r: r.graph_breaks, lambda v: _n(v, "graph break")
+        ranks, "graph_breaks", lambda r: r.graph_breaks, lambda v: count(v, "graph break")
     )
     out += _per_rank(ranks, "graph_execution", lambda r: r.execution, _execution_text)
     return out
@@ -587,7 +588,3 @@ def _per_rank(
         for v, rs in sorted(groups.items(), key=lambda kv: kv[1])
         if v != ref
     ]
-
-
-def _n(n: int, what: str) -> str:
-    return f"{n} {what}" + ("" if n == 1 else "s")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .model import (
@@ -224,9 +224,7 @@ def input_symbols(i: Input, dynamic: DynamicDims) -> dict[int, str]:
     return {}
 
 
-def _by_source(
-    dynamic: Mapping[tuple[int | None, str], dict[int, str]],
-) -> dict[str, dict[int, str]]:
+def _by_source(dynamic: DynamicDims) -> dict[str, dict[int, str]]:
     """`dynamic_dims` by source alone, the first fake mode's (as `by_source` picks inputs)."""
     out: dict[str, dict[int, str]] = {}
     for (_, s), d in dynamic.items():

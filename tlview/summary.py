@@ -429,20 +429,12 @@ def kernels(c: Compile) -> list[Kernel]:
     out = []
     for (g, key), (nodes, code) in found.items():
         name, _, order = key.rpartition(":")
-        out.append(
-            Kernel(
-                names[g] if g < len(names) else f"graph {g + 1}",
-                int(order) if order.isdigit() else 0,
-                name or key,
-                nodes,
-                list(dict.fromkeys(code)),
-            )
-        )
-    return sorted(out, key=lambda k: (_rank_of(k.graph, names), k.order))
-
-
-def _rank_of(graph: str, names: list[str]) -> int:
-    return names.index(graph) if graph in names else len(names) + int(graph.split()[-1])
+        n = int(order) if order.isdigit() else 0
+        out.append((g, n, name or key, nodes, list(dict.fromkeys(code))))
+    return [
+        Kernel(names[g] if g < len(names) else f"graph {g + 1}", n, name, nodes, code)
+        for g, n, name, nodes, code in sorted(out, key=lambda k: k[:2])
+    ]
 
 
 def _innermost(trace: str) -> StackFrame | None:

@@ -32,6 +32,11 @@ def dims(v: object, symbols: Mapping[int, str] | None = None) -> str:
     return "?" if v is None else str(v)
 
 
+def count(n: int, what: str) -> str:
+    """A count and its noun, singular for one: "1 compile", "3 graph breaks"."""
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
 def seconds(v: float | None) -> str:
     """A duration: three decimals under ten seconds, one above ("" when there is none); a
     damaged log's absurd figure (1e308, or their sum, inf) in short."""

@@ -34,7 +34,7 @@ from ..summary import (
     problem_order,
     stopped_in,
 )
-from ..units import dims, nbytes, seconds
+from ..units import count, dims, nbytes, seconds
 from .grid import Grid
 
 STATUS_STYLE = {
@@ -129,11 +129,11 @@ def header(report: Report, o: Overview, console: Console) -> None:
     for line in _fit(parts, console.width):
         console.print(T(line))
     fig = [
-        _n(o.compiles, "compile"),
-        _n(o.graph_breaks, "graph break"),
-        _n(o.recompiles, "recompile"),
+        count(o.compiles, "compile"),
+        count(o.graph_breaks, "graph break"),
+        count(o.recompiles, "recompile"),
         f"{o.failures} failed",
-        _n(o.restarts, "restart"),
+        count(o.restarts, "restart"),
     ]
     if o.incomplete:
         fig.append(f"{o.incomplete} never finished")
@@ -142,9 +142,9 @@ def header(report: Report, o: Overview, console: Console) -> None:
     fig.append(f"{o.compile_time_s:.2f} s compiling" if o.timed else "compile time not logged")
     if o.cache:
         fig.append("cache " + ", ".join(f"{v} {k}" for k, v in sorted(o.cache.items())))
-    fig.append(_n(o.inputs, "input"))
+    fig.append(count(o.inputs, "input"))
     if o.export_issues:
-        fig.append(_n(o.export_issues, "export issue"))
+        fig.append(count(o.export_issues, "export issue"))
     if o.outside:
         fig.append(outside_text(o))
     for line in _fit(fig, console.width):
@@ -154,10 +154,6 @@ def header(report: Report, o: Overview, console: Console) -> None:
     for log in report.logs:
         for note in log.notes:
             console.print(T(f"note: {log.name}: {note}", "yellow"))
-
-
-def _n(n: int, what: str) -> str:
-    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
 
 
 def _fit(items: list[str], width: int) -> list[str]:
