@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import corpus, run_cli
+from conftest import FIXTURES, corpus, report_json, run_cli
 
 from tlview.diff import compare
 from tlview.errors import EXIT_USAGE, TlviewError
@@ -115,8 +115,6 @@ def test_compiles_outside_dynamo_count_as_failures_and_compile_time() -> None:
     """export_strict.log: a strict export that fails (its failure is logged outside any compile
     id, `-/-`) fails `--fail-on failures`; aoti.log's AOTInductor compile counts in
     `compile-time`. Both passed the gate before, whatever they logged."""
-    from conftest import FIXTURES, report_json
-
     bad = run_cli("report", FIXTURES / "export_strict.log", "-q", "--fail-on", "failures")
     assert bad.exit_code == 3
     assert bad.stderr == "tlview: fail-on failures: 1 (limit 0)\n"
