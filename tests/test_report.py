@@ -248,6 +248,44 @@ def test_text_report_one_compile() -> None:
     assert "no compile '9/9'" in unknown.stderr
 
 
+def test_a_graph_break_says_its_hint_context_and_the_calls_that_reached_it() -> None:
+    """tests/fixtures/nested_break.log: f calls helper, which calls graph_break(); torch logs
+    the break's hint, its debug context and the user-code traceback f:12 -> helper:6."""
+    out = run_cli("report", FIXTURES / "nested_break.log", "--compile-id", "0/0").stdout
+    lines = [ln.strip() for ln in out.splitlines()]
+    at = lines.index(next(ln for ln in lines if ln.startswith("graph break at")))
+    assert lines[at].endswith("nested_break.py:6: Call to `torch._dynamo.graph_break()`")
+    assert lines[at + 1 : at + 8] == [
+        "User-inserted graph break. Message: None",
+        "hint: Remove the `torch._dynamo.graph_break()` call.",
+        "debug context: Called `torch._dynamo.graph_break()` with args `[]`, kwargs `{}`",
+        "reached from:",
+        lines[at + 5],
+        lines[at + 6],
+        lines[at + 7],
+    ]
+    assert lines[at + 5].endswith("nested_break.py:12 in f: return helper(y) * 2")
+    assert lines[at + 6].endswith("nested_break.py:6 in helper: torch._dynamo.graph_break()")
+    assert lines[at + 7].startswith("Inputs")  # the frames torch logged below are its own
+    # The graph-break table gives the hint too; a break in the compiled function itself (demo)
+    # has no call chain beyond the compile's own stack.
+    table = run_cli("report", FIXTURES / "nested_break.log").stdout
+    assert "hint: Remove the `torch._dynamo.graph_break()` call." in table
+    demo = run_cli("report", FIXTURES / "demo.log", "--compile-id", "0/0").stdout
+    assert "hint: Remove the `torch._dynamo.graph_break()` call." in demo
+    assert "reached from" not in demo
+
+
+def test_a_symbol_made_inside_a_higher_order_op_is_placed_at_the_users_line() -> None:
+    """tests/fixtures/hop_while.log: while_loop's counter becomes s18 while dynamo traces torch's
+    own while_loop and pytree code; the record's user_stack ends in those frames."""
+    (sym,) = [s for c in report_json(FIXTURES / "hop_while.log")["compiles"] for s in c["symbols"]]
+    assert (sym["symbol"], sym["source"]) == ("s18", "L['i'].item()")
+    assert sym["where"]["file"].endswith("hop_while.py")
+    assert (sym["where"]["line"], sym["where"]["name"]) == (7, "f")
+    assert sym["where"]["loc"].startswith("return while_loop(")
+
+
 def test_compile_ids_started_over_by_dynamo_reset_are_compiles_of_their_run() -> None:
     # torch._dynamo.reset() between three compiles: f, g and f again, each logged as 0/0.
     log = FIXTURES / "reset.log"

@@ -384,6 +384,41 @@ def break_explanation(reason: str) -> str | None:
     return None
 
 
+def break_hints(reason: str) -> list[str]:
+    """torch's `Hint:` lines of a graph-break reason: what to change to remove the break."""
+    return [
+        h
+        for ln in reason.splitlines()
+        if ln.strip().startswith("Hint:") and (h := ln.strip().removeprefix("Hint:").strip())
+    ]
+
+
+def break_context(reason: str) -> str | None:
+    """torch's `Developer debug context:` of a graph-break reason: the call or op it is about
+    (a library's logger call, and its message, names the library code that broke)."""
+    for ln in reason.splitlines():
+        s = ln.strip()
+        if s.startswith("Developer debug context:"):
+            return s.removeprefix("Developer debug context:").strip() or None
+    return None
+
+
+def break_callers(text: str) -> list[StackFrame]:
+    """The user-code traceback torch logs with a graph break, outermost first: the calls that led
+    to the break's line (through a library's code, for a break inside it)."""
+    k = text.find("User code traceback:")
+    if k < 0:
+        return []
+    trace = text[k:]
+    end = trace.find("Traceback (most recent call last)")
+    if end >= 0:
+        trace = trace[:end]
+    return [
+        StackFrame(file, int(line), name.strip(), code.strip() or None)
+        for file, line, name, code in _TRACE_FRAME.findall(trace)
+    ]
+
+
 def break_key(reason: str) -> str:
     """What makes two graph breaks the same: the line naming the break and torch's debug
     context (the function or op it is about), not the words around them (which bytecode was

@@ -22,7 +22,10 @@ from ..summary import (
     Overview,
     Refs,
     Tally,
+    break_callers,
+    break_context,
     break_explanation,
+    break_hints,
     break_title,
     compile_ref,
     describer_marks,
@@ -323,9 +326,11 @@ def _short_path(p: str | None, keep: int = 2) -> str:
 
 
 def _break_text(reason: str) -> str:
-    """A break's title and, under it, what torch says it was about (which call, which op)."""
+    """A break's title and, under it, what torch says it was about (which call, which op) and
+    its hints (what to change)."""
     why = break_explanation(reason)
-    return break_title(reason) + (f"\n{why}" if why else "")
+    hints = "".join(f"\nhint: {h}" for h in break_hints(reason))
+    return break_title(reason) + (f"\n{why}" if why else "") + hints
 
 
 def breaks(o: Overview, console: Console) -> None:
@@ -608,6 +613,25 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         why = break_explanation(g.reason)
         if why:
             console.print(T(f"    {why}", "yellow"))
+        for hint in break_hints(g.reason):
+            console.print(T(f"    hint: {hint}"))
+        context = break_context(g.reason)
+        if context:
+            cut = context if full or len(context) <= 300 else context[:300] + "..."
+            console.print(T(f"    debug context: {cut}", "dim"))
+        # The calls that led to the break, when it was deeper than the compiled function (in a
+        # helper or a library's code): from the compiled function on (the compile's stack has
+        # the frames above it), outside torch.
+        calls = break_callers(g.text)
+        own = next(
+            (i for i, f in enumerate(calls) if f.name == c.function and f.file == c.file), None
+        )
+        inner = [f for f in calls[own or 0 :] if not is_torch_file(f.file)]
+        if own is not None and len(inner) > 1:
+            console.print(T("    reached from:", "dim"))
+            for f in inner:
+                at = f"      {f.file}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
+                console.print(T(at, "dim"))
     for r in c.recompile_reasons:
         # A reason's later lines (torch's "User stack trace:") stay under the compile.
         console.print(T("  recompiled because: " + r.rstrip().replace("\n", "\n    ")))
