@@ -492,7 +492,7 @@ class Indexer:
                 rec.line,
                 subject[:300] if isinstance(subject, str) else "?",  # missing: types checked
                 detail[:1000],
-                user[-1] if user else None,
+                _user_line(user),
             )
         )
 
@@ -506,7 +506,7 @@ class Indexer:
         where = None
         if isinstance(rec.body, dict):
             user = self.stack(rec.body.get("user_stack"), rec, "user_stack")
-            where = user[-1] if user else None
+            where = _user_line(user)
         if where is None and caller:
             frames = self.stack(rec.meta.get("stack"), rec)
             where = next((f for f in reversed(frames) if not is_torch_file(f.file)), None)
@@ -631,7 +631,7 @@ class Indexer:
                     "make_fx",
                     "tracing stopped with an error; the graph traced until then is this "
                     "artifact (the error itself is not in the log)",
-                    user[-1] if user else None,
+                    _user_line(user),
                 )
             )
         m = _CACHE_ARTIFACT.fullmatch(name)
@@ -669,7 +669,7 @@ class Indexer:
         if problem:
             self.bad(rec, problem)
         user = self.stack(b.get("user_stack"), rec, "user_stack")
-        where = user[-1] if user else None
+        where = _user_line(user)
         kind = {
             "create_symbol": "created",
             "create_unbacked_symbol": "unbacked",
@@ -1132,6 +1132,14 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         final.status = "empty"  # no ops, or none counted and no graph logged
     else:
         final.status = "ok"
+
+
+def _user_line(frames: list[StackFrame]) -> StackFrame | None:
+    """The user's line of a user_stack: its innermost frame outside torch (a higher-order op such
+    as while_loop or invoke_subgraph leaves torch's own frames below the user's), else the last."""
+    return next((f for f in reversed(frames) if not is_torch_file(f.file)), None) or (
+        frames[-1] if frames else None
+    )
 
 
 def is_torch_file(path: str) -> bool:
