@@ -768,3 +768,23 @@ def test_a_float_made_a_tensor_is_bound_to_its_placeholder(tmp_path: Path) -> No
     )
     assert ran.returncode == 0, ran.stderr
     assert "outputs match the shapes and dtypes in the log" in ran.stdout
+
+
+def test_ids_looked_up_in_a_small_embedding_stay_within_its_rows(tmp_path: Path) -> None:
+    """embedding.log: token ids index an embedding of 2 rows (BERT's token types); random
+    integers run from 0 to 7, so the repro failed with an IndexError unless told --mode zeros."""
+    out = tmp_path / "r"
+    res = run_cli("repro", FIXTURES / "embedding.log", "--compile-id", "0/0", "-o", out, "--run")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert "outputs match the shapes and dtypes in the log" in res.stdout
+    code = (out / "repro.py").read_text()
+    assert (
+        "L['ids'] indexes an embedding of 2 rows (L_self_modules_types_parameters_weight_): its "
+        "random values are taken modulo 2" in code
+    )
+    from tlview import load_inputs
+
+    (inputs,) = load_inputs(next(out.glob("*.pt")))["compiles"].values()
+    ids = inputs["L['ids']"]
+    assert (ids.shape, ids.dtype) == (torch.Size([1, 3]), torch.int64)
+    assert 0 <= int(ids.min()) and int(ids.max()) < 2

@@ -547,6 +547,7 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
                 "with grad off (an optimizer step does), and so does run()"
             )
             break
+    _bound_lookups(p, code, by_name)
     p.dynamic = any(param.sym is not None for param in code.params)
     for name in code.outputs:
         tt = code.output_type(name)
@@ -555,6 +556,31 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
                 needed += gc.symbols_in(d)
     p.symbols = [(s, known[s]) for s in dict.fromkeys(needed) if s in known]
     p.notes += [logged[s] for s, _ in p.symbols if s in logged]
+
+
+_EMBEDDING = re.compile(r"torch\.nn\.functional\.embedding\((\w+), (\w+)[,)]")
+
+
+def _bound_lookups(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> None:
+    """Random integers (0 to 7) index past a small embedding (BERT's two token types): wrap the
+    values of an input the graph looks rows up with into the rows of the weight it indexes."""
+    params = {q.name.lower(): q for q in code.params}
+    for index, weight in _EMBEDDING.findall(code.text):
+        q, w = params.get(index.lower()), params.get(weight.lower())
+        source = by_name.get(q.name) if q is not None else None
+        t = p.rebuilt.tensors.get(source) if source is not None else None
+        rows = w.tensor.size[0] if w is not None and w.tensor and w.tensor.size else None
+        if w is None or t is None or not isinstance(rows, int) or rows <= 0:
+            continue
+        if t.device.type == "meta":
+            continue
+        if t.is_floating_point() or t.is_complex() or t.numel() == 0 or int(t.max()) < rows:
+            continue
+        t.remainder_(rows)
+        p.notes.append(
+            f"{source} indexes an embedding of {rows} rows ({w.name}): its random values are "
+            f"taken modulo {rows}"
+        )
 
 
 def _take(p: Plan, r: Any, source: str) -> bool:
