@@ -375,13 +375,18 @@ def break_title(reason: str) -> str:
     return lines[0] if lines else "?"
 
 
-def break_explanation(reason: str) -> str | None:
-    """What torch says the break was about (its `Explanation:` line: which call, which op)."""
+def _labelled(reason: str, label: str) -> str | None:
+    """The text after the first `label` line of a graph-break reason (`Explanation:`, ...)."""
     for ln in reason.splitlines():
         s = ln.strip()
-        if s.startswith("Explanation:"):
-            return s.removeprefix("Explanation:").strip() or None
+        if s.startswith(label):
+            return s.removeprefix(label).strip() or None
     return None
+
+
+def break_explanation(reason: str) -> str | None:
+    """What torch says the break was about (its `Explanation:` line: which call, which op)."""
+    return _labelled(reason, "Explanation:")
 
 
 def break_hints(reason: str) -> list[str]:
@@ -396,11 +401,7 @@ def break_hints(reason: str) -> list[str]:
 def break_context(reason: str) -> str | None:
     """torch's `Developer debug context:` of a graph-break reason: the call or op it is about
     (a library's logger call, and its message, names the library code that broke)."""
-    for ln in reason.splitlines():
-        s = ln.strip()
-        if s.startswith("Developer debug context:"):
-            return s.removeprefix("Developer debug context:").strip() or None
-    return None
+    return _labelled(reason, "Developer debug context:")
 
 
 def break_callers(text: str) -> list[StackFrame]:
