@@ -282,10 +282,7 @@ class Indexer:
     def user_frame(self, v: Any, rec: Record | None = None) -> StackFrame | None:
         """The innermost frame of a stack that is not torch's own code."""
         frames = self.stack(v, rec)
-        for f in reversed(frames):
-            if not is_torch_file(f.file):
-                return f
-        return frames[0] if frames else None
+        return innermost_user(frames) or (frames[0] if frames else None)
 
     def payload(
         self,
@@ -509,7 +506,7 @@ class Indexer:
             where = _user_line(user)
         if where is None and caller:
             frames = self.stack(rec.meta.get("stack"), rec)
-            where = next((f for f in reversed(frames) if not is_torch_file(f.file)), None)
+            where = innermost_user(frames)
         return Event(kind, rec.line, summary, where)
 
     def small_dict(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -623,7 +620,6 @@ class Indexer:
             # An export that failed while tracing: torch logs the graph traced until then.
             # (Inside a compile, the failure is the compile's own, with its reason.)
             frames = self.stack(rec.meta.get("stack"), rec)
-            user = [f for f in frames if not is_torch_file(f.file)]
             c.export_issues.append(
                 ExportIssue(
                     "failed trace",
@@ -631,7 +627,7 @@ class Indexer:
                     "make_fx",
                     "tracing stopped with an error; the graph traced until then is this "
                     "artifact (the error itself is not in the log)",
-                    _user_line(user),
+                    innermost_user(frames),
                 )
             )
         m = _CACHE_ARTIFACT.fullmatch(name)
@@ -1134,12 +1130,15 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         final.status = "ok"
 
 
+def innermost_user(frames: list[StackFrame]) -> StackFrame | None:
+    """The innermost frame of a stack outside torch's own code (None: all of it is torch's)."""
+    return next((f for f in reversed(frames) if not is_torch_file(f.file)), None)
+
+
 def _user_line(frames: list[StackFrame]) -> StackFrame | None:
     """The user's line of a user_stack: its innermost frame outside torch (a higher-order op such
     as while_loop or invoke_subgraph leaves torch's own frames below the user's), else the last."""
-    return next((f for f in reversed(frames) if not is_torch_file(f.file)), None) or (
-        frames[-1] if frames else None
-    )
+    return innermost_user(frames) or (frames[-1] if frames else None)
 
 
 def is_torch_file(path: str) -> bool:

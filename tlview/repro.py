@@ -567,12 +567,12 @@ def _bound_lookups(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> None
     params = {q.name.lower(): q for q in code.params}
     for index, weight in _EMBEDDING.findall(code.text):
         q, w = params.get(index.lower()), params.get(weight.lower())
-        source = by_name.get(q.name) if q is not None else None
-        t = p.rebuilt.tensors.get(source) if source is not None else None
-        rows = w.tensor.size[0] if w is not None and w.tensor and w.tensor.size else None
-        if w is None or t is None or not isinstance(rows, int) or rows <= 0:
+        if q is None or w is None or w.tensor is None or not w.tensor.size:
             continue
-        if t.device.type == "meta":
+        rows = w.tensor.size[0]
+        source = by_name.get(q.name)
+        t = p.rebuilt.tensors.get(source) if source is not None else None
+        if t is None or not isinstance(rows, int) or rows <= 0 or t.device.type == "meta":
             continue
         if t.is_floating_point() or t.is_complex() or t.numel() == 0 or int(t.max()) < rows:
             continue

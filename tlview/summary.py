@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -375,13 +375,17 @@ def break_title(reason: str) -> str:
     return lines[0] if lines else "?"
 
 
-def _labelled(reason: str, label: str) -> str | None:
-    """The text after the first `label` line of a graph-break reason (`Explanation:`, ...)."""
+def _labelled_lines(reason: str, label: str) -> Iterator[str]:
+    """The text after each `label` line of a graph-break reason (`Explanation:`, `Hint:`, ...)."""
     for ln in reason.splitlines():
         s = ln.strip()
         if s.startswith(label):
-            return s.removeprefix(label).strip() or None
-    return None
+            yield s.removeprefix(label).strip()
+
+
+def _labelled(reason: str, label: str) -> str | None:
+    """The text after the first `label` line of a graph-break reason (None: none, or empty)."""
+    return next(_labelled_lines(reason, label), None) or None
 
 
 def break_explanation(reason: str) -> str | None:
@@ -391,11 +395,7 @@ def break_explanation(reason: str) -> str | None:
 
 def break_hints(reason: str) -> list[str]:
     """torch's `Hint:` lines of a graph-break reason: what to change to remove the break."""
-    return [
-        h
-        for ln in reason.splitlines()
-        if ln.strip().startswith("Hint:") and (h := ln.strip().removeprefix("Hint:").strip())
-    ]
+    return [h for h in _labelled_lines(reason, "Hint:") if h]
 
 
 def break_context(reason: str) -> str | None:
@@ -414,10 +414,7 @@ def break_callers(text: str) -> list[StackFrame]:
     end = trace.find("Traceback (most recent call last)")
     if end >= 0:
         trace = trace[:end]
-    return [
-        StackFrame(file, int(line), name.strip(), code.strip() or None)
-        for file, line, name, code in _TRACE_FRAME.findall(trace)
-    ]
+    return _trace_frames(trace)
 
 
 def break_key(reason: str) -> str:
@@ -475,11 +472,16 @@ def kernels(c: Compile) -> list[Kernel]:
 
 def _innermost(trace: str) -> StackFrame | None:
     """The last frame of a Python stack as text (`File "f.py", line 3, in g` and its code)."""
-    frames = _TRACE_FRAME.findall(trace)
-    if not frames:
-        return None
-    file, line, name, code = frames[-1]
-    return StackFrame(file, int(line), name.strip(), code.strip() or None)
+    frames = _trace_frames(trace)
+    return frames[-1] if frames else None
+
+
+def _trace_frames(trace: str) -> list[StackFrame]:
+    """The frames of a Python stack as text, outermost first, each with its line of code."""
+    return [
+        StackFrame(file, int(line), name.strip(), code.strip() or None)
+        for file, line, name, code in _TRACE_FRAME.findall(trace)
+    ]
 
 
 _MESH = re.compile(r"^DeviceMesh\((\([^)]*\))")

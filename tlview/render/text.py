@@ -16,7 +16,7 @@ from .. import __version__
 from ..divergence import span
 from ..explain import change_text, dynamic_dims, input_symbols, limit_text
 from ..index import is_torch_file
-from ..model import CacheEvent, Compile, ExportIssue, Input, Report
+from ..model import CacheEvent, Compile, ExportIssue, Input, Report, StackFrame
 from ..summary import (
     PHASE_NAMES,
     Overview,
@@ -561,6 +561,11 @@ def outside_text(o: Overview) -> str:
     return f"{o.outside} compiled outside dynamo ({took}{failed})"
 
 
+def _frame_line(f: StackFrame) -> str:
+    """A frame as the terminal lists it: `file:line in name: code`."""
+    return str(f) + (f": {f.loc}" if f.loc else "")
+
+
 def _outside_has(c: Compile) -> bool:
     """Whether the records outside any compile hold anything a section shows."""
     return bool(
@@ -585,9 +590,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
                 console.print(
                     T(f"  ... {hidden} more frame(s): --compile-id {ref} shows them", "dim")
                 )
-            console.print(
-                T(f"  {f.file}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else ""), "dim")
-            )
+            console.print(T(f"  {_frame_line(f)}", "dim"))
     for o in c.outside:
         took = "time not logged" if o.seconds is None else f"{o.seconds:.2f} s"
         console.print(T(f"  compiled outside dynamo (log line {o.line}): {took}"))
@@ -626,12 +629,11 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         own = next(
             (i for i, f in enumerate(calls) if f.name == c.function and f.file == c.file), None
         )
-        inner = [f for f in calls[own or 0 :] if not is_torch_file(f.file)]
-        if own is not None and len(inner) > 1:
+        inner = [] if own is None else [f for f in calls[own:] if not is_torch_file(f.file)]
+        if len(inner) > 1:
             console.print(T("    reached from:", "dim"))
             for f in inner:
-                at = f"      {f.file}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
-                console.print(T(at, "dim"))
+                console.print(T(f"      {_frame_line(f)}", "dim"))
     for r in c.recompile_reasons:
         # A reason's later lines (torch's "User stack trace:") stay under the compile.
         console.print(T("  recompiled because: " + r.rstrip().replace("\n", "\n    ")))
