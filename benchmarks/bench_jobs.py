@@ -4,8 +4,8 @@ The job is built from a real rank log (benchmarks/make_job.py): rank field rewri
 grown to --size-mb by repeating its compiles, and three ranks made to diverge (an extra recompile,
 a different input shape, a missing compile). Timed, best of --repeat:
 
-- in this process: the logs read one after another (`read_each`), on a pool of 1 and 2 worker
-  processes (`read_pool`), each followed by the reduce (divergence);
+- in this process: the logs read one after another (`map_each`), on a pool of 1 and 2 worker
+  processes (`map_pool`), each followed by the reduce (divergence);
 - end to end: `tlview report DIR --format json` with `--jobs 1` and `--jobs 2`, and
   `tlparse DIR --all-ranks-html`.
 
@@ -33,9 +33,10 @@ sys.path.insert(0, str(HERE))
 
 import make_job  # noqa: E402
 
-from tlview.jobs import Read, find, read_each, read_pool  # noqa: E402
-from tlview.load import reduce  # noqa: E402
+from tlview.load import Read, read_one, reduce  # noqa: E402
 from tlview.model import Report  # noqa: E402
+from tlview.read.sources import find  # noqa: E402
+from tlview.runtime.pool import map_each, map_pool  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Job reports (bench_jobs.py)"
@@ -71,7 +72,7 @@ def main() -> None:
 
         planted = sorted(
             (d.kind, tuple(d.ranks))
-            for d in in_process(lambda: read_each(found.sources, None))().divergence
+            for d in in_process(lambda: map_each(read_one, found.sources))().divergence
         )
 
         tlview = [str(Path(sys.executable).parent / "tlview")]
@@ -79,15 +80,15 @@ def main() -> None:
         rows = [
             (
                 "read one after another (in process)",
-                in_process(lambda: read_each(found.sources, None)),
+                in_process(lambda: map_each(read_one, found.sources)),
             ),
             (
                 "local pool, 1 worker (in process)",
-                in_process(lambda: read_pool(found.sources, None, 1)),
+                in_process(lambda: map_pool(read_one, found.sources, 1)),
             ),
             (
                 "local pool, 2 workers (in process)",
-                in_process(lambda: read_pool(found.sources, None, 2)),
+                in_process(lambda: map_pool(read_one, found.sources, 2)),
             ),
             (
                 "`tlview report DIR --format json -j 1`",

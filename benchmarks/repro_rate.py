@@ -20,8 +20,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from tlview import repro
 from tlview.load import load
+from tlview.repro import make as repro
 
 HERE = Path(__file__).resolve().parent
 CORPUS = Path(os.environ.get("TLVIEW_CORPUS", HERE.parent.parent / "shared" / "corpus"))

@@ -661,7 +661,7 @@ def test_damaged_copies_read_in_two_parts_as_in_one(
 ) -> None:
     """A log big enough to be read by two processes gives the report one reader gives, damaged
     or not: the same compiles, inputs, records and bad lines (the split is at the middle)."""
-    from tlview import split
+    from tlview.index import halves as split
 
     log = FIXTURES / "demo.log"
     cases = list(_cases(log, damage))[:6]
@@ -763,7 +763,7 @@ def test_quick_tensor_check_agrees_with_the_full_one(monkeypatch: pytest.MonkeyP
     # wrong type, must get the message the full check gives.
     from conftest import only_log
 
-    from tlview import inputs
+    from tlview.index import inputs
     from tlview.parse import Reader
 
     bodies = [

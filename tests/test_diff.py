@@ -13,7 +13,16 @@ from typing import Any
 from conftest import FIXTURES, corpus, run_cli
 from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
 
-from tlview.diff import Change, Diff, FrameKey, _guard, change_words, compare, frames_of, match
+from tlview.analyze.diff import (
+    Change,
+    Diff,
+    FrameKey,
+    _guard,
+    change_words,
+    compare,
+    frames_of,
+    match,
+)
 from tlview.load import load
 
 # Two real runs' compile times differ as the machine's load does: the gate and the changes these
@@ -346,7 +355,7 @@ def test_one_program_under_torch_213_and_28_has_no_change() -> None:
 
 
 def _reasons_shown(report: Any, key: str) -> list[str]:
-    from tlview.diff import _reasons
+    from tlview.analyze.diff import _reasons
 
     frame = next(f for f in frames_of(report) if any(c.key == key for c in f.compiles))
     return [" ".join(v.split())[:43] for v in _reasons(frame).values()]

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
-from tlview.divergence import artifact_meta, span
+from tlview.analyze.divergence import span
+from tlview.index.artifacts import artifact_meta
 from tlview.load import load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

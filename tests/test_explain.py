@@ -11,7 +11,8 @@ import pytest
 from conftest import FIXTURES, corpus, report_json, run_cli
 from runs import traces  # noqa: F401  (session fixture: the program run under TORCH_TRACE)
 
-from tlview.explain import change_text, limit_text
+from tlview.analyze.changes import change_text
+from tlview.index.recompiles import limit_text
 from tlview.load import load
 from tlview.model import Compile, CompileId, InputChange
 
@@ -243,7 +244,7 @@ def test_a_refused_recompile_names_its_failed_guard() -> None:
 def test_reasons_of_attempts_are_kept_whole() -> None:
     """A guard that failed with 3 is not the one that failed with 32: each reason is kept
     unless the very same one came before (a restart's metrics repeat its first attempt's)."""
-    from tlview.explain import _reasons
+    from tlview.index.recompiles import _reasons
 
     base = CompileId(0, 1, 0, None, 0)
     first = Compile(base, "x.log", recompile_reasons=["0/0: L['x'].size()[0] == 32"])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from conftest import FIXTURES, corpus, report_json, run_cli
 
-from tlview.diff import compare
+from tlview.analyze.diff import compare
+from tlview.analyze.gate import Check, check_diff, check_report, parse
+from tlview.analyze.summary import overview
 from tlview.errors import EXIT_USAGE, TlviewError
-from tlview.gate import Check, check_diff, check_report, parse
 from tlview.load import load
-from tlview.summary import overview
 
 
 def test_parse_items_and_limits() -> None:
@@ -78,12 +78,12 @@ def test_report_gate_uses_the_renderers_one_pass(
 ) -> None:
     # The figures the gate checks are the ones the report was written with: no second pass
     # over the compiles (each may have to be read back from disk).
-    import tlview.summary
+    import tlview.analyze.summary
 
     def second_pass(report):  # type: ignore[no-untyped-def]
         raise AssertionError("overview() called again after the report was written")
 
-    monkeypatch.setattr(tlview.summary, "overview", second_pass)
+    monkeypatch.setattr(tlview.analyze.summary, "overview", second_pass)
     out = tmp_path / f"r.{fmt}"
     bad = run_cli(
         "report", corpus("mlp_aot_eager"), "--format", fmt, "-o", out, "--fail-on", "recompiles:0"

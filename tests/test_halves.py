@@ -12,10 +12,12 @@ import pytest
 from conftest import corpus, only_log
 
 import tlview.render.json as json_mod
-import tlview.store as store
+import tlview.runtime.store as store
 from tlview.load import load
 from tlview.model import Report
-from tlview.render import halves, html, kept, page
+from tlview.render import html
+from tlview.render.html import kept, page
+from tlview.runtime import halves
 
 ONE = 1 << 62  # MIN_COST: never fork
 

@@ -21,10 +21,12 @@ import pytest
 from conftest import CORPUS, FIXTURES, ROOT, corpus
 
 from tlview import __version__
+from tlview.analyze.summary import Refs, compile_ref, overview
 from tlview.load import load
 from tlview.model import Divergence, Report
-from tlview.render import halves, html, kept, page
-from tlview.summary import Refs, compile_ref, overview
+from tlview.render import html
+from tlview.render.html import kept, page
+from tlview.runtime import halves
 
 DEMO = FIXTURES / "demo.log"
 
@@ -606,7 +608,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     import tracemalloc
     import weakref
 
-    import tlview.store as store
+    import tlview.runtime.store as store
     from tlview.model import Compile, Input, Payload
 
     monkeypatch.setattr(store, "IN_MEMORY", 2)

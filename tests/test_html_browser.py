@@ -23,10 +23,11 @@ import pytest
 from conftest import corpus
 from test_html import DEMO, HOSTILE, hostile_log, real_paths
 
+from tlview.analyze.summary import Refs, compile_ref
 from tlview.load import load
 from tlview.model import Report
-from tlview.render import html, kept
-from tlview.summary import Refs, compile_ref
+from tlview.render import html
+from tlview.render.html import kept
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

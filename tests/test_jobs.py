@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli, without_paths
 
-import tlview.store as store
-from tlview.jobs import Source, find, read_one
-from tlview.load import load
+import tlview.runtime.store as store
+from tlview.load import load, read_one
+from tlview.read.sources import Source, find
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job  # noqa: E402  (benchmarks/ is not a package)

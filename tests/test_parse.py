@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import corpus, only_log
 
-from tlview.index import read_log
+from tlview.index.indexer import read_log
 from tlview.model import CompileId
-from tlview.parse import Reader, discover
+from tlview.parse import Reader
+from tlview.read.files import discover
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,8 @@ from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
 
 torch = pytest.importorskip("torch")
 
-from tlview.emit import emit_file, load_inputs  # noqa: E402
 from tlview.errors import EXIT_REFUSED, TlviewError  # noqa: E402
-from tlview.explain import placeholder  # noqa: E402
+from tlview.index.dims import placeholder  # noqa: E402
 from tlview.load import load  # noqa: E402
 from tlview.model import Compile, Input, Report, TensorDesc  # noqa: E402
 from tlview.rebuild import (  # noqa: E402
@@ -24,6 +23,7 @@ from tlview.rebuild import (  # noqa: E402
     parse_bytes,
     real_inputs,
 )
+from tlview.tensors.emit import emit_file, load_inputs  # noqa: E402
 
 # Every folder of the corpus that holds logs (a folder is read as one job, as `tlview` reads it).
 FOLDERS = (

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, corpus, only_log, run_cli
 
-import tlview.index as index
-import tlview.split as split
-import tlview.store as store
-from tlview.index import read_log
+import tlview.index.halves as split
+import tlview.index.indexer as index
+import tlview.runtime.cores as cores
+import tlview.runtime.store as store
+from tlview.index.indexer import read_log
 
 
 def _json(path: Path) -> dict:
@@ -112,11 +113,11 @@ def test_work_meanwhile_runs_once_and_moves_the_split(monkeypatch: pytest.Monkey
         split, "record_start", lambda p, at: starts.append(at) or record_start(p, at)
     )
     ran: list[int] = []
-    with split.meanwhile(lambda: ran.append(1), 0.0):
+    with cores.meanwhile(lambda: ran.append(1), 0.0):
         assert _json(path) == whole
-    with split.meanwhile(lambda: ran.append(2), 400_000 * split.NS_PER_BYTE):
+    with cores.meanwhile(lambda: ran.append(2), 400_000 * split.NS_PER_BYTE):
         assert _json(path) == whole
-    with split.meanwhile(lambda: 1 / 0, 0.0):
+    with cores.meanwhile(lambda: 1 / 0, 0.0):
         assert _json(path) == whole
     assert ran == [1, 2]
     size = path.stat().st_size
@@ -302,7 +303,8 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     # Each reader keeps texts with the whole budget; the merge forgets those one reader would
     # not have kept, whether the budget runs out in the first half, the second, or never.
     from tlview.load import load
-    from tlview.render import html, kept
+    from tlview.render import html
+    from tlview.render.html import kept
 
     path = log()
     if copy_fails:
@@ -332,7 +334,7 @@ def test_a_progress_bar_leaves_the_log_read_in_two(monkeypatch: pytest.MonkeyPat
     # On a terminal a bar is shown while reading: it is drawn by the reader, with no thread of
     # its own, so a large log is still read by two processes; its bytes count as the whole
     # log's, and it ends at the log's size.
-    from tlview.progress import Bar
+    from tlview.read.progress import Bar
 
     before = threading.active_count()
     bar = Bar(1000)
@@ -358,7 +360,7 @@ def test_a_progress_bar_leaves_the_log_read_in_two(monkeypatch: pytest.MonkeyPat
     # shorter and stands for less: the bar waits for that work before it is full.
     told.clear()
     lead = 400_000
-    with split.meanwhile(lambda: None, lead * split.NS_PER_BYTE):
+    with cores.meanwhile(lambda: None, lead * split.NS_PER_BYTE):
         read_log(path, progress=told.append)
     mid = halves[-1]
     assert told[0] <= (mid + 1) * size // (mid + lead) < size

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import corpus, only_log, run_cli
 
-import tlview.store as store
+import tlview.runtime.store as store
 from tlview.load import load
 
 
@@ -71,7 +71,7 @@ def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[
     err = _report_with(
         tmp_path,
         "import sys\n"
-        "import tlview.store as s\n"
+        "import tlview.runtime.store as s\n"
         "s.IN_MEMORY = 2\n"
         "made = s.SpillFile.__init__\n"
         "def note(self, *args):\n"
@@ -89,7 +89,7 @@ def test_a_terminated_run_says_so_and_removes_its_temp_files(tmp_path) -> None: 
     # the copy is reading: one line, exit 143, and no temp file or directory left.
     code = (
         "import os, signal\n"
-        "import tlview.split as sp, tlview.store as s\n"
+        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
         "s.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
         "part = sp.read_part\n"
@@ -133,7 +133,7 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
     _report_with(
         tmp_path,
         "import os, signal\n"
-        "import tlview.split as sp, tlview.store as s\n"
+        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
         "s.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
         "later = sp._later\n"
@@ -153,7 +153,7 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
     out.mkdir()
     setup = (
         "import os, signal\n"
-        "import tlview.split as sp, tlview.store as s\n"
+        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
         "s.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
     )
@@ -195,7 +195,7 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
 
 
 def test_only_what_dead_processes_of_this_host_left_is_removed(tmp_path: Path) -> None:
-    from tlview import leftovers
+    from tlview.runtime import leftovers
 
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True

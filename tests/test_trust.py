@@ -34,7 +34,7 @@ from damage import (
     units,
 )
 
-from tlview.index import read_log
+from tlview.index.indexer import read_log
 from tlview.parse import Reader
 
 DEMO = FIXTURES / "demo.log"
@@ -674,7 +674,7 @@ def test_a_crash_while_writing_leaves_no_half_report(
 def test_repro_writes_but_runs_nothing_from_the_log(evil: Hostile, tmp_path: Path) -> None:
     """`tlview repro` (without --run) writes scripts from the log and runs none of it."""
     pytest.importorskip("torch")
-    import tlview.repro  # noqa: F401  (torch imported before watching)
+    import tlview.repro.make  # noqa: F401  (torch imported before watching)
 
     with watch() as events:
         res = run("repro", str(evil.log), "--all", "-o", str(tmp_path / "repros"))

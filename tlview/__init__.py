@@ -16,6 +16,6 @@ def load_inputs(path: Any, map_location: Any = None, allow_import: Any = ()) -> 
     exactly; `map_location` is torch.load's; `allow_import` names modules whose tensor
     subclasses may be imported.
     """
-    from .emit import load_inputs as _load  # torch is imported only here
+    from tlview.tensors.emit import load_inputs as _load  # torch is imported only here
 
     return _load(path, map_location=map_location, allow_import=allow_import)

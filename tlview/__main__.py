@@ -1,5 +1,5 @@
 """`python -m tlview`: the same as the `tlview` command."""
 
-from .cli import run
+from tlview.cli import run
 
 run()

@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from . import __version__
-from .errors import (
+from tlview import __version__
+from tlview.errors import (
     EXIT_INTERRUPTED,
     EXIT_NO_TRACE,
     EXIT_REFUSED,
@@ -115,7 +115,7 @@ def _on_terminal(stream: Any) -> bool:
 
 def _clean(text: object) -> str:
     """A message that may quote a log or a file name, safe for a terminal."""
-    from .render.text import clean
+    from tlview.render.text import clean
 
     return clean(text)
 
@@ -130,7 +130,7 @@ def _progress_reader(path: str) -> Any:
     """A rich progress bar on stderr for long reads on a terminal, else None."""
     if not _on_terminal(sys.stderr):
         return None
-    from .progress import bar_for
+    from tlview.read.progress import bar_for
 
     return bar_for(path)
 
@@ -206,26 +206,26 @@ def report(
     source = path
     if fmt == "perfetto":  # the trace reads the log again: a pipe is read once, into a file
         source = click.get_current_context().with_resource(_rereadable(path))
-    from . import split
-    from .load import load
-    from .output import output as open_output
+    from tlview.load import load
+    from tlview.runtime import cores
+    from tlview.runtime.output import output as open_output
 
     checks = []
     if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
-        from .gate import parse as parse_checks
+        from tlview.analyze.gate import parse as parse_checks
 
         checks = parse_checks(fail_on, against_base=False)
     keep = None
     meanwhile: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if fmt == "html":
-        from .render.kept import keep_policy
+        from tlview.render.html.kept import keep_policy
 
         # One compile (--compile-id ID or LOG:ID): every text of it, none of the others.
         keep = keep_policy(full, None if compile_id is None else compile_id.rpartition(":")[2])
         # The page's renderer (Jinja and all) is imported while a second reader still reads.
-        meanwhile = split.meanwhile(_import_page, PAGE_IMPORT_NS)
+        meanwhile = cores.meanwhile(_import_page, PAGE_IMPORT_NS)
     elif fmt == "text":  # rich, likewise
-        meanwhile = split.meanwhile(_import_text, TEXT_IMPORT_NS)
+        meanwhile = cores.meanwhile(_import_text, TEXT_IMPORT_NS)
     with meanwhile:
         rep = load(
             source, keep, progress=_on_terminal(sys.stderr), jobs=jobs, scheduler=scheduler or None
@@ -235,18 +235,18 @@ def report(
         _check_compile_id(rep, compile_id)
     figures = None  # the report's figures, as its renderer computed them on its one pass
     if fmt == "json":
-        from .render import json as json_render
+        from tlview.render import json as json_render
 
         with open_output(output, force) as out:
             figures = json_render.write(rep, out, only=_picked(rep, compile_id))
     elif fmt == "html":
-        from .render import html as html_render
+        from tlview.render import html as html_render
 
         with open_output(output, force) as out:
             only = None if compile_id is None else (compile_id, _picked(rep, compile_id))
             figures = html_render.write(rep, out, full=full, only=only)
     elif fmt == "perfetto":
-        from .render import perfetto
+        from tlview.render import perfetto
 
         with open_output(output, force) as out:
             perfetto.write(rep, out, only=_picked(rep, compile_id))
@@ -256,8 +256,8 @@ def report(
         click.echo(f"tlview: wrote {output}", err=True)
     bad = sum(log.bad_count for log in rep.logs)
     if checks:
-        from .gate import check_report
-        from .summary import overview
+        from tlview.analyze.gate import check_report
+        from tlview.analyze.summary import overview
 
         _gate(check_report(figures or overview(rep), checks))
     if strict and bad:
@@ -318,18 +318,18 @@ def inputs(
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
     _quiet_torch()
     path = _newest(path) if latest else path
-    from . import split
-    from .load import load
-    from .rebuild import DEFAULT_MAX_BYTES, compiles_with_inputs, parse_bytes
+    from tlview.load import load
+    from tlview.rebuild import DEFAULT_MAX_BYTES, compiles_with_inputs, parse_bytes
+    from tlview.runtime import cores
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
     # torch is imported while a second reader still reads a large log (and reads more of it):
     # the listing's fake column needs dynamo's too, which FakeTensorMode imports.
     job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
-    with split.meanwhile(job, ns):
+    with cores.meanwhile(job, ns):
         rep = load(path, progress=_on_terminal(sys.stderr))
     if emit is not None:
-        from .emit import emit_file
+        from tlview.tensors.emit import emit_file
 
         summary = emit_file(
             rep,
@@ -351,10 +351,10 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
     """Per compile, each input with its metadata and whether it rebuilds as fake and as real.
 
     One compile at a time: a log of thousands of compiles lists in the memory of one."""
-    from .output import stdout
-    from .rebuild import input_rows
-    from .render.text import clean  # text from the log: control characters shown, not obeyed
-    from .summary import Refs
+    from tlview.analyze.summary import Refs
+    from tlview.rebuild import input_rows
+    from tlview.render.text import clean  # text from the log: control characters shown, not obeyed
+    from tlview.runtime.output import stdout
 
     stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
     refs = Refs.of(rep)
@@ -398,7 +398,7 @@ def _quiet_torch() -> None:
 
 
 def _import_torch() -> None:
-    from .rebuild import need_torch
+    from tlview.rebuild import need_torch
 
     need_torch()
 
@@ -409,18 +409,18 @@ def _import_fake() -> None:
 
 
 def _import_page() -> None:
-    from .render import html  # noqa: F401
+    from tlview.render import html  # noqa: F401
 
 
 def _import_text() -> None:
-    from .render import text  # noqa: F401
+    from tlview.render import text  # noqa: F401
 
 
 def _picked(rep: Any, compile_id: str | None) -> Any:
     """Whether a compile is the one --compile-id names (None: every compile is)."""
     if compile_id is None:
         return None
-    from .summary import is_named
+    from tlview.analyze.summary import is_named
 
     return lambda c: is_named(c, compile_id)
 
@@ -454,9 +454,9 @@ def _newest(path: str) -> str:
     """The newest log of a directory (--latest): by modification time, then name."""
     from pathlib import Path
 
-    from .errors import EXIT_USAGE
-    from .jobs import is_url
-    from .parse import discover, no_logs
+    from tlview.errors import EXIT_USAGE
+    from tlview.read.files import discover, no_logs
+    from tlview.read.sources import is_url
 
     if is_url(path) or not Path(path).is_dir():
         raise TlviewError(f"{path}: --latest needs a local directory of logs", EXIT_USAGE)
@@ -473,14 +473,14 @@ def _newest(path: str) -> str:
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:
-    from .summary import is_named, no_compile
+    from tlview.analyze.summary import is_named, no_compile
 
     if not any(is_named(c, compile_id) for c in rep.compiles):
         raise TlviewError(no_compile(rep, compile_id), 2)
 
 
 def _text(rep: Any, output: str | None, force: bool, compile_id: str | None, verbosity: int) -> Any:
-    from .render.text import TextOptions, write
+    from tlview.render.text import TextOptions, write
 
     opts = TextOptions(compile_id=compile_id, verbosity=verbosity)
     return _console(output, force, lambda console: write(rep, console, opts))
@@ -532,28 +532,28 @@ def diff(
 ) -> None:
     """Compare two runs (logs or directories): what NEW compiles, breaks and fails differently."""
     fmt = _format_for(fmt, output)
-    from .diff import compare
-    from .gate import check_diff
-    from .gate import parse as parse_checks
-    from .load import load
-    from .output import output as open_output
+    from tlview.analyze.diff import compare
+    from tlview.analyze.gate import check_diff
+    from tlview.analyze.gate import parse as parse_checks
+    from tlview.load import load
+    from tlview.runtime.output import output as open_output
 
     checks = parse_checks(fail_on, against_base=True)
     bar = _on_terminal(sys.stderr)
     d = compare(load(base, progress=bar), load(new, progress=bar))
     failures = check_diff(d, checks) if checks else None
     if fmt == "json":
-        from .render import diff_json
+        from tlview.render import diff_json
 
         with open_output(output, force) as out:
             diff_json.write(d, out, failures)
     elif fmt == "html":
-        from .render import diff_html
+        from tlview.render import diff_html
 
         with open_output(output, force) as out:
             diff_html.write(d, out, failures)
     else:
-        from .render import diff_text
+        from tlview.render import diff_text
 
         _console(output, force, lambda console: diff_text.write(d, console, verbose))
     if output not in (None, "-"):
@@ -566,10 +566,10 @@ def _console(output: str | None, force: bool, draw: Any) -> Any:
     returns."""
     from rich.console import Console
 
-    from .output import output as open_output
+    from tlview.runtime.output import output as open_output
 
     if output in (None, "-"):
-        from .output import stdout
+        from tlview.runtime.output import stdout
 
         tty = stdout().isatty()
         return draw(_stdout_console(highlight=False, width=None if tty else _pipe_width()))
@@ -663,9 +663,9 @@ def repro(
     path = _newest(path) if latest else path
     from pathlib import Path
 
-    from . import repro as repro_mod
-    from .errors import EXIT_NO_REPRO
-    from .load import load
+    from tlview.errors import EXIT_NO_REPRO
+    from tlview.load import load
+    from tlview.repro import make as repro_mod
 
     if all_graphs == (compile_id is not None):
         raise TlviewError("give --compile-id ID for one graph, or --all", 2)

@@ -12,8 +12,9 @@ EXIT_STRICT = 3  # --strict saw bad lines, or a --fail-on limit was exceeded
 EXIT_REFUSED = 4  # a request tlview will not carry out (too large a rebuild, existing output, ...)
 # Why a write fails on a machine, not in tlview (exit EXIT_REFUSED): no room, a read-only disk.
 NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
-EXIT_NEEDS_TORCH = 5  # the command needs the optional torch dependency
+EXIT_NEEDS_EXTRA = 5  # the command needs an optional dependency: torch, or Dask and fsspec
 EXIT_NO_REPRO = 6  # repro: a graph gave no repro that runs here (the reason is printed)
+EXIT_BUG = 70  # an error tlview did not expect: a bug (TLVIEW_DEBUG=1 shows the traceback)
 EXIT_INTERRUPTED = 130  # ^C (128 + SIGINT)
 EXIT_TERMINATED = 143  # SIGTERM, as a CI job's timeout sends (128 + SIGTERM)
 

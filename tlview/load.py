@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .divergence import Facts, find_in
-from .errors import EXIT_NO_TRACE, TlviewError
-from .index import Keep
-from .jobs import Read, connect, default_jobs, find, find_on, is_url, read_dask, read_local
-from .model import Report
-from .parse import no_logs
+from tlview.analyze.divergence import Facts, facts, find_in
+from tlview.errors import EXIT_NO_TRACE, TlviewError
+from tlview.index.indexer import Keep, read_log
+from tlview.model import LogIndex, Report
+from tlview.parse import sniff
+from tlview.read.files import Opener, no_logs, open_log
+from tlview.read.sources import Source, find, is_url, url_opener
+from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
 
 
 def load(
@@ -32,17 +38,21 @@ def load(
     made: list[Any] = [] if progress is None or isinstance(progress, bool) else [progress]
     client = connect(scheduler) if scheduler else None
     try:
-        found = find_on(client, text) if client is not None else find(text)
+        if client is not None:  # the cluster, not this machine, must see the logs
+            found = on_worker(client, find, text if is_url(text) else os.path.abspath(text))
+        else:
+            found = find(text)
         if found.directory and not found.sources:
             raise TlviewError(no_logs(shown, found.notes), EXIT_NO_TRACE)
         if not found.directory:
             # One log: no ranks to compare, so nothing to hash for it.
             keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
+        job = partial(read_one, keep=keep)
         if client is not None:
-            reads = read_dask(client, found.sources, keep, start_bar)
+            reads = map_dask(client, job, found.sources, _size, start_bar)
         else:
-            reads = read_local(found.sources, keep, jobs or default_jobs(), start_bar)
+            reads = map_local(job, found.sources, jobs or default_jobs(), start_bar)
     finally:
         for bar in made:
             bar.close()
@@ -65,7 +75,7 @@ def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
         return None
     if progress is not True:
         return lambda: progress  # a bar the caller started
-    from .progress import MIN_BYTES, MIN_LOGS, Bar
+    from tlview.read.progress import MIN_BYTES, MIN_LOGS, Bar
 
     total = sum(sizes)
     if total < MIN_BYTES and len(sizes) < MIN_LOGS:
@@ -81,7 +91,7 @@ def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
 def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> Report:
     """One report from the reads of a PATH's logs, in file order, with the ranks compared."""
     report = Report(path=path, notes=list(notes))
-    facts: list[Facts] = []
+    per_log: list[Facts] = []
     for r in reads:
         if r.error is not None:
             raise TlviewError(*r.error)
@@ -91,8 +101,57 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
             report.notes.append(f"skipped {r.source.name}: {r.skipped}")
             continue
         report.logs.extend(r.logs)
-        facts.extend(r.facts)
+        per_log.extend(r.facts)
     if not report.logs:
         raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
-    report.divergence = find_in(facts)
+    report.divergence = find_in(per_log)
     return report
+
+
+@dataclass(slots=True)
+class Read:
+    """What reading one log gave: its processes' indexes and facts, or why it holds none."""
+
+    source: Source
+    logs: list[LogIndex] = field(default_factory=list)
+    facts: list[Facts] = field(default_factory=list)  # one per log, for divergence
+    skipped: str | None = None  # why the file holds no TORCH_TRACE record
+    error: tuple[str, int] | None = None  # a failure's one-line message and exit status
+
+
+# -- reading one log: a pure function, run wherever the map puts it (runtime/pool.py) ----------
+def read_one(
+    src: Source, progress: Callable[[int], None] | None = None, *, keep: Keep | None = None
+) -> Read:
+    """Read one log (local path or URL) into its processes' indexes and their facts."""
+    opener: Opener = url_opener(src.path) if is_url(src.path) else open_log
+    where = Path(src.path)
+    try:
+        why = sniff(where, opener)
+        if why:
+            return Read(src, skipped=why)
+        logs = read_log(
+            where, keep.fresh() if keep else None, src.name, progress=progress, opener=opener
+        )
+    except TlviewError as e:
+        return Read(src, error=(e.message, e.exit_code))
+    if is_url(src.path):
+        for lg in logs:
+            lg.path = src.path
+        logs[0].size = logs[0].size or src.size
+    if not any(log.records for log in logs):
+        head = logs[0]
+        first = (
+            f"; line {head.bad_lines[0].line}: {head.bad_lines[0].reason}" if head.bad_lines else ""
+        )
+        return Read(src, skipped=f"no TORCH_TRACE record in {head.lines} line(s){first}")
+    # Facts for comparing ranks: a directory's logs, or the ranks that one file holds (`cat
+    # rank*.log`), whose graphs were not hashed for it (masking them costs more than reading).
+    hashed = keep is None or keep.ranks
+    if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
+        return Read(src, logs, [])
+    return Read(src, logs, [facts(log, graphs=hashed) for log in logs])
+
+
+def _size(src: Source) -> int:
+    return src.size

@@ -9,15 +9,15 @@ import mmap
 import os
 import re
 import zlib
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-from .errors import EXIT_NO_TRACE, TlviewError
-from .model import BadLine, CompileId
+from tlview.model import BadLine, CompileId
+from tlview.read.files import Opener, open_log
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
 WINDOW = 1 << 24  # bytes of a mapped file read at a time (then let go of)
@@ -30,7 +30,6 @@ _PREFIX = re.compile(rb"(?:\[rank(\d{1,9})\]:)?[A-Z](\d{4} \d\d:\d\d:\d\d\.\d+) 
 # A newline that starts a record line: the next line is neither a payload line (TAB) nor blank.
 _RECORD_START = re.compile(rb"\n(?=[^\t\n\r])")
 _LAST_RECORD_START = re.compile(rb".*\n(?=[^\t\n\r])", re.S)
-_GZIP_MAGIC = b"\x1f\x8b"
 _NEWLINE_TAB = re.compile(rb"\n\t")
 # A run of NUL bytes, as a crash leaves in a log file: kept as one NUL, so a file of zeros
 # with no line break cannot fill memory; the line that holds it is reported.
@@ -97,47 +96,6 @@ def compile_id_of(meta: dict[str, Any]) -> CompileId | None:
             _IDS.clear()
         cid = _IDS[key] = CompileId(frame, fcid, attempt, autograd)
     return cid
-
-
-def is_gzip(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return f.read(2) == _GZIP_MAGIC
-    except OSError:
-        return False
-
-
-def open_log(path: Path) -> IO[bytes]:
-    """Open a log for reading bytes, decompressing gzip by its magic number, not its name."""
-    try:
-        f = path.open("rb")
-    except OSError as e:
-        raise TlviewError(f"{path}: cannot open: {e.strerror or e}", EXIT_NO_TRACE) from None
-    try:
-        magic = f.peek(2)[:2]  # one open only: a pipe (`<(zcat ...)`) cannot be read twice
-    except OSError:
-        magic = b""
-    if magic == _GZIP_MAGIC:
-        return Gunzip(f)  # type: ignore[return-value]
-    return f
-
-
-class Gunzip(gzip.GzipFile):
-    """A gzip stream that closes the file under it (local or remote)."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        super().__init__(fileobj=raw, mode="rb")
-        self._raw = raw
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw.close()
-
-
-# Opens a log's bytes, gunzipped: `open_log` for local files; `tlview.jobs` passes one for URLs.
-Opener = Callable[[Path], IO[bytes]]
 
 
 class Reader:
@@ -572,59 +530,3 @@ def _binary(data: bytes) -> bool:
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") + sum(1 for c in text if ord(c) < 32 and c not in "\t\n\r\f")
     return bad > len(text) // 10
-
-
-def discover(path: Path) -> tuple[list[Path], list[str]]:
-    """The log files a PATH names, and notes about what was left out and why."""
-    if not path.exists():
-        what = "no such file or directory"
-        if path.is_symlink():
-            what = "a symbolic link to nothing (its target is missing, or links back to it)"
-        raise TlviewError(f"{path}: {what}", EXIT_NO_TRACE)
-    if not path.is_dir():
-        return [path], []
-    logs, skipped, subdirs, odd = [], [], [], []
-    try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError as e:
-        raise TlviewError(
-            f"{path}: cannot list directory: {e.strerror or e}", EXIT_NO_TRACE
-        ) from None
-    for entry in entries:
-        try:
-            if entry.is_dir():
-                subdirs.append(entry.name)
-            elif not entry.name.endswith((".log", ".log.gz")):
-                skipped.append(entry.name)
-            elif entry.is_file():
-                logs.append(Path(entry.path))
-            else:  # a FIFO (reading it would block), a socket, a link to nothing
-                odd.append(f"{entry.name} (not a regular file)")
-        except OSError as e:  # a link that links back to itself, a file gone meanwhile
-            odd.append(f"{entry.name} ({e.strerror or e})")
-    return logs, directory_notes(skipped, subdirs, odd)
-
-
-def directory_notes(skipped: list[str], subdirs: list[str], odd: Sequence[str] = ()) -> list[str]:
-    """What reading a directory left out, said once for local and remote directories."""
-    notes = []
-    if skipped:
-        notes.append(
-            f"ignored {len(skipped)} file(s) not named *.log or *.log.gz: {_names(skipped)}"
-        )
-    if odd:
-        notes.append(f"could not read {len(odd)} *.log entr(ies): {_names(odd)}")
-    if subdirs:
-        notes.append(f"did not enter {len(subdirs)} subdirector(ies): {_names(subdirs)}")
-    return notes
-
-
-def no_logs(path: str, notes: Sequence[str]) -> str:
-    """The error for a directory with no log: what it did hold says where the logs may be."""
-    held = "; ".join(notes)
-    return f"{path}: no *.log or *.log.gz file in this directory" + (f" ({held})" if held else "")
-
-
-def _names(names: Sequence[str], n: int = 5) -> str:
-    shown = ", ".join(names[:n])
-    return shown + (f" and {len(names) - n} more" if len(names) > n else "")

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_NEEDS_TORCH, EXIT_REFUSED, EXIT_USAGE, TlviewError
-from .explain import dynamic_dims, input_symbols, placeholder
-from .model import Compile, InputSet, Report, StorageDesc, TensorDesc, device_name
-from .summary import Refs, is_named, no_compile
-from .units import dims, nbytes
+from tlview.analyze.summary import Refs, is_named, no_compile
+from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_REFUSED, EXIT_USAGE, TlviewError
+from tlview.index.dims import dynamic_dims, input_symbols, placeholder
+from tlview.model import Compile, InputSet, Report, StorageDesc, TensorDesc, device_name
+from tlview.units import dims, nbytes
 
 MODES = ("random", "zeros", "meta")
 NJT = "torch.nested._internal.nested_tensor.NestedTensor"
@@ -708,7 +708,7 @@ def need_torch(purpose: str = "rebuilding tensors") -> Any:
             import torch
     except ImportError:
         raise TlviewError(
-            f"{purpose} needs torch: pip install 'tlview[torch]'", EXIT_NEEDS_TORCH
+            f"{purpose} needs torch: pip install 'tlview[torch]'", EXIT_NEEDS_EXTRA
         ) from None
     _TORCH = torch
     return torch
@@ -1651,7 +1651,7 @@ def fake_rebuild(
 
 
 def _load(path: str | Path) -> Report:
-    from .load import load
+    from tlview.load import load
 
     return load(path)
 

@@ -14,9 +14,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .explain import change_text, input_changes, limit_text
-from .model import Compile, InputChange, LogIndex, Report
-from .summary import PHASE_NAMES, Overview, break_title, frame_text, overview, short, short_place
+from tlview.analyze.changes import change_text
+from tlview.analyze.summary import (
+    PHASE_NAMES,
+    Overview,
+    break_title,
+    frame_text,
+    overview,
+    short,
+    short_place,
+)
+from tlview.index.recompiles import input_changes, limit_text
+from tlview.model import Compile, InputChange, LogIndex, Report
 
 TIME_NOISE_S = 1.0  # compile-time differences smaller than this are noise
 TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .diff import TIME_NOISE_S, Diff, change_words
-from .errors import EXIT_USAGE, TlviewError
-from .summary import Overview
+from tlview.analyze.diff import TIME_NOISE_S, Diff, change_words
+from tlview.analyze.summary import Overview
+from tlview.errors import EXIT_USAGE, TlviewError
 
 MEASURES = (
     "graph-breaks",

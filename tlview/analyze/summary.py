@@ -9,7 +9,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .model import PHASES, BreakSummary, Compile, Input, Kernel, Report, StackFrame, seconds_of
+from tlview.model import (
+    PHASES,
+    BreakSummary,
+    Compile,
+    Input,
+    Kernel,
+    Report,
+    StackFrame,
+    seconds_of,
+)
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest

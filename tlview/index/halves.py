@@ -5,43 +5,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import mmap
-import os
-import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .fork import Forked
-from .model import BadLine, LogIndex
-from .parse import _PREFIX, _RECORD_START, Reader, is_gzip
-from .store import remove_made_here, temp_dir
+from tlview.model import BadLine, LogIndex
+from tlview.parse import _PREFIX, _RECORD_START, Reader
+from tlview.read.files import is_gzip
+from tlview.runtime.cores import _MEANWHILE, spare_core
+from tlview.runtime.fork import Forked
+from tlview.runtime.store import remove_made_here, temp_dir
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
 _STR = b'] {"str": ['
 NS_PER_BYTE = 2.9  # what reading a large-payload log costs here (benchmarks/RESULTS.md)
-# Work for this process to do while its copy still reads, and about how long it takes (ns).
-_MEANWHILE: ContextVar[tuple[Callable[[], object], float] | None] = ContextVar(
-    "tlview_split_meanwhile", default=None
-)
-
-
-@contextlib.contextmanager
-def meanwhile(job: Callable[[], object], ns: float) -> Iterator[None]:
-    """A log read inside in two parts runs `job` here once this process has read its part, while
-    its copy still reads: this part is made about `ns` (what the job takes) shorter, down to an
-    eighth of the log for a long job. For work that is needed after reading anyway (importing
-    the page's renderer, or torch); unsplit, it is not run.
-    """
-    token = _MEANWHILE.set((job, ns))
-    try:
-        yield
-    finally:
-        _MEANWHILE.reset(token)
 
 
 @dataclass(slots=True)
@@ -53,18 +33,6 @@ class Part:
     lines: int
     crlf: bool
     keep: Any  # the index.Keep it read with: the texts it kept
-
-
-def spare_core() -> bool:
-    """A second core and fork, not turned off (TLVIEW_NO_SPLIT), not in a pool worker (the pool
-    already keeps the cores busy), and one thread: a fork copies no other (a Dask client's
-    threads stay after it ran). Also asked before writing a report in two (render/halves.py)."""
-    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or os.environ.get("TLVIEW_NO_SPLIT"):
-        return False
-    if threading.active_count() != 1:
-        return False
-    mp = sys.modules.get("multiprocessing")  # never imported: not a pool worker either
-    return mp is None or not mp.current_process().daemon
 
 
 def worth_splitting(path: Path) -> bool:
@@ -137,7 +105,7 @@ class Earlier:
 
     def _back(self) -> None:
         """Take in the `str` record nearest before `pos`, and move `pos` to its line's start."""
-        from .index import MAX_PID
+        from tlview.index.indexer import MAX_PID
 
         if self.mm is None:
             with self.path.open("rb") as f:
@@ -175,7 +143,7 @@ def read_part(
 ) -> Part:
     """Index the records in bytes span[0]..span[1] of a log, its lines numbered from 1 (a later
     part is renumbered by `shift_lines` once the lines before it are counted)."""
-    from .index import add_bad, index_records
+    from tlview.index.indexer import add_bad, index_records
 
     bad = LogIndex(path=log.path, name=log.name)
     reader = Reader(
@@ -261,7 +229,7 @@ def read_halves(
 def _read_on(path: Path, log: LogIndex, part: Part, span: tuple[int, int]) -> Part:
     """Read the rest of the log after `part` with its indexers, as one reader goes on: only
     one reader can number the runs of a process that started compile ids over."""
-    from .index import add_bad, index_records
+    from tlview.index.indexer import add_bad, index_records
 
     bad = part.bad
     reader = Reader(path, log.name, on_bad=lambda b: add_bad(bad, b), span=(*span, part.lines + 1))
@@ -298,6 +266,6 @@ class _Whole:
 
 
 def _first(bad: list[BadLine]) -> list[BadLine]:
-    from .parse import MAX_BAD_KEPT
+    from tlview.parse import MAX_BAD_KEPT
 
     return bad[:MAX_BAD_KEPT]

@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from . import explain
-from . import inputs as inputs_mod
-from .divergence import artifact_meta, graph_md5
-from .model import (
+from tlview.index import inputs as inputs_mod
+from tlview.index.artifacts import artifact_meta, graph_md5
+from tlview.index.recompiles import explain_frame
+from tlview.model import (
     ID_TEXT,
     MICROS,
     PHASES,
@@ -41,8 +41,9 @@ from .model import (
     class_name,
     seconds_of,
 )
-from .parse import MAX_BAD_KEPT, Opener, Reader, Record, open_log
-from .store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
+from tlview.parse import MAX_BAD_KEPT, Reader, Record
+from tlview.read.files import Opener, open_log
+from tlview.runtime.store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
 
 # Record kinds that carry a graph or generated code as payload.
 GRAPH_KINDS = frozenset(
@@ -944,7 +945,7 @@ class Indexer:
                 log.rank = int(m.group(1))
         # Statuses come from each compile's facts, so compiles already on disk stay there;
         # each is finished (inputs resolved) and explained when it is read back.
-        out = CompileList(partial(finish_compile, log.rank), explain.explain_frame)
+        out = CompileList(partial(finish_compile, log.rank), explain_frame)
         for frame_ids in _by_frame(self.compiles.keys()):
             entries: list[list[Compile | Spilled]] = []
             facts: list[list[Facts | None]] = []
@@ -1492,7 +1493,7 @@ def read_log(
         log.size = path.stat().st_size
     part = None
     if opener is open_log:
-        from . import split
+        from tlview.index import halves as split
 
         if split.worth_splitting(path):
             part = split.read_halves(path, log, keep, progress)

@@ -26,7 +26,7 @@ class Bar:
     """Bytes-read progress (and logs done, for a job), shown only while reading; `close` removes it.
 
     Drawn by the reader as it reads, not by rich's refresh thread: a large log is read by this
-    process and a forked copy, and no fork is made beside another thread (split.spare_core)."""
+    process and a forked copy, and no fork is made beside another thread (runtime/cores.py)."""
 
     def __init__(self, total: int, logs: int = 0) -> None:
         from rich.console import Console

@@ -8,10 +8,10 @@ from typing import IO, Any
 
 from markupsafe import Markup
 
-from .. import __version__
-from ..diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
-from ..explain import change_text
-from .html import environment
+from tlview import __version__
+from tlview.analyze.changes import change_text
+from tlview.analyze.diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
+from tlview.render.html import environment
 
 TEMPLATE = "diff.html.j2"  # beside report.html.j2, loaded by the report's environment
 CSS = """

@@ -6,10 +6,10 @@ from typing import IO, Any
 
 import orjson
 
-from .. import __version__
-from ..diff import Change, ComparedCompile, Diff, Figure, FrameDiff, FrameKey
-from ..dumps import dumps
-from .json import stats
+from tlview import __version__
+from tlview.analyze.diff import Change, ComparedCompile, Diff, Figure, FrameDiff, FrameKey
+from tlview.dumps import dumps
+from tlview.render.json import stats
 
 FORMAT = "tlview.diff/1"
 

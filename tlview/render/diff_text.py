@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from .. import __version__
-from ..diff import CacheFigure, Diff, Figure, change_words
-from .text import T, _table
+from tlview import __version__
+from tlview.analyze.diff import CacheFigure, Diff, Figure, change_words
+from tlview.render.text import T, _table
 
 ORDER = {True: 0, None: 1, False: 2}  # worse first, then neutral, then better
 

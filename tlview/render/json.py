@@ -7,12 +7,13 @@ from typing import IO, Any
 
 import orjson
 
-from .. import __version__
-from ..dumps import dumps
-from ..explain import DynamicDims, dynamic_dims, input_symbols, limit_text
-from ..model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
-from ..summary import Overview, Tally, break_title, kernels
-from . import halves
+from tlview import __version__
+from tlview.analyze.summary import Overview, Tally, break_title, kernels
+from tlview.dumps import dumps
+from tlview.index.dims import DynamicDims, dynamic_dims, input_symbols
+from tlview.index.recompiles import limit_text
+from tlview.model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
+from tlview.runtime import halves
 
 FORMAT = "tlview.report/1"
 _OPTS = orjson.OPT_NON_STR_KEYS

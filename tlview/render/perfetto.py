@@ -8,11 +8,11 @@ from typing import IO, Any
 
 import orjson
 
-from .. import __version__
-from ..dumps import dumps
-from ..model import Compile, CompileId, Report
-from ..parse import Reader, Record
-from ..summary import Refs
+from tlview import __version__
+from tlview.analyze.summary import Refs
+from tlview.dumps import dumps
+from tlview.model import Compile, CompileId, Report
+from tlview.parse import Reader, Record
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.

@@ -12,12 +12,10 @@ from typing import Generic, TypeVar
 from rich.console import Console
 from rich.text import Text
 
-from .. import __version__
-from ..divergence import span
-from ..explain import change_text, dynamic_dims, input_symbols, limit_text
-from ..index import is_torch_file
-from ..model import CacheEvent, Compile, ExportIssue, Input, Report, StackFrame
-from ..summary import (
+from tlview import __version__
+from tlview.analyze.changes import change_text
+from tlview.analyze.divergence import span
+from tlview.analyze.summary import (
     PHASE_NAMES,
     Overview,
     Refs,
@@ -37,8 +35,12 @@ from ..summary import (
     problem_order,
     stopped_in,
 )
-from ..units import count, dims, nbytes, seconds
-from .grid import Grid
+from tlview.index.dims import dynamic_dims, input_symbols
+from tlview.index.indexer import is_torch_file
+from tlview.index.recompiles import limit_text
+from tlview.model import CacheEvent, Compile, ExportIssue, Input, Report, StackFrame
+from tlview.render.grid import Grid
+from tlview.units import count, dims, nbytes, seconds
 
 STATUS_STYLE = {
     "ok": "green",

@@ -25,12 +25,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from . import graphcode as gc
-from .errors import EXIT_NO_REPRO, EXIT_REFUSED, EXIT_USAGE, TlviewError
-from .index import Keep
-from .model import Compile, CompileId, InputSet, Payload, Report
-from .summary import Refs, log_ref
+from tlview import __version__
+from tlview.analyze.summary import Refs, log_ref
+from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, EXIT_USAGE, TlviewError
+from tlview.index.indexer import Keep
+from tlview.model import Compile, CompileId, InputSet, Payload, Report
+from tlview.repro import graphcode as gc
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
@@ -422,7 +422,7 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
 
 def _torch() -> Any:
     """torch, imported when a repro is made (never for `tlview report`)."""
-    from .rebuild import need_torch
+    from tlview.rebuild import need_torch
 
     return need_torch("tlview repro")
 
@@ -624,7 +624,7 @@ def _standin(
 ) -> tuple[str, list[str]] | None:
     """Code for a random tensor shaped as the graph says, for an input the log never described
     (logs of older torch have no describe records); None when the graph does not say enough."""
-    from .explain import placeholder as fx_placeholder
+    from tlview.index.dims import placeholder as fx_placeholder
 
     tt = param.tensor
     sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
@@ -760,7 +760,7 @@ def _outputs(p: Plan, code: gc.GraphCode) -> None:
 
 # -- writing ----------------------------------------------------------------------------------
 def _template_dirs() -> list[Path]:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the tlview package
     return [
         d for d in (here / "templates", here.parent / "templates") if (d / "repro.py.j2").is_file()
     ]
@@ -849,8 +849,8 @@ def _shape(tree: ast.AST) -> str:
 
 def write(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "random") -> None:
     """Write repro.py and inputs.pt into OUT (created if missing)."""
-    from . import emit
-    from .output import output as open_output
+    from tlview.runtime.output import output as open_output
+    from tlview.tensors import emit
 
     script = render(p, backend, mode=mode)
     verify(p, script, backend, mode)
@@ -894,7 +894,7 @@ def run(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="tlview-repro-") as tmp:
         while todo:
             out = Path(tmp) / f"results-{len(results)}.jsonl"
-            cmd = [sys.executable, "-m", "tlview.reprorun", str(out), *map(str, todo)]
+            cmd = [sys.executable, "-m", "tlview.repro.child", str(out), *map(str, todo)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if echo and proc.stdout:
                 sys.stdout.write(proc.stdout)
@@ -938,7 +938,7 @@ class Options:
 
 
 def rebuilder(opts: Options) -> Callable[[Compile], Any]:
-    from .rebuild import real_inputs
+    from tlview.rebuild import real_inputs
 
     return lambda c: real_inputs(c, mode=opts.mode, seed=opts.seed, device=opts.device)
 
@@ -1022,7 +1022,7 @@ def _apply(o: Outcome, res: dict[str, Any]) -> None:
 
 
 def write_summary(report: Report, out: Path, outcomes: Iterable[Outcome], opts: Options) -> None:
-    from .output import output as open_output
+    from tlview.runtime.output import output as open_output
 
     items = list(outcomes)
     counts = {s: sum(o.status == s for o in items) for s in STATUSES}

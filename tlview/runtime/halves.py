@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import IO, Any
 
-from ..fork import Forked
-from ..model import Compile, Report
-from ..split import spare_core
-from ..store import CompileList, cost, temp_dir
+from tlview.model import Compile, Report
+from tlview.runtime.cores import spare_core
+from tlview.runtime.fork import Forked
+from tlview.runtime.store import CompileList, cost, temp_dir
 
 # Pickled bytes of compiles below which one process renders them all: a fork costs more.
 MIN_COST = 1 << 20

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from .errors import EXIT_REFUSED, NO_ROOM, TlviewError
-from .leftovers import prefix, sweep
+from tlview.errors import EXIT_REFUSED, NO_ROOM, TlviewError
+from tlview.runtime.leftovers import prefix, sweep
 
 MARKER = b"tlview"  # every file tlview writes names it in its first bytes, as one of these:
 SIGNATURE = re.compile(

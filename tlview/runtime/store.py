@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, overload
 
-from .model import Compile, CompileId, GraphBreak, StackFrame, shifted_breaks
+from tlview.model import Compile, CompileId, GraphBreak, StackFrame, shifted_breaks
 
 # Compiles held in memory per log; beyond this the least recently touched go to a temp file.
 IN_MEMORY = 256
@@ -70,7 +70,7 @@ def temp_dir() -> str:
         import atexit
         import tempfile
 
-        from .leftovers import prefix, sweep
+        from tlview.runtime.leftovers import prefix, sweep
 
         base = tempfile.gettempdir()
         sweep(base, "tlview-")  # what runs killed before they could clean up left here
@@ -104,7 +104,7 @@ class SpillFile:
         if path is None:
             import tempfile  # a log of few compiles never spills: a few ms not spent at start
 
-            from .leftovers import prefix
+            from tlview.runtime.leftovers import prefix
 
             where = temp_dir()
             fd, self.path = tempfile.mkstemp(prefix=prefix("tlview-"), suffix=".spill", dir=where)

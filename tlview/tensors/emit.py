@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from . import __version__
-from .errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
-from .model import Compile, Report
-from .output import output
-from .rebuild import (
+from tlview import __version__
+from tlview.analyze.summary import compile_ref
+from tlview.errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
+from tlview.model import Compile, Report
+from tlview.rebuild import (
     DEFAULT_MAX_BYTES,
     Devices,
     GroupPlan,
@@ -25,8 +25,8 @@ from .rebuild import (
     real_bytes,
     real_inputs,
 )
-from .summary import compile_ref
-from .units import nbytes
+from tlview.runtime.output import output
+from tlview.units import nbytes
 
 FORMAT = "tlview.inputs/1"
 

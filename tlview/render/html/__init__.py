@@ -15,11 +15,11 @@ from typing import IO
 import jinja2
 from markupsafe import Markup
 
-from ..explain import change_what
-from ..model import Report
-from ..summary import Overview
-from . import halves
-from . import page as page_mod
+from tlview.analyze.changes import change_what
+from tlview.analyze.summary import Overview
+from tlview.model import Report
+from tlview.render.html import page as page_mod
+from tlview.runtime import halves
 
 BATCH = 1 << 16  # characters of the page encoded and written at a time
 Only = tuple[str, page_mod.Picked] | None  # --compile-id, and whether it names a compile
@@ -27,7 +27,7 @@ Only = tuple[str, page_mod.Picked] | None  # --compile-id, and whether it names 
 
 def template_dirs() -> list[Path]:
     """Where the templates are: inside the installed package, or at the top of a source checkout."""
-    here = Path(__file__).resolve().parent.parent  # the tlview package
+    here = Path(__file__).resolve().parents[2]  # the tlview package
     candidates = [here / "templates", here.parent / "templates"]
     return [d for d in candidates if (d / "report.html.j2").is_file()]
 

@@ -3,7 +3,7 @@ renderer (Jinja and all) is imported."""
 
 from __future__ import annotations
 
-from ..index import Keep
+from tlview.index.indexer import Keep
 
 KiB = 1024
 MiB = 1024 * KiB

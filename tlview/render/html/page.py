@@ -14,10 +14,26 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .. import __version__
-from ..dumps import dumps
-from ..explain import DynamicDims, dynamic_dims, input_symbols
-from ..model import (
+from tlview import __version__
+from tlview.analyze.summary import (
+    MAX_BREAK_COMPILES,
+    PHASE_NAMES,
+    Overview,
+    Refs,
+    Tally,
+    break_key,
+    break_title,
+    describer_marks,
+    input_flags,
+    input_names,
+    is_recompile,
+    kernels,
+    problem_order,
+    stopped_in,
+)
+from tlview.dumps import dumps
+from tlview.index.dims import DynamicDims, dynamic_dims, input_symbols
+from tlview.model import (
     BadLine,
     Compile,
     Divergence,
@@ -36,25 +52,10 @@ from ..model import (
     Symbol,
     TensorDesc,
 )
-from ..summary import (
-    MAX_BREAK_COMPILES,
-    PHASE_NAMES,
-    Overview,
-    Refs,
-    Tally,
-    break_key,
-    break_title,
-    describer_marks,
-    input_flags,
-    input_names,
-    is_recompile,
-    kernels,
-    problem_order,
-    stopped_in,
-)
-from ..units import dims, nbytes, seconds
-from . import halves, kept
-from .kept import KiB
+from tlview.render.html import kept
+from tlview.render.html.kept import KiB
+from tlview.runtime import halves
+from tlview.units import dims, nbytes, seconds
 
 METRIC_BYTES = 64 * KiB  # a compilation_metrics value longer than this is cut
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
@@ -795,7 +796,7 @@ def _listed_recompile(c: Compile) -> bool:
 
 
 def _status_order(s: str) -> int:
-    from ..model import STATUSES
+    from tlview.model import STATUSES
 
     return STATUSES.index(s) if s in STATUSES else len(STATUSES)
 

@@ -1,0 +1,119 @@
+"""TODO: tlview.read.sources."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, TlviewError
+from tlview.read.files import _GZIP_MAGIC, Gunzip, Opener, directory_notes, discover
+
+LOG_SUFFIXES = (".log", ".log.gz")
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path: str) -> bool:
+    """`s3://...`, `file://...`: a path fsspec opens, not the local file system."""
+    return bool(_URL.match(path))
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One log to read: a local path or an fsspec URL, and its size in bytes."""
+
+    path: str
+    size: int = 0
+
+    @property
+    def name(self) -> str:
+        return (
+            self.path.rstrip("/").rsplit("/", 1)[-1] if is_url(self.path) else Path(self.path).name
+        )
+
+
+@dataclass(slots=True)
+class Found:
+    """The logs a PATH names, notes on what was left out, and whether PATH is a directory."""
+
+    sources: list[Source]
+    notes: list[str]
+    directory: bool
+
+
+# -- finding the logs --------------------------------------------------------------------------
+STDIN = "/dev/stdin"
+
+
+def find(path: str) -> Found:
+    """The logs PATH names: a file, a directory of logs, or the same as an fsspec URL."""
+    if is_url(path):
+        return _find_url(path)
+    # "-": the log comes on standard input (`zcat log.gz | tlview report -`).
+    p = Path(STDIN if path == "-" and os.path.exists(STDIN) else path)
+    files, notes = discover(p)
+    return Found([Source(str(f), _size(f)) for f in files], notes, p.is_dir())
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def _fs(url: str) -> tuple[Any, str]:
+    try:
+        from fsspec.core import url_to_fs
+    except ImportError:
+        raise TlviewError(
+            f"{url}: reading URLs needs fsspec: pip install 'tlview[dask]'", EXIT_NEEDS_EXTRA
+        ) from None
+    try:
+        return url_to_fs(url)
+    except (ImportError, ValueError) as e:  # no file system for the protocol, or a bad URL
+        raise TlviewError(f"{url}: {e}", EXIT_NEEDS_EXTRA) from None
+
+
+def _find_url(url: str) -> Found:
+    fs, root = _fs(url)
+    try:
+        info = fs.info(root)
+        if info.get("type") != "directory":
+            return Found([Source(url, int(info.get("size") or 0))], [], False)
+        entries = sorted(fs.ls(root, detail=True), key=lambda e: str(e["name"]))
+    except FileNotFoundError:
+        raise TlviewError(f"{url}: no such file or directory", EXIT_NO_TRACE) from None
+    except Exception as e:  # each file system raises its own errors
+        raise TlviewError(f"{url}: cannot list: {e}", EXIT_NO_TRACE) from None
+    sources, skipped, subdirs = [], [], []
+    for entry in entries:
+        name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
+        if entry.get("type") == "directory":
+            subdirs.append(name)
+        elif name.endswith(LOG_SUFFIXES):
+            size = int(entry.get("size") or 0)
+            sources.append(Source(fs.unstrip_protocol(entry["name"]), size))
+        else:
+            skipped.append(name)
+    return Found(sources, directory_notes(skipped, subdirs), True)
+
+
+def url_opener(url: str) -> Opener:
+    def open_url(_: Path) -> IO[bytes]:
+        fs, path = _fs(url)
+        try:
+            raw = fs.open(path, "rb")
+        except Exception as e:  # each file system raises its own errors
+            raise TlviewError(f"{url}: cannot open: {e}", EXIT_NO_TRACE) from None
+        head = raw.read(2)
+        raw.seek(0)
+        if head == _GZIP_MAGIC:
+            return Gunzip(raw)  # type: ignore[return-value]
+        return raw
+
+    return open_url
