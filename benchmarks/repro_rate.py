@@ -48,7 +48,7 @@ def zoo_log(tmp: Path) -> Path:
 
 
 def rate(folder: Path, out: Path, backend: str | None) -> list[repro.Outcome]:
-    rep = load(folder, repro.keep_policy(), jobs=1)
+    rep = load(folder, repro.graph_keep(), jobs=1)
     return repro.make_all(
         rep, out, repro.Options(backend=backend, run=True, force=True, warn=False)
     )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
-from tlview.analyze.divergence import span
+from tlview.analyze.divergence import rank_ranges
 from tlview.index.artifacts import artifact_meta
 from tlview.load import load
 
@@ -156,9 +156,9 @@ def test_divergence_in_terminal_report(tmp_path: Path) -> None:
 
 
 def test_span() -> None:
-    assert span([0, 1, 2, 3, 5, 7, 8, 9]) == "0-3, 5, 7-9"
-    assert span(range(1000)) == "0-999"
-    assert span([4]) == "4"
+    assert rank_ranges([0, 1, 2, 3, 5, 7, 8, 9]) == "0-3, 5, 7-9"
+    assert rank_ranges(range(1000)) == "0-999"
+    assert rank_ranges([4]) == "4"
 
 
 # -- runtime estimates, kernel tensor metadata, graph execution order (torch run once) -----------

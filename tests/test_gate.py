@@ -6,21 +6,21 @@ import pytest
 from conftest import FIXTURES, corpus, report_json, run_cli
 
 from tlview.analyze.diff import compare
-from tlview.analyze.gate import Check, check_diff, check_report, parse
+from tlview.analyze.gate import Check, check_diff, check_report, parse_checks
 from tlview.analyze.summary import overview
 from tlview.errors import EXIT_USAGE, TlviewError
 from tlview.load import load
 
 
 def test_parse_items_and_limits() -> None:
-    got = parse(["graph-breaks,recompiles:+2", "compile-time:+20%", "failures:0"], True)
+    got = parse_checks(["graph-breaks,recompiles:+2", "compile-time:+20%", "failures:0"], True)
     assert got == [
         Check("graph-breaks", None, text="graph-breaks"),
         Check("recompiles", 2.0, True, False, "recompiles:+2"),
         Check("compile-time", 20.0, True, True, "compile-time:+20%"),
         Check("failures", 0.0, False, False, "failures:0"),
     ]
-    assert parse(["compile-time:90s"], False) == [
+    assert parse_checks(["compile-time:90s"], False) == [
         Check("compile-time", 90.0, False, False, "compile-time:90s")
     ]
 
@@ -39,15 +39,17 @@ def test_parse_items_and_limits() -> None:
 )
 def test_bad_specs_are_usage_errors(spec: str, against_base: bool, says: str) -> None:
     with pytest.raises(TlviewError) as e:
-        parse([spec], against_base)
+        parse_checks([spec], against_base)
     assert e.value.exit_code == EXIT_USAGE
     assert says in e.value.message and spec in e.value.message
 
 
 def test_report_absolute_limits_on_a_real_log() -> None:
     o = overview(load(corpus("mlp_aot_eager")))  # 2 graph breaks, 2 recompiles, 1.71 s
-    assert check_report(o, parse(["graph-breaks:2,recompiles:2,failures"], False)) == []
-    assert check_report(o, parse(["graph-breaks:0,recompiles:1,compile-time:1s"], False)) == [
+    assert check_report(o, parse_checks(["graph-breaks:2,recompiles:2,failures"], False)) == []
+    assert check_report(
+        o, parse_checks(["graph-breaks:0,recompiles:1,compile-time:1s"], False)
+    ) == [
         "graph-breaks: 2 (limit 0)",
         "recompiles: 2 (limit 1)",
         "compile-time: 1.71 s (limit 1.00 s)",
@@ -96,19 +98,21 @@ def test_report_gate_uses_the_renderers_one_pass(
 def test_diff_relative_limits_and_time_noise() -> None:
     # dtypes_zoo: 28.91 s of compiling, 15 recompiles; dynamic_shapes: 32.50 s, 5, 1 failure.
     d = compare(load(corpus("dtypes_zoo")), load(corpus("dynamic_shapes")))
-    assert check_diff(d, parse(["compile-time:+20%,recompiles"], True)) == []
-    assert check_diff(d, parse(["compile-time:+10%,failures,compile-time:+3s"], True)) == [
+    assert check_diff(d, parse_checks(["compile-time:+20%,recompiles"], True)) == []
+    assert check_diff(d, parse_checks(["compile-time:+10%,failures,compile-time:+3s"], True)) == [
         "compile-time: 28.91 s -> 32.50 s (allowed +10%)",
         "failures: 0 -> 1 (no more than BASE)",
         "compile-time: 28.91 s -> 32.50 s (allowed +3.00 s)",
     ]
-    assert check_diff(d, parse(["compile-time:30s,recompiles:4"], True)) == [
+    assert check_diff(d, parse_checks(["compile-time:30s,recompiles:4"], True)) == [
         "compile-time: 28.91 s -> 32.50 s (limit 30.00 s)",
         "recompiles: 15 -> 5 (limit 4)",
     ]
     # Under a second more is noise for a relative limit: mlp_aot_eager against itself plus 0.
     same = compare(load(corpus("mlp_aot_eager")), load(corpus("mlp_aot_eager")))
-    assert check_diff(same, parse(["compile-time,compile-time:+0%,input-changes"], True)) == []
+    assert (
+        check_diff(same, parse_checks(["compile-time,compile-time:+0%,input-changes"], True)) == []
+    )
 
 
 def test_compiles_outside_dynamo_count_as_failures_and_compile_time() -> None:

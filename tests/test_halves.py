@@ -60,7 +60,7 @@ def test_two_renderers_write_what_one_writes(
     fmt: str, path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(store, "IN_MEMORY", 2)  # some compiles on disk, some in memory
-    rep = load(path(), kept.keep_policy(False) if fmt == "html" else None)
+    rep = load(path(), kept.page_keep(False) if fmt == "html" else None)
     monkeypatch.setattr(halves, "MIN_COST", ONE)
     one = _write(rep, fmt)
     made = _forks(monkeypatch)
@@ -73,7 +73,7 @@ def test_two_renderers_write_what_one_writes(
 def test_the_full_page_and_linked_metrics_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     # Long metric values repeated across compiles link to the first section showing them,
     # even when that section was rendered by the other process.
-    rep = load(only_log("mlp_aot_eager"), kept.keep_policy(True))
+    rep = load(only_log("mlp_aot_eager"), kept.page_keep(True))
     monkeypatch.setattr(halves, "MIN_COST", ONE)
     one = _write(rep, "html", full=True)
     assert b'<span class="dim">same as in</span>' in one
@@ -94,7 +94,7 @@ def test_the_halves_cost_the_same() -> None:
 
 def test_a_failed_renderer_is_replaced_by_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     # The copy fails half way (a bug, memory): this process renders its half itself.
-    rep = load(corpus("tlparse-tests", "multi_rank_logs"), kept.keep_policy(False))
+    rep = load(corpus("tlparse-tests", "multi_rank_logs"), kept.page_keep(False))
     monkeypatch.setattr(halves, "MIN_COST", ONE)
     one_page, one_json = _write(rep, "html"), _write(rep, "json")
     made = _forks(monkeypatch)
@@ -164,7 +164,7 @@ def test_the_page_picks_the_same_rows_when_the_first_pass_is_split(
     # problems and recompiles and every anchor come out as from one pass.
     monkeypatch.setattr(page, "PAGE_COMPILES", caps[0])
     monkeypatch.setattr(page, "DETAIL_COMPILES", caps[1])
-    rep = load(path(), kept.keep_policy(False))
+    rep = load(path(), kept.page_keep(False))
     monkeypatch.setattr(halves, "MIN_COST", ONE)
     one = page.build(rep)
     page_one = _write(rep, "html")
@@ -182,7 +182,7 @@ def test_anchors_of_repeated_compile_ids_are_numbered_as_in_one_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Two compiles with one id get anchors c-0_0 and c-0_0~2, whichever process met them.
-    rep = load(only_log("mlp_aot_eager"), kept.keep_policy(False))
+    rep = load(only_log("mlp_aot_eager"), kept.page_keep(False))
     (log,) = rep.logs
     twice = list(log.compiles) + list(log.compiles)
     log.compiles = twice
@@ -221,7 +221,7 @@ def test_the_copys_output_is_removed_however_reading_it_stops(tmp_path: Path) ->
             raise BrokenPipeError
 
     def output(f: Any) -> None:
-        f.write(b"x" * (4 * halves.CHUNK))
+        f.write(b"x" * (4 * halves.COPY_CHUNK))
 
     later = halves.Later(output)
     assert later.result() == (True, None)
@@ -232,7 +232,7 @@ def test_the_copys_output_is_removed_however_reading_it_stops(tmp_path: Path) ->
     later = halves.Later(output)
     later.result()
     text = later.text()
-    assert next(text) == "x" * halves.CHUNK
+    assert next(text) == "x" * halves.COPY_CHUNK
     text.close()
     assert not Path(later.path).exists()
 

@@ -21,12 +21,13 @@ import pytest
 from conftest import CORPUS, FIXTURES, ROOT, corpus
 
 from tlview import __version__
-from tlview.analyze.summary import Refs, compile_ref, overview
+from tlview.analyze.names import Refs, compile_ref
+from tlview.analyze.summary import overview
 from tlview.load import load
 from tlview.model import Divergence, Report
 from tlview.render import html
 from tlview.render.html import kept, page
-from tlview.runtime import halves
+from tlview.runtime import halves, templates
 
 DEMO = FIXTURES / "demo.log"
 
@@ -47,7 +48,7 @@ def real_paths() -> list[Path]:
 
 
 def render(path: Path | str, full: bool = False) -> tuple[Report, str]:
-    rep = load(path, kept.keep_policy(full))
+    rep = load(path, kept.page_keep(full))
     return rep, html.render(rep, full=full)
 
 
@@ -216,11 +217,14 @@ def test_span_of_symbolic_zero_size_and_unknown_dtype() -> None:
     def t(**f: object) -> TensorDesc:
         return TensorDesc(1, {"dtype": "torch.float16", "storage": 0, **f})
 
-    assert page.span(t(size=[2, 3], stride=[3, 1], storage_offset=4)) == (8, 20)
-    assert page.span(t(size=[0, 3], stride=[3, 1], storage_offset=4)) == (8, 8)
-    assert page.span(t(size=["s0", 3], stride=[3, 1])) == (None, None)
-    assert page.span(t(size=[2], stride=[1], dtype="torch.mystery")) == (None, None)
-    assert page.span(t(size=[], stride=[], dtype="torch.complex128", storage_offset=2)) == (32, 48)
+    assert page.byte_range(t(size=[2, 3], stride=[3, 1], storage_offset=4)) == (8, 20)
+    assert page.byte_range(t(size=[0, 3], stride=[3, 1], storage_offset=4)) == (8, 8)
+    assert page.byte_range(t(size=["s0", 3], stride=[3, 1])) == (None, None)
+    assert page.byte_range(t(size=[2], stride=[1], dtype="torch.mystery")) == (None, None)
+    assert page.byte_range(t(size=[], stride=[], dtype="torch.complex128", storage_offset=2)) == (
+        32,
+        48,
+    )
 
 
 def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
@@ -240,7 +244,7 @@ def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
 
 
 def test_divergence_and_recompile_records_are_rendered() -> None:
-    rep = load(DEMO, kept.keep_policy(False))
+    rep = load(DEMO, kept.page_keep(False))
     rep.divergence = [
         Divergence("compile ids", [1, 3], "ranks 1 and 3 compiled 0/2; the others did not")
     ]
@@ -293,7 +297,7 @@ def test_truncated_log_shows_phases_that_never_ended() -> None:
 def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus("transformer_inductor")
     whole = {
-        (p.line): p.text for c in load(path, kept.keep_policy(True)).compiles for p in c.payloads()
+        (p.line): p.text for c in load(path, kept.page_keep(True)).compiles for p in c.payloads()
     }
     monkeypatch.setattr(kept, "PAYLOAD_BYTES", 2000)
     monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", 20_000)
@@ -333,7 +337,7 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
 def test_default_budget_holds_on_real_logs() -> None:
     shown = 0
     for path in real_paths():
-        built = page.build(load(path, kept.keep_policy(False)))
+        built = page.build(load(path, kept.page_keep(False)))
         assert built.budget.shown_bytes <= kept.PAGE_PAYLOAD_BYTES
         for v in built.views():
             for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
@@ -613,7 +617,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(store, "IN_MEMORY", 2)
     path = corpus("tlparse-tests", "multi_rank_logs")  # 4 logs, 25 compiles (16 in one)
-    rep = load(path, kept.keep_policy(False))
+    rep = load(path, kept.page_keep(False))
     assert sum(log.compiles.on_disk for log in rep.logs) == 2  # type: ignore[attr-defined]
     every = len(list(rep.compiles))
     # The page-wide parts keep no compile, payload or input: only rows.
@@ -691,19 +695,19 @@ def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: P
 
     good = tmp_path / "cache"
     good.mkdir()
-    assert page_with(html._Cache(str(good))) == want
+    assert page_with(templates._Cache(str(good))) == want
     files = sorted(good.iterdir())
     assert len(files) == 3  # the page's template, its sections' and their macros
-    assert page_with(html._Cache(str(good))) == want  # read back
+    assert page_with(templates._Cache(str(good))) == want  # read back
     files[0].write_bytes(files[0].read_bytes()[: files[0].stat().st_size // 2])  # cut short
     files[1].write_bytes(jinja2.bccache.bc_magic + b"not a pickled checksum")
     files[2].write_bytes(b"")
-    assert page_with(html._Cache(str(good))) == want
+    assert page_with(templates._Cache(str(good))) == want
     files[1].write_bytes(b"j2 not a cache file")
-    assert page_with(html._Cache(str(good))) == want
+    assert page_with(templates._Cache(str(good))) == want
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
-    assert page_with(html._Cache(str(not_a_dir))) == want
+    assert page_with(templates._Cache(str(not_a_dir))) == want
 
 
 def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -724,7 +728,7 @@ def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) ->
 def test_compile_id_page_shows_that_compile_alone_and_whole(tmp_path: Path) -> None:
     # truncated_log 0/1: a recompile whose joint graph (90 KB) is past the page's 64 KiB a payload.
     log = corpus("truncated_log")
-    rep = load(log, kept.keep_policy(True))
+    rep = load(log, kept.page_keep(True))
     c = next(c for c in rep.compiles if c.key == "0/1")
     graph = next(p for p in c.graphs if p.kind == "aot_joint_graph")
     assert graph.text is not None and len(graph.text) > kept.PAYLOAD_BYTES
@@ -808,7 +812,7 @@ def test_figures_filter_only_to_rows_that_exist() -> None:
 def test_timeline_bars_never_cover_each_other(path) -> None:
     """A short compile's bar is drawn wider than its time: the next bar of its row starts after
     it as drawn (in the shared last row alone, overlaps are left)."""
-    p = page.build(load(path(), kept.keep_policy(False)))
+    p = page.build(load(path(), kept.page_keep(False)))
     seen = 0
     for lane in p.lanes:
         for row in range(min(lane.rows, page.MAX_LANE_ROWS - 1)):

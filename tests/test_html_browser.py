@@ -23,7 +23,7 @@ import pytest
 from conftest import corpus
 from test_html import DEMO, HOSTILE, hostile_log, real_paths
 
-from tlview.analyze.summary import Refs, compile_ref
+from tlview.analyze.names import Refs, compile_ref
 from tlview.load import load
 from tlview.model import Report
 from tlview.render import html
@@ -230,7 +230,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 # -- the pages -------------------------------------------------------------------------------------
 def page_for(path: Path, dest: Path, full: bool = False) -> tuple[Report, Path]:
-    rep = load(path, kept.keep_policy(full))
+    rep = load(path, kept.page_keep(full))
     with dest.open("wb") as f:
         html.write(rep, f, full=full)
     return rep, dest
@@ -457,7 +457,7 @@ def test_the_harness_sees_script_errors_and_requests(browser: Chromium, tmp_path
 def test_one_compile_page(browser: Chromium, tmp_path: Path) -> None:
     # --compile-id's page: one section, open, its table row, no script error.
     log = corpus("dynamic_shapes")
-    rep = load(log, kept.keep_policy(False, "0/1"))
+    rep = load(log, kept.page_keep(False, "0/1"))
     dest = tmp_path / "one.html"
     dest.write_text(html.render(rep, only=("0/1", lambda c: c.key == "0/1")))
     assert problems(browser.load(dest), dest) == []

@@ -54,11 +54,12 @@ def test_listing_subclasses_and_notes() -> None:
 
 def test_listing_takes_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     # Memory stays that of one compile: the next compile is read only once the last is listed.
+    import tlview.analyze.names as names
     import tlview.rebuild as rebuild
 
     pulled: list[str] = []
     listed: list[str] = []
-    real_rows, real_choose = rebuild.input_rows, rebuild.compiles_with_inputs
+    real_rows, real_choose = rebuild.input_rows, names.compiles_with_inputs
 
     def choose(rep, compile_id=None):  # type: ignore[no-untyped-def]
         for c in real_choose(rep, compile_id):
@@ -70,7 +71,7 @@ def test_listing_takes_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) ->
         listed.append(c.key)
         return real_rows(c, allow_import)
 
-    monkeypatch.setattr(rebuild, "compiles_with_inputs", choose)
+    monkeypatch.setattr(names, "compiles_with_inputs", choose)
     monkeypatch.setattr(rebuild, "input_rows", rows)
     r = run_cli("inputs", only_log("views_aliasing"))
     assert r.exit_code == 0, r.output

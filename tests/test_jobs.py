@@ -126,7 +126,7 @@ def test_read_one_is_a_compact_picklable_summary(job: Path) -> None:
     got = read_one(Source(str(path), path.stat().st_size))
     back = pickle.loads(pickle.dumps(got))  # noqa: S301 - our own objects, round trip
     assert [c.key for c in back.logs[0].compiles] == [c.key for c in got.logs[0].compiles]
-    assert back.facts[0].rank == 0 and "4/0" in back.facts[0].compiles
+    assert back.fingerprints[0].rank == 0 and "4/0" in back.fingerprints[0].compiles
     assert len(pickle.dumps(got)) < path.stat().st_size / 4
     assert all(p.text is None for c in back.logs[0].compiles for p in c.payloads())
 

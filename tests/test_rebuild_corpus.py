@@ -11,18 +11,12 @@ from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
 
 torch = pytest.importorskip("torch")
 
+from tlview.analyze.names import compiles_with_inputs, find_compile  # noqa: E402
 from tlview.errors import EXIT_REFUSED, TlviewError  # noqa: E402
-from tlview.index.dims import placeholder  # noqa: E402
+from tlview.index.dims import fx_name  # noqa: E402
 from tlview.load import load  # noqa: E402
 from tlview.model import Compile, Input, Report, TensorDesc  # noqa: E402
-from tlview.rebuild import (  # noqa: E402
-    compiles_with_inputs,
-    eval_expr,
-    fake_rebuild,
-    find_compile,
-    parse_bytes,
-    real_inputs,
-)
+from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes, real_inputs  # noqa: E402
 from tlview.tensors.emit import emit_file, load_inputs  # noqa: E402
 
 # Every folder of the corpus that holds logs (a folder is read as one job, as `tlview` reads it).
@@ -177,12 +171,12 @@ def test_corpus_facts(reports: dict[str, Report]) -> None:
 
 
 def test_placeholder_names_and_expressions() -> None:
-    assert placeholder("L['x']") == "l_x_"
+    assert fx_name("L['x']") == "l_x_"
     assert (
-        placeholder("L['self']._modules['l1']._parameters['weight']")
+        fx_name("L['self']._modules['l1']._parameters['weight']")
         == "l_self_modules_l1_parameters_weight_"
     )
-    assert placeholder("L['hiddenStates']") == "l_hidden_states_"  # FX's snake case
+    assert fx_name("L['hiddenStates']") == "l_hidden_states_"  # FX's snake case
     assert eval_expr("16*s77", {"s77": 4}) == 64
     assert eval_expr("Max(1, s0) + s1//2", {"s0": 3, "s1": 9}) == 7
     assert eval_expr("s9 * 2", {}) is None

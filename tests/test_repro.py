@@ -575,14 +575,15 @@ def test_corpus_dynamic_shapes_all_run(tmp_path: Path) -> None:
 
 
 def test_corpus_graph_code_parses_everywhere() -> None:
+    from tlview.analyze.names import graphs
     from tlview.load import load
     from tlview.repro import graphcode
     from tlview.repro import make as repro
 
     seen = 0
     for folder in sorted({p.parent for p in corpus().rglob("*.log")}):
-        rep = load(folder, repro.keep_policy(), jobs=1)
-        for _ref, c in repro.graphs(rep):
+        rep = load(folder, repro.graph_keep(), jobs=1)
+        for _ref, c in graphs(rep):
             g = repro.graph_of(c)
             assert g is not None and g.text is not None
             code = graphcode.parse(g.text)

@@ -312,7 +312,7 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", budget)
     monkeypatch.setattr(kept, "PAYLOAD_BYTES", 8_000)
     monkeypatch.setenv("TLVIEW_NO_SPLIT", "1")
-    whole = html.render(load(path, kept.keep_policy(False)))
+    whole = html.render(load(path, kept.page_keep(False)))
     monkeypatch.delenv("TLVIEW_NO_SPLIT")
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     dropped: list[int] = []
@@ -324,7 +324,7 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
         return got
 
     monkeypatch.setattr(index.Keep, "after", spied)
-    halves = html.render(load(path, kept.keep_policy(False)))
+    halves = html.render(load(path, kept.page_keep(False)))
     assert halves == whole
     # The smallest budget runs out while the second half is read: texts were forgotten.
     assert (sum(dropped) > 0) == (budget == 20_000)

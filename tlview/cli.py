@@ -212,16 +212,16 @@ def report(
 
     checks = []
     if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
-        from tlview.analyze.gate import parse as parse_checks
+        from tlview.analyze.gate import parse_checks as parse_checks
 
         checks = parse_checks(fail_on, against_base=False)
     keep = None
     meanwhile: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if fmt == "html":
-        from tlview.render.html.kept import keep_policy
+        from tlview.render.html.kept import page_keep
 
         # One compile (--compile-id ID or LOG:ID): every text of it, none of the others.
-        keep = keep_policy(full, None if compile_id is None else compile_id.rpartition(":")[2])
+        keep = page_keep(full, None if compile_id is None else compile_id.rpartition(":")[2])
         # The page's renderer (Jinja and all) is imported while a second reader still reads.
         meanwhile = cores.meanwhile(_import_page, PAGE_IMPORT_NS)
     elif fmt == "text":  # rich, likewise
@@ -318,8 +318,9 @@ def inputs(
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
     _quiet_torch()
     path = _newest(path) if latest else path
+    from tlview.analyze.names import compiles_with_inputs
     from tlview.load import load
-    from tlview.rebuild import DEFAULT_MAX_BYTES, compiles_with_inputs, parse_bytes
+    from tlview.rebuild import DEFAULT_MAX_BYTES, parse_bytes
     from tlview.runtime import cores
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
@@ -351,7 +352,7 @@ def _inputs_listing(rep: Any, chosen: Iterable[Any], allow_import: tuple[str, ..
     """Per compile, each input with its metadata and whether it rebuilds as fake and as real.
 
     One compile at a time: a log of thousands of compiles lists in the memory of one."""
-    from tlview.analyze.summary import Refs
+    from tlview.analyze.names import Refs
     from tlview.rebuild import input_rows
     from tlview.render.text import clean  # text from the log: control characters shown, not obeyed
     from tlview.runtime.output import stdout
@@ -420,7 +421,7 @@ def _picked(rep: Any, compile_id: str | None) -> Any:
     """Whether a compile is the one --compile-id names (None: every compile is)."""
     if compile_id is None:
         return None
-    from tlview.analyze.summary import is_named
+    from tlview.analyze.names import is_named
 
     return lambda c: is_named(c, compile_id)
 
@@ -473,7 +474,7 @@ def _newest(path: str) -> str:
 
 
 def _check_compile_id(rep: Any, compile_id: str) -> None:
-    from tlview.analyze.summary import is_named, no_compile
+    from tlview.analyze.names import is_named, no_compile
 
     if not any(is_named(c, compile_id) for c in rep.compiles):
         raise TlviewError(no_compile(rep, compile_id), 2)
@@ -534,7 +535,7 @@ def diff(
     fmt = _format_for(fmt, output)
     from tlview.analyze.diff import compare
     from tlview.analyze.gate import check_diff
-    from tlview.analyze.gate import parse as parse_checks
+    from tlview.analyze.gate import parse_checks as parse_checks
     from tlview.load import load
     from tlview.runtime.output import output as open_output
 
@@ -663,6 +664,7 @@ def repro(
     path = _newest(path) if latest else path
     from pathlib import Path
 
+    from tlview.analyze.names import GRAPH_KIND
     from tlview.errors import EXIT_NO_REPRO
     from tlview.load import load
     from tlview.repro import make as repro_mod
@@ -674,7 +676,7 @@ def repro(
     opts = repro_mod.Options(
         backend=backend, device=device, mode=mode, seed=seed, run=run_now, force=force
     )
-    rep = load(path, repro_mod.keep_policy(), progress=_progress_reader(path), jobs=1)
+    rep = load(path, repro_mod.graph_keep(), progress=_progress_reader(path), jobs=1)
     out = Path(output) if output is not None else None
     if all_graphs:
         assert out is not None
@@ -685,7 +687,7 @@ def repro(
         good = ("ran",) if run_now else ("ran", "written")
         if not outcomes:  # asked for repros, got none: as much a failure as a skipped graph
             raise TlviewError(
-                f"{path}: no {repro_mod.GRAPH_KIND} record in the log: no graph to repro",
+                f"{path}: no {GRAPH_KIND} record in the log: no graph to repro",
                 EXIT_NO_REPRO,
             )
         if any(o.status not in good for o in outcomes):

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tlview.analyze.divergence import Facts, facts, find_in
+from tlview.analyze.divergence import Fingerprint, find_in, fingerprint
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.index.indexer import Keep, read_log
 from tlview.model import LogIndex, Report
@@ -91,7 +91,7 @@ def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
 def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> Report:
     """One report from the reads of a PATH's logs, in file order, with the ranks compared."""
     report = Report(path=path, notes=list(notes))
-    per_log: list[Facts] = []
+    per_log: list[Fingerprint] = []
     for r in reads:
         if r.error is not None:
             raise TlviewError(*r.error)
@@ -101,7 +101,7 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
             report.notes.append(f"skipped {r.source.name}: {r.skipped}")
             continue
         report.logs.extend(r.logs)
-        per_log.extend(r.facts)
+        per_log.extend(r.fingerprints)
     if not report.logs:
         raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
     report.divergence = find_in(per_log)
@@ -110,11 +110,11 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
 
 @dataclass(slots=True)
 class Read:
-    """What reading one log gave: its processes' indexes and facts, or why it holds none."""
+    """What reading one log gave: its processes' indexes and fingerprints, or why it holds none."""
 
     source: Source
     logs: list[LogIndex] = field(default_factory=list)
-    facts: list[Facts] = field(default_factory=list)  # one per log, for divergence
+    fingerprints: list[Fingerprint] = field(default_factory=list)  # one per log, for divergence
     skipped: str | None = None  # why the file holds no TORCH_TRACE record
     error: tuple[str, int] | None = None  # a failure's one-line message and exit status
 
@@ -123,7 +123,7 @@ class Read:
 def read_one(
     src: Source, progress: Callable[[int], None] | None = None, *, keep: Keep | None = None
 ) -> Read:
-    """Read one log (local path or URL) into its processes' indexes and their facts."""
+    """Read one log (local path or URL) into its processes' indexes and their fingerprints."""
     opener: Opener = url_opener(src.path) if is_url(src.path) else open_log
     where = Path(src.path)
     try:
@@ -150,7 +150,7 @@ def read_one(
     hashed = keep is None or keep.ranks
     if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
         return Read(src, logs, [])
-    return Read(src, logs, [facts(log, graphs=hashed) for log in logs])
+    return Read(src, logs, [fingerprint(log, graphs=hashed) for log in logs])
 
 
 def _size(src: Source) -> int:

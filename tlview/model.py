@@ -6,7 +6,7 @@ import functools
 import re
 from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 Dim = int | str  # a size, stride or offset: an int, or a symbolic expression as logged ("s0", "j1")
 
@@ -25,8 +25,11 @@ def pickled_by_fields(cls: type[_T]) -> type[_T]:
     return cls
 
 
-# Compile statuses, in order of severity (README "Statuses").
-STATUSES = ("failed", "incomplete", "graph_break", "restarted", "empty", "traced", "ok", "outside")
+# A compile's status (docs/statuses.md); mypy checks every status a module writes or compares.
+Status = Literal[
+    "failed", "incomplete", "graph_break", "restarted", "empty", "traced", "ok", "outside"
+]
+STATUSES: tuple[Status, ...] = get_args(Status)  # in order of severity
 
 
 @pickled_by_fields
@@ -499,7 +502,7 @@ class Compile:
     log: str
     pid: int | None = None
     rank: int | None = None
-    status: str = "incomplete"
+    status: Status = "incomplete"
     first_line: int = 0
     last_line: int = 0
     stack: list[StackFrame] = field(default_factory=list)

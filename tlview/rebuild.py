@@ -12,16 +12,16 @@ import os
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tlview.analyze.summary import Refs, is_named, no_compile
+from tlview.analyze.names import find_compile
 from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_REFUSED, EXIT_USAGE, TlviewError
-from tlview.index.dims import dynamic_dims, input_symbols, placeholder
+from tlview.index.dims import dynamic_dims, fx_name, input_symbols
 from tlview.model import Compile, InputSet, Report, StorageDesc, TensorDesc, device_name
-from tlview.units import dims, nbytes
+from tlview.units import dims, itemsize, nbytes
 
 MODES = ("random", "zeros", "meta")
 NJT = "torch.nested._internal.nested_tensor.NestedTensor"
@@ -58,26 +58,6 @@ class Rebuilt:
 # Plans: the logged records made concrete and checked, without torch.
 # --------------------------------------------------------------------------------------------
 
-_ITEMSIZE = {
-    "bool": 1,
-    "uint8": 1,
-    "int8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float16": 2,
-    "bfloat16": 2,
-    "float32": 4,
-    "float64": 8,
-    "complex32": 4,
-    "complex64": 8,
-    "complex128": 16,
-    "qint32": 4,
-    "bits16": 2,
-}
 ZERO_NOTE = (
     "its storage is logged as 0 bytes (freed, as FSDP frees parameters between uses): rebuilt "
     "so, and reading its values crashes torch, as it would have in the program"
@@ -87,10 +67,6 @@ _NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
 _SYMBOL = re.compile(r"[su]\d+")
 _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset\(\))$")
 _RANGE = re.compile(r"\[(-?\d+|-?int_oo|-?oo), (-?\d+|-?int_oo|-?oo)\]")
-
-
-def itemsize(dtype: str) -> int:
-    return _ITEMSIZE.get(dtype, 1)
 
 
 def dtype_name(text: Any) -> str | None:
@@ -228,7 +204,7 @@ class TensorPlan:
             if d == 0:
                 return 0
             last += (d - 1) * s
-        return (last + 1) * itemsize(self.dtype)
+        return (last + 1) * (itemsize(self.dtype) or 1)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (weights_only-safe) to write beside emitted tensors."""
@@ -345,7 +321,7 @@ def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
     if sizes:
         for s in sets:
             for _tid, src in s.sources:
-                graph_dims = sizes.get(placeholder(src))
+                graph_dims = sizes.get(fx_name(src))
                 if not isinstance(graph_dims, list):
                     continue
                 for i, d in enumerate(graph_dims):
@@ -390,33 +366,33 @@ def _symbols_per_describer(c: Compile) -> bool:
     return len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
 
 
-_PLANNED: OrderedDict[int, tuple[Compile, tuple[Any, ...], SymbolPlan, list[GroupPlan]]]
-_PLANNED = OrderedDict()
-_PLANNED_KEEP = 8  # compiles whose plans are kept (each holds its Compile alive)
+_PLANS: OrderedDict[int, tuple[Compile, tuple[Any, ...], SymbolPlan, list[GroupPlan]]]
+_PLANS = OrderedDict()
+_PLANS_KEPT = 8  # compiles whose plans are kept (each holds its Compile alive)
 
 
-def planned(c: Compile) -> tuple[SymbolPlan, list[GroupPlan]]:
+def plans_for(c: Compile) -> tuple[SymbolPlan, list[GroupPlan]]:
     """The symbols and plans of a compile, made once and reused while its records are unchanged.
 
     The plans are shared by every rebuild of the compile: read them, never change them.
     """
     mark = _plan_mark(c)
-    hit = _PLANNED.get(id(c))
+    hit = _PLANS.get(id(c))
     if hit is not None and hit[0] is c and hit[1] == mark:
-        _PLANNED.move_to_end(id(c))
+        _PLANS.move_to_end(id(c))
         return hit[2], hit[3]
     symbols = plan_symbols(c)
     groups = plan_compile(c, symbols)
-    _PLANNED[id(c)] = (c, mark, symbols, groups)
-    _PLANNED.move_to_end(id(c))
-    while len(_PLANNED) > _PLANNED_KEEP:
-        _PLANNED.popitem(last=False)
+    _PLANS[id(c)] = (c, mark, symbols, groups)
+    _PLANS.move_to_end(id(c))
+    while len(_PLANS) > _PLANS_KEPT:
+        _PLANS.popitem(last=False)
     return symbols, groups
 
 
 def forget_plans() -> None:
     """Drop the kept plans (and the compiles they hold): memory back, or a first call timed."""
-    _PLANNED.clear()
+    _PLANS.clear()
 
 
 def _plan_mark(c: Compile) -> tuple[Any, ...]:
@@ -516,7 +492,7 @@ def _alone(p: TensorPlan, extent: int) -> bool:
         and not (p.view or p.conj or p.neg or p.nested or p.subclass or p.sparse)
         and not (p.functorch or p.functional or p.inference or p.mkldnn)
         and (p.leaf or p.param or not p.requires_grad)
-        and extent == _numel(p.size) * itemsize(p.dtype) > 0
+        and extent == _numel(p.size) * (itemsize(p.dtype) or 1) > 0
     )
 
 
@@ -742,7 +718,7 @@ def _whole_dtype(name: str) -> tuple[Any, bool] | None:
             dt = torch_dtype(name)
         except _Failed:
             dt = None
-        if dt is not None and dt.itemsize == itemsize(name):
+        if dt is not None and dt.itemsize == (itemsize(name) or 1):
             got = (dt, dt.is_floating_point or dt.is_complex)
         _WHOLE_DTYPES[name] = got
     return got
@@ -1190,13 +1166,17 @@ class RealBuilder:
         numel = 1
         for d in p.size:
             numel *= d  # type: ignore[assignment]
-        if not nbytes or nbytes != p.extent() or nbytes != numel * itemsize(p.dtype):
+        if not nbytes or nbytes != p.extent() or nbytes != numel * (itemsize(p.dtype) or 1):
             return None
         dev, why = self.devices.map(p.device)
         if why:
             self.note(p.id, why)
         dt = torch_dtype(p.dtype)
-        if dev.startswith("meta") or self.filler.mode == "meta" or dt.itemsize != itemsize(p.dtype):
+        if (
+            dev.startswith("meta")
+            or self.filler.mode == "meta"
+            or dt.itemsize != (itemsize(p.dtype) or 1)
+        ):
             return None
         return self.fresh(sid, p, dt, dev)
 
@@ -1494,7 +1474,7 @@ def real_inputs(
     if mode not in MODES:
         raise TlviewError(f"mode {mode!r}: expected one of {', '.join(MODES)}", EXIT_USAGE)
     torch = need_torch()
-    _symbols, groups = planned(compile)
+    _symbols, groups = plans_for(compile)
     if mode != "meta":
         need = real_bytes(groups)
         if need > max_bytes:
@@ -1577,18 +1557,6 @@ def _tree_notes(
 # --------------------------------------------------------------------------------------------
 
 
-def find_compile(report: Report, compile_id: str) -> Compile:
-    """A compile by torch's id string, or `LOG:ID` when the report holds several logs."""
-    hits = [c for c in report.compiles if is_named(c, compile_id)]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits:
-        raise TlviewError(no_compile(report, compile_id), 2)
-    refs = Refs.of(report)
-    logs = ", ".join(refs(c) for c in hits[:6])
-    raise TlviewError(f"{report.path}: compile {compile_id!r} is in several logs; use {logs}", 2)
-
-
 def fake_inputs(
     log: str | Path | Report | Compile,
     compile_id: str | None = None,
@@ -1628,7 +1596,7 @@ def fake_rebuild(
     need_torch()
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    symbols, groups = planned(c)
+    symbols, groups = plans_for(c)
     own = fake_mode is None and shape_env is None  # ours to make: one per set of symbols
     if fake_mode is None:
         if shape_env is None:
@@ -2145,16 +2113,6 @@ class FakeBuilder:
         )
 
 
-def compiles_with_inputs(report: Report, compile_id: str | None = None) -> Iterator[Compile]:
-    """The compiles to rebuild: one by id, or every compile that described inputs."""
-    if compile_id is not None:
-        yield find_compile(report, compile_id)
-        return
-    for c in report.compiles:
-        if c.inputs or c.input_sets:
-            yield c
-
-
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 
@@ -2162,7 +2120,9 @@ def parse_bytes(text: str, what: str = "size") -> int:
     """`8G`, `512M`, `1000000` -> bytes (K, M, G, T are powers of 1024)."""
     m = _SIZE.fullmatch(text.strip())
     if not m:
-        raise TlviewError(f"{what} {text!r}: expected a size such as 8G, 512M or 1000000", 2)
+        raise TlviewError(
+            f"{what} {text!r}: expected a size such as 8G, 512M or 1000000", EXIT_USAGE
+        )
     unit = m.group(2).lower()
     scale = 1024 ** (1 + "kmgt".index(unit)) if unit else 1
     return int(float(m.group(1)) * scale)
@@ -2178,7 +2138,7 @@ def input_rows(
     """Rows for `tlview inputs`: each source with its metadata and how it rebuilds."""
     by_tensor = {(inp.describer, inp.tensor.id): inp for inp in c.inputs}
     dynamic = dynamic_dims(c)
-    _symbols, groups = planned(c)
+    _symbols, groups = plans_for(c)
     fake: Rebuilt | None = None
     real: Rebuilt | None = None
     problem = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -49,3 +50,47 @@ def seconds(v: float | None) -> str:
 
 def _dim(d: object, symbol: str | None) -> str:
     return f"{symbol}={d}" if symbol is not None and type(d) is int and symbol != str(d) else str(d)
+
+
+# Bytes per element of each dtype torch logs, by its name without `torch.`.
+ITEMSIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "complex128": 16,
+    "complex64": 8,
+    "complex32": 4,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint64": 8,
+    "uint32": 4,
+    "uint16": 2,
+    "uint8": 1,
+    "bool": 1,
+    "qint8": 1,
+    "quint8": 1,
+    "qint32": 4,
+    "quint4x2": 1,
+    "quint2x4": 1,
+    "bits8": 1,
+    "bits16": 2,
+    "bits1x8": 1,
+    "bits2x4": 1,
+    "bits4x2": 1,
+    "float4_e2m1fn_x2": 1,
+}
+
+
+def itemsize(dtype: str) -> int | None:
+    """Bytes per element of a logged dtype repr (`torch.float32`), None when unknown."""
+    name = dtype.removeprefix("torch.")
+    if name in ITEMSIZE:
+        return ITEMSIZE[name]
+    if name.startswith("float8"):
+        return 1
+    if re.fullmatch(r"u?int[1-7]", name):
+        return 1
+    return None

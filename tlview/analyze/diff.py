@@ -19,7 +19,7 @@ from tlview.analyze.summary import (
     PHASE_NAMES,
     Overview,
     break_title,
-    frame_text,
+    frame_label,
     overview,
     short,
     short_place,
@@ -48,7 +48,7 @@ class FrameKey:
     line: int | None
 
     def __str__(self) -> str:
-        text = frame_text(self.function, self.file, self.line)
+        text = frame_label(self.function, self.file, self.line)
         return f"{self.process}: {text}" if self.process else text
 
 
@@ -136,7 +136,7 @@ class Change:
     input: InputChange | None = None  # for kind "input"
 
 
-KINDS = (
+CHANGE_KINDS = (
     "frame-added",
     "frame-removed",
     "compiles",

@@ -6,8 +6,13 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tlview.analyze.summary import break_title, frame_text, is_recompile, short_place
-from tlview.index.artifacts import COLLECTIVES, COMPARED_GRAPHS, EXECUTION, RUNTIMES
+from tlview.analyze.summary import break_title, frame_label, is_recompile, short_place
+from tlview.index.artifacts import (
+    COLLECTIVE_SCHEDULE,
+    COMPARED_GRAPHS,
+    GRAPH_EXECUTION,
+    RUNTIME_ESTIMATE,
+)
 from tlview.model import Compile, CompileId, Divergence, LogIndex, Payload, Report
 from tlview.units import count
 
@@ -24,7 +29,7 @@ INPUT_FIELDS = (
     "type",
     "alias",
 )
-KINDS = (
+DIVERGENCE_KINDS = (
     "compile_ids",
     "frame",
     "status",
@@ -44,7 +49,7 @@ MAX_DETAIL = 600  # characters of one divergence's detail
 
 # -- what one log says, reduced to the values ranks are compared by ------------------------------
 @dataclass(slots=True)
-class Facts:
+class Fingerprint:
     """A log's compiles as small values, computed where the log is read and merged per rank."""
 
     rank: int | None
@@ -58,13 +63,13 @@ class Facts:
     execution: tuple[Hashable, ...] = ()  # graph_execution artifacts: (md5, calls, runs)
 
 
-def facts(log: LogIndex, graphs: bool = True) -> Facts:
+def fingerprint(log: LogIndex, graphs: bool = True) -> Fingerprint:
     """The values of every compared aspect of every compile of one log; without `graphs`, the
     graphs are left out (their hashes were not masked, and GPU ranks' graphs name their device)."""
-    f = Facts(log.rank)
+    f = Fingerprint(log.rank)
     execution: list[Hashable] = []
     for c in log.compiles:
-        execution += [_execution_value(p) for p in c.artifacts if p.kind == EXECUTION]
+        execution += [_execution_value(p) for p in c.artifacts if p.kind == GRAPH_EXECUTION]
         if c.id is None:
             continue
         f.ids.append(c.key)
@@ -84,20 +89,20 @@ def facts(log: LogIndex, graphs: bool = True) -> Facts:
     return f
 
 
-def find(report: Report) -> list[Divergence]:
+def divergence_of(report: Report) -> list[Divergence]:
     """Ways in which some ranks of a report differ from the others; empty when all agree."""
-    return find_in([facts(log) for log in report.logs])
+    return find_in([fingerprint(log) for log in report.logs])
 
 
-def find_in(logs: Iterable[Facts]) -> list[Divergence]:
+def find_in(logs: Iterable[Fingerprint]) -> list[Divergence]:
     """Divergence between ranks from their logs' facts (a rank with several logs gets them all)."""
-    ranks: dict[int, Facts] = {}
+    ranks: dict[int, Fingerprint] = {}
     for f in logs:
         if f.rank is None:
             continue
         r = ranks.get(f.rank)
         if r is None:
-            ranks[f.rank] = Facts(
+            ranks[f.rank] = Fingerprint(
                 f.rank,
                 dict(f.compiles),
                 list(f.ids),
@@ -145,10 +150,10 @@ def _label(ref: list[int], total: int) -> str:
     """How a detail names what it compares with: the majority, or the ranks of a tie."""
     if len(ref) * 2 > total:
         return "majority"
-    return ("rank " if len(ref) == 1 else "ranks ") + span(ref)
+    return ("rank " if len(ref) == 1 else "ranks ") + rank_ranges(ref)
 
 
-def span(ranks: Iterable[int]) -> str:
+def rank_ranges(ranks: Iterable[int]) -> str:
     """Ranks as short text: `0-3, 5, 7-999`."""
     rs = sorted(set(ranks))
     parts: list[str] = []
@@ -186,7 +191,7 @@ def _key_order(key: str) -> tuple[int, ...]:
 
 
 # -- compile ids ------------------------------------------------------------------------------
-def _compile_ids(ranks: dict[int, Facts]) -> list[Divergence]:
+def _compile_ids(ranks: dict[int, Fingerprint]) -> list[Divergence]:
     n = len(ranks)
     lowest = next(iter(ranks.values()))
     have: dict[str, int] = {}
@@ -217,7 +222,7 @@ def _compile_ids(ranks: dict[int, Facts]) -> list[Divergence]:
 Describe = Callable[[str, Any, Any, str], str]
 
 
-def _per_compile(ranks: dict[int, Facts], kind: str, describe: Describe) -> list[Divergence]:
+def _per_compile(ranks: dict[int, Fingerprint], kind: str, describe: Describe) -> list[Divergence]:
     keys: dict[str, None] = {}
     for r in ranks.values():
         keys.update(dict.fromkeys(r.compiles))
@@ -243,7 +248,7 @@ def _per_compile(ranks: dict[int, Facts], kind: str, describe: Describe) -> list
 
 def _frame(c: Compile) -> Hashable:
     """What the compile id compiles, by file name: each rank may run from its own folder."""
-    return frame_text(c.function or "?", c.file, c.firstline)
+    return frame_label(c.function or "?", c.file, c.firstline)
 
 
 def _describe_frame(key: str, mine: Any, ref: Any, label: str) -> str:
@@ -361,7 +366,7 @@ def _artifacts(c: Compile, kind: str) -> list[Payload]:
 
 def _collectives(c: Compile) -> Hashable:
     out = []
-    for p in _artifacts(c, COLLECTIVES):
+    for p in _artifacts(c, COLLECTIVE_SCHEDULE):
         m = p.meta or {}
         out.append((p.md5, m.get("collectives"), tuple(m.get("ops") or ())))
     return tuple(out)
@@ -383,7 +388,7 @@ def _describe_collectives(key: str, mine: Any, ref: Any, label: str) -> str:
 
 
 def _runtimes(c: Compile) -> Hashable:
-    return tuple(_sig((p.meta or {}).get("runtime_ns")) for p in _artifacts(c, RUNTIMES))
+    return tuple(_sig((p.meta or {}).get("runtime_ns")) for p in _artifacts(c, RUNTIME_ESTIMATE))
 
 
 def _sig(v: Any) -> Any:
@@ -412,7 +417,7 @@ def _ns(v: Any) -> str:
 def _tensor_meta(c: Compile) -> Hashable:
     return tuple(
         ((p.meta or {}).get("tensor_meta"), (p.meta or {}).get("ops"))
-        for p in _artifacts(c, RUNTIMES)
+        for p in _artifacts(c, RUNTIME_ESTIMATE)
     )
 
 
@@ -456,9 +461,9 @@ def _execution_text(v: tuple[Any, ...]) -> str:
 
 
 def _per_rank(
-    ranks: dict[int, Facts],
+    ranks: dict[int, Fingerprint],
     kind: str,
-    value: Callable[[Facts], Hashable],
+    value: Callable[[Fingerprint], Hashable],
     show: Callable[[Any], str],
 ) -> list[Divergence]:
     groups = _group({rank: value(r) for rank, r in ranks.items()})

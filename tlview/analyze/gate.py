@@ -40,7 +40,7 @@ class Check:
     text: str = ""  # as the user wrote it
 
 
-def parse(specs: tuple[str, ...] | list[str], against_base: bool) -> list[Check]:
+def parse_checks(specs: tuple[str, ...] | list[str], against_base: bool) -> list[Check]:
     """Read every `--fail-on` value; a bad one is a usage error naming it."""
     out: list[Check] = []
     for spec in specs:

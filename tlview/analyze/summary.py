@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from tlview.analyze.names import Refs
 from tlview.model import (
     PHASES,
     BreakSummary,
@@ -102,79 +103,10 @@ def short_place(where: str) -> str:
     return f"{short(file)}:{line}" if file else where
 
 
-def frame_text(function: str, file: str | None, line: int | None) -> str:
+def frame_label(function: str, file: str | None, line: int | None) -> str:
     """A frame by its function and place, `f (f.py:12)`, the same in every run and rank."""
     where = short(file) + (f":{line}" if line is not None else "")
     return f"{function} ({where})" if where else function
-
-
-def rank_ref(c: Compile) -> str | None:
-    """`rankN:ID`: a compile of a job's rank log, by its rank (None: no rank logged)."""
-    return None if c.rank is None else f"rank{c.rank}:{c.key}"
-
-
-def compile_ref(c: Compile, many_logs: bool, by_pid: bool = False) -> str:
-    """How a compile is named across a report: its id, prefixed by its log when there are
-    several, and by its process too in a file that several processes wrote to."""
-    return f"{log_ref(c, by_pid)}:{c.key}" if many_logs else c.key
-
-
-def log_ref(c: Compile, by_pid: bool = False) -> str:
-    """The LOG of a LOG:ID: the compile's log file, and its process (LOG:pidN) with `by_pid`."""
-    return f"{c.log}:pid{c.pid}" if by_pid and c.pid is not None else c.log
-
-
-@dataclass(frozen=True, slots=True)
-class Refs:
-    """`compile_ref` for every compile of one report: each process of a file that several
-    wrote to numbers its compiles from 0/0, so there its compiles are LOG:pidN:ID."""
-
-    many: bool
-    shared: frozenset[str] = frozenset()  # files several processes wrote to
-    by_rank: bool = False  # a job's logs, one per rank: rankN:ID, shorter than LOG:ID
-
-    @classmethod
-    def of(cls, report: Report) -> Refs:
-        counts = Counter(log.name for log in report.logs)
-        shared = frozenset(name for name, n in counts.items() if n > 1)
-        ranks = [log.rank for log in report.logs]
-        by_rank = len(ranks) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
-        return cls(len(report.logs) > 1, shared, by_rank and not shared)
-
-    def __call__(self, c: Compile) -> str:
-        by_rank = rank_ref(c) if self.by_rank else None
-        return by_rank or compile_ref(c, self.many, c.log in self.shared)
-
-
-def describer_marks(inputs: list[Input]) -> dict[int, str]:
-    """` [describer N]` for each input (by id) whose source an earlier fake mode of the compile
-    named too (several exports outside any compile, `-/-`): as `tlview inputs` names them."""
-    first: dict[str, int] = {}
-    out: dict[int, str] = {}
-    for i in inputs:
-        if first.setdefault(i.source, i.describer) != i.describer:
-            out[id(i)] = f" [describer {i.describer}]"
-    return out
-
-
-def is_named(c: Compile, ref: str) -> bool:
-    """Whether a --compile-id REF names this compile: by its id, as LOG:ID, LOG:pidN:ID, or
-    rankN:ID (a job's logs, one per rank)."""
-    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True), rank_ref(c))
-
-
-def no_compile(report: Report, ref: str) -> str:
-    """The error for a --compile-id that names no compile: the ids there are, and with several
-    logs how to name one of them."""
-    known = ", ".join(sorted({c.key for c in report.compiles})[:12])
-    if len(report.logs) < 2:
-        return f"{report.path}: no compile {ref!r}; the log has: {known}"
-    c = next((c for c in report.compiles if c.id is not None), None)
-    how = "LOG:ID"
-    if c is not None:
-        by_rank = rank_ref(c)
-        how += f" ({compile_ref(c, True)}" + (f" or {by_rank})" if by_rank else ")")
-    return f"{report.path}: no compile {ref!r}; its {len(report.logs)} logs have: {known}; name one as {how}"
 
 
 def is_recompile(c: Compile) -> bool:

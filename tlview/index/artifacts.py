@@ -44,16 +44,16 @@ _BY_RANK = [
 ]
 
 
-COLLECTIVES = "inductor_collective_schedule"
+COLLECTIVE_SCHEDULE = "inductor_collective_schedule"
 
 
-RUNTIMES = "inductor_runtime_and_tensor_meta"
+RUNTIME_ESTIMATE = "inductor_runtime_and_tensor_meta"
 
 
-EXECUTION = "graph_execution"
+GRAPH_EXECUTION = "graph_execution"
 
 
-JOB_ARTIFACTS = frozenset({COLLECTIVES, RUNTIMES, EXECUTION})
+JOB_ARTIFACTS = frozenset({COLLECTIVE_SCHEDULE, RUNTIME_ESTIMATE, GRAPH_EXECUTION})
 
 
 MAX_KEPT = 64  # schedule entries and execution runs kept per artifact
@@ -81,12 +81,12 @@ def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:
         v = orjson.loads(payload)
     except orjson.JSONDecodeError:
         return None
-    if name == COLLECTIVES and isinstance(v, list):
+    if name == COLLECTIVE_SCHEDULE and isinstance(v, list):
         return {"collectives": len(v), "ops": [_op_name(x) for x in v[:MAX_KEPT]]}
-    if name == RUNTIMES and isinstance(v, dict) and isinstance(v.get("ops"), list):
+    if name == RUNTIME_ESTIMATE and isinstance(v, dict) and isinstance(v.get("ops"), list):
         return _runtime_meta(v["ops"])
     if (
-        name == EXECUTION
+        name == GRAPH_EXECUTION
         and isinstance(v, dict)
         and isinstance(v.get("graph_execution_order"), list)
     ):

@@ -19,7 +19,7 @@ _SIZE_SOURCE = re.compile(r"(.+)\.size\(\)\[(\d+)\]")
 
 
 @functools.lru_cache(maxsize=4096)
-def placeholder(source: str) -> str:
+def fx_name(source: str) -> str:
     """The FX placeholder dynamo names after a source, as the graph's `sizes` key it:
     `L['x']` -> `l_x_`, `L['hiddenStates']` -> `l_hidden_states_` (FX's snake case)."""
     name = re.sub(r"[^a-zA-Z0-9]+", "_", source)
@@ -56,7 +56,7 @@ def dynamic_dims(c: Compile) -> DynamicDims:
     for i in c.inputs:
         mine = i.describer == traced
         for s in i.sources:
-            dims = get(placeholder(s)) if mine else None
+            dims = get(fx_name(s)) if mine else None
             if type(dims) is list:
                 if str in map(type, dims):  # not all ints: the usual case is static
                     out[(i.describer, s)] = {

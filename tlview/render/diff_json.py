@@ -63,7 +63,7 @@ def compiled(cc: ComparedCompile) -> dict[str, Any]:
     }
 
 
-def frame(p: FrameDiff) -> dict[str, Any]:
+def frame_diff(p: FrameDiff) -> dict[str, Any]:
     return {
         "frame": str(p.key),
         "base_frame": None if p.base is None else frame_key(p.base.key),
@@ -92,7 +92,7 @@ def to_dict(d: Diff, gate: list[str] | None = None) -> dict[str, Any]:
             for c in d.cache
         ],
         "changes": [change(c) for c in d.changes],
-        "frames": [frame(p) for p in d.frames],
+        "frames": [frame_diff(p) for p in d.frames],
         "gate": {"checked": gate is not None, "failures": gate or []},
     }
 

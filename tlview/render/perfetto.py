@@ -9,14 +9,14 @@ from typing import IO, Any
 import orjson
 
 from tlview import __version__
-from tlview.analyze.summary import Refs
+from tlview.analyze.names import Refs
 from tlview.dumps import dumps
 from tlview.model import Compile, CompileId, Report
 from tlview.parse import Reader, Record
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.
-Span = tuple[CompileId | None, int | None, int, int]
+Lines = tuple[CompileId | None, int | None, int, int]
 
 
 def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None = None) -> None:
@@ -24,7 +24,7 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
     With `only` (--compile-id), the events of the compiles it picks, and no others."""
     names = sorted({log.name for log in report.logs})
     head: dict[str, Any] = {"otherData": {"generator": f"tlview {__version__}", "logs": names}}
-    spans: dict[str, list[Span]] | None = None
+    spans: dict[str, list[Lines]] | None = None
     if only is not None:
         spans = {}
         refs = []
@@ -81,7 +81,7 @@ def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None
     out.write(b'\n],"tlviewSkippedEvents":' + str(skipped).encode() + b"}\n")
 
 
-def _within(rec: Record, spans: list[Span]) -> bool:
+def _within(rec: Record, spans: list[Lines]) -> bool:
     """Whether a record is one of these compiles': its id, its process, inside their lines (a
     process that started its ids over has the same id in several runs)."""
     cid = rec.compile_id

@@ -14,22 +14,19 @@ from rich.text import Text
 
 from tlview import __version__
 from tlview.analyze.changes import change_text
-from tlview.analyze.divergence import span
+from tlview.analyze.divergence import rank_ranges
+from tlview.analyze.names import Refs, compile_ref, describer_marks, is_named
 from tlview.analyze.summary import (
     PHASE_NAMES,
     Overview,
-    Refs,
     Tally,
     break_callers,
     break_context,
     break_explanation,
     break_hints,
     break_title,
-    compile_ref,
-    describer_marks,
     input_flags,
     input_names,
-    is_named,
     kernels,
     overview,
     problem_order,
@@ -77,22 +74,22 @@ class TextOptions:
     max_rows: int = 50  # rows of the compile and recompile tables by default (-v: all of them)
 
 
-Row = TypeVar("Row")
+RowT = TypeVar("RowT")
 FrameRef = tuple[str, int | None, int | None, int]  # a frame across logs: log, pid, frame, run
 
 
 @dataclass(slots=True)
-class Capped(Generic[Row]):
+class Capped(Generic[RowT]):
     """The rows a table shows: at most `cap` (None: all), the lowest ranks first (problems),
     in log order; the rest only counted, by kind. Holds no more than `cap` rows however long
     the log."""
 
     cap: int | None
-    heap: list[tuple[int, int, str, Row]] = field(default_factory=list)  # (-rank, -n, kind, row)
+    heap: list[tuple[int, int, str, RowT]] = field(default_factory=list)  # (-rank, -n, kind, row)
     n: int = 0
     left: Counter[str] = field(default_factory=Counter)  # kinds of the rows not shown
 
-    def add(self, rank: int, kind: str, row: Row) -> None:
+    def add(self, rank: int, kind: str, row: RowT) -> None:
         item = (-rank, -self.n, kind, row)
         self.n += 1
         if self.cap is None or len(self.heap) < self.cap:
@@ -102,7 +99,7 @@ class Capped(Generic[Row]):
             item = heapq.heapreplace(self.heap, item)  # the worst row kept makes way
         self.left[item[2]] += 1
 
-    def rows(self) -> list[Row]:
+    def rows(self) -> list[RowT]:
         return [e[3] for e in sorted(self.heap, key=lambda e: -e[1])]
 
     def note(self, what: str, see: str = "-v lists them all") -> str | None:
@@ -247,7 +244,7 @@ def divergence(report: Report, console: Console) -> None:
         console=console,
     )
     for d in report.divergence:
-        t.add_row(T(d.kind.replace("_", " "), "yellow"), T(span(d.ranks)), T(d.detail))
+        t.add_row(T(d.kind.replace("_", " "), "yellow"), T(rank_ranges(d.ranks)), T(d.detail))
     console.print(t)
 
 
@@ -280,7 +277,7 @@ def rank_tables(report: Report, console: Console) -> None:
     for sig, members in groups.items():
         known = [r for r in members if r is not None]
         who = (
-            ("rank " if len(known) == 1 else "ranks ") + span(known)
+            ("rank " if len(known) == 1 else "ranks ") + rank_ranges(known)
             if known
             else "logs with no rank"
         )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 import importlib
 import json
 import math
@@ -21,22 +20,21 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from tlview import __version__
-from tlview.analyze.summary import Refs, log_ref
-from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, EXIT_USAGE, TlviewError
+from tlview.analyze.names import GRAPH_KIND, graphs, select
+from tlview.errors import EXIT_REFUSED, TlviewError
 from tlview.index.indexer import Keep
-from tlview.model import Compile, CompileId, InputSet, Payload, Report
+from tlview.model import Compile, Payload, Report
 from tlview.repro import graphcode as gc
+from tlview.runtime import templates
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"
 SUMMARY = "summary.json"
 SUMMARY_FORMAT = "tlview.repro/1"
-GRAPH_KIND = "dynamo_output_graph"
 MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
 MAX_TOTAL_BYTES = 512 << 20  # graph code kept over a whole log
 # Namespaces of torch.ops whose ops need the process group of a distributed job.
@@ -91,8 +89,10 @@ SCRIPT_NAMES = frozenset(
     }
 )
 
-# Statuses of a graph in the summary, in the order the summary lists them.
-STATUSES = ("ran", "mismatch", "failed", "written", "blocked", "skipped")
+# What became of one graph: its repro ran (and matched), ran and differed, failed, was written
+# (not run), cannot run here, or was not made; in the order the summary lists them.
+OutcomeStatus = Literal["ran", "mismatch", "failed", "written", "blocked", "skipped"]
+OUTCOMES: tuple[OutcomeStatus, ...] = get_args(OutcomeStatus)
 
 
 @dataclass(slots=True)
@@ -155,7 +155,7 @@ class Outcome:
     log: str
     compile_id: str
     dir: str | None  # the repro's directory, relative to the output directory
-    status: str  # one of STATUSES
+    status: OutcomeStatus
     reason: str | None = None
     outputs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -174,7 +174,7 @@ class Outcome:
 
 
 # -- reading the log --------------------------------------------------------------------------
-def keep_policy(compile_key: str | None = None) -> Keep:
+def graph_keep(compile_key: str | None = None) -> Keep:
     """Keep the graph code of one compile (or of all), nothing else."""
     return Keep(
         payload_bytes=MAX_GRAPH_BYTES,
@@ -188,109 +188,11 @@ def graph_of(c: Compile) -> Payload | None:
     return next((g for g in c.graphs if g.kind == GRAPH_KIND), None)
 
 
-def views(c: Compile) -> list[Compile]:
-    """One compile per dynamo graph it holds: each view keeps the inputs described before its
-    graph. (A program that resets dynamo reuses compile ids, but the index gives each run its own
-    compiles, `0/1@2`; two graphs under one compile are rarer still.)
-    """
-    found = [g for g in c.graphs if g.kind == GRAPH_KIND]
-    if len(found) <= 1:
-        return [c] if found else []
-    out: list[Compile] = []
-    prev = 0
-    for g in found:
-        sets = [s for s in c.input_sets if prev < _first_line(s) < g.line]
-        describers = {s.describer for s in sets}
-        inputs = [i for i in c.inputs if i.describer in describers]
-        out.append(dataclasses.replace(c, graphs=[g], input_sets=sets, inputs=inputs))
-        prev = g.line
-    return out
-
-
-def _first_line(s: InputSet) -> int:
-    lines = [t.line for t in s.tensors.values()] + [st.line for st in s.storages.values()]
-    return min(lines, default=0)
-
-
-def _in_log(c: Compile, prefix: str) -> bool:
-    """Whether LOG (or LOG:pidN) of a LOG:ID names c's log (or process); "" names any."""
-    return not prefix or prefix in (c.log, log_ref(c, by_pid=True))
-
-
-def graphs(report: Report) -> list[tuple[str, Compile]]:
-    """Every graph dynamo captured, named as the report names compiles (`ID#2`: the second graph
-    filed under one id)."""
-    refs = Refs.of(report)
-    out = []
-    for c in report.compiles:
-        ref = refs(c)
-        for n, v in enumerate(views(c)):
-            out.append((ref if n == 0 else f"{ref}#{n + 1}", v))
-    return out
-
-
-def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
-    """The graph the user named (`ID`, `LOG:ID`, `ID#N`), or the attempt of that compile that
-    holds a graph, with a note saying so."""
-    found = graphs(report)
-    names = {log.name for log in report.logs}
-    prefix, _, key = compile_id.rpartition(":")
-    if len(names) == 1 and prefix in names:
-        compile_id = key  # LOG:ID of the only log: the ID, as `report` and `inputs` take it
-    hits = [(r, v) for r, v in found if r == compile_id or r.endswith(f":{compile_id}")]
-    if len(hits) == 1:
-        return hits[0][0], hits[0][1], None
-    if len(hits) > 1:
-        listed = ", ".join(r for r, _ in hits[:6])
-        raise TlviewError(
-            f"{report.path}: {compile_id!r} is in several logs; use {listed}", EXIT_USAGE
-        )
-    prefix, _, key = compile_id.rpartition(":")
-    base, _, nth = key.partition("#")  # ID#N: the Nth graph filed under the compile
-    known = ", ".join(r for r, _ in found[:12]) or "none"
-    have = [c for c in report.compiles if c.key == base and _in_log(c, prefix)]
-    if have and base == "-/-":
-        raise TlviewError(
-            f"{report.path}: no graph outside any compile ({GRAPH_KIND} records come with a "
-            f"compile id); the log's graphs: {known}",
-            EXIT_NO_REPRO,
-        )
-    try:
-        wanted = CompileId.parse(base)
-    except ValueError:
-        raise TlviewError(
-            f"{report.path}: {compile_id!r} is not a compile id (like 0/1 or LOG:0/1)", EXIT_USAGE
-        ) from None
-    refs = Refs.of(report)
-    for r, v in reversed(found):
-        own = refs(v)  # the graph's compile, as refs name it
-        if (
-            v.id is not None
-            and v.id.base == wanted.base
-            and v.id.attempt > wanted.attempt
-            and _in_log(v, prefix)
-            and r[len(own) :] == (f"#{nth}" if nth else "")
-        ):
-            return r, v, f"compile {base} was restarted; its graph is in attempt {r}"
-    if not have or nth:  # no such compile, or no such graph of it
-        what = "graph" if have else "compile"
-        raise TlviewError(
-            f"{report.path}: no {what} {compile_id!r}; the log's graphs: {known}", EXIT_USAGE
-        )
-    # The compile is there, with no graph (it failed, or compiled autograd's outer id): it
-    # gives no repro, as a graph skipped by --all does.
-    raise TlviewError(
-        f"{report.path}: no graph for compile {compile_id!r} (status {have[0].status}, no "
-        f"{GRAPH_KIND} record); the log's graphs: {known}",
-        EXIT_NO_REPRO,
-    )
-
-
 # -- planning ---------------------------------------------------------------------------------
 _AS_TENSOR = "___as_tensor("
 
 
-def placeholder(source: str) -> str:
+def arg_name(source: str) -> str:
     """The forward argument dynamo names after a source (`L['x']` -> `L_x_`)."""
     return re.sub(r"[^a-zA-Z0-9]+", "_", source)
 
@@ -459,10 +361,10 @@ def _bind(p: Plan, code: gc.GraphCode) -> None:
     r = p.rebuilt
     by_name: dict[str, str] = {}
     for source in [*r.tensors, *r.failed]:
-        by_name.setdefault(placeholder(source), source)
+        by_name.setdefault(arg_name(source), source)
         if source.startswith(_AS_TENSOR) and source.endswith(")"):
             # A Python float that dynamo made a tensor: its placeholder is named after the float.
-            by_name.setdefault(placeholder(source[len(_AS_TENSOR) : -1]), source)
+            by_name.setdefault(arg_name(source[len(_AS_TENSOR) : -1]), source)
     logged: dict[str, str] = {}
     known = _symbol_table(p, code, by_name, logged)
     subclasses = _subclasses(r)
@@ -624,11 +526,11 @@ def _standin(
 ) -> tuple[str, list[str]] | None:
     """Code for a random tensor shaped as the graph says, for an input the log never described
     (logs of older torch have no describe records); None when the graph does not say enough."""
-    from tlview.index.dims import placeholder as fx_placeholder
+    from tlview.index.dims import fx_name
 
     tt = param.tensor
     sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
-    meta = sizes.get(fx_placeholder(param.name)) if isinstance(sizes, dict) else None
+    meta = sizes.get(fx_name(param.name)) if isinstance(sizes, dict) else None
     note = ""
     stride: list[gc.Dim] | None
     if tt is not None and tt.wrapper is None and tt.torch_dtype:
@@ -759,41 +661,15 @@ def _outputs(p: Plan, code: gc.GraphCode) -> None:
 
 
 # -- writing ----------------------------------------------------------------------------------
-def _template_dirs() -> list[Path]:
-    here = Path(__file__).resolve().parents[1]  # the tlview package
-    return [
-        d for d in (here / "templates", here.parent / "templates") if (d / "repro.py.j2").is_file()
-    ]
-
-
-@lru_cache(maxsize=1)
-def _environment() -> Any:
-    import jinja2
-
-    dirs = _template_dirs()
-    if not dirs:
-        raise TlviewError("tlview's repro template is missing from this installation", 70)
-    # Autoescape is for HTML; this template writes Python, where the `py` filter does the escaping.
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
-        autoescape=False,  # noqa: S701
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    return env
-
-
-def render(
+def script_text(
     p: Plan, backend: str | None, literal: Callable[[Any], str] = repr, mode: str = "random"
 ) -> str:
     """The text of repro.py. `literal` writes every string from the log (repr: a Python literal)."""
     assert p.code is not None and p.graph is not None and p.graph.text is not None
-    env = _environment().overlay()
+    env = templates.environment().overlay()
     env.filters["py"] = literal
     text = p.graph.text if p.graph.text.endswith("\n") else p.graph.text + "\n"
-    return env.get_template("repro.py.j2").render(
+    script = env.get_template("repro.py.j2").render(
         log_name=p.compile.log,
         log_path=p.log_path,
         compile_id=p.compile.key,
@@ -818,6 +694,7 @@ def render(
         args=p.args,
         outputs=p.outputs,
     )
+    return script + "\n"  # the one environment drops a template's last newline
 
 
 def verify(p: Plan, script: str, backend: str | None, mode: str = "random") -> None:
@@ -825,7 +702,7 @@ def verify(p: Plan, script: str, backend: str | None, mode: str = "random") -> N
     as one written with every string replaced by a harmless one."""
     try:
         got = _shape(ast.parse(script))
-        ref = _shape(ast.parse(render(p, backend, literal=_blank, mode=mode)))
+        ref = _shape(ast.parse(script_text(p, backend, literal=_blank, mode=mode)))
     except SyntaxError as e:
         raise TlviewError(
             f"internal error: repro.py for {p.ref} does not parse ({e.msg})", 70
@@ -847,12 +724,12 @@ def _shape(tree: ast.AST) -> str:
     return ast.dump(tree, include_attributes=False)
 
 
-def write(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "random") -> None:
+def write_files(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "random") -> None:
     """Write repro.py and inputs.pt into OUT (created if missing)."""
     from tlview.runtime.output import output as open_output
     from tlview.tensors import emit
 
-    script = render(p, backend, mode=mode)
+    script = script_text(p, backend, mode=mode)
     verify(p, script, backend, mode)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -862,7 +739,7 @@ def write(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "ran
         ) from None
     if out.exists() and not out.is_dir():
         raise TlviewError(f"{out}: not a directory", EXIT_REFUSED)
-    obj = emit.payload([(p.compile.key, p.rebuilt)], p.torch_version)
+    obj = emit.saved([(p.compile.key, p.rebuilt)], p.torch_version)
     with open_output(str(out / INPUTS), force) as f:
         emit.save(obj, f)
     with open_output(str(out / SCRIPT), force) as f:
@@ -884,7 +761,7 @@ WARNING = (
 )
 
 
-def run(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, Any]]:
+def run_scripts(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, Any]]:
     """Run each repro in a child Python process (one for all; a new one after a crash).
 
     With ECHO, what the repros print is printed here; torch's own warnings on stderr are not.
@@ -953,13 +830,13 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: Options) -
     if p.fatal:
         return outcome
     with _directory(out) as d:
-        write(p, d, opts.backend, opts.force, opts.mode)
+        write_files(p, d, opts.backend, opts.force, opts.mode)
         outcome.dir = str(d)
         outcome.status = "blocked" if p.blockers else "written"
         if opts.run and not p.blockers:
             if opts.warn:
                 print(WARNING.format(script=d / SCRIPT), file=sys.stderr, flush=True)
-            res = run([d], echo=True).get(d, {})
+            res = run_scripts([d], echo=True).get(d, {})
             _apply(outcome, res)
     return outcome
 
@@ -995,7 +872,7 @@ def make_all(report: Report, out: Path, opts: Options) -> list[Outcome]:
         if p.fatal:
             continue
         d = out / slug(ref)
-        write(p, d, opts.backend, opts.force, opts.mode)
+        write_files(p, d, opts.backend, opts.force, opts.mode)
         o.dir = d.name
         o.status = "blocked" if p.blockers else "written"
         if not p.blockers:
@@ -1004,7 +881,7 @@ def make_all(report: Report, out: Path, opts: Options) -> list[Outcome]:
     if opts.run and made:
         if opts.warn:
             print(WARNING.format(script=out / "*" / SCRIPT), file=sys.stderr, flush=True)
-        results = run([d for _, d in made])
+        results = run_scripts([d for _, d in made])
         for o, d in made:
             _apply(o, results.get(d, {}))
     write_summary(report, out, outcomes, opts)
@@ -1025,7 +902,7 @@ def write_summary(report: Report, out: Path, outcomes: Iterable[Outcome], opts: 
     from tlview.runtime.output import output as open_output
 
     items = list(outcomes)
-    counts = {s: sum(o.status == s for o in items) for s in STATUSES}
+    counts = {s: sum(o.status == s for o in items) for s in OUTCOMES}
     obj = {
         "format": SUMMARY_FORMAT,
         "written_by": f"tlview {__version__}",
@@ -1048,7 +925,7 @@ def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
     for o in outcomes:
         line = f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}"
         lines.append(line.rstrip())
-    counts = {s: sum(o.status == s for o in outcomes) for s in STATUSES}
+    counts = {s: sum(o.status == s for o in outcomes) for s in OUTCOMES}
     total = len(outcomes)
     parts = [f"{n} {s}" for s, n in counts.items() if n]
     head = f"{total} graph(s): " + ", ".join(parts) if total else "no graphs in the log"

@@ -23,7 +23,7 @@ MIN_COST = 1 << 20
 # writes to (reference counts), so an even split ends later in the copy (page of 220 MB log:
 # 67 ms here, 97 ms in the copy).
 LATER_SHARE = 0.45
-CHUNK = 1 << 16  # bytes of the copy's output read at a time
+COPY_CHUNK = 1 << 16  # bytes of the copy's output read at a time
 
 
 def costs(report: Report) -> list[int]:
@@ -116,14 +116,14 @@ class Later:
         with self._open() as f:
             done = _send(f, out)
             f.seek(done)
-            while data := f.read(CHUNK):
+            while data := f.read(COPY_CHUNK):
                 out.write(data)
 
     def text(self) -> Iterator[str]:
         """The output as text, CHUNK bytes at a time."""
         decode = codecs.getincrementaldecoder("utf-8")("replace").decode
         with self._open() as f:
-            while data := f.read(CHUNK):
+            while data := f.read(COPY_CHUNK):
                 yield decode(data)
         yield decode(b"", True)
 

@@ -17,11 +17,11 @@ from typing import Any, TypeVar
 from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, TlviewError
 from tlview.runtime import store
 
-T = TypeVar("T")
+Item = TypeVar("Item")
 R = TypeVar("R")
 Progress = Any  # a read.progress.Bar: called with bytes read, `log_done()` per log
 # One job: an item, and where to say how many bytes of it were read (None: nowhere).
-Job = Callable[[T, Callable[[int], None] | None], R]
+Job = Callable[[Item, Callable[[int], None] | None], R]
 # `start_bar`, where given, starts the bar: after the pool is up, so no thread runs at fork.
 
 
@@ -34,8 +34,8 @@ def default_jobs() -> int:
 
 
 def map_local(
-    job: Job[T, R],
-    items: Sequence[T],
+    job: Job[Item, R],
+    items: Sequence[Item],
     jobs: int,
     start_bar: Callable[[], Progress] | None = None,
 ) -> list[R]:
@@ -47,7 +47,7 @@ def map_local(
 
 
 def map_each(
-    job: Job[T, R], items: Sequence[T], start_bar: Callable[[], Progress] | None = None
+    job: Job[Item, R], items: Sequence[Item], start_bar: Callable[[], Progress] | None = None
 ) -> list[R]:
     """The jobs one after another in this process."""
     bar = start_bar() if start_bar else None
@@ -60,8 +60,8 @@ def map_each(
 
 
 def map_pool(
-    job: Job[T, R],
-    items: Sequence[T],
+    job: Job[Item, R],
+    items: Sequence[Item],
     workers: int,
     start_bar: Callable[[], Progress] | None = None,
 ) -> list[R]:
@@ -114,7 +114,7 @@ def _send(n: int) -> None:
     _queue.put(n)
 
 
-def _pool_job(task: tuple[int, Job[T, R], T]) -> tuple[int, R]:
+def _pool_job(task: tuple[int, Job[Item, R], Item]) -> tuple[int, R]:
     i, job, item = task
     return i, job(item, _send if _queue is not None else None)
 
@@ -140,7 +140,7 @@ def connect(address: str) -> Any:
         ) from None
 
 
-def on_worker(client: Any, fn: Callable[[T], R], arg: T) -> R:
+def on_worker(client: Any, fn: Callable[[Item], R], arg: Item) -> R:
     """FN(ARG) run on a worker of the cluster: it, not this machine, must see the logs."""
     got: R = client.submit(fn, arg, pure=False).result()
     return got
@@ -148,9 +148,9 @@ def on_worker(client: Any, fn: Callable[[T], R], arg: T) -> R:
 
 def map_dask(
     client: Any,
-    job: Job[T, R],
-    items: Sequence[T],
-    size: Callable[[T], int],
+    job: Job[Item, R],
+    items: Sequence[Item],
+    size: Callable[[Item], int],
     start_bar: Callable[[], Progress] | None = None,
 ) -> list[R]:
     """Every item's job on the Dask cluster; workers open the files, this process gets results."""
@@ -169,7 +169,7 @@ def map_dask(
     return [r for r in results if r is not None]
 
 
-def _remote(item: T, job: Job[T, R]) -> R:
+def _remote(item: Item, job: Job[Item, R]) -> R:
     """A job on a Dask worker: spilled compiles travel as data, not as a local file name."""
     store.SEND_FILES = False
     store.RUN_DIR = False

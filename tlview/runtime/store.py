@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, overload
 
-from tlview.model import Compile, CompileId, GraphBreak, StackFrame, shifted_breaks
+from tlview.model import Compile, CompileId, GraphBreak, StackFrame, Status, shifted_breaks
 
 # Compiles held in memory per log; beyond this the least recently touched go to a temp file.
 IN_MEMORY = 256
@@ -179,7 +179,7 @@ class Facts:
     """What the final pass needs of a compile to set its status, without loading it."""
 
     id: CompileId | None
-    status: str
+    status: Status
     has_metrics: bool
     fail_type: str | None
     graph_ops: int | None

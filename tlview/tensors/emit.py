@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tlview import __version__
-from tlview.analyze.summary import compile_ref
+from tlview.analyze.names import compile_ref
 from tlview.errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
 from tlview.model import Compile, Report
 from tlview.rebuild import (
@@ -21,7 +21,7 @@ from tlview.rebuild import (
     collect,
     first_line,
     need_torch,
-    planned,
+    plans_for,
     real_bytes,
     real_inputs,
 )
@@ -31,7 +31,7 @@ from tlview.units import nbytes
 FORMAT = "tlview.inputs/1"
 
 
-def payload(
+def saved(
     rebuilt: Iterable[tuple[str, Rebuilt]], torch_version: str | None, mode: str = "random"
 ) -> dict[str, Any]:
     """The object `--emit` saves: plain tensors for any reader, plans for `load_inputs`."""
@@ -328,7 +328,7 @@ def emit_file(
     """Rebuild the chosen compiles' inputs and write them to PATH; a one-line summary."""
     need_torch()
     if mode != "meta":
-        need = sum(real_bytes(planned(c)[1]) for c in chosen)
+        need = sum(real_bytes(plans_for(c)[1]) for c in chosen)
         if need > max_bytes:
             raise TlviewError(
                 f"{report.path}: the inputs of {len(chosen)} compile(s) need {nbytes(need)} of "
@@ -348,7 +348,7 @@ def emit_file(
             c, mode=mode, seed=seed, device=device, max_bytes=1 << 62, allow_import=allow_import
         )
         built.append((key, r))
-    obj = payload(built, report.torch_version, mode)
+    obj = saved(built, report.torch_version, mode)
     with output(path, force) as out:
         save(obj, out)
     tensors = sum(len(r.tensors) for _, r in built)

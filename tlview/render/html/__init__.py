@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
-import os
-import pickle
 from collections.abc import Iterator
-from functools import lru_cache
-from pathlib import Path
 from typing import IO
 
 import jinja2
@@ -19,65 +14,24 @@ from tlview.analyze.changes import change_what
 from tlview.analyze.summary import Overview
 from tlview.model import Report
 from tlview.render.html import page as page_mod
-from tlview.runtime import halves
+from tlview.runtime import halves, templates
 
 BATCH = 1 << 16  # characters of the page encoded and written at a time
 Only = tuple[str, page_mod.Picked] | None  # --compile-id, and whether it names a compile
 
 
-def template_dirs() -> list[Path]:
-    """Where the templates are: inside the installed package, or at the top of a source checkout."""
-    here = Path(__file__).resolve().parents[2]  # the tlview package
-    candidates = [here / "templates", here.parent / "templates"]
-    return [d for d in candidates if (d / "report.html.j2").is_file()]
-
-
-class _Cache(jinja2.FileSystemBytecodeCache):
-    """Compiled templates kept between runs: compiling the page's template costs more than drawing it."""
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):
-            # A damaged file (the checksum jinja pickles before the code): compile afresh.
-            bucket.reset()
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        with contextlib.suppress(OSError):  # a read-only or full disk: compiled again next time
-            super().dump_bytecode(bucket)
-
-
-def _cache() -> jinja2.BytecodeCache | None:
-    """Jinja's per-user cache directory (owner-only), unless TLVIEW_NO_CACHE is set or it is unsafe."""
-    if os.environ.get("TLVIEW_NO_CACHE"):
-        return None
-    try:
-        return _Cache()
-    except (OSError, RuntimeError):  # no temp directory, or one another user owns
-        return None
-
-
-@lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    dirs = template_dirs()
-    if not dirs:
-        raise RuntimeError("tlview's HTML templates are missing from this installation")
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        bytecode_cache=_cache(),
+    """The templates' environment, with the page's filters (the diff page uses them too)."""
+    env = templates.environment()
+    env.filters.update(
+        nbytes=page_mod.nbytes,
+        clock=page_mod.clock,
+        short_path=page_mod.short_path,
+        frame=page_mod.short_frame,
+        dims=page_mod.dims,
+        change_what=change_what,
+        text=text,
     )
-    env.filters["nbytes"] = page_mod.nbytes
-    env.filters["clock"] = page_mod.clock
-    env.filters["short_path"] = page_mod.short_path
-    env.filters["frame"] = page_mod.frame_text
-    env.filters["dims"] = page_mod.dims
-    env.filters["change_what"] = change_what
-    env.filters["text"] = text
     return env
 
 

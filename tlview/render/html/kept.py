@@ -13,7 +13,7 @@ PAGE_PAYLOAD_BYTES = 3 * MiB
 _FULL = 1 << 62
 
 
-def keep_policy(full: bool, compile_key: str | None = None) -> Keep:
+def page_keep(full: bool, compile_key: str | None = None) -> Keep:
     """Payload text to keep while reading: the page budget per log, everything with --full, or
     every text of one compile (--compile-id: its key, without the log's name)."""
     if compile_key is not None:

@@ -15,15 +15,14 @@ from typing import Any, NamedTuple
 import orjson
 
 from tlview import __version__
+from tlview.analyze.names import Refs, describer_marks
 from tlview.analyze.summary import (
     MAX_BREAK_COMPILES,
     PHASE_NAMES,
     Overview,
-    Refs,
     Tally,
     break_key,
     break_title,
-    describer_marks,
     input_flags,
     input_names,
     is_recompile,
@@ -48,6 +47,7 @@ from tlview.model import (
     Recompile,
     Report,
     StackFrame,
+    Status,
     StorageDesc,
     Symbol,
     TensorDesc,
@@ -55,7 +55,7 @@ from tlview.model import (
 from tlview.render.html import kept
 from tlview.render.html.kept import KiB
 from tlview.runtime import halves
-from tlview.units import dims, nbytes, seconds
+from tlview.units import dims, itemsize, nbytes, seconds
 
 METRIC_BYTES = 64 * KiB  # a compilation_metrics value longer than this is cut
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
@@ -71,48 +71,6 @@ MIN_BAR_PCT = 0.3  # a compile's bar is at least this wide (% of the lane), to s
 _FIRST_KINDS = ("dynamo_error", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_guards")
 _PY_KINDS = re.compile(r"graph|_code$|runnable|wrapper|forward|backward|prologue|epilogue|guards")
 _ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/!@-]")
-
-ITEMSIZE = {
-    "float64": 8,
-    "float32": 4,
-    "float16": 2,
-    "bfloat16": 2,
-    "complex128": 16,
-    "complex64": 8,
-    "complex32": 4,
-    "int64": 8,
-    "int32": 4,
-    "int16": 2,
-    "int8": 1,
-    "uint64": 8,
-    "uint32": 4,
-    "uint16": 2,
-    "uint8": 1,
-    "bool": 1,
-    "qint8": 1,
-    "quint8": 1,
-    "qint32": 4,
-    "quint4x2": 1,
-    "quint2x4": 1,
-    "bits8": 1,
-    "bits16": 2,
-    "bits1x8": 1,
-    "bits2x4": 1,
-    "bits4x2": 1,
-    "float4_e2m1fn_x2": 1,
-}
-
-
-def itemsize(dtype: str) -> int | None:
-    """Bytes per element of a logged dtype repr (`torch.float32`), None when unknown."""
-    name = dtype.removeprefix("torch.")
-    if name in ITEMSIZE:
-        return ITEMSIZE[name]
-    if name.startswith("float8"):
-        return 1
-    if re.fullmatch(r"u?int[1-7]", name):
-        return 1
-    return None
 
 
 # -- small formatting helpers, used by the templates too ----------------------------------------
@@ -135,7 +93,7 @@ def short_path(p: str | None, keep: int = 2) -> str:
     return "/".join(parts[-keep:])
 
 
-def frame_text(f: StackFrame) -> str:
+def short_frame(f: StackFrame) -> str:
     return f"{short_path(f.file)}:{f.line} in {f.name}"
 
 
@@ -168,7 +126,7 @@ class PayloadView:
 
 
 @dataclass(slots=True)
-class Planned:
+class BudgetItem:
     """A payload's share of the page budget, decided before any compile section is written."""
 
     pos: int  # its place among the compile's graphs, artifacts and guards
@@ -242,7 +200,7 @@ class InputView(NamedTuple):
 
 
 @dataclass(slots=True)
-class Bar:
+class TimeBar:
     """One phase (or one compile, on the page timeline) as a bar in an SVG lane."""
 
     name: str
@@ -258,7 +216,7 @@ class Bar:
 
 @dataclass(slots=True)
 class Timeline:
-    bars: list[Bar]
+    bars: list[TimeBar]
     rows: int
     total: str
     ticks: list[tuple[str, str]] = field(default_factory=list)  # (x percent, label)
@@ -298,7 +256,7 @@ class Row:
     log: str
     log_label: str
     log_short: str  # the log's short name, when the page has several logs
-    status: str
+    status: Status
     pid: int | None
     function: str | None
     file: str | None
@@ -320,7 +278,7 @@ class Row:
     recompile_reasons: list[str] = field(default_factory=list)  # recompiles only
     stack: tuple[StackFrame, ...] = ()
     span: tuple[float, float] | None = None  # first and last chromium_event, for the timeline
-    payloads: list[Planned] = field(default_factory=list)  # those its section shows
+    payloads: list[BudgetItem] = field(default_factory=list)  # those its section shows
     # (name, digest, length) of its metric values of SHARED_METRIC or more, in the order its
     # section shows them: for linking repeats, and for counting those cut (over METRIC_BYTES)
     long_metrics: list[tuple[str, bytes, int]] = field(default_factory=list)
@@ -394,10 +352,10 @@ class LogView:
 
 
 @dataclass(slots=True)
-class Figure:
+class HeadFigure:
     label: str
     value: str
-    status: str | None = None  # clicking the figure filters the compile table by this status
+    status: str | None = None  # the table filter a click sets: a status, or * for all rows
     tone: str = ""
 
 
@@ -467,7 +425,7 @@ class Page:
     logs: list[LogView]
     ranks: list[int]
     o: Overview
-    figures: list[Figure]
+    figures: list[HeadFigure]
     budget: Budget
     compiles: list[Row]  # in log order
     trie: list[TrieNode]
@@ -527,7 +485,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
     o = tally.done()
     rows, budget = pick.done()
     budget.only = only[0] if only else None
-    plan(report, rows, budget, budget.full)
+    share_budget(report, rows, budget, budget.full)
     anchors: dict[tuple[str, str], str] = {}
     for r in rows:
         anchors.setdefault((r.log, r.key), r.anchor)
@@ -605,7 +563,7 @@ def first_pass(
 class _Gone:
     """A row the other process made and dropped: it still holds its place until dropped here."""
 
-    status: str
+    status: Status
     listed_recompile: bool
 
 
@@ -637,7 +595,7 @@ class _Pick:
         # Picking from later compiles in another process (start > 0): each row made, in order,
         # as (n, -order, anchor base, status, listed recompile), and the compiles turned away
         # before any row was made (problems, recompiles), so `merge` can replay them exactly.
-        self.made: list[tuple[int, int, str, str, bool]] | None = [] if start else None
+        self.made: list[tuple[int, int, str, Status, bool]] | None = [] if start else None
         self.skipped = [0, 0]
 
     def add(self, li: int, k: int, c: Compile) -> None:
@@ -710,7 +668,7 @@ class _Pick:
                 _lighten(r)
             self._keep(key, r, in_detail)
 
-    def _hide_count(self, status: str, recompile: bool) -> None:
+    def _hide_count(self, status: Status, recompile: bool) -> None:
         self.hidden_problems += status in _PROBLEMS
         self.hidden_recompiles += recompile
 
@@ -768,7 +726,7 @@ class _Pick:
             r.changes = len(rc.input_changes)
         if _listed_recompile(c):
             r.recompile_reasons = c.recompile_reasons
-        r.payloads = planned(c, not detail)
+        r.payloads = budget_items(c, not detail)
         if detail:
             r.long_metrics = long_metrics(c)
         return r
@@ -849,49 +807,49 @@ def _distinct(names: list[str]) -> list[str]:
     return names
 
 
-def figures(o: Overview) -> list[Figure]:
-    def rows(status: str) -> str | None:
+def figures(o: Overview) -> list[HeadFigure]:
+    def rows(status: Status) -> Status | None:
         """The status a figure filters the table by, when the table has rows of it."""
         return status if o.by_status.get(status) else None
 
     figs = [
-        Figure("compiles", f"{o.compiles:,}", "*"),
-        Figure("failed", f"{o.failures:,}", rows("failed"), "failed" if o.failures else ""),
-        Figure(
+        HeadFigure("compiles", f"{o.compiles:,}", "*"),
+        HeadFigure("failed", f"{o.failures:,}", rows("failed"), "failed" if o.failures else ""),
+        HeadFigure(
             "never finished",
             f"{o.incomplete:,}",
             rows("incomplete"),
             "incomplete" if o.incomplete else "",
         ),
-        Figure("graph breaks", f"{o.graph_breaks:,}", rows("graph_break")),
-        Figure("recompiles", f"{o.recompiles:,}"),
-        Figure("restarts", f"{o.restarts:,}", rows("restarted")),
-        Figure(
+        HeadFigure("graph breaks", f"{o.graph_breaks:,}", rows("graph_break")),
+        HeadFigure("recompiles", f"{o.recompiles:,}"),
+        HeadFigure("restarts", f"{o.restarts:,}", rows("restarted")),
+        HeadFigure(
             "compile time",
             f"{o.compile_time_s:.2f} s" if o.timed else "not logged",
         ),
-        Figure("cache hits", f"{o.cache.get('hit', 0):,}"),
-        Figure("cache misses", f"{o.cache.get('miss', 0):,}"),
+        HeadFigure("cache hits", f"{o.cache.get('hit', 0):,}"),
+        HeadFigure("cache misses", f"{o.cache.get('miss', 0):,}"),
     ]
     if o.cache.get("bypass"):
-        figs.append(Figure("cache bypasses", f"{o.cache['bypass']:,}"))
+        figs.append(HeadFigure("cache bypasses", f"{o.cache['bypass']:,}"))
     if o.cache.get("disabled"):
-        figs.append(Figure("caches disabled", f"{o.cache['disabled']:,}"))
-    figs.append(Figure("inputs", f"{o.inputs:,}"))
+        figs.append(HeadFigure("caches disabled", f"{o.cache['disabled']:,}"))
+    figs.append(HeadFigure("inputs", f"{o.inputs:,}"))
     if o.by_status.get("traced"):
-        figs.append(Figure("traced by export", f"{o.by_status['traced']:,}", "traced"))
+        figs.append(HeadFigure("traced by export", f"{o.by_status['traced']:,}", "traced"))
     if o.export_issues:
-        figs.append(Figure("export issues", f"{o.export_issues:,}", None, "failed"))
+        figs.append(HeadFigure("export issues", f"{o.export_issues:,}", None, "failed"))
     if o.outside:
         figs.append(
-            Figure(
+            HeadFigure(
                 f"compiled outside dynamo ({o.outside:,})",
                 f"{o.outside_s:.2f} s" if o.outside_timed else "not logged",
                 None,
                 "failed" if o.outside_failed else "",
             )
         )
-    figs.append(Figure("bad lines", f"{o.bad_lines:,}", None, "failed" if o.bad_lines else ""))
+    figs.append(HeadFigure("bad lines", f"{o.bad_lines:,}", None, "failed" if o.bad_lines else ""))
     return figs
 
 
@@ -922,7 +880,7 @@ def _kinds(c: Compile) -> list[tuple[str, Payload]]:
     return kinds
 
 
-def planned(c: Compile, errors_only: bool) -> list[Planned]:
+def budget_items(c: Compile, errors_only: bool) -> list[BudgetItem]:
     """What the budget needs of the payloads a compile's section shows (light: its errors)."""
     problem = c.status in ("failed", "incomplete")
     out = []
@@ -931,7 +889,7 @@ def planned(c: Compile, errors_only: bool) -> list[Planned]:
             continue
         first = p.kind in _FIRST_KINDS
         size = None if p.text is None else _utf8_len(p.text)
-        out.append(Planned(pos, p.kind, (0 if problem else 1) if first else 2, p.bytes, size))
+        out.append(BudgetItem(pos, p.kind, (0 if problem else 1) if first else 2, p.bytes, size))
     return out
 
 
@@ -972,7 +930,7 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
     return v
 
 
-def payload_view(p: Payload, pl: Planned, anchor: str, log: str, full: bool) -> PayloadView:
+def payload_view(p: Payload, pl: BudgetItem, anchor: str, log: str, full: bool) -> PayloadView:
     """A payload with the text the plan gave it, and a note for whatever it could not show."""
     pv = PayloadView(p, anchor, log, _lang(p))
     where = f"line {p.line} of {log}"
@@ -1034,7 +992,7 @@ def _lang(p: Payload) -> str:
     return "text"
 
 
-def plan(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
+def share_budget(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
     """Give payloads their share of the page budget: problems and dynamo's graphs first."""
     payloads = [(r, pl) for r in rows for pl in r.payloads]
     order = sorted(range(len(payloads)), key=lambda k: (payloads[k][1].priority, k))
@@ -1082,7 +1040,7 @@ def first_shown(rows: list[Row]) -> dict[tuple[str, bytes], tuple[str, str]]:
     return shared
 
 
-def _text_of(report: Report, r: Row, pl: Planned) -> str:
+def _text_of(report: Report, r: Row, pl: BudgetItem) -> str:
     """The kept text of a payload the page cuts: its compile is read once more, for it alone."""
     li, k = r.at
     p = _kinds(report.logs[li].compiles[k])[pl.pos][1]
@@ -1225,7 +1183,7 @@ def input_view(
     )
 
 
-def span(t: TensorDesc) -> tuple[int | None, int | None]:
+def byte_range(t: TensorDesc) -> tuple[int | None, int | None]:
     """Bytes [start, end) of its storage a tensor covers, or (None, None) when symbolic."""
     size, stride, off = t.size, t.stride, t.storage_offset
     isz = itemsize(t.dtype)
@@ -1289,7 +1247,7 @@ def storages(c: Compile) -> tuple[list[StorageView], int]:
             )
         if group:
             sv.alias_group = group
-        start, end = span(t)
+        start, end = byte_range(t)
         sv.spans.append(Span(label, t, start, end, input=is_input))
 
     plain = 0
@@ -1301,7 +1259,7 @@ def storages(c: Compile) -> tuple[list[StorageView], int]:
             # it covers all of it (as `_plain` would find).
             desc = described.get((i.describer, st))
             size = None if desc is None else desc.size
-            start, end = span(t)
+            start, end = byte_range(t)
             if start == 0 and isinstance(size, int) and end == size:
                 plain += 1
                 continue
@@ -1367,7 +1325,7 @@ def compile_timeline(phases: list[Phase]) -> Timeline | None:
         if p.dur_us is None:
             tip += " (began and never ended)"
         bars.append(
-            Bar(
+            TimeBar(
                 name=p.name,
                 x=pct(100 * (p.start_us - t0) / total),
                 w=pct(max(0.2, 100 * dur / total)),
@@ -1413,7 +1371,7 @@ def page_timeline(rows: list[Row]) -> list[Timeline]:
                 row = len(ends) - 1
             ends[row] = max(ends[row], drawn)
             bars.append(
-                Bar(
+                TimeBar(
                     name=r.key,
                     x=pct(100 * (start - t0) / longest),
                     w=pct(max(MIN_BAR_PCT, 100 * (end - start) / longest)),

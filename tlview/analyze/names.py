@@ -1,0 +1,223 @@
+"""How a report names its compiles and graphs, and which one a `--compile-id` picks.
+
+Every command takes the same names: the id torch logged (`0/1`, `0/0_1`, `!0/1/0`, `0/0@2` in a
+later run), `LOG:ID` or `rankN:ID` when a report holds several logs, `LOG:pidN:ID` in a file
+that several processes wrote to, and `ID#N` for the Nth graph filed under one compile (repro).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from tlview.errors import EXIT_NO_REPRO, EXIT_USAGE, TlviewError
+from tlview.model import Compile, CompileId, Input, InputSet, Report
+
+
+def rank_ref(c: Compile) -> str | None:
+    """`rankN:ID`: a compile of a job's rank log, by its rank (None: no rank logged)."""
+    return None if c.rank is None else f"rank{c.rank}:{c.key}"
+
+
+def compile_ref(c: Compile, many_logs: bool, by_pid: bool = False) -> str:
+    """How a compile is named across a report: its id, prefixed by its log when there are
+    several, and by its process too in a file that several processes wrote to."""
+    return f"{log_ref(c, by_pid)}:{c.key}" if many_logs else c.key
+
+
+def log_ref(c: Compile, by_pid: bool = False) -> str:
+    """The LOG of a LOG:ID: the compile's log file, and its process (LOG:pidN) with `by_pid`."""
+    return f"{c.log}:pid{c.pid}" if by_pid and c.pid is not None else c.log
+
+
+@dataclass(frozen=True, slots=True)
+class Refs:
+    """`compile_ref` for every compile of one report: each process of a file that several
+    wrote to numbers its compiles from 0/0, so there its compiles are LOG:pidN:ID."""
+
+    many: bool
+    shared: frozenset[str] = frozenset()  # files several processes wrote to
+    by_rank: bool = False  # a job's logs, one per rank: rankN:ID, shorter than LOG:ID
+
+    @classmethod
+    def of(cls, report: Report) -> Refs:
+        counts = Counter(log.name for log in report.logs)
+        shared = frozenset(name for name, n in counts.items() if n > 1)
+        ranks = [log.rank for log in report.logs]
+        by_rank = len(ranks) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
+        return cls(len(report.logs) > 1, shared, by_rank and not shared)
+
+    def __call__(self, c: Compile) -> str:
+        by_rank = rank_ref(c) if self.by_rank else None
+        return by_rank or compile_ref(c, self.many, c.log in self.shared)
+
+
+def describer_marks(inputs: list[Input]) -> dict[int, str]:
+    """` [describer N]` for each input (by id) whose source an earlier fake mode of the compile
+    named too (several exports outside any compile, `-/-`): as `tlview inputs` names them."""
+    first: dict[str, int] = {}
+    out: dict[int, str] = {}
+    for i in inputs:
+        if first.setdefault(i.source, i.describer) != i.describer:
+            out[id(i)] = f" [describer {i.describer}]"
+    return out
+
+
+def is_named(c: Compile, ref: str) -> bool:
+    """Whether a --compile-id REF names this compile: by its id, as LOG:ID, LOG:pidN:ID, or
+    rankN:ID (a job's logs, one per rank)."""
+    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True), rank_ref(c))
+
+
+def no_compile(report: Report, ref: str) -> str:
+    """The error for a --compile-id that names no compile: the ids there are, and with several
+    logs how to name one of them."""
+    known = ", ".join(sorted({c.key for c in report.compiles})[:12])
+    if len(report.logs) < 2:
+        return f"{report.path}: no compile {ref!r}; the log has: {known}"
+    c = next((c for c in report.compiles if c.id is not None), None)
+    how = "LOG:ID"
+    if c is not None:
+        by_rank = rank_ref(c)
+        how += f" ({compile_ref(c, True)}" + (f" or {by_rank})" if by_rank else ")")
+    return f"{report.path}: no compile {ref!r}; its {len(report.logs)} logs have: {known}; name one as {how}"
+
+
+def check_named(report: Report, ref: str) -> None:
+    """Stop with a usage error when --compile-id REF names no compile of the report."""
+    if not any(is_named(c, ref) for c in report.compiles):
+        raise TlviewError(no_compile(report, ref), EXIT_USAGE)
+
+
+def picker(ref: str | None) -> Callable[[Compile], bool] | None:
+    """Whether a compile is the one --compile-id REF names (None: every compile is)."""
+    if ref is None:
+        return None
+    return lambda c: is_named(c, ref)
+
+
+def find_compile(report: Report, compile_id: str) -> Compile:
+    """A compile by torch's id string, or `LOG:ID` when the report holds several logs."""
+    hits = [c for c in report.compiles if is_named(c, compile_id)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise TlviewError(no_compile(report, compile_id), EXIT_USAGE)
+    refs = Refs.of(report)
+    logs = ", ".join(refs(c) for c in hits[:6])
+    raise TlviewError(
+        f"{report.path}: compile {compile_id!r} is in several logs; use {logs}", EXIT_USAGE
+    )
+
+
+def compiles_with_inputs(report: Report, compile_id: str | None = None) -> Iterator[Compile]:
+    """The compiles to rebuild: one by id, or every compile that described inputs."""
+    if compile_id is not None:
+        yield find_compile(report, compile_id)
+        return
+    for c in report.compiles:
+        if c.inputs or c.input_sets:
+            yield c
+
+
+GRAPH_KIND = "dynamo_output_graph"
+
+
+def views(c: Compile) -> list[Compile]:
+    """One compile per dynamo graph it holds: each view keeps the inputs described before its
+    graph. (A program that resets dynamo reuses compile ids, but the index gives each run its own
+    compiles, `0/1@2`; two graphs under one compile are rarer still.)
+    """
+    found = [g for g in c.graphs if g.kind == GRAPH_KIND]
+    if len(found) <= 1:
+        return [c] if found else []
+    out: list[Compile] = []
+    prev = 0
+    for g in found:
+        sets = [s for s in c.input_sets if prev < _first_line(s) < g.line]
+        describers = {s.describer for s in sets}
+        inputs = [i for i in c.inputs if i.describer in describers]
+        out.append(dataclasses.replace(c, graphs=[g], input_sets=sets, inputs=inputs))
+        prev = g.line
+    return out
+
+
+def _first_line(s: InputSet) -> int:
+    lines = [t.line for t in s.tensors.values()] + [st.line for st in s.storages.values()]
+    return min(lines, default=0)
+
+
+def _in_log(c: Compile, prefix: str) -> bool:
+    """Whether LOG (or LOG:pidN) of a LOG:ID names c's log (or process); "" names any."""
+    return not prefix or prefix in (c.log, log_ref(c, by_pid=True))
+
+
+def graphs(report: Report) -> list[tuple[str, Compile]]:
+    """Every graph dynamo captured, named as the report names compiles (`ID#2`: the second graph
+    filed under one id)."""
+    refs = Refs.of(report)
+    out = []
+    for c in report.compiles:
+        ref = refs(c)
+        for n, v in enumerate(views(c)):
+            out.append((ref if n == 0 else f"{ref}#{n + 1}", v))
+    return out
+
+
+def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
+    """The graph the user named (`ID`, `LOG:ID`, `ID#N`), or the attempt of that compile that
+    holds a graph, with a note saying so."""
+    found = graphs(report)
+    names = {log.name for log in report.logs}
+    prefix, _, key = compile_id.rpartition(":")
+    if len(names) == 1 and prefix in names:
+        compile_id = key  # LOG:ID of the only log: the ID, as `report` and `inputs` take it
+    hits = [(r, v) for r, v in found if r == compile_id or r.endswith(f":{compile_id}")]
+    if len(hits) == 1:
+        return hits[0][0], hits[0][1], None
+    if len(hits) > 1:
+        listed = ", ".join(r for r, _ in hits[:6])
+        raise TlviewError(
+            f"{report.path}: {compile_id!r} is in several logs; use {listed}", EXIT_USAGE
+        )
+    prefix, _, key = compile_id.rpartition(":")
+    base, _, nth = key.partition("#")  # ID#N: the Nth graph filed under the compile
+    known = ", ".join(r for r, _ in found[:12]) or "none"
+    have = [c for c in report.compiles if c.key == base and _in_log(c, prefix)]
+    if have and base == "-/-":
+        raise TlviewError(
+            f"{report.path}: no graph outside any compile ({GRAPH_KIND} records come with a "
+            f"compile id); the log's graphs: {known}",
+            EXIT_NO_REPRO,
+        )
+    try:
+        wanted = CompileId.parse(base)
+    except ValueError:
+        raise TlviewError(
+            f"{report.path}: {compile_id!r} is not a compile id (like 0/1 or LOG:0/1)", EXIT_USAGE
+        ) from None
+    refs = Refs.of(report)
+    for r, v in reversed(found):
+        own = refs(v)  # the graph's compile, as refs name it
+        if (
+            v.id is not None
+            and v.id.base == wanted.base
+            and v.id.attempt > wanted.attempt
+            and _in_log(v, prefix)
+            and r[len(own) :] == (f"#{nth}" if nth else "")
+        ):
+            return r, v, f"compile {base} was restarted; its graph is in attempt {r}"
+    if not have or nth:  # no such compile, or no such graph of it
+        what = "graph" if have else "compile"
+        raise TlviewError(
+            f"{report.path}: no {what} {compile_id!r}; the log's graphs: {known}", EXIT_USAGE
+        )
+    # The compile is there, with no graph (it failed, or compiled autograd's outer id): it
+    # gives no repro, as a graph skipped by --all does.
+    raise TlviewError(
+        f"{report.path}: no graph for compile {compile_id!r} (status {have[0].status}, no "
+        f"{GRAPH_KIND} record); the log's graphs: {known}",
+        EXIT_NO_REPRO,
+    )
