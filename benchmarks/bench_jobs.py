@@ -31,12 +31,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import make_job  # noqa: E402
+import make_job
 
-from tlview.load import Read, read_one, reduce  # noqa: E402
-from tlview.model import Report  # noqa: E402
-from tlview.read.sources import find  # noqa: E402
-from tlview.runtime.pool import map_each, map_pool  # noqa: E402
+from tlview.load import Read, read_one, reduce
+from tlview.logs.sources import find
+from tlview.model import Report
+from tlview.runtime.pool import map_each, map_pool
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Job reports (bench_jobs.py)"

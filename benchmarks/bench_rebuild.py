@@ -35,11 +35,11 @@ from typing import Any
 
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
-import torch  # noqa: E402
-from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
-from tlview.load import load  # noqa: E402
-from tlview.rebuild import fake_inputs, forget_plans, plan_compile, real_inputs  # noqa: E402
+from tlview.load import load
+from tlview.rebuild import fake_inputs, forget_plans, plan_compile, real_inputs
 
 PROGRAM = """
 import sys, torch, torch.nn as nn

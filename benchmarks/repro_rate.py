@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from tlview.load import load
-from tlview.repro import make as repro
+from tlview.replay import make as repro
 
 HERE = Path(__file__).resolve().parent
 CORPUS = Path(os.environ.get("TLVIEW_CORPUS", HERE.parent.parent / "shared" / "corpus"))

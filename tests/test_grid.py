@@ -9,8 +9,8 @@ import pytest
 from conftest import only_log, run_cli
 from rich.console import Console
 
-from tlview.render.grid import Grid
-from tlview.render.text import T
+from tlview.render.text.console import T
+from tlview.render.text.grid import Grid
 
 LONG = "L['self']._modules['enc']._modules['layers']._modules['0']._modules['self_attn']"
 

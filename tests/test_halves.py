@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from conftest import corpus, only_log
 
-import tlview.render.json as json_mod
+import tlview.render.json.report as json_mod
 import tlview.runtime.store as store
 from tlview.load import load
 from tlview.model import Report
-from tlview.render import html
-from tlview.render.html import kept, page
+from tlview.render.html import budget as kept
+from tlview.render.html import page
+from tlview.render.html import report as html
 from tlview.runtime import halves
 
 ONE = 1 << 62  # MIN_COST: never fork
@@ -25,9 +26,9 @@ ONE = 1 << 62  # MIN_COST: never fork
 def _write(rep: Report, fmt: str, full: bool = False) -> bytes:
     out = io.BytesIO()
     if fmt == "html":
-        html.write(rep, out, full)
+        html.stream(rep, out, full)
     else:
-        json_mod.write(rep, out)
+        json_mod.stream(rep, out)
     return out.getvalue()
 
 

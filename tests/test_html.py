@@ -25,8 +25,9 @@ from tlview.analyze.names import Refs, compile_ref
 from tlview.analyze.summary import overview
 from tlview.load import load
 from tlview.model import Divergence, Report
-from tlview.render import html
-from tlview.render.html import kept, page
+from tlview.render.html import budget as kept
+from tlview.render.html import page
+from tlview.render.html import report as html
 from tlview.runtime import halves, templates
 
 DEMO = FIXTURES / "demo.log"
@@ -645,7 +646,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(page, "section", tracked)
     monkeypatch.setattr(halves, "MIN_COST", 1 << 62)  # every section in this process, counted
     sink = io.BytesIO()
-    html.write(rep, sink)
+    html.stream(rep, sink)
     assert len(made) == every
     for c in rep.compiles:
         for i in c.inputs:
@@ -661,7 +662,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        html.write(rep, Null())
+        html.stream(rep, Null())
         peak = tracemalloc.get_traced_memory()[1] - start
         gc.collect()
         tracemalloc.reset_peak()

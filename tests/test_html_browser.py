@@ -26,8 +26,8 @@ from test_html import DEMO, HOSTILE, hostile_log, real_paths
 from tlview.analyze.names import Refs, compile_ref
 from tlview.load import load
 from tlview.model import Report
-from tlview.render import html
-from tlview.render.html import kept
+from tlview.render.html import budget as kept
+from tlview.render.html import report as html
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -232,7 +232,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def page_for(path: Path, dest: Path, full: bool = False) -> tuple[Report, Path]:
     rep = load(path, kept.page_keep(full))
     with dest.open("wb") as f:
-        html.write(rep, f, full=full)
+        html.stream(rep, f, full=full)
     return rep, dest
 
 

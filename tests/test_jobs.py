@@ -14,7 +14,7 @@ from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli, without_pat
 
 import tlview.runtime.store as store
 from tlview.load import load, read_one
-from tlview.read.sources import Source, find
+from tlview.logs.sources import Source, find
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job  # noqa: E402  (benchmarks/ is not a package)

@@ -11,9 +11,9 @@ import pytest
 from conftest import corpus, only_log
 
 from tlview.index.indexer import read_log
+from tlview.logs.files import discover
 from tlview.model import CompileId
 from tlview.parse import Reader
-from tlview.read.files import discover
 
 
 @pytest.mark.parametrize(

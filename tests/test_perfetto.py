@@ -24,7 +24,7 @@ from tlview.render import perfetto
 
 def trace_of(path: Path) -> dict:
     out = io.BytesIO()
-    perfetto.write(load(path), out)
+    perfetto.stream(load(path), out)
     return json.loads(out.getvalue())
 
 

@@ -11,13 +11,13 @@ from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
 
 torch = pytest.importorskip("torch")
 
-from tlview.analyze.names import compiles_with_inputs, find_compile  # noqa: E402
-from tlview.errors import EXIT_REFUSED, TlviewError  # noqa: E402
-from tlview.index.dims import fx_name  # noqa: E402
-from tlview.load import load  # noqa: E402
-from tlview.model import Compile, Input, Report, TensorDesc  # noqa: E402
-from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes, real_inputs  # noqa: E402
-from tlview.tensors.emit import emit_file, load_inputs  # noqa: E402
+from tlview.analyze.names import compiles_with_inputs, find_compile
+from tlview.errors import EXIT_REFUSED, TlviewError
+from tlview.index.dims import fx_name
+from tlview.load import load
+from tlview.model import Compile, Input, Report, TensorDesc
+from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes, real_inputs
+from tlview.tensors.emit import emit_file, load_inputs
 
 # Every folder of the corpus that holds logs (a folder is read as one job, as `tlview` reads it).
 FOLDERS = (

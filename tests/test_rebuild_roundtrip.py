@@ -19,10 +19,10 @@ from conftest import fake_dim
 
 torch = pytest.importorskip("torch")
 
-from tlview.load import load  # noqa: E402
-from tlview.model import Compile, Report  # noqa: E402
-from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile, real_inputs  # noqa: E402
-from tlview.tensors.emit import emit_file, load_inputs  # noqa: E402
+from tlview.load import load
+from tlview.model import Compile, Report
+from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile, real_inputs
+from tlview.tensors.emit import emit_file, load_inputs
 
 PROGRAM = r"""
 import json, sys

@@ -427,10 +427,10 @@ def _text_report(path: Path, **opts: Any) -> str:
     from rich.console import Console
 
     from tlview.load import load
-    from tlview.render import text
+    from tlview.render.text import report as text
 
     out = io.StringIO()
-    text.write(load(path), Console(file=out, width=200), text.TextOptions(**opts))
+    text.draw(load(path), Console(file=out, width=200), text.TextOptions(**opts))
     return out.getvalue()
 
 

@@ -577,8 +577,8 @@ def test_corpus_dynamic_shapes_all_run(tmp_path: Path) -> None:
 def test_corpus_graph_code_parses_everywhere() -> None:
     from tlview.analyze.names import graphs
     from tlview.load import load
-    from tlview.repro import graphcode
-    from tlview.repro import make as repro
+    from tlview.replay import graphcode
+    from tlview.replay import make as repro
 
     seen = 0
     for folder in sorted({p.parent for p in corpus().rglob("*.log")}):
@@ -742,7 +742,7 @@ def test_a_compiled_optimizer_step_runs_with_grad_off(tmp_path: Path) -> None:
 
 def test_a_subclass_annotation_with_what_it_prints_after_its_tensor() -> None:
     """DTensor prints its placements after its tensor: `DTensor(f32[8, 4][4, 1]cpu, S(0))`."""
-    from tlview.repro.graphcode import tensor_type
+    from tlview.replay.graphcode import tensor_type
 
     t = tensor_type("DTensor(f32[8, 4][4, 1]cpu, S(0))")
     assert t is not None and (t.wrapper, t.dtype, t.size, t.stride, t.device) == (

@@ -303,8 +303,8 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     # Each reader keeps texts with the whole budget; the merge forgets those one reader would
     # not have kept, whether the budget runs out in the first half, the second, or never.
     from tlview.load import load
-    from tlview.render import html
-    from tlview.render.html import kept
+    from tlview.render.html import budget as kept
+    from tlview.render.html import report as html
 
     path = log()
     if copy_fails:
@@ -334,7 +334,7 @@ def test_a_progress_bar_leaves_the_log_read_in_two(monkeypatch: pytest.MonkeyPat
     # On a terminal a bar is shown while reading: it is drawn by the reader, with no thread of
     # its own, so a large log is still read by two processes; its bytes count as the whole
     # log's, and it ends at the log's size.
-    from tlview.read.progress import Bar
+    from tlview.logs.progress import Bar
 
     before = threading.active_count()
     bar = Bar(1000)

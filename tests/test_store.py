@@ -158,12 +158,12 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
         "sp.PARALLEL_MIN = 0\n"
     )
     kill = (
-        "from tlview.render import json as j\n"
+        "from tlview.render.json import report as j\n"
         "def cut(rep, f, *a, **k):\n"
         "    f.write(b'{')\n"
         "    f.flush()\n"
         "    os.killpg(0, signal.SIGKILL)\n"
-        "j.write = cut\n"
+        "j.stream = cut\n"
     )
     run = "from tlview.cli import run\nrun()\n"
     env = {**os.environ, "TMPDIR": str(tmp_path)}

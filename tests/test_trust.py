@@ -653,7 +653,7 @@ def test_a_crash_while_writing_leaves_no_half_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The renderer dies halfway: the old file is intact, no new one appears, no temp is left."""
-    from tlview.render import json as json_render
+    from tlview.render.json import report as json_render
 
     def half(report: Any, out: Any, *a: Any, **k: Any) -> None:
         out.write(b'{"format":"tlview.report/1","half":')
@@ -662,7 +662,7 @@ def test_a_crash_while_writing_leaves_no_half_report(
     old = tmp_path / "old.json"
     assert_clean_exit(run("report", str(DEMO), "--format", "json", "-o", str(old)), 0, "first")
     before = old.read_bytes()
-    monkeypatch.setattr(json_render, "write", half)
+    monkeypatch.setattr(json_render, "stream", half)
     for dest in (old, tmp_path / "new.json"):
         res = run("report", str(DEMO), "--format", "json", "-o", str(dest))
         assert res.exit_code == 70 and "internal error" in res.stderr, res.stderr
@@ -674,7 +674,7 @@ def test_a_crash_while_writing_leaves_no_half_report(
 def test_repro_writes_but_runs_nothing_from_the_log(evil: Hostile, tmp_path: Path) -> None:
     """`tlview repro` (without --run) writes scripts from the log and runs none of it."""
     pytest.importorskip("torch")
-    import tlview.repro.make  # noqa: F401  (torch imported before watching)
+    import tlview.replay.make  # noqa: F401  (torch imported before watching)
 
     with watch() as events:
         res = run("repro", str(evil.log), "--all", "-o", str(tmp_path / "repros"))

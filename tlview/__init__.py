@@ -1,12 +1,155 @@
-"""tlview: read PyTorch TORCH_TRACE logs, report compiles and rebuild their input tensors."""
+"""tlview: read PyTorch TORCH_TRACE logs, report compiles and rebuild their input tensors.
+
+The API the command line calls, and yours (docs/api.md):
+
+    report = tlview.read("/tmp/trace")             # a log, a .gz, a directory or a URL
+    fakes = tlview.fake_inputs(report, "0/1")       # {source: FakeTensor}
+    got = tlview.real_inputs(report, "0/1", mode="random", seed=0)
+    inputs = tlview.load_inputs("example_inputs.pt")["compiles"]["0/1"]
+    outcome = tlview.repro(report, "0/1", "out/")   # repro.py and inputs.pt in out/
+    changes = tlview.diff("base/", "new/")
+
+Each function imports what it needs when called: `import tlview` loads neither rich, Jinja,
+orjson nor torch.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tlview.errors import TlviewError
+from tlview.model import Compile, Report
+
+if TYPE_CHECKING:
+    from tlview.analyze.diff import Diff
+    from tlview.index.indexer import Keep
+    from tlview.rebuild import Rebuilt
+    from tlview.replay.make import Outcome
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load_inputs"]
+__all__ = [
+    "Compile",
+    "Report",
+    "TlviewError",
+    "__version__",
+    "diff",
+    "fake_inputs",
+    "load_inputs",
+    "read",
+    "real_inputs",
+    "repro",
+    "repro_all",
+    "save_inputs",
+]
+
+Log = str | Path | Report  # what the functions below read a compile from
+
+
+def read(
+    path: str | Path,
+    *,
+    keep: Keep | None = None,
+    progress: Any = False,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+) -> Report:
+    """Read every log PATH names (a file, a .gz, a directory of ranks, `-`, an fsspec URL).
+
+    `keep`: which payload texts to hold in memory (default: none; graphs and code are hashed,
+    measured and let go); `progress`: True for a bar on stderr when the read is long; `jobs`:
+    processes reading a directory's logs (default: the cores); `scheduler`: the address of a
+    Dask scheduler whose workers read the logs instead. Raises TlviewError when no log holds a
+    TORCH_TRACE record.
+    """
+    from tlview.load import load
+
+    return load(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
+
+
+def fake_inputs(
+    log: Log | Compile,
+    compile_id: str | None = None,
+    *,
+    fake_mode: Any = None,
+    shape_env: Any = None,
+    allow_import: Sequence[str] = (),
+) -> dict[str, Any]:
+    """FakeTensors for the inputs of one compile, with the original run's symbols where dynamic.
+
+    `log` is a path, a Report (then `compile_id` picks the compile) or a Compile. Without
+    `fake_mode` and `shape_env`, a new FakeTensorMode over a ShapeEnv that names each dynamic
+    dim's symbol as the original run did.
+    """
+    from tlview.rebuild import fake_rebuild
+
+    got = fake_rebuild(
+        log, compile_id, fake_mode=fake_mode, shape_env=shape_env, allow_import=allow_import
+    )
+    return got.tensors
+
+
+def real_inputs(
+    log: Log | Compile,
+    compile_id: str | None = None,
+    *,
+    mode: str = "random",
+    seed: int = 0,
+    device: str | None = None,
+    max_bytes: int | None = None,
+    allow_import: Sequence[str] = (),
+) -> Rebuilt:
+    """Real (random or zeros) or meta tensors for the inputs of one compile, aliasing kept.
+
+    Returns `Rebuilt`: `tensors` ({source: tensor}; every source of an input maps to the same
+    tensor), `notes` ({source: [what could not be exact]}) and `failed` ({source: why}).
+    `max_bytes` (default: half of this machine's memory) refuses a rebuild that needs more.
+    """
+    from tlview.rebuild import DEFAULT_MAX_BYTES
+    from tlview.rebuild import real_inputs as build
+
+    return build(
+        _compile(log, compile_id, "real_inputs"),
+        mode=mode,
+        seed=seed,
+        device=device,
+        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+        allow_import=allow_import,
+    )
+
+
+def save_inputs(
+    log: Log,
+    path: str,
+    compile_id: str | None = None,
+    *,
+    mode: str = "random",
+    seed: int = 0,
+    device: str | None = None,
+    max_bytes: int | None = None,
+    allow_import: Sequence[str] = (),
+    force: bool = False,
+) -> str:
+    """Rebuild the inputs of one compile (or of every compile that has some) and write them to
+    PATH (`tlview.inputs/1`, what `tlview inputs --emit` writes); a one-line summary."""
+    from tlview.analyze.names import compiles_with_inputs
+    from tlview.rebuild import DEFAULT_MAX_BYTES
+    from tlview.tensors.emit import emit_file
+
+    report = log if isinstance(log, Report) else read(log)
+    return emit_file(
+        report,
+        list(compiles_with_inputs(report, compile_id)),
+        path,
+        force=force,
+        mode=mode,
+        seed=seed,
+        device=device,
+        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+        allow_import=allow_import,
+    )
 
 
 def load_inputs(path: Any, map_location: Any = None, allow_import: Any = ()) -> dict[str, Any]:
@@ -16,6 +159,82 @@ def load_inputs(path: Any, map_location: Any = None, allow_import: Any = ()) -> 
     exactly; `map_location` is torch.load's; `allow_import` names modules whose tensor
     subclasses may be imported.
     """
-    from tlview.tensors.emit import load_inputs as _load  # torch is imported only here
+    from tlview.tensors.emit import load_inputs as load  # torch is imported only here
 
-    return _load(path, map_location=map_location, allow_import=allow_import)
+    return load(path, map_location=map_location, allow_import=allow_import)
+
+
+def repro(
+    log: Log,
+    compile_id: str,
+    out: str | Path | None = None,
+    *,
+    backend: str | None = None,
+    device: str | None = None,
+    mode: str = "random",
+    seed: int = 0,
+    run: bool = False,
+    force: bool = False,
+    progress: Any = None,
+) -> Outcome:
+    """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
+    rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
+    process (this executes code taken from the log). The outcome says what became of it."""
+    from tlview.replay.make import Options, make_one
+
+    opts = Options(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    return make_one(_graphs(log, progress), compile_id, _dir(out), opts)
+
+
+def repro_all(
+    log: Log,
+    out: str | Path,
+    *,
+    backend: str | None = None,
+    device: str | None = None,
+    mode: str = "random",
+    seed: int = 0,
+    run: bool = False,
+    force: bool = False,
+    progress: Any = None,
+) -> list[Outcome]:
+    """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json."""
+    from tlview.replay.make import Options, make_all
+
+    opts = Options(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    return make_all(_graphs(log, progress), Path(out), opts)
+
+
+def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
+    """What NEW compiles, breaks and fails differently from BASE (two runs: logs or folders)."""
+    from tlview.analyze.diff import compare
+
+    def report(x: str | Path | Report) -> Report:
+        return x if isinstance(x, Report) else read(x, progress=progress)
+
+    return compare(report(base), report(new))
+
+
+def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:
+    """The compile a function was given, or the one COMPILE_ID names in the log."""
+    from tlview.analyze.names import find_compile
+    from tlview.errors import EXIT_USAGE
+
+    if isinstance(log, Compile):
+        return log
+    if compile_id is None:
+        raise TlviewError(f"{what}: give a compile id", EXIT_USAGE)
+    return find_compile(log if isinstance(log, Report) else read(log), compile_id)
+
+
+def _graphs(log: Log, progress: Any) -> Report:
+    """The report a repro reads: graph code kept, one log at a time."""
+    if isinstance(log, Report):
+        return log
+    from tlview.replay.make import graph_keep
+
+    return read(log, keep=graph_keep(), progress=progress, jobs=1)
+
+
+def _dir(out: str | Path | None) -> Path | None:
+    return None if out is None else Path(out)

@@ -13,10 +13,10 @@ from typing import Any
 from tlview.analyze.divergence import Fingerprint, find_in, fingerprint
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.index.indexer import Keep, read_log
+from tlview.logs.files import Opener, no_logs, open_log
+from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
-from tlview.read.files import Opener, no_logs, open_log
-from tlview.read.sources import Source, find, is_url, url_opener
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
 
 
@@ -75,7 +75,7 @@ def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
         return None
     if progress is not True:
         return lambda: progress  # a bar the caller started
-    from tlview.read.progress import MIN_BYTES, MIN_LOGS, Bar
+    from tlview.logs.progress import MIN_BYTES, MIN_LOGS, Bar
 
     total = sum(sizes)
     if total < MIN_BYTES and len(sizes) < MIN_LOGS:

@@ -16,8 +16,8 @@ from typing import IO, Any
 
 import orjson
 
+from tlview.logs.files import Opener, open_log
 from tlview.model import BadLine, CompileId
-from tlview.read.files import Opener, open_log
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
 WINDOW = 1 << 24  # bytes of a mapped file read at a time (then let go of)

@@ -7,7 +7,8 @@
 Each case is one `python -m tlview ...` run: its exit status, stdout, stderr and every file it
 wrote (the HTML page, the JSON, `--emit`'s file, `repro --all`'s directory) must be the same
 bytes under the base tree and the working tree. The logs are the fixtures and the shared corpus,
-each file alone and each folder as one job. The base's results are kept in `--cache` by commit,
+each file alone and each folder as one job (TLVIEW_FIXTURES names the fixtures of another
+checkout, so that a worktree's outputs name the same paths as the cached base's). The base's results are kept in `--cache` by commit,
 so a second comparison runs only the working tree. Exit 0 when every case is the same, 1 when
 any differs (each difference is listed, and both outputs kept under `--cache` for a diff).
 """
@@ -27,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
+# The logs' paths are in the outputs: another checkout (a worktree) names the same files here.
+FIXTURES = Path(os.environ.get("TLVIEW_FIXTURES", ROOT / "tests" / "fixtures")).resolve()
 CORPUS = Path(os.environ.get("TLVIEW_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
 MAX_PER_LOG = 6  # --compile-id cases per log: the first compiles and every failed one
 

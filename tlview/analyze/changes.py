@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tlview.model import (
-    InputChange,
-)
+from tlview.model import InputChange
 
 
 def change_text(ch: InputChange) -> str:

@@ -7,10 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tlview.model import (
-    Compile,
-    Input,
-)
+from tlview.model import Compile, Input
 
 _NUMBER = re.compile(r"-?\d+")
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
+from tlview.logs.files import is_gzip
 from tlview.model import BadLine, LogIndex
 from tlview.parse import _PREFIX, _RECORD_START, Reader
-from tlview.read.files import is_gzip
 from tlview.runtime.cores import _MEANWHILE, spare_core
 from tlview.runtime.fork import Forked
 from tlview.runtime.store import remove_made_here, temp_dir

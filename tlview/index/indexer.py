@@ -17,6 +17,7 @@ import orjson
 from tlview.index import inputs as inputs_mod
 from tlview.index.artifacts import artifact_meta, graph_md5
 from tlview.index.recompiles import explain_frame
+from tlview.logs.files import Opener, open_log
 from tlview.model import (
     ID_TEXT,
     MICROS,
@@ -42,7 +43,6 @@ from tlview.model import (
     seconds_of,
 )
 from tlview.parse import MAX_BAD_KEPT, Reader, Record
-from tlview.read.files import Opener, open_log
 from tlview.runtime.store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
 
 # Record kinds that carry a graph or generated code as payload.

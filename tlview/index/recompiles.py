@@ -16,15 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tlview.index.dims import _by_source, dynamic_dims
-from tlview.model import (
-    Compile,
-    CompileId,
-    Input,
-    InputChange,
-    Recompile,
-    Report,
-    refused_guards,
-)
+from tlview.model import Compile, CompileId, Input, InputChange, Recompile, Report, refused_guards
 
 # Fields compared after dtype, device, layout, shape and strides, in the order they are shown.
 FLAGS = ("requires_grad", "is_parameter", "is_conj", "is_neg", "is_inference")

@@ -9,17 +9,19 @@ from typing import IO, Any
 import orjson
 
 from tlview import __version__
-from tlview.analyze.names import Refs
+from tlview.analyze.names import Refs, picker
 from tlview.dumps import dumps
 from tlview.model import Compile, CompileId, Report
 from tlview.parse import Reader, Record
+from tlview.render import Options
+from tlview.runtime.output import Output
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.
 Lines = tuple[CompileId | None, int | None, int, int]
 
 
-def write(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None = None) -> None:
+def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None = None) -> None:
     """Re-read each log and write its events as they pass; one Perfetto process per log process.
     With `only` (--compile-id), the events of the compiles it picks, and no others."""
     names = sorted({log.name for log in report.logs})
@@ -108,3 +110,9 @@ def _event(payload: bytes | None) -> dict[str, Any] | None:
 
 def _label(name: str, rank: int | None, pid: int | None) -> str:
     return f"rank {rank} · {name} (pid {pid})" if rank is not None else f"{name} (pid {pid})"
+
+
+def write(report: Report, out: Output, opts: Options) -> None:
+    """The report's trace events (the renderer of `--format perfetto`)."""
+    with out.open() as f:
+        stream(report, f, only=picker(opts.compile_id))

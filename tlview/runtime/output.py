@@ -8,6 +8,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -94,3 +95,18 @@ def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Where a command's output goes: a file (written safely, as `output`) or standard output."""
+
+    path: str | None = None  # None or "-": standard output
+    force: bool = False  # replace a file tlview did not write
+
+    @property
+    def is_stdout(self) -> bool:
+        return self.path is None or self.path == "-"
+
+    def open(self) -> contextlib.AbstractContextManager[IO[bytes]]:
+        return output(self.path, self.force)

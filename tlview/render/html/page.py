@@ -52,8 +52,8 @@ from tlview.model import (
     Symbol,
     TensorDesc,
 )
-from tlview.render.html import kept
-from tlview.render.html.kept import KiB
+from tlview.render.html import budget as kept
+from tlview.render.html.budget import KiB
 from tlview.runtime import halves
 from tlview.units import dims, itemsize, nbytes, seconds
 

@@ -8,12 +8,15 @@ from typing import IO, Any
 import orjson
 
 from tlview import __version__
+from tlview.analyze.names import picker
 from tlview.analyze.summary import Overview, Tally, break_title, kernels
 from tlview.dumps import dumps
 from tlview.index.dims import DynamicDims, dynamic_dims, input_symbols
 from tlview.index.recompiles import limit_text
 from tlview.model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
+from tlview.render import Options
 from tlview.runtime import halves
+from tlview.runtime.output import Output
 
 FORMAT = "tlview.report/1"
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -324,7 +327,7 @@ def _compiles(
     return tally
 
 
-def write(
+def stream(
     report: Report,
     out: IO[bytes],
     extra: dict[str, Any] | None = None,
@@ -359,3 +362,9 @@ def write(
     top.setdefault("divergence", [])
     out.write(b"]," + dumps(top, option=_OPTS)[1:] + b"\n")
     return o
+
+
+def write(report: Report, out: Output, opts: Options) -> Overview:
+    """The report as `tlview.report/1` (the renderer of `--format json`)."""
+    with out.open() as f:
+        return stream(report, f, only=picker(opts.compile_id))

@@ -1,4 +1,4 @@
-"""Run repro scripts one after another in this process: `python -m tlview.repro.child OUT DIR...`.
+"""Run repro scripts one after another in this process: `python -m tlview.replay.child OUT DIR...`.
 
 `tlview repro --run` starts this in a child process; each result is one JSON line in OUT.
 """

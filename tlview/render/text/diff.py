@@ -7,7 +7,10 @@ from rich.text import Text
 
 from tlview import __version__
 from tlview.analyze.diff import CacheFigure, Diff, Figure, change_words
-from tlview.render.text import T, _table
+from tlview.render import Options
+from tlview.render.text.console import T, table
+from tlview.render.text.console import draw as console_for
+from tlview.runtime.output import Output
 
 ORDER = {True: 0, None: 1, False: 2}  # worse first, then neutral, then better
 
@@ -38,23 +41,24 @@ def _rate(counts: dict[str, int]) -> str:
     return f"{r:.0%} ({parts})"
 
 
-def write(d: Diff, console: Console, verbose: int = 0) -> None:
+def draw(d: Diff, console: Console, verbose: int = 0) -> None:
+    """Draw the comparison on CONSOLE: the figures, then every change, worst first."""
     console.print(T(f"tlview {__version__} diff", "bold"))
     console.print(T(f"BASE {d.base_path}  (torch {d.base_torch or 'unknown'})"))
     console.print(T(f"NEW  {d.new_path}  (torch {d.new_torch or 'unknown'})"))
     for n in d.notes:
         console.print(T(f"note: {n}", "yellow"))
-    t = _table("Summary", "measure", "BASE", "NEW", "change", console=console)
+    t = table("Summary", "measure", "BASE", "NEW", "change", console=console)
     for f in d.figures:
         t.add_row(T(f.name), T(_num(f, f.base)), T(_num(f, f.new)), _delta(f))
     console.print(t)
     if d.phases:
-        t = _table("Compile time per phase (s)", "phase", "BASE", "NEW", "change", console=console)
+        t = table("Compile time per phase (s)", "phase", "BASE", "NEW", "change", console=console)
         for f in d.phases:
             t.add_row(T(f.name), T(_num(f, f.base)), T(_num(f, f.new)), _delta(f))
         console.print(t)
     if d.cache:
-        t = _table("Cache hit rate", "cache", "BASE", "NEW", console=console)
+        t = table("Cache hit rate", "cache", "BASE", "NEW", console=console)
         for cf in d.cache:
             t.add_row(T(cf.cache), T(_rate(cf.base)), T(_rate(cf.new)))
         console.print(t)
@@ -67,15 +71,20 @@ def write(d: Diff, console: Console, verbose: int = 0) -> None:
             )
         )
     else:
-        t = _table(f"Changes ({len(changes)})", "", "kind", "frame", "what", console=console)
+        t = table(f"Changes ({len(changes)})", "", "kind", "frame", "what", console=console)
         for c in changes:
             mark = {True: T("worse", "red"), False: T("better", "green"), None: T("")}[c.worse]
             t.add_row(mark, T(c.kind), T(c.frame), T(change_words(c)))
         console.print(t)
     if verbose > 0 or len(d.frames) <= 30:
-        t = _table("Frames", "frame", "match", "BASE compiles", "NEW compiles", console=console)
+        t = table("Frames", "frame", "match", "BASE compiles", "NEW compiles", console=console)
         for p in d.frames:
             b = ", ".join(c.key for c in p.base.compiles) if p.base else ""
             n = ", ".join(c.key for c in p.new.compiles) if p.new else ""
             t.add_row(T(str(p.key)), T(p.match), T(b), T(n))
         console.print(t)
+
+
+def write(d: Diff, out: Output, opts: Options) -> None:
+    """The comparison for the terminal (the renderer of `tlview diff --format text`)."""
+    console_for(out, lambda console: draw(d, console, opts.verbosity))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, TlviewError
-from tlview.read.files import _GZIP_MAGIC, Gunzip, Opener, directory_notes, discover
+from tlview.logs.files import _GZIP_MAGIC, Gunzip, Opener, directory_notes, discover
 
 LOG_SUFFIXES = (".log", ".log.gz")
 

@@ -4,6 +4,7 @@ renderer (Jinja and all) is imported."""
 from __future__ import annotations
 
 from tlview.index.indexer import Keep
+from tlview.render import Options
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -21,3 +22,9 @@ def page_keep(full: bool, compile_key: str | None = None) -> Keep:
     if full:
         return Keep(payload_bytes=_FULL, total_bytes=_FULL)
     return Keep(payload_bytes=PAYLOAD_BYTES, total_bytes=PAGE_PAYLOAD_BYTES)
+
+
+def keep(opts: Options) -> Keep:
+    """What the page needs kept while reading: with --compile-id, every text of that compile."""
+    ref = opts.compile_id
+    return page_keep(opts.full, None if ref is None else ref.rpartition(":")[2])

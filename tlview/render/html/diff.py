@@ -11,7 +11,9 @@ from markupsafe import Markup
 from tlview import __version__
 from tlview.analyze.changes import change_text
 from tlview.analyze.diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
-from tlview.render.html import environment
+from tlview.render import Options
+from tlview.render.html.report import environment
+from tlview.runtime.output import Output
 
 TEMPLATE = "diff.html.j2"  # beside report.html.j2, loaded by the report's environment
 CSS = """
@@ -131,5 +133,11 @@ def render(d: Diff, gate: list[str] | None = None) -> str:
     )
 
 
-def write(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
+def stream(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
     out.write(render(d, gate).encode("utf-8"))
+
+
+def write(d: Diff, out: Output, opts: Options) -> None:
+    """The comparison as a page (the renderer of `tlview diff --format html`)."""
+    with out.open() as f:
+        stream(d, f, opts.gate)

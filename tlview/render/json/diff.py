@@ -9,7 +9,9 @@ import orjson
 from tlview import __version__
 from tlview.analyze.diff import Change, ComparedCompile, Diff, Figure, FrameDiff, FrameKey
 from tlview.dumps import dumps
-from tlview.render.json import stats
+from tlview.render import Options
+from tlview.render.json.report import stats
+from tlview.runtime.output import Output
 
 FORMAT = "tlview.diff/1"
 
@@ -97,6 +99,12 @@ def to_dict(d: Diff, gate: list[str] | None = None) -> dict[str, Any]:
     }
 
 
-def write(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
+def stream(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
     out.write(dumps(to_dict(d, gate), option=orjson.OPT_NON_STR_KEYS, default=str))
     out.write(b"\n")
+
+
+def write(d: Diff, out: Output, opts: Options) -> None:
+    """The comparison as `tlview.diff/1` (the renderer of `tlview diff --format json`)."""
+    with out.open() as f:
+        stream(d, f, opts.gate)

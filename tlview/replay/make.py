@@ -28,7 +28,7 @@ from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import EXIT_REFUSED, TlviewError
 from tlview.index.indexer import Keep
 from tlview.model import Compile, Payload, Report
-from tlview.repro import graphcode as gc
+from tlview.replay import graphcode as gc
 from tlview.runtime import templates
 
 SCRIPT = "repro.py"
@@ -771,7 +771,7 @@ def run_scripts(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, An
     with tempfile.TemporaryDirectory(prefix="tlview-repro-") as tmp:
         while todo:
             out = Path(tmp) / f"results-{len(results)}.jsonl"
-            cmd = [sys.executable, "-m", "tlview.repro.child", str(out), *map(str, todo)]
+            cmd = [sys.executable, "-m", "tlview.replay.child", str(out), *map(str, todo)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if echo and proc.stdout:
                 sys.stdout.write(proc.stdout)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from rich.console import Console
-from rich.text import Text
 
 from tlview import __version__
 from tlview.analyze.changes import change_text
@@ -36,7 +34,10 @@ from tlview.index.dims import dynamic_dims, input_symbols
 from tlview.index.indexer import is_torch_file
 from tlview.index.recompiles import limit_text
 from tlview.model import CacheEvent, Compile, ExportIssue, Input, Report, StackFrame
-from tlview.render.grid import Grid
+from tlview.render import Options
+from tlview.render.text.console import T, table
+from tlview.render.text.console import draw as console_for
+from tlview.runtime.output import Output
 from tlview.units import count, dims, nbytes, seconds
 
 STATUS_STYLE = {
@@ -49,21 +50,6 @@ STATUS_STYLE = {
     "traced": "blue",
     "outside": "dim",
 }
-# C0/C1 controls (but TAB and newline), DEL, bidi overrides, isolates and marks, and line or
-# paragraph separators: never sent to a terminal.
-_UNSAFE = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def clean(text: object) -> str:
-    """Log text made safe for a terminal: control characters shown as escapes, not obeyed."""
-    s = str(text)
-    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], s) if _UNSAFE.search(s) else s
-
-
-def T(text: object, style: str = "") -> Text:
-    return Text(clean(text), style=style)
 
 
 @dataclass(slots=True)
@@ -110,10 +96,6 @@ class Capped(Generic[RowT]):
         kinds = ", ".join(f"{n} {k}" for k, n in self.left.most_common() if k)
         left = f"... {dropped} more {what} not listed" + (f" ({kinds})" if kinds else "")
         return f"{left}: {see}"
-
-
-def _table(title: str, *cols: str, console: Console) -> Grid:
-    return Grid(title, *cols, ascii_box=not console.is_terminal)
 
 
 def header(report: Report, o: Overview, console: Console) -> None:
@@ -194,8 +176,8 @@ def _note(text: str | None, console: Console) -> None:
         console.print(T(text, "dim"))
 
 
-def compile_table(rows: list[tuple[str, ...]], console: Console) -> None:
-    t = _table(
+def compiletable(rows: list[tuple[str, ...]], console: Console) -> None:
+    t = table(
         "Compiles", "id", "status", "function", "where", "ops", "time", "inputs", console=console
     )
     for ref, status, *rest in rows:
@@ -209,7 +191,7 @@ def compile_time(o: Overview, console: Console) -> None:
     if not o.slowest:
         return
     names = [n for n in PHASE_NAMES if n in o.phases]
-    t = _table("Compile time", "compile", "function", *names, console=console)
+    t = table("Compile time", "compile", "function", *names, console=console)
     t.add_row(T(f"all {o.compiles}"), T(""), *(T(seconds(o.phases[n])) for n in names))
     for s in o.slowest:
         cells = (T(seconds(s.phases[n]) if n in s.phases else "") for n in names)
@@ -234,7 +216,7 @@ def divergence(report: Report, console: Console) -> None:
             )
         )
         return
-    t = _table(
+    t = table(
         # Two ranks have no majority: the lowest is what the other is compared with.
         f"Divergence between {len(ranks)} ranks (compared with "
         + (f"rank {min(ranks)})" if len(ranks) == 2 else "the majority)"),
@@ -284,7 +266,7 @@ def rank_tables(report: Report, console: Console) -> None:
         title = f"Compiles of {who}"
         if len(known) > 1:
             title += f" ({len(known)} ranks, the same compiles)"
-        t = _table(
+        t = table(
             title,
             "id",
             "status",
@@ -335,7 +317,7 @@ def _break_text(reason: str) -> str:
 def breaks(o: Overview, console: Console) -> None:
     if not o.breaks:
         return
-    t = _table(
+    t = table(
         "Graph breaks (deduplicated)", "count", "reason", "where", "compiles", console=console
     )
     for s in o.breaks:
@@ -386,7 +368,7 @@ def recompiles(
 ) -> None:
     if not rows:
         return
-    t = _table("Recompiles", "id", "function", "failed guard", "what changed", console=console)
+    t = table("Recompiles", "id", "function", "failed guard", "what changed", console=console)
     for r in rows:
         t.add_row(
             T(r.ref),
@@ -438,7 +420,7 @@ def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
 def failures(rows: list[tuple[str, ...]], console: Console) -> None:
     if not rows:
         return
-    t = _table(
+    t = table(
         "Failures and unfinished compiles",
         "id",
         "status",
@@ -461,7 +443,7 @@ def export_issues(rows: list[tuple[str, ...]], console: Console) -> None:
     """What torch.export could not do soundly (draft export's report), one row each."""
     if not rows:
         return
-    t = _table(
+    t = table(
         "Export issues", "compile", "kind", "expression or op", "what", "where", console=console
     )
     for row in rows:
@@ -472,7 +454,7 @@ def export_issues(rows: list[tuple[str, ...]], console: Console) -> None:
 INPUT_ROWS = 40  # inputs listed per compile by default (-v and --compile-id: all of them)
 
 
-def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | None) -> None:
+def inputstable(c: Compile, console: Console, title: str, ref: str, cap: int | None) -> None:
     """A compile's inputs; with a cap, the ones that tell most first: a deep model's hundreds of
     parameters come after its own inputs, buffers, views, shared storages and notes."""
     if not c.inputs:
@@ -482,7 +464,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
         param = i.tensor.flag("is_parameter")
         plain = param and not i.alias_group and not i.notes and not i.inner
         chosen.add(1 if plain else 0, "param" if param else "other", i)
-    t = _table(
+    t = table(
         title,
         "source",
         "size",
@@ -538,12 +520,12 @@ def _cache_text(e: CacheEvent) -> str:
     return f"{e.cache} {e.outcome}{why}"
 
 
-def kernels_table(c: Compile, console: Console) -> None:
+def kernelstable(c: Compile, console: Console) -> None:
     """Each kernel inductor wrote, with its FX nodes and the user code they came from."""
     found = kernels(c)
     if not found:
         return
-    t = _table("Kernels", "graph", "#", "kernel", "FX nodes", "user code", console=console)
+    t = table("Kernels", "graph", "#", "kernel", "FX nodes", "user code", console=console)
     for k in found:
         code = "\n".join(
             f"{_short_path(f.file)}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
@@ -649,10 +631,10 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
     if c.non_compliant_ops:
         ops = ", ".join(c.non_compliant_ops)
         console.print(T(f"  custom ops not tagged pt2_compliant_tag: {ops}", "yellow"))
-    inputs_table(c, console, "Inputs", ref, None if full else INPUT_ROWS)
+    inputstable(c, console, "Inputs", ref, None if full else INPUT_ROWS)
     if full:
         if c.symbols:
-            t = _table(
+            t = table(
                 "Symbols", "kind", "symbol", "value", "range", "source", "where", console=console
             )
             for s in c.symbols:
@@ -666,7 +648,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
                 )
             console.print(t)
         if c.graphs or c.guards:
-            t = _table("Graphs and code", "kind", "log line", "lines", "bytes", console=console)
+            t = table("Graphs and code", "kind", "log line", "lines", "bytes", console=console)
             for p in c.payloads():
                 t.add_row(
                     T(p.kind),
@@ -675,7 +657,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
                     T(nbytes(p.bytes) + ("" if p.ok else " (md5 mismatch)")),
                 )
             console.print(t)
-        kernels_table(c, console)
+        kernelstable(c, console)
         if c.cache:
             console.print(T("  cache: " + ", ".join(map(_cache_text, c.cache))))
         if c.metrics:
@@ -714,8 +696,8 @@ def bad_lines(report: Report, console: Console, limit: int) -> None:
         console.print(T(f"  ... {total - shown} more (see --format json, or -v)"))
 
 
-def write(report: Report, console: Console, opts: TextOptions) -> Overview:
-    """Write the terminal report; return its figures (for `--fail-on`)."""
+def draw(report: Report, console: Console, opts: TextOptions) -> Overview:
+    """Draw the terminal report on CONSOLE; return its figures (for `--fail-on`)."""
     if opts.compile_id is not None:
         chosen = [c for c in report.compiles if is_named(c, opts.compile_id)]
         o = overview(report)
@@ -758,7 +740,7 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
     if len(report.ranks) > 1:
         rank_tables(report, console)
     else:
-        compile_table(rows.rows(), console)
+        compiletable(rows.rows(), console)
         _note(rows.note("compiles"), console)
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
@@ -787,3 +769,9 @@ def write(report: Report, console: Console, opts: TextOptions) -> Overview:
         )
     bad_lines(report, console, 1000 if opts.verbosity > 0 else 20)
     return o
+
+
+def write(report: Report, out: Output, opts: Options) -> Overview:
+    """The terminal report (the renderer of `--format text`)."""
+    shown = TextOptions(compile_id=opts.compile_id, verbosity=opts.verbosity)
+    return console_for(out, lambda console: draw(report, console, shown))

@@ -1,0 +1,58 @@
+"""`tlview inputs` without --emit: each compile's inputs, and whether they rebuild."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterable
+
+import click
+
+from tlview.analyze.names import Refs
+from tlview.model import Compile, Report
+from tlview.render.text.console import clean  # text from the log: control characters shown
+from tlview.runtime.output import stdout
+
+# What torch says, as a warning, when it makes tensors of a kind a log can describe: the
+# listing's notes say what matters, and stderr keeps one line per problem.
+TORCH_NOISE = (
+    "ComplexHalf support is experimental",
+    "Sparse CSR tensor support is in beta",
+    "Sparse invariant checks are implicitly disabled",
+    "torch.quantize_per_tensor, torch.quantize_per_channel",
+)
+HEAD = ("source", "shape", "stride", "offset", "dtype", "device", "alias", "fake", "real")
+
+
+def quiet_torch() -> None:
+    for text in TORCH_NOISE:
+        warnings.filterwarnings("ignore", message=re.escape(text))
+
+
+def list_inputs(rep: Report, chosen: Iterable[Compile], allow_import: tuple[str, ...]) -> None:
+    """Per compile, each input with its metadata and whether it rebuilds as fake and as real.
+
+    One compile at a time: a log of thousands of compiles lists in the memory of one."""
+    from tlview.rebuild import input_rows
+
+    stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
+    refs = Refs.of(rep)
+    listed = False
+    for c in chosen:
+        listed = True
+        rows, notes, problem = input_rows(c, allow_import)
+        ref = refs(c)
+        click.echo(clean(f"compile {ref}  {c.status}  {len(rows)} input(s)"))
+        table = [HEAD, *[tuple(clean(v) for v in r) for r in rows]]
+        widths = [max(len(r[i]) for r in table) for i in range(len(HEAD))]
+        for r in table:
+            click.echo(
+                "  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            )
+        for line in notes:
+            click.echo(f"    {clean(line)}")
+        if problem:
+            click.echo(f"    {problem}")
+        click.echo("")
+    if not listed:
+        click.echo(clean(f"{rep.path}: no compile described any input tensor"))

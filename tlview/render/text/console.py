@@ -1,0 +1,75 @@
+"""The terminal's console: text from a log made inert, tables that fit, stdout or a file."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.text import Text
+
+from tlview import __version__
+from tlview.render.text.grid import Grid
+from tlview.runtime.output import Output, stdout
+
+Drawn = TypeVar("Drawn")
+
+# C0/C1 controls (but TAB and newline), DEL, bidi overrides, isolates and marks, and line or
+# paragraph separators: never sent to a terminal.
+_UNSAFE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def clean(text: object) -> str:
+    """Log text made safe for a terminal: control characters shown as escapes, not obeyed."""
+    s = str(text)
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], s) if _UNSAFE.search(s) else s
+
+
+def T(text: object, style: str = "") -> Text:
+    return Text(clean(text), style=style)
+
+
+def table(title: str, *cols: str, console: Console) -> Grid:
+    return Grid(title, *cols, ascii_box=not console.is_terminal)
+
+
+def draw(out: Output, fn: Callable[[Console], Drawn]) -> Drawn:
+    """Run FN on a terminal console, or on a plain one whose text goes to OUT's file; what it
+    returns. On standard output rich writes as it goes (colour on a terminal, never piped)."""
+    if out.is_stdout:
+        tty = stdout().isatty()
+        return fn(_stdout_console(highlight=False, width=None if tty else pipe_width()))
+    with out.open() as f:
+        buf = io.StringIO()
+        console = Console(
+            file=buf, highlight=False, width=pipe_width(), no_color=True, force_terminal=False
+        )
+        console.print(f"# written by tlview {__version__}", markup=False)
+        got = fn(console)
+        f.write(buf.getvalue().encode("utf-8"))
+    return got
+
+
+def pipe_width() -> int:
+    """The width of text that is not for a terminal: $COLUMNS, else 160."""
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "")))
+    except ValueError:
+        return 160
+
+
+def _stdout_console(**kw: Any) -> Console:
+    """A console on stdout whose reader may go away (`| head`): that ends the run as it does for
+    every format, with exit 0 (rich's own console exits 1, which fails a `pipefail` script)."""
+
+    class Stdout(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return Stdout(**kw)

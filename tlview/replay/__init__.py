@@ -1,0 +1,1 @@
+"""tlview.replay.make"""

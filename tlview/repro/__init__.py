@@ -1,1 +1,0 @@
-"""tlview.repro.make"""
