@@ -684,7 +684,7 @@ def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: P
     want = html.render(rep)
 
     def page_with(cache: jinja2.BytecodeCache) -> str:
-        env = html.environment()
+        env = html.page_environment()
         saved = env.bytecode_cache
         env.bytecode_cache = cache
         env.cache.clear()  # type: ignore[union-attr]

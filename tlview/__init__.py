@@ -180,9 +180,9 @@ def repro(
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
     process (this executes code taken from the log). The outcome says what became of it."""
-    from tlview.replay.make import Options, make_one
+    from tlview.replay.make import ReproOptions, make_one
 
-    opts = Options(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
     return make_one(_graphs(log, progress), compile_id, _dir(out), opts)
 
 
@@ -199,9 +199,9 @@ def repro_all(
     progress: Any = None,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json."""
-    from tlview.replay.make import Options, make_all
+    from tlview.replay.make import ReproOptions, make_all
 
-    opts = Options(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
     return make_all(_graphs(log, progress), Path(out), opts)
 
 

@@ -22,6 +22,7 @@ from tlview.errors import (
     Terminated,
     TlviewError,
 )
+from tlview.render.clean import clean
 
 
 class Main(click.Group):
@@ -72,13 +73,6 @@ def _bug(ctx: click.Context, e: Exception) -> None:
         err=True,
     )
     ctx.exit(EXIT_BUG)
-
-
-def clean(text: object) -> str:
-    """A message that may quote a log or a file name, safe for a terminal."""
-    from tlview.render.text.console import clean as inert
-
-    return inert(text)
 
 
 def on_terminal(stream: Any) -> bool:

@@ -10,7 +10,7 @@ import click
 
 from tlview.analyze.names import Refs
 from tlview.model import Compile, Report
-from tlview.render.text.console import clean  # text from the log: control characters shown
+from tlview.render.clean import clean  # text from the log: control characters shown
 from tlview.runtime.output import stdout
 
 # What torch says, as a warning, when it makes tensors of a kind a log can describe: the

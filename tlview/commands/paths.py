@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from tlview.commands.funnel import clean
 from tlview.errors import EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.logs.files import discover, no_logs
 from tlview.logs.sources import is_url
+from tlview.render.clean import clean
 
 
 def newest(path: str) -> str:

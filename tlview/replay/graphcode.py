@@ -13,7 +13,7 @@ import keyword
 import re
 from dataclasses import dataclass, field
 
-Dim = int | str
+from tlview.model import Dim
 
 # torch's dtype abbreviations in graph annotations (`torch._C._get_all_dtypes()`, `.abbr`).
 DTYPES = {

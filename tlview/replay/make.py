@@ -804,7 +804,7 @@ def _read_results(path: Path) -> dict[str, dict[str, Any]]:
 
 # -- the command ------------------------------------------------------------------------------
 @dataclass(slots=True)
-class Options:
+class ReproOptions:
     backend: str | None = None
     device: str | None = None
     mode: str = "random"  # values of the rebuilt inputs: random or zeros
@@ -814,13 +814,13 @@ class Options:
     warn: bool = True  # say before running that the repros run code from the log
 
 
-def rebuilder(opts: Options) -> Callable[[Compile], Any]:
+def rebuilder(opts: ReproOptions) -> Callable[[Compile], Any]:
     from tlview.rebuild import real_inputs
 
     return lambda c: real_inputs(c, mode=opts.mode, seed=opts.seed, device=opts.device)
 
 
-def make_one(report: Report, compile_id: str, out: Path | None, opts: Options) -> Outcome:
+def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptions) -> Outcome:
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
     p = plan(ref, c, report, rebuilder(opts), opts.device)
@@ -853,7 +853,7 @@ def _directory(out: Path | None) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def make_all(report: Report, out: Path, opts: Options) -> list[Outcome]:
+def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     """One repro per graph in the report, under OUT/<compile>/, and OUT/summary.json."""
     outcomes: list[Outcome] = []
     made: list[tuple[Outcome, Path]] = []
@@ -898,7 +898,9 @@ def _apply(o: Outcome, res: dict[str, Any]) -> None:
     o.outputs = [str(x) for x in outs] if isinstance(outs, list) else []
 
 
-def write_summary(report: Report, out: Path, outcomes: Iterable[Outcome], opts: Options) -> None:
+def write_summary(
+    report: Report, out: Path, outcomes: Iterable[Outcome], opts: ReproOptions
+) -> None:
     from tlview.runtime.output import output as open_output
 
     items = list(outcomes)

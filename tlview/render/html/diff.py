@@ -12,7 +12,7 @@ from tlview import __version__
 from tlview.analyze.changes import change_text
 from tlview.analyze.diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
 from tlview.render import Options
-from tlview.render.html.report import environment
+from tlview.render.html.report import page_environment
 from tlview.runtime.output import Output
 
 TEMPLATE = "diff.html.j2"  # beside report.html.j2, loaded by the report's environment
@@ -102,7 +102,7 @@ def _frame(p: FrameDiff, changed: int) -> dict[str, Any]:
 
 
 def render(d: Diff, gate: list[str] | None = None) -> str:
-    env = environment()
+    env = page_environment()
     counts: dict[str, int] = {}
     for c in d.changes:
         counts[c.frame] = counts.get(c.frame, 0) + 1

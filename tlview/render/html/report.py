@@ -23,7 +23,7 @@ BATCH = 1 << 16  # characters of the page encoded and written at a time
 Only = tuple[str, page_mod.Picked] | None  # --compile-id, and whether it names a compile
 
 
-def environment() -> jinja2.Environment:
+def page_environment() -> jinja2.Environment:
     """The templates' environment, with the page's filters (the diff page uses them too)."""
     env = templates.environment()
     env.filters.update(
@@ -60,7 +60,7 @@ def render(report: Report, full: bool = False, only: Only = None) -> str:
 
 
 def _chunks(report: Report, full: bool, only: Only) -> tuple[page_mod.Page, Iterator[str]]:
-    env = environment()
+    env = page_environment()
     css, css_hash = _asset(env, "report.css")
     js, js_hash = _asset(env, "report.js")
     csp = (

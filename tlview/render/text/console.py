@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -12,22 +11,11 @@ from rich.console import Console
 from rich.text import Text
 
 from tlview import __version__
+from tlview.render.clean import clean
 from tlview.render.text.grid import Grid
 from tlview.runtime.output import Output, stdout
 
 Drawn = TypeVar("Drawn")
-
-# C0/C1 controls (but TAB and newline), DEL, bidi overrides, isolates and marks, and line or
-# paragraph separators: never sent to a terminal.
-_UNSAFE = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def clean(text: object) -> str:
-    """Log text made safe for a terminal: control characters shown as escapes, not obeyed."""
-    s = str(text)
-    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], s) if _UNSAFE.search(s) else s
 
 
 def T(text: object, style: str = "") -> Text:
@@ -38,7 +26,7 @@ def table(title: str, *cols: str, console: Console) -> Grid:
     return Grid(title, *cols, ascii_box=not console.is_terminal)
 
 
-def draw(out: Output, fn: Callable[[Console], Drawn]) -> Drawn:
+def on_console(out: Output, fn: Callable[[Console], Drawn]) -> Drawn:
     """Run FN on a terminal console, or on a plain one whose text goes to OUT's file; what it
     returns. On standard output rich writes as it goes (colour on a terminal, never piped)."""
     if out.is_stdout:

@@ -8,8 +8,7 @@ from rich.text import Text
 from tlview import __version__
 from tlview.analyze.diff import CacheFigure, Diff, Figure, change_words
 from tlview.render import Options
-from tlview.render.text.console import T, table
-from tlview.render.text.console import draw as console_for
+from tlview.render.text.console import T, on_console, table
 from tlview.runtime.output import Output
 
 ORDER = {True: 0, None: 1, False: 2}  # worse first, then neutral, then better
@@ -87,4 +86,4 @@ def draw(d: Diff, console: Console, verbose: int = 0) -> None:
 
 def write(d: Diff, out: Output, opts: Options) -> None:
     """The comparison for the terminal (the renderer of `tlview diff --format text`)."""
-    console_for(out, lambda console: draw(d, console, opts.verbosity))
+    on_console(out, lambda console: draw(d, console, opts.verbosity))

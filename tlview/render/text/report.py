@@ -35,8 +35,7 @@ from tlview.index.indexer import is_torch_file
 from tlview.index.recompiles import limit_text
 from tlview.model import CacheEvent, Compile, ExportIssue, Input, Report, StackFrame
 from tlview.render import Options
-from tlview.render.text.console import T, table
-from tlview.render.text.console import draw as console_for
+from tlview.render.text.console import T, on_console, table
 from tlview.runtime.output import Output
 from tlview.units import count, dims, nbytes, seconds
 
@@ -774,4 +773,4 @@ def draw(report: Report, console: Console, opts: TextOptions) -> Overview:
 def write(report: Report, out: Output, opts: Options) -> Overview:
     """The terminal report (the renderer of `--format text`)."""
     shown = TextOptions(compile_id=opts.compile_id, verbosity=opts.verbosity)
-    return console_for(out, lambda console: draw(report, console, shown))
+    return on_console(out, lambda console: draw(report, console, shown))
