@@ -94,3 +94,11 @@ def itemsize(dtype: str) -> int | None:
     if re.fullmatch(r"u?int[1-7]", name):
         return 1
     return None
+
+
+def short_path(p: str | None, keep: int = 2) -> str:
+    """A file by its last KEEP parts (`pkg/f.py`): enough to know it, short enough for a column."""
+    if not p:
+        return ""
+    parts = p.replace("\\", "/").split("/")
+    return "/".join(parts[-keep:])

@@ -1,0 +1,1 @@
+"""The machine formats: `tlview.report/1` and `tlview.diff/1`, written as they are computed."""

@@ -1,0 +1,365 @@
+"""The terminal report's tables over all compiles: compiles, times, breaks, recompiles, failures."""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from rich.console import Console
+
+from tlview.analyze.changes import change_text
+from tlview.analyze.divergence import rank_ranges
+from tlview.analyze.names import Refs, compile_ref
+from tlview.analyze.summary import (
+    PHASE_NAMES,
+    Overview,
+    break_explanation,
+    break_hints,
+    break_title,
+    stopped_in,
+)
+from tlview.index.recompiles import limit_text
+from tlview.model import Compile, ExportIssue, Report
+from tlview.render.text.console import T, table
+from tlview.units import seconds, short_path
+
+STATUS_STYLE = {
+    "ok": "green",
+    "graph_break": "yellow",
+    "restarted": "cyan",
+    "failed": "bold red",
+    "incomplete": "magenta",
+    "empty": "dim",
+    "traced": "blue",
+    "outside": "dim",
+}
+
+
+RowT = TypeVar("RowT")
+
+
+FrameRef = tuple[str, int | None, int | None, int]  # a frame across logs: log, pid, frame, run
+
+
+@dataclass(slots=True)
+class Capped(Generic[RowT]):
+    """The rows a table shows: at most `cap` (None: all), the lowest ranks first (problems),
+    in log order; the rest only counted, by kind. Holds no more than `cap` rows however long
+    the log."""
+
+    cap: int | None
+    heap: list[tuple[int, int, str, RowT]] = field(default_factory=list)  # (-rank, -n, kind, row)
+    n: int = 0
+    left: Counter[str] = field(default_factory=Counter)  # kinds of the rows not shown
+
+    def add(self, rank: int, kind: str, row: RowT) -> None:
+        item = (-rank, -self.n, kind, row)
+        self.n += 1
+        if self.cap is None or len(self.heap) < self.cap:
+            heapq.heappush(self.heap, item)
+            return
+        if self.cap > 0 and item[:2] > self.heap[0][:2]:
+            item = heapq.heapreplace(self.heap, item)  # the worst row kept makes way
+        self.left[item[2]] += 1
+
+    def rows(self) -> list[RowT]:
+        return [e[3] for e in sorted(self.heap, key=lambda e: -e[1])]
+
+    def note(self, what: str, see: str = "-v lists them all") -> str | None:
+        """The line under the table that says what it leaves out, if it does."""
+        dropped = sum(self.left.values())
+        if not dropped:
+            return None
+        kinds = ", ".join(f"{n} {k}" for k, n in self.left.most_common() if k)
+        left = f"... {dropped} more {what} not listed" + (f" ({kinds})" if kinds else "")
+        return f"{left}: {see}"
+
+
+def table_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
+    """A compile's row in the compile table, or None for records outside compiles with nothing."""
+    if c.id is None and not c.inputs and not c.graphs and not c.outside:
+        return None
+    return (
+        refs(c),
+        c.status + (f" ({c.fail_type})" if c.fail_type else ""),
+        c.function or "",
+        f"{short_path(c.file)}:{c.firstline}" if c.file else "",
+        "" if c.graph_ops is None else str(c.graph_ops),
+        seconds(c.compile_time_s) if c.compile_time_s is not None else "",
+        _inputs_count(c),
+    )
+
+
+def footnote(text: str | None, console: Console) -> None:
+    if text is not None:
+        console.print(T(text, "dim"))
+
+
+def compile_table(rows: list[tuple[str, ...]], console: Console) -> None:
+    t = table(
+        "Compiles", "id", "status", "function", "where", "ops", "time", "inputs", console=console
+    )
+    for ref, status, *rest in rows:
+        style = STATUS_STYLE.get(status.split(" ")[0], "")
+        t.add_row(T(ref), T(status, style), *(T(x) for x in rest))
+    console.print(t)
+
+
+def compile_time(o: Overview, console: Console) -> None:
+    """Where the compile time went: each phase summed over the compiles, then the slowest."""
+    if not o.slowest:
+        return
+    names = [n for n in PHASE_NAMES if n in o.phases]
+    t = table("Compile time", "compile", "function", *names, console=console)
+    t.add_row(T(f"all {o.compiles}"), T(""), *(T(seconds(o.phases[n])) for n in names))
+    for s in o.slowest:
+        cells = (T(seconds(s.phases[n]) if n in s.phases else "") for n in names)
+        t.add_row(T(s.ref), T(s.function or ""), *cells)
+    console.print(t)
+    if o.compiles > len(o.slowest):
+        footnote(f"the {len(o.slowest)} slowest of {o.compiles} compiles", console)
+
+
+def divergence(report: Report, console: Console) -> None:
+    """How the ranks of a job differ; agreeing ranks are one group, so 1,000 read as one line."""
+    ranks = report.ranks
+    if len(ranks) < 2:
+        return
+    if not report.divergence:
+        console.print(
+            T(
+                f"All {len(ranks)} ranks agree: the same compiles, "
+                + ("graphs, " if report.graphs_compared else "")
+                + "inputs, cache hits, recompiles, graph breaks and collectives",
+                "green",
+            )
+        )
+        return
+    t = table(
+        # Two ranks have no majority: the lowest is what the other is compared with.
+        f"Divergence between {len(ranks)} ranks (compared with "
+        + (f"rank {min(ranks)})" if len(ranks) == 2 else "the majority)"),
+        "what",
+        "ranks",
+        "how they differ",
+        console=console,
+    )
+    for d in report.divergence:
+        t.add_row(T(d.kind.replace("_", " "), "yellow"), T(rank_ranges(d.ranks)), T(d.detail))
+    console.print(t)
+
+
+def rank_tables(report: Report, console: Console) -> None:
+    """Each rank's compile list; ranks with the same list share one table."""
+    logs_of: dict[int | None, int] = {}
+    for log in report.logs:
+        logs_of[log.rank] = logs_of.get(log.rank, 0) + 1
+    rows: dict[int | None, list[tuple[str, ...]]] = {}
+    times: dict[int | None, list[float | None]] = {}
+    for log in report.logs:
+        for c in log.compiles:
+            if c.id is None and not c.inputs and not c.graphs:
+                continue
+            status = c.status + (f" ({c.fail_type})" if c.fail_type else "")
+            rows.setdefault(log.rank, []).append(
+                (
+                    compile_ref(c, logs_of[log.rank] > 1),
+                    status,
+                    c.function or "",
+                    f"{short_path(c.file)}:{c.firstline}" if c.file else "",
+                    "" if c.graph_ops is None else str(c.graph_ops),
+                    _inputs_count(c),
+                )
+            )
+            times.setdefault(log.rank, []).append(c.compile_time_s)
+    groups: dict[tuple[tuple[str, ...], ...], list[int | None]] = {}
+    for rank, rs in rows.items():
+        groups.setdefault(tuple(rs), []).append(rank)
+    for sig, members in groups.items():
+        known = [r for r in members if r is not None]
+        who = (
+            ("rank " if len(known) == 1 else "ranks ") + rank_ranges(known)
+            if known
+            else "logs with no rank"
+        )
+        title = f"Compiles of {who}"
+        if len(known) > 1:
+            title += f" ({len(known)} ranks, the same compiles)"
+        t = table(
+            title,
+            "id",
+            "status",
+            "function",
+            "where",
+            "ops",
+            "time" if len(members) == 1 else "max time",
+            "inputs",
+            console=console,
+        )
+        for n, row in enumerate(sig):
+            ts = [x for r in members if (x := times[r][n]) is not None]
+            t.add_row(
+                T(row[0]),
+                T(row[1], STATUS_STYLE.get(row[1].split(" ")[0], "")),
+                T(row[2]),
+                T(row[3]),
+                T(row[4]),
+                T(seconds(max(ts)) if ts else ""),
+                T(row[5]),
+            )
+        console.print(t)
+
+
+def _inputs_count(c: Compile) -> str:
+    n = len(c.inputs)
+    groups = {i.alias_group for i in c.inputs if i.alias_group}
+    return f"{n}" + (
+        f" ({len(groups)} alias group{'s' if len(groups) > 1 else ''})" if groups else ""
+    )
+
+
+def _break_text(reason: str) -> str:
+    """A break's title and, under it, what torch says it was about (which call, which op) and
+    its hints (what to change)."""
+    why = break_explanation(reason)
+    hints = "".join(f"\nhint: {h}" for h in break_hints(reason))
+    return break_title(reason) + (f"\n{why}" if why else "") + hints
+
+
+def breaks(o: Overview, console: Console) -> None:
+    if not o.breaks:
+        return
+    t = table(
+        "Graph breaks (deduplicated)", "count", "reason", "where", "compiles", console=console
+    )
+    for s in o.breaks:
+        where = ", ".join(
+            f"{short_path(w)}" + (f" x{n}" if n > 1 else "") for w, n in s.where.items()
+        )
+        t.add_row(T(s.count), T(_break_text(s.reason)), T(where), T(", ".join(s.compiles[:8])))
+    console.print(t)
+
+
+@dataclass(slots=True)
+class RecompileRow:
+    """What the Recompiles table says of one recompile (kept instead of the compile)."""
+
+    ref: str
+    frame: FrameRef  # its function may come later
+    function: str | None
+    reasons: list[str]
+    changed: list[str]
+    limit: str | None
+
+
+def recompile_row(c: Compile, refs: Refs) -> RecompileRow | None:
+    r = c.recompile
+    if r is None or c.id is None or c.is_retry:
+        return None
+    changed = [change_text(x) for x in r.input_changes[:8]]
+    if len(r.input_changes) > 8:
+        changed.append(f"... {len(r.input_changes) - 8} more")
+    if not changed:
+        changed.append(
+            f"no tensor input changed since {r.previous}" if r.compared else "inputs not logged"
+        )
+    return RecompileRow(
+        refs(c),
+        (c.log, c.pid, c.id.frame, c.id.run),
+        c.function,
+        r.reasons[:5],
+        changed,
+        limit_text(c) if r.limit_hit else None,
+    )
+
+
+def recompiles(
+    rows: list[RecompileRow],
+    names: dict[FrameRef, str],
+    console: Console,
+) -> None:
+    if not rows:
+        return
+    t = table("Recompiles", "id", "function", "failed guard", "what changed", console=console)
+    for r in rows:
+        t.add_row(
+            T(r.ref),
+            T(r.function or names.get(r.frame) or ""),
+            T("\n".join(r.reasons) or "(no reason logged)"),
+            T("\n".join(r.changed)),
+        )
+    console.print(t)
+    for r in rows:
+        if r.limit is not None:
+            fn = r.function or names.get(r.frame) or "?"
+            console.print(
+                T(
+                    f"{r.ref}: frame {r.frame[2]} ({fn}) hit {r.limit}: "
+                    "dynamo stopped compiling it; later calls run its compiled code or eager",
+                    "bold red",
+                )
+            )
+
+
+REASON_LINES = 4  # lines of a failure's reason in the table; --compile-id shows all
+
+
+def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
+    if c.status not in ("failed", "incomplete"):
+        return None
+    reason = (c.fail_reason or "").strip().splitlines()
+    ref = refs(c)
+    shown = reason[:REASON_LINES]
+    if len(reason) > REASON_LINES:
+        while shown and (not shown[-1].strip() or shown[-1].endswith(":")):
+            shown.pop()  # a heading ("User stack:") or a gap whose lines are cut
+        shown.append(f"... {len(reason) - len(shown)} more lines: --compile-id {ref} shows them")
+    return (
+        ref,
+        c.status,
+        c.fail_type or "",
+        "\n".join(shown)
+        if reason
+        else (
+            f"no compilation_metrics: the run stopped during this compile{stopped_in(c)}"
+            if c.status == "incomplete"
+            else ""
+        ),
+        short_path(c.fail_where, 3) if c.fail_where else "",
+    )
+
+
+def failures(rows: list[tuple[str, ...]], console: Console) -> None:
+    if not rows:
+        return
+    t = table(
+        "Failures and unfinished compiles",
+        "id",
+        "status",
+        "type",
+        "reason",
+        "where",
+        console=console,
+    )
+    for ref, status, kind, reason, where in rows:
+        t.add_row(T(ref), T(status, STATUS_STYLE.get(status, "")), T(kind), T(reason), T(where))
+    console.print(t)
+
+
+def issue_row(ref: str, x: ExportIssue) -> tuple[str, ...]:
+    where = f"{short_path(x.where.file, 3)}:{x.where.line}" if x.where is not None else ""
+    return (ref, x.kind, x.subject, x.detail, where)
+
+
+def export_issues(rows: list[tuple[str, ...]], console: Console) -> None:
+    """What torch.export could not do soundly (draft export's report), one row each."""
+    if not rows:
+        return
+    t = table(
+        "Export issues", "compile", "kind", "expression or op", "what", "where", console=console
+    )
+    for row in rows:
+        t.add_row(*(T(v) for v in row))
+    console.print(t)
