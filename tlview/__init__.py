@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from tlview.errors import TlviewError
-from tlview.model import Compile, Report
 
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
     from tlview.index.indexer import Keep
+    from tlview.model import Compile, Report
     from tlview.rebuild import Rebuilt
     from tlview.replay.make import Outcome
 
@@ -45,7 +45,16 @@ __all__ = [
     "save_inputs",
 ]
 
-Log = str | Path | Report  # what the functions below read a compile from
+Log = Union[str, Path, "Report"]  # what the functions below read a compile from
+
+
+def __getattr__(name: str) -> Any:
+    """`tlview.Report` and `tlview.Compile`, imported when first asked for (`--help` needs neither)."""
+    if name in ("Report", "Compile"):
+        from tlview import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module 'tlview' has no attribute {name!r}")
 
 
 def read(
@@ -135,6 +144,7 @@ def save_inputs(
     """Rebuild the inputs of one compile (or of every compile that has some) and write them to
     PATH (`tlview.inputs/1`, what `tlview inputs --emit` writes); a one-line summary."""
     from tlview.analyze.names import compiles_with_inputs
+    from tlview.model import Report
     from tlview.rebuild import DEFAULT_MAX_BYTES
     from tlview.tensors.emit import emit_file
 
@@ -208,6 +218,7 @@ def repro_all(
 def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
     """What NEW compiles, breaks and fails differently from BASE (two runs: logs or folders)."""
     from tlview.analyze.diff import compare
+    from tlview.model import Report
 
     def report(x: str | Path | Report) -> Report:
         return x if isinstance(x, Report) else read(x, progress=progress)
@@ -219,6 +230,7 @@ def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:
     """The compile a function was given, or the one COMPILE_ID names in the log."""
     from tlview.analyze.names import find_compile
     from tlview.errors import EXIT_USAGE
+    from tlview.model import Compile, Report
 
     if isinstance(log, Compile):
         return log
@@ -229,6 +241,8 @@ def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:
 
 def _graphs(log: Log, progress: Any) -> Report:
     """The report a repro reads: graph code kept, one log at a time."""
+    from tlview.model import Report
+
     if isinstance(log, Report):
         return log
     from tlview.replay.make import graph_keep
