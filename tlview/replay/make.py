@@ -15,7 +15,6 @@ import math
 import operator
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -29,6 +28,7 @@ from tlview.errors import EXIT_REFUSED, TlviewError
 from tlview.index.indexer import Keep
 from tlview.model import Compile, Payload, Report
 from tlview.replay import graphcode as gc
+from tlview.replay.run import WARNING, run_scripts
 from tlview.runtime import templates
 
 SCRIPT = "repro.py"
@@ -752,54 +752,6 @@ def slug(ref: str) -> str:
     text = ref.replace("#", "-g").replace("!", "ca").replace("/", "-").replace(":", "--")
     text = text.replace("@", "-run")
     return re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".") or "graph"
-
-
-# -- running ----------------------------------------------------------------------------------
-WARNING = (
-    "tlview: --run executes code taken from the log: the graph in {script} runs in a new "
-    "Python process, with whatever it calls. Run only logs you trust."
-)
-
-
-def run_scripts(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, Any]]:
-    """Run each repro in a child Python process (one for all; a new one after a crash).
-
-    With ECHO, what the repros print is printed here; torch's own warnings on stderr are not.
-    """
-    results: dict[Path, dict[str, Any]] = {}
-    todo = list(dirs)
-    with tempfile.TemporaryDirectory(prefix="tlview-repro-") as tmp:
-        while todo:
-            out = Path(tmp) / f"results-{len(results)}.jsonl"
-            cmd = [sys.executable, "-m", "tlview.replay.child", str(out), *map(str, todo)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if echo and proc.stdout:
-                sys.stdout.write(proc.stdout)
-                sys.stdout.flush()
-            done = _read_results(out)
-            for d in todo:
-                if str(d) in done:
-                    results[d] = done[str(d)]
-            todo = [d for d in todo if d not in results]
-            if todo:  # the process died running the first of these
-                last = (proc.stderr.strip().splitlines() or [""])[-1][:300]
-                results[todo.pop(0)] = {
-                    "status": "failed",
-                    "reason": f"the Python process running it died (exit status "
-                    f"{proc.returncode})" + (f": {last}" if last else ""),
-                }
-    return results
-
-
-def _read_results(path: Path) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    with contextlib.suppress(OSError):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):
-                rec = json.loads(line)
-                if isinstance(rec, dict) and isinstance(rec.get("dir"), str):
-                    out[rec["dir"]] = rec
-    return out
 
 
 # -- the command ------------------------------------------------------------------------------
