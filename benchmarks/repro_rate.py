@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tlview.load import load
 from tlview.replay import make as repro
+from tlview.replay.script import slug
 
 HERE = Path(__file__).resolve().parent
 CORPUS = Path(os.environ.get("TLVIEW_CORPUS", HERE.parent.parent / "shared" / "corpus"))
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         total: Counter[str] = Counter()
         misses: list[tuple[str, repro.Outcome]] = []
         for folder, name in folders:
-            got = rate(folder, base / repro.slug(name), args.backend)
+            got = rate(folder, base / slug(name), args.backend)
             counts = Counter(o.status for o in got)
             total.update(counts)
             ran = counts["ran"]

@@ -579,12 +579,13 @@ def test_corpus_graph_code_parses_everywhere() -> None:
     from tlview.load import load
     from tlview.replay import graphcode
     from tlview.replay import make as repro
+    from tlview.replay.plan import graph_of
 
     seen = 0
     for folder in sorted({p.parent for p in corpus().rglob("*.log")}):
         rep = load(folder, repro.graph_keep(), jobs=1)
         for _ref, c in graphs(rep):
-            g = repro.graph_of(c)
+            g = graph_of(c)
             assert g is not None and g.text is not None
             code = graphcode.parse(g.text)
             sizes = (g.meta or {}).get("sizes", {})

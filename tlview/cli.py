@@ -351,7 +351,7 @@ def repro(
     quiet_torch()
     path = newest(path) if latest else path
     from tlview.analyze.names import GRAPH_KIND
-    from tlview.replay import make
+    from tlview.replay import make, script
 
     if all_graphs == (compile_id is not None):
         raise TlviewError("give --compile-id ID for one graph, or --all", EXIT_USAGE)
@@ -392,7 +392,7 @@ def repro(
     if o.status == "skipped":
         raise TlviewError(f"{path}: compile {o.ref}: no repro: {o.reason}", EXIT_NO_REPRO)
     if out is not None:
-        click.echo(f"tlview: wrote {out / make.SCRIPT} and {out / make.INPUTS}", err=True)
+        click.echo(f"tlview: wrote {out / script.SCRIPT} and {out / script.INPUTS}", err=True)
     if o.status == "blocked":
         raise TlviewError(
             f"{path}: compile {o.ref}: the repro will not run here: {o.reason}", EXIT_NO_REPRO

@@ -1,0 +1,353 @@
+"""Binding a graph's placeholders to its rebuilt inputs: the code that gives each argument,
+size symbol and stand-in its value, and the shapes its outputs should have."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tlview.replay import graphcode as gc
+
+if TYPE_CHECKING:
+    from tlview.replay.plan import Plan
+
+_SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
+_OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
+_MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\[(['\"])([^'\"\]]+)\1\]")
+_GETATTR = re.compile(r"getattr\(\s*([^,]+?)\s*,\s*(['\"])([^'\"]+)\2\s*\)")
+_WHOLE_LOOKUP = re.compile(r"[GL]\['?(.*?)'?\]")
+_INDEX = re.compile(r"\[(\d+)\]")
+_INT = re.compile(r"-?\d+")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
+_AS_TENSOR = "___as_tensor("
+
+
+@dataclass(slots=True)
+class Arg:
+    """One argument of the graph's forward: its placeholder and the code that gives its value."""
+
+    name: str
+    code: str
+
+
+def lazy_torch() -> Any:
+    """torch, imported when a repro is made (never for `tlview report`)."""
+    from tlview.rebuild import need_torch
+
+    return need_torch("tlview repro")
+
+
+def arg_name(source: str) -> str:
+    """The forward argument dynamo names after a source (`L['x']` -> `L_x_`)."""
+    return re.sub(r"[^a-zA-Z0-9]+", "_", source)
+
+
+def attribute_names(source: str) -> set[str]:
+    """The attribute names dynamo gives a module's tensor it did not lift to an input: as its
+    OutputGraph.module_key_name makes them (torch 2.9 and 2.13: a whole `L[...]` lookup loses
+    its `L['` and `']`, `[0]` becomes `_0`, and a name not starting with a letter gets `sub`),
+    and as older torch made them (every character not a letter or digit becomes `_`)."""
+    name = _MODULE_ATTR.sub(r".\2", source)
+    old = re.sub(r"[^a-zA-Z0-9]", "_", name)
+    name = _GETATTR.sub(r"\1.\3", name)
+    whole = _WHOLE_LOOKUP.fullmatch(name)
+    name = re.sub(r"[^a-zA-Z0-9]", "_", _INDEX.sub(r"_\1", whole.group(1) if whole else name))
+    return {old, name if name[:1].isalpha() else f"sub{name}"}
+
+
+def placeholders(p: Plan, code: gc.GraphCode) -> None:
+    """Bind each placeholder to the code that gives its value: a rebuilt input, a size or a
+    stand-in; and the size symbols and module attributes the graph reads."""
+    r = p.rebuilt
+    by_name: dict[str, str] = {}
+    for source in [*r.tensors, *r.failed]:
+        by_name.setdefault(arg_name(source), source)
+        if source.startswith(_AS_TENSOR) and source.endswith(")"):
+            # A Python float that dynamo made a tensor: its placeholder is named after the float.
+            by_name.setdefault(arg_name(source[len(_AS_TENSOR) : -1]), source)
+    logged: dict[str, str] = {}
+    known = _symbol_table(p, code, by_name, logged)
+    subclasses = _subclasses(r)
+    needed: list[str] = []
+    for param in code.params:
+        if param.sym is not None:
+            expr = gc.dim_code(_int_or(param.sym), set(known))
+            if expr is None:
+                p.fatal = (
+                    f"input {param.name} is the size {param.sym}, whose value the log does not give"
+                )
+                return
+            needed += gc.symbols_in(param.sym)
+            p.args.append(Arg(param.name, expr))
+            continue
+        source = by_name.get(param.name)
+        if source is None and param.annotation == "list":
+            items = _list_items(param.name, by_name)
+            if items:  # a list input whose tensors were described one by one (compiled autograd)
+                read = re.findall(rf"\b{re.escape(param.name.lower())}\[(\d+)\]", code.text)
+                missing = sorted(
+                    {int(k) for k in read if int(k) >= len(items) or not items[int(k)]}
+                )
+                if missing:
+                    p.fatal = (
+                        f"input {param.name} (list): the graph reads its items "
+                        f"{', '.join(map(str, missing))}, which no describe_source names"
+                    )
+                    return
+                if not all(_take(p, r, item) for item in items if item):
+                    return
+                p.args.append(Arg(param.name, "[" + ", ".join(map(_item, items)) + "]"))
+                continue
+        if source is None:
+            standin = _standin(p, code, param, known)
+            if standin is None:
+                what = f" ({param.annotation})" if param.annotation else ""
+                p.fatal = (
+                    f"input {param.name}{what} has no tensor in the log: no describe_source "
+                    "names it, and the graph does not say its size and dtype"
+                )
+                return
+            code_text, used = standin
+            needed += used
+            p.args.append(Arg(param.name, code_text))
+            p.standins = True
+            continue
+        if not _take(p, r, source):
+            return
+        p.args.append(Arg(param.name, _item(source)))
+        # Older torch (2.6, 2.9) annotates a subclass input as a plain tensor: the log says.
+        wrapper = (param.tensor.wrapper if param.tensor else None) or subclasses.get(source)
+        got = type(r.tensors[source])
+        if wrapper and not any(k.__name__ == wrapper for k in got.__mro__):
+            p.blockers.append(
+                f"input {source} is a {wrapper}, a tensor subclass tlview did not rebuild "
+                f"(a plain {got.__name__} stands in, so the graph would not do what it did): "
+                "build it at the top of repro.py"
+            )
+        if param.tensor is not None:
+            _device_note(p, source, param.tensor.device)
+    attr_sources = {a: s for s in r.tensors for a in attribute_names(s)}
+    for attr in code.attrs:
+        source = attr_sources.get(attr)
+        if source is None:
+            p.blockers.append(
+                f"the graph reads self.{attr}, which is not in the log (a module attribute "
+                "or submodule dynamo did not make an input)"
+            )
+            continue
+        p.attrs.append((attr, source))
+    for path in code.missing:
+        p.blockers.append(f"the graph reads self.{path}, a nested graph the log does not print")
+    for what in code.mutated:  # an input or a self.X read
+        source = attr_sources.get(what[5:]) if what.startswith("self.") else by_name.get(what)
+        t = r.tensors.get(source) if source is not None else None
+        if t is not None and t.is_leaf and t.requires_grad:
+            # Autograd refuses that with grad on, so the graph was traced with it off.
+            p.no_grad = True
+            p.notes.append(
+                f"the graph changes {source} in place, a leaf that requires grad: torch ran it "
+                "with grad off (an optimizer step does), and so does run()"
+            )
+            break
+    _bound_lookups(p, code, by_name)
+    p.dynamic = any(param.sym is not None for param in code.params)
+    for name in code.outputs:
+        tt = code.output_type(name)
+        if tt is not None:
+            for d in tt.size:
+                needed += gc.symbols_in(d)
+    p.symbols = [(s, known[s]) for s in dict.fromkeys(needed) if s in known]
+    p.notes += [logged[s] for s, _ in p.symbols if s in logged]
+
+
+_EMBEDDING = re.compile(r"torch\.nn\.functional\.embedding\((\w+), (\w+)[,)]")
+
+
+def _bound_lookups(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> None:
+    """Random integers (0 to 7) index past a small embedding (BERT's two token types): wrap the
+    values of an input the graph looks rows up with into the rows of the weight it indexes."""
+    params = {q.name.lower(): q for q in code.params}
+    for index, weight in _EMBEDDING.findall(code.text):
+        q, w = params.get(index.lower()), params.get(weight.lower())
+        if q is None or w is None or w.tensor is None or not w.tensor.size:
+            continue
+        rows = w.tensor.size[0]
+        source = by_name.get(q.name)
+        t = p.rebuilt.tensors.get(source) if source is not None else None
+        if t is None or not isinstance(rows, int) or rows <= 0 or t.device.type == "meta":
+            continue
+        if t.is_floating_point() or t.is_complex() or t.numel() == 0 or int(t.max()) < rows:
+            continue
+        t.remainder_(rows)
+        p.notes.append(
+            f"{source} indexes an embedding of {rows} rows ({w.name}): its random values are "
+            f"taken modulo {rows}"
+        )
+
+
+def _take(p: Plan, r: Any, source: str) -> bool:
+    """Take a rebuilt input's notes into the plan; False, the plan made fatal, when it could not
+    be rebuilt."""
+    if source in r.failed:
+        p.fatal = f"input {source} could not be rebuilt: {r.failed[source]}"
+        return False
+    p.notes.extend(f"{source}: {note}" for note in r.notes.get(source, []))
+    return True
+
+
+def _subclasses(r: Any) -> dict[str, str]:
+    """Source -> class name, of each input the log describes as a tensor subclass."""
+    return {
+        name: str(t.type_name).rsplit(".", 1)[-1]
+        for g in r.groups
+        for name, tid, _ in g.sources
+        if (t := g.tensors.get(tid)) is not None and t.subclass and t.type_name
+    }
+
+
+def _list_items(name: str, by_name: dict[str, str]) -> list[str]:
+    """The sources of a list input's items, in order (`L['inputs'][0]`, ...), from the names
+    dynamo gives them; "" for an item the log did not describe."""
+    at = re.compile(re.escape(name) + r"(\d+)_")
+    items: dict[int, str] = {}
+    for key, source in by_name.items():
+        m = at.fullmatch(key)
+        if m is not None:
+            items[int(m.group(1))] = source
+    return [items.get(i, "") for i in range(max(items) + 1)] if items else []
+
+
+def _item(source: str) -> str:
+    return f"inputs[{source!r}]" if source else "None"
+
+
+def _standin(
+    p: Plan, code: gc.GraphCode, param: gc.Param, known: dict[str, str]
+) -> tuple[str, list[str]] | None:
+    """Code for a random tensor shaped as the graph says, for an input the log never described
+    (logs of older torch have no describe records); None when the graph does not say enough."""
+    from tlview.index.dims import fx_name
+
+    tt = param.tensor
+    sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
+    meta = sizes.get(fx_name(param.name)) if isinstance(sizes, dict) else None
+    note = ""
+    stride: list[gc.Dim] | None
+    if tt is not None and tt.wrapper is None and tt.torch_dtype:
+        size, stride, dtype, logged = tt.size, tt.stride, tt.torch_dtype, tt.device
+    elif tt is None and param.annotation in (None, "torch.Tensor") and isinstance(meta, list):
+        size = [_int_or(d) if isinstance(d, str) else d for d in meta]
+        stride, dtype, logged = _contiguous(size), "float32", "cpu"
+        note = "; the log does not give its dtype: float32 assumed"
+    else:
+        return None
+    if stride is None or len(stride) != len(size):
+        return None
+    names = set(known)
+    dims = [gc.dim_code(d, names) for d in size]
+    steps = [gc.dim_code(d, names) for d in stride]
+    if any(d is None for d in dims) or any(d is None for d in steps):
+        return None
+    device = _device_here(p, logged)
+    shape = "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+    strides = "(" + ", ".join(str(d) for d in steps) + ("," if len(steps) == 1 else "") + ")"
+    p.notes.append(
+        f"{param.name}: the log does not describe this input; a random tensor of the size "
+        f"and stride the graph gives stands in{note}"
+    )
+    used = [s for d in [*size, *stride] for s in gc.symbols_in(d)]
+    return f"standin({shape}, {strides}, torch.{dtype}, {device!r})", used
+
+
+def _contiguous(size: list[gc.Dim]) -> list[gc.Dim] | None:
+    if not all(isinstance(d, int) for d in size):
+        return None
+    out: list[gc.Dim] = []
+    step = 1
+    for d in reversed(size):
+        out.append(step)
+        step *= max(int(d), 1)
+    return list(reversed(out))
+
+
+def _device_here(p: Plan, logged: str) -> str:
+    """The device for a stand-in: --device, else the logged one when this machine has it."""
+    if p.device:
+        return p.device
+    here = logged or "cpu"
+    if here.startswith("cuda") and not lazy_torch().cuda.is_available():
+        note = f"the log ran on {logged}; this machine has no CUDA, so inputs are on cpu"
+        if note not in p.notes:
+            p.notes.append(note)
+        return "cpu"
+    return here
+
+
+def _int_or(text: str) -> gc.Dim:
+    return int(text) if _INT.fullmatch(text.strip()) else text
+
+
+def _device_note(p: Plan, source: str, logged: str) -> None:
+    t = p.rebuilt.tensors.get(source)
+    here = str(getattr(t, "device", "")) if t is not None else ""
+    if logged and here and logged != here and not (logged == "cuda" and here.startswith("cuda")):
+        note = f"the log ran on {logged}; the inputs are on {here} here"
+        if note not in p.notes:
+            p.notes.append(note)
+
+
+def _symbol_table(
+    p: Plan, code: gc.GraphCode, by_name: dict[str, str], logged: dict[str, str]
+) -> dict[str, str]:
+    """Code that gives each size symbol its value: from an input's size, or as logged (those go
+    into LOGGED with the note to show if the graph uses them)."""
+    tensors = p.rebuilt.tensors
+    known: dict[str, str] = {}
+    for param in code.params:
+        source = by_name.get(param.name)
+        if param.tensor is None or source not in tensors:
+            continue
+        for kind, dims in (("size", param.tensor.size), ("stride", param.tensor.stride)):
+            for d, dim in enumerate(dims):
+                if isinstance(dim, str) and gc.is_symbol(dim) and dim not in known:
+                    known[dim] = f"inputs[{source!r}].{kind}({d})"
+    for s in p.compile.symbols:
+        if s.kind != "created" or s.symbol in known or not gc.is_symbol(s.symbol):
+            continue
+        src = s.source or ""
+        m = _SIZE_SOURCE.fullmatch(src)
+        o = _OFFSET_SOURCE.fullmatch(src)
+        if m and m.group("tensor") in tensors:
+            known[s.symbol] = f"inputs[{m.group('tensor')!r}].{m.group('kind')}({m.group('dim')})"
+        elif o and o.group("tensor") in tensors:
+            known[s.symbol] = f"inputs[{o.group('tensor')!r}].{o.group('method')}()"
+        elif s.value is not None and _NUMBER.fullmatch(s.value) and not src.startswith("<"):
+            known[s.symbol] = repr(int(s.value) if _INT.fullmatch(s.value) else float(s.value))
+            logged[s.symbol] = f"{s.symbol} = {s.value}, the value the log recorded for {src}"
+    return known
+
+
+def outputs(p: Plan, code: gc.GraphCode) -> None:
+    """The dtype and shape code of each output, as the graph annotates or the log sizes it."""
+    known = {s for s, _ in p.symbols}
+    sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
+    sizes = sizes if isinstance(sizes, dict) else {}
+    for i, name in enumerate(code.outputs):
+        label = name or f"output {i}"
+        ann = code.annotations.get(name) if name else None
+        tt = gc.tensor_type(ann)
+        dims: list[gc.Dim] | None = None
+        dtype = "None"
+        if tt is not None:
+            dims = tt.size
+            if tt.torch_dtype:
+                dtype = f"torch.{tt.torch_dtype}"
+        elif name and ann is None and isinstance(sizes.get(name), list):
+            dims = [_int_or(d) if isinstance(d, str) else d for d in sizes[name]]
+        if dims is None or not all(isinstance(d, int | str) for d in dims):
+            p.outputs.append((label, dtype, "None"))
+            continue
+        parts = [gc.dim_code(d, known) or "None" for d in dims]
+        shape = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        p.outputs.append((label, dtype, shape))

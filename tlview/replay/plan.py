@@ -1,0 +1,262 @@
+"""The plan of a repro: read and check a logged graph's code, ops and names, bind its inputs
+and work out its outputs, and say why where something fails, before anything is written."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlview.analyze.names import GRAPH_KIND
+from tlview.errors import TlviewError
+from tlview.model import Compile, Payload, Report
+from tlview.replay import bind
+from tlview.replay import graphcode as gc
+from tlview.replay.bind import Arg, lazy_torch
+
+MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
+MAX_TOTAL_BYTES = 512 << 20  # graph code kept over a whole log
+# Namespaces of torch.ops whose ops need the process group of a distributed job.
+COLLECTIVES = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd"})
+# Free names in compiled-autograd graphs: helpers that exist only inside the run that made them.
+_AUTOGRAD_HELPERS = re.compile(r"torch__dynamo_(compiled_autograd|external_utils)_\w+")
+_STD_NAME = re.compile(r"(?P<module>_operator|operator|math)_(?P<attr>\w+)")
+# Names repro.py defines at its top level: the graph's class must not take one of them.
+SCRIPT_NAMES = frozenset(
+    {
+        "argparse",
+        "sys",
+        "Path",
+        "torch",
+        "inf",
+        "nan",
+        "device",
+        "fx_pytree",
+        "pytree",
+        "NoneType",
+        "LOG",
+        "COMPILE_ID",
+        "LOG_TORCH_VERSION",
+        "INPUTS",
+        "BACKEND",
+        "DYNAMIC",
+        "NOTES",
+        "BODIES",
+        "body",
+        "one_rank_group",
+        "standin",
+        "load_inputs",
+        "build",
+        "symbols",
+        "arguments",
+        "expected",
+        "check",
+        "run",
+        "describe",
+        "main",
+        "operator",
+        "_operator",
+        "math",
+    }
+)
+
+
+@dataclass(slots=True)
+class Body:
+    """A nested graph class (a higher-order op's body) and where build() puts it."""
+
+    path: str  # "cond_true_0", "cond_true_0.inner"
+    owner: str  # "GraphModule", "GraphModule.cond_true_0"
+    name: str
+    target: str  # "mod.cond_true_0", "mod.cond_true_0.body.inner"
+    nargs: int
+    nouts: int | None  # values it returns as a tuple (None: not a tuple)
+
+
+@dataclass(slots=True)
+class Plan:
+    """Everything a repro of one graph needs, decided before anything is written."""
+
+    ref: str  # the compile as the user names it (`0/1`, `LOG:0/1`)
+    compile: Compile
+    log_path: str
+    torch_version: str | None
+    graph: Payload | None
+    code: gc.GraphCode | None = None
+    fatal: str | None = None  # why no repro can be written
+    blockers: list[str] = field(default_factory=list)  # why a written repro will not run here
+    notes: list[str] = field(default_factory=list)  # what differs from the original run
+    args: list[Arg] = field(default_factory=list)
+    symbols: list[tuple[str, str]] = field(default_factory=list)  # symbol -> code
+    attrs: list[tuple[str, str]] = field(default_factory=list)  # self attribute -> source
+    bodies: list[Body] = field(default_factory=list)
+    outputs: list[tuple[str, str, str]] = field(default_factory=list)  # name, dtype, shape code
+    std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
+    registers: list[str] = field(default_factory=list)  # torch modules that define its ops
+    collectives: bool = False
+    standins: bool = False  # some input is made in the script from the graph's annotation
+    no_grad: bool = False  # run the graph with grad off
+    dynamic: bool = False
+    device: str | None = None  # --device
+    rebuilt: Any = None  # rebuild.Rebuilt
+
+    @property
+    def reason(self) -> str | None:
+        return self.fatal or (self.blockers[0] if self.blockers else None)
+
+
+def graph_of(c: Compile) -> Payload | None:
+    return next((g for g in c.graphs if g.kind == GRAPH_KIND), None)
+
+
+def plan(
+    ref: str,
+    c: Compile,
+    report: Report,
+    rebuild: Callable[[Compile], Any],
+    device: str | None = None,
+) -> Plan:
+    """Check a graph, bind its inputs and work out its outputs; say why where something fails."""
+    log = next((lg for lg in report.logs if lg.name == c.log), None)
+    p = Plan(
+        ref=ref,
+        compile=c,
+        log_path=log.path if log else c.log,
+        torch_version=report.torch_version,
+        graph=graph_of(c),
+        device=device,
+    )
+    p.fatal = _read_graph(p)
+    if p.fatal or p.code is None:
+        return p
+    code = p.code
+    if code.name in SCRIPT_NAMES or not gc.is_identifier(code.name):
+        p.fatal = f"the graph's class is named {code.name!r}, a name the script needs"
+        return p
+    _check_names(p, code)
+    if p.fatal:
+        return p
+    _check_ops(p, code)
+    if c.status == "failed":
+        why = f": {c.fail_type}" if c.fail_type else ""
+        p.notes.append(f"the original compile failed after capturing this graph{why}")
+    try:
+        p.rebuilt = rebuild(c)
+    except TlviewError as e:
+        p.fatal = f"inputs not rebuilt: {e.message}"
+        return p
+    bind.placeholders(p, code)
+    if p.fatal:
+        return p
+    _bodies(p, code)
+    bind.outputs(p, code)
+    return p
+
+
+def _read_graph(p: Plan) -> str | None:
+    g = p.graph
+    if g is None:
+        return f"compile {p.compile.key} has no {GRAPH_KIND} record (status {p.compile.status})"
+    if not g.ok:
+        return f"the graph record at line {g.line} is damaged (its payload's md5 does not match)"
+    if g.text is None:
+        return f"the graph code at line {g.line} was not kept in memory (over {MAX_TOTAL_BYTES} bytes of graphs)"
+    if g.cut:
+        return (
+            f"the graph code at line {g.line} is {g.bytes} bytes, over the {MAX_GRAPH_BYTES} kept"
+        )
+    try:
+        p.code = gc.parse(g.text)
+    except gc.GraphCodeError as e:
+        return f"line {g.line}: {e}"
+    return None
+
+
+def _check_names(p: Plan, code: gc.GraphCode) -> None:
+    """Free names: fx's names for operator and math functions, or things only the program had."""
+    helpers = [n for n in code.free if _AUTOGRAD_HELPERS.fullmatch(n)]
+    if helpers:
+        p.fatal = (
+            f"compiled-autograd internals: the graph calls {helpers[0]}"
+            + (f" and {len(helpers) - 1} more" if len(helpers) > 1 else "")
+            + ", which exist only inside the backward pass that made it"
+        )
+        return
+    modules = {"_operator": operator, "operator": operator, "math": math}
+    for name in code.free:
+        m = _STD_NAME.fullmatch(name)
+        if m and hasattr(modules[m.group("module")], m.group("attr")):
+            p.std.append((name, m.group("module"), m.group("attr")))
+        elif name.startswith(("torch__dynamo_", "torch__inductor_")):
+            p.blockers.append(
+                f"the graph calls {name}, a torch-internal helper fx could not name for import"
+            )
+        else:
+            p.blockers.append(
+                f"the graph calls {name}, which the program that wrote the log defined "
+                "(the log has its name, not its code)"
+            )
+
+
+def _check_ops(p: Plan, code: gc.GraphCode) -> None:
+    for op in code.ops:
+        ns, name = op.split(".")[2:4]
+        if ns in COLLECTIVES:
+            p.collectives = True
+            continue
+        module = _registered_by(ns, name)
+        if module is not None:  # whether or not this process imported it already
+            if module not in p.registers:
+                p.registers.append(module)
+            continue
+        if not _op_exists(ns, name):
+            p.blockers.append(
+                f"the graph calls the custom op {ns}::{name}, which the program registered at "
+                "run time; import the library that defines it at the top of repro.py"
+            )
+    if p.collectives:
+        p.notes.append(
+            "the graph runs collectives of a distributed job: here they run on a process "
+            "group of one rank, so values differ from the job's"
+        )
+
+
+# torch's own modules that register ops of a namespace when imported, not with `import torch`
+# (inductor's prims: fma, random, lookup_seed, ...): a graph that calls one needs its import.
+_OP_MODULES = {"prims": "torch._inductor.inductor_prims"}
+
+
+def _registered_by(ns: str, name: str) -> str | None:
+    """The module of torch's own (`_OP_MODULES`) that defines the op, which a script calling
+    it must import; None for other ops."""
+    module = _OP_MODULES.get(ns)
+    if module is None:
+        return None
+    try:
+        defined = hasattr(importlib.import_module(module), name)
+    except Exception:  # a torch without that module
+        return None
+    return module if defined else None
+
+
+def _op_exists(ns: str, name: str) -> bool:
+    """Whether this torch has the op (a lookup by name: nothing is imported or run)."""
+    torch = lazy_torch()
+    try:
+        getattr(getattr(torch.ops, ns), name)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def _bodies(p: Plan, code: gc.GraphCode) -> None:
+    for path, nargs in code.bodies.items():
+        parts = path.split(".")
+        owner = ".".join([code.name, *parts[:-1]])
+        target = "mod." + ".body.".join(parts)
+        nouts = code.body_outputs.get(path)
+        p.bodies.append(Body(path, owner, parts[-1], target, nargs, nouts))

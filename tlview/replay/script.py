@@ -1,0 +1,111 @@
+"""Writing a repro: the text of repro.py from the one Jinja environment, the check that no
+string from the log changed its code, and repro.py and inputs.pt on disk."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tlview import __version__
+from tlview.errors import EXIT_REFUSED, TlviewError
+from tlview.replay.plan import Plan
+from tlview.runtime import templates
+
+SCRIPT = "repro.py"
+INPUTS = "inputs.pt"
+
+
+def script_text(
+    p: Plan, backend: str | None, literal: Callable[[Any], str] = repr, mode: str = "random"
+) -> str:
+    """The text of repro.py. `literal` writes every string from the log (repr: a Python literal)."""
+    assert p.code is not None and p.graph is not None and p.graph.text is not None
+    env = templates.environment().overlay()
+    env.filters["py"] = literal
+    text = p.graph.text if p.graph.text.endswith("\n") else p.graph.text + "\n"
+    script = env.get_template("repro.py.j2").render(
+        log_name=p.compile.log,
+        log_path=p.log_path,
+        compile_id=p.compile.key,
+        graph_line=int(p.graph.line),
+        torch_version=p.torch_version,
+        tlview_version=__version__,
+        values="zero" if mode == "zeros" else "random",
+        class_name=p.code.name,
+        graph_code=text,
+        backend=backend,
+        dynamic=True if p.dynamic else None,
+        notes=[*p.blockers, *p.notes],
+        std_modules=sorted({m for _, m, _ in p.std}),
+        registers=p.registers,
+        std_names=p.std,
+        bodies=p.bodies,
+        collectives=p.collectives,
+        no_grad=p.no_grad,
+        standins=p.standins,
+        attrs=p.attrs,
+        symbols=p.symbols,
+        args=p.args,
+        outputs=p.outputs,
+    )
+    return script + "\n"  # the one environment drops a template's last newline
+
+
+def verify(p: Plan, script: str, backend: str | None, mode: str = "random") -> None:
+    """Check that strings from the log stayed strings: the script must parse to the same tree
+    as one written with every string replaced by a harmless one."""
+    try:
+        got = _shape(ast.parse(script))
+        ref = _shape(ast.parse(script_text(p, backend, literal=_blank, mode=mode)))
+    except SyntaxError as e:
+        raise TlviewError(
+            f"internal error: repro.py for {p.ref} does not parse ({e.msg})", 70
+        ) from None
+    if got != ref:
+        raise TlviewError(
+            f"internal error: a string from the log changed the code of repro.py for {p.ref}", 70
+        )
+
+
+def _blank(v: Any) -> str:
+    return repr("x") if isinstance(v, str) else repr(v)
+
+
+def _shape(tree: ast.AST) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    return ast.dump(tree, include_attributes=False)
+
+
+def write_files(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "random") -> None:
+    """Write repro.py and inputs.pt into OUT (created if missing)."""
+    from tlview.runtime.output import output as open_output
+    from tlview.tensors import emit
+
+    script = script_text(p, backend, mode=mode)
+    verify(p, script, backend, mode)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TlviewError(
+            f"{out}: cannot create the directory: {e.strerror or e}", EXIT_REFUSED
+        ) from None
+    if out.exists() and not out.is_dir():
+        raise TlviewError(f"{out}: not a directory", EXIT_REFUSED)
+    obj = emit.saved([(p.compile.key, p.rebuilt)], p.torch_version)
+    with open_output(str(out / INPUTS), force) as f:
+        emit.save(obj, f)
+    with open_output(str(out / SCRIPT), force) as f:
+        f.write(script.encode("utf-8"))
+
+
+def slug(ref: str) -> str:
+    """A directory name for a compile: `0/1_2` -> `0-1_2`, `!0/1/0` -> `ca0-1-0`, `0/1@2`
+    (its process's second run) -> `0-1-run2`."""
+    text = ref.replace("#", "-g").replace("!", "ca").replace("/", "-").replace(":", "--")
+    text = text.replace("@", "-run")
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".") or "graph"
