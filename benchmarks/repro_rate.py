@@ -51,7 +51,7 @@ def zoo_log(tmp: Path) -> Path:
 def rate(folder: Path, out: Path, backend: str | None) -> list[repro.Outcome]:
     rep = load(folder, repro.graph_keep(), jobs=1)
     return repro.make_all(
-        rep, out, repro.Options(backend=backend, run=True, force=True, warn=False)
+        rep, out, repro.ReproOptions(backend=backend, run=True, force=True, warn=False)
     )
 
 
@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="the folder of real logs")
     ap.add_argument("--zoo", action="store_true", help="also a fresh log of repro_zoo.py")
-    ap.add_argument("--backend", choices=repro.BACKENDS, help="compile each graph again")
+    ap.add_argument(
+        "--backend", choices=("eager", "aot_eager", "inductor"), help="compile each graph again"
+    )
     ap.add_argument("--keep", type=Path, help="write the repros here (default: a temp dir)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tlview-rate-") as tmp_name:
