@@ -1,4 +1,7 @@
-"""Shared paths and helpers for the tests: real logs only (the shared corpus and tests/fixtures)."""
+"""Shared paths and helpers for the tests: real logs only (the shared corpus and tests/fixtures).
+
+`python -m pytest -m "not slow"` runs the fast subset: no torch, browser or server, each test < 1 s.
+"""
 
 from __future__ import annotations
 
