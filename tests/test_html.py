@@ -417,6 +417,7 @@ def test_nothing_from_the_environment(tmp_path: Path) -> None:
 
 
 # -- packaging and the command -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
     r = subprocess.run(
         [

@@ -30,6 +30,7 @@ from tlview.render import html
 from tlview.render.html import kept
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.slow  # a headless Chromium loads every page
 
 
 _PLACE_FDS = """
