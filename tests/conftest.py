@@ -40,6 +40,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name in ("test_dask.py", "test_s3.py"))
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under -m "not slow", a module marked slow as a whole is not even imported: importing
+    torch, Dask or moto for tests that will not run took seconds of the fast run."""
+    if config.getoption("markexpr", "").strip() != "not slow" or collection_path.suffix != ".py":
+        return None
+    text = collection_path.read_text(encoding="utf-8")
+    return True if "\npytestmark = pytest.mark.slow" in text else None
+
+
 def pytest_report_header() -> str:
     return f"tlview corpus: {CORPUS}" + ("" if CORPUS.is_dir() else " (missing: corpus tests skip)")
 

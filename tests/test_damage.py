@@ -399,6 +399,7 @@ def test_values_nested_deeper_than_json_writers_go(tmp_path: Path) -> None:
     assert orjson.loads(res.stdout)["format"].startswith("tlview.diff")
 
 
+@pytest.mark.slow
 def test_as_a_process(tmp_path: Path) -> None:
     """The installed command, as its own process: no traceback, documented statuses."""
     log = FIXTURES / "demo.log"

@@ -603,6 +603,7 @@ def _reachable(root: object, stop: list[object]) -> list[object]:
     return out
 
 
+@pytest.mark.slow
 def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
     import io
