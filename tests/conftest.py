@@ -1,4 +1,7 @@
-"""Shared paths and helpers for the tests: real logs only (the shared corpus and tests/fixtures)."""
+"""Shared paths and helpers for the tests: real logs only (the shared corpus and tests/fixtures).
+
+`python -m pytest -m "not slow"` runs the fast subset: no torch, browser or server, each test < 1 s.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +38,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The Dask and S3 tests run last: a Dask client leaves threads in the process for good, and
     tlview forks a second renderer only from a process of one thread (render/halves.py)."""
     items.sort(key=lambda item: item.path.name in ("test_dask.py", "test_s3.py"))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under -m "not slow", a module marked slow as a whole is not even imported: importing
+    torch, Dask or moto for tests that will not run took seconds of the fast run."""
+    if config.getoption("markexpr", "").strip() != "not slow" or collection_path.suffix != ".py":
+        return None
+    text = collection_path.read_text(encoding="utf-8")
+    return True if "\npytestmark = pytest.mark.slow" in text else None
 
 
 def pytest_report_header() -> str:

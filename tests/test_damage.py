@@ -267,6 +267,7 @@ def test_absurd_compile_times_are_bad_lines(
     assert max(len(line) for line in res.stdout.splitlines()) <= 200
 
 
+@pytest.mark.slow
 def test_20mb_single_lines(tmp_path: Path) -> None:
     """A 20 MB record line, payload line and garbage line: read or reported, the rest kept."""
     log = FIXTURES / "demo.log"
@@ -398,6 +399,7 @@ def test_values_nested_deeper_than_json_writers_go(tmp_path: Path) -> None:
     assert orjson.loads(res.stdout)["format"].startswith("tlview.diff")
 
 
+@pytest.mark.slow
 def test_as_a_process(tmp_path: Path) -> None:
     """The installed command, as its own process: no traceback, documented statuses."""
     log = FIXTURES / "demo.log"
@@ -722,6 +724,7 @@ def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
+@pytest.mark.slow
 def test_a_log_the_suite_never_saw(fresh_log: Path, damage: str, tmp_path: Path) -> None:
     """The same checks on damaged copies of a log torch wrote a moment ago."""
     original = fresh_log.read_bytes()

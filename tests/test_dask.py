@@ -15,6 +15,7 @@ from conftest import ROOT, corpus, gloo_rank0, run_cli, without_paths
 
 from tlview.load import load
 
+pytestmark = pytest.mark.slow  # a scheduler and two workers start per module
 distributed = pytest.importorskip("distributed")
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

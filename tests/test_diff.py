@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import FIXTURES, corpus, run_cli
 from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
 
@@ -43,6 +44,7 @@ def diff_json(*args: Any) -> tuple[int, dict[str, Any], str]:
     return result.exit_code, json.loads(result.stdout), result.stderr
 
 
+@pytest.mark.slow
 def test_identical_runs_have_no_change(traces: dict[str, Path]) -> None:  # noqa: F811
     d = diff_of(traces, "base2")
     assert untimed(d.changes) == []
@@ -54,6 +56,7 @@ def test_identical_runs_have_no_change(traces: dict[str, Path]) -> None:  # noqa
     assert ("No changes" in result.stdout) == (d.changes == [])
 
 
+@pytest.mark.slow
 def test_dtype_change_is_the_only_change(traces: dict[str, Path]) -> None:  # noqa: F811
     d = diff_of(traces, "dtype")
     assert [(c.kind, c.frame, c.base_compile, c.new_compile) for c in untimed(d.changes)] == [
@@ -85,6 +88,7 @@ def test_dtype_change_is_the_only_change(traces: dict[str, Path]) -> None:  # no
     ]
 
 
+@pytest.mark.slow
 def test_new_graph_break_and_what_follows_from_it(traces: dict[str, Path]) -> None:  # noqa: F811
     d = diff_of(traces, "break")
     got = [(c.kind, c.frame, c.what, c.before, c.after) for c in untimed(d.changes)]
@@ -121,6 +125,7 @@ def test_new_graph_break_and_what_follows_from_it(traces: dict[str, Path]) -> No
     assert all(cc.compared and not cc.input_changes for cc in f.compiles)
 
 
+@pytest.mark.slow
 def test_gate_fails_on_the_new_graph_break(traces: dict[str, Path]) -> None:  # noqa: F811
     result = run_cli("diff", traces["base"], traces["break"], "--fail-on", GATE)
     assert result.exit_code == 3
@@ -137,6 +142,7 @@ def test_gate_fails_on_the_new_graph_break(traces: dict[str, Path]) -> None:  # 
     assert run_cli("diff", traces["break"], traces["base"], "--fail-on", GATE).exit_code == 0
 
 
+@pytest.mark.slow
 def test_json_format(traces: dict[str, Path]) -> None:  # noqa: F811
     code, data, err = diff_json(traces["base"], traces["break"], "--fail-on", GATE)
     assert code == 3
@@ -173,6 +179,7 @@ def test_json_format(traces: dict[str, Path]) -> None:  # noqa: F811
     ] * 2
 
 
+@pytest.mark.slow
 def test_html_page(traces: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
     out = tmp_path / "diff.html"
     result = run_cli(

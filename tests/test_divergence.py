@@ -196,6 +196,7 @@ def inductor_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return log
 
 
+@pytest.mark.slow
 def test_runtime_tensor_meta_and_execution_order(inductor_log: Path, tmp_path: Path) -> None:
     plants = {
         1: [
@@ -225,6 +226,7 @@ def test_runtime_tensor_meta_and_execution_order(inductor_log: Path, tmp_path: P
     }
 
 
+@pytest.mark.slow
 def test_job_artifact_meta_of_real_payloads(inductor_log: Path) -> None:
     log = load(inductor_log).logs[0]
     metas = {
@@ -299,6 +301,7 @@ def test_a_restarted_compile_is_compared_by_what_it_ended_with() -> None:
     assert "(rank 0: none)" not in got[("graph", (1,))]
 
 
+@pytest.mark.slow
 def test_a_rank_names_its_compiles() -> None:
     """--compile-id rankN:ID names a compile of a job's rank log; a wrong one says both forms."""
     job = FIXTURES / "ranks"

@@ -198,6 +198,7 @@ def test_terminal_recompiles_table_says_what_changed() -> None:
     assert "changed since 0/0_1: L['x'] size[0]: 8 -> 12" in one.stdout
 
 
+@pytest.mark.slow
 def test_recompile_limit_hit_is_called_out(traces: dict[str, Path]) -> None:  # noqa: F811
     cs = by_key(traces["base"])
     # g is compiled for float32 and int32; int64 is one compile past recompile_limit=2.

@@ -422,6 +422,7 @@ def test_nothing_from_the_environment(tmp_path: Path) -> None:
 
 
 # -- packaging and the command -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
     r = subprocess.run(
         [
@@ -607,6 +608,7 @@ def _reachable(root: object, stop: list[object]) -> list[object]:
     return out
 
 
+@pytest.mark.slow
 def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
     import io

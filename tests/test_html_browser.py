@@ -30,6 +30,7 @@ from tlview.render.html import budget as kept
 from tlview.render.html import report as html
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.slow  # a headless Chromium loads every page
 
 
 _PLACE_FDS = """

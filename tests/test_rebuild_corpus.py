@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
 
+pytestmark = pytest.mark.slow  # every rebuild runs torch
 torch = pytest.importorskip("torch")
 
 from tlview.analyze.names import compiles_with_inputs, find_compile

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import fake_dim
 
+pytestmark = pytest.mark.slow  # a torch program writes the log
 torch = pytest.importorskip("torch")
 
 from tlview.load import load

@@ -351,6 +351,7 @@ def test_a_copied_dynamo_start_is_no_new_run(tmp_path: Path) -> None:
     assert keys == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 
+@pytest.mark.slow
 def test_latest_reads_the_newest_log_of_a_directory(tmp_path: Path) -> None:
     old, new = tmp_path / "old.log", tmp_path / "new.log"
     old.write_bytes((FIXTURES / "demo.log").read_bytes())
@@ -488,7 +489,7 @@ def test_a_compile_lists_its_own_inputs_before_hundreds_of_parameters() -> None:
         ["report", "LOG", "--format", "json"],
         ["report", "LOG", "--format", "html"],
         ["diff", "LOG", "LOG"],
-        ["inputs", "LOG"],
+        pytest.param(["inputs", "LOG"], marks=pytest.mark.slow),  # imports torch
     ],
 )
 def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
@@ -525,7 +526,7 @@ def _tlview(args: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
         (["report", "LOG"], ""),  # rich writes the terminal report itself
         (["report", "LOG", "--format", "json", "-o", "/dev/full"], "/dev/full: "),
         (["report", "LOG", "-o", "/dev/full"], "/dev/full: "),
-        (["inputs", "LOG"], ""),
+        pytest.param(["inputs", "LOG"], "", marks=pytest.mark.slow),  # imports torch
         (["diff", "LOG", "LOG"], ""),
     ],
 )
@@ -539,6 +540,7 @@ def test_a_full_disk_is_one_line_and_exit_4(args: list[str], named: str) -> None
     assert r.stderr.decode() == f"tlview: {named}cannot write: No space left on device\n"
 
 
+@pytest.mark.slow
 def test_closed_standard_streams() -> None:
     # `tlview ... >&-` and `2>&-`: one line and exit 4 for no stdout to write the report to;
     # with no stderr the exit status still says what happened.
@@ -920,6 +922,7 @@ def _pid(path: Path) -> int:
     return int(path.read_text().split("\n", 1)[0].split()[2])
 
 
+@pytest.mark.slow
 def test_processes_of_one_file_name_their_compiles_apart(tmp_path: Path) -> None:
     """Both ranks of the corpus's DDP job in one file (as `cat rank*.log` makes it): each
     process numbers its compiles from 0/0, so in that file a compile is LOG:pidN:ID, which
@@ -1089,6 +1092,7 @@ def test_torch215_nonstrict_export_is_traced_not_unfinished() -> None:
     assert gate.exit_code == 0, gate.stderr
 
 
+@pytest.mark.slow
 def test_torch215_traced_export_on_the_page_and_its_inputs(tmp_path: Path) -> None:
     path = FIXTURES / "torch215.log"
     page = tmp_path / "r.html"
@@ -1185,6 +1189,7 @@ def test_inputs_a_broken_graph_lacks_are_not_why_it_recompiled() -> None:
     assert "disappeared" not in out and "L['step'] (a number) became dynamic: s51" in out
 
 
+@pytest.mark.slow
 def test_inputs_say_which_dims_the_graph_took_as_symbols(tmp_path: Path) -> None:
     """tests/fixtures/dynamic.log: `hiddenStates` marked dynamic on dim 0 (4, then 6 rows),
     `attnMask` static at 2, then dynamic at 3 (automatic dynamic). Each table of inputs says which
@@ -1236,6 +1241,7 @@ def test_inputs_say_which_dims_the_graph_took_as_symbols(tmp_path: Path) -> None
     assert shapes[:4] == ["[s5=4, 8]", "[2]", "[s5=6, 8]", "[s27=3]"]
 
 
+@pytest.mark.slow
 def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
     """The fakes rebuilt from dynamic.log have the symbols its tables show, on the dims they
     show, and the real run's sizes as their hints."""
@@ -1254,6 +1260,7 @@ def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
         assert real["L['attnMask']"].shape == torch.Size([m])
 
 
+@pytest.mark.slow
 def test_a_strict_export_is_traced_and_two_exports_keep_their_own_dims() -> None:
     """export_strict.log: torch 2.13 files a strict export's trace (its dynamo graph, inputs and
     guards; no dynamo_start, no metrics) under 0/0: `traced`, not `ok`. The export that failed

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, corpus, run_cli
 
+pytestmark = pytest.mark.slow  # every repro is written, and some run, with torch
 torch = pytest.importorskip("torch")
 
 EXIT_USAGE, EXIT_REFUSED, EXIT_NO_REPRO = 2, 4, 6  # README "Exit status"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, corpus, only_log, report_json, without_paths
 
+pytestmark = pytest.mark.slow  # an S3 server starts per module
 pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 boto3 = pytest.importorskip("boto3")

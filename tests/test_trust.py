@@ -270,6 +270,7 @@ def check_inert(h: Hostile, events: list[tuple[str, tuple[Any, ...]]]) -> None:
 
 
 # -- the detectors detect -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_watch_sees_what_it_must_forbid(evil: Hostile) -> None:
     """Positive control: running, importing, unpickling or opening what the log holds is seen."""
     with watch() as events:
@@ -315,6 +316,7 @@ def test_report_written_to_a_file_runs_nothing(evil: Hostile, tmp_path: Path) ->
         assert TOKEN in dest.read_text()
 
 
+@pytest.mark.slow
 def test_inputs_runs_nothing_from_the_log(evil: Hostile, tmp_path: Path) -> None:
     """The listing and --emit rebuild tensors from the log's metadata, never from its code."""
     pytest.importorskip("torch")
@@ -334,6 +336,7 @@ def test_inputs_runs_nothing_from_the_log(evil: Hostile, tmp_path: Path) -> None
     assert f"--allow-import {evil.module}" in listing  # says why the type was not imported
 
 
+@pytest.mark.slow
 def test_allow_import_is_the_only_way_in(evil: Hostile, tmp_path: Path) -> None:
     """Positive control: the module the log names is imported when the user names it."""
     pytest.importorskip("torch")
@@ -350,6 +353,7 @@ def test_diff_runs_nothing_from_the_log(evil: Hostile) -> None:
         check_inert(evil, events)
 
 
+@pytest.mark.slow
 def test_as_a_process_nothing_is_run_and_the_fifo_is_never_opened(evil: Hostile) -> None:
     """The real command: no marker appears, and no one ever opens the FIFO the log names.
 
@@ -436,6 +440,7 @@ def test_no_escape_sequence_from_the_log_reaches_the_terminal(evil: Hostile, col
             assert "\\x1b]0;TITLE" in res.stdout and "REVERSED" in res.stdout, args
 
 
+@pytest.mark.slow
 def test_no_escape_sequence_in_the_inputs_listing(evil: Hostile) -> None:
     res = run("inputs", str(evil.log), env={"FORCE_COLOR": "1", "NO_COLOR": None})
     assert_clean_exit(res, EXIT_OK, "inputs")
@@ -512,6 +517,7 @@ def test_huge_claims_allocate_nothing_in_report(tmp_path: Path, fmt: str) -> Non
         assert 10**12 in [i["storage_bytes"] for c in doc["compiles"] for i in c["inputs"]]
 
 
+@pytest.mark.slow
 def test_huge_claims_real_rebuild_is_refused_meta_and_fake_work(tmp_path: Path) -> None:
     """tlview inputs: real tensors past --max-bytes stop with one line (exit 4); meta and the
     listing (fake and meta rebuilds) still work, in a process that never grows past 1.5 GB."""
@@ -599,6 +605,7 @@ def _stream_peak(tmp: Path, n: int, index: bool) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("index", [False, True], ids=["reader", "index"])
+@pytest.mark.slow
 def test_memory_stays_flat_over_many_tiny_records(
     tmp_path: Path, index: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -671,6 +678,7 @@ def test_a_crash_while_writing_leaves_no_half_report(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
 
 
+@pytest.mark.slow
 def test_repro_writes_but_runs_nothing_from_the_log(evil: Hostile, tmp_path: Path) -> None:
     """`tlview repro` (without --run) writes scripts from the log and runs none of it."""
     pytest.importorskip("torch")
