@@ -6,7 +6,7 @@ The API the command line calls, and yours (docs/api.md):
     fakes = tlview.fake_inputs(report, "0/1")       # {source: FakeTensor}
     got = tlview.real_inputs(report, "0/1", mode="random", seed=0)
     inputs = tlview.load_inputs("example_inputs.pt")["compiles"]["0/1"]
-    outcome = tlview.repro(report, "0/1", "out/")   # repro.py and inputs.pt in out/
+    outcome = tlview.repro("/tmp/trace", "0/1", "out/")  # repro.py and inputs.pt in out/
     changes = tlview.diff("base/", "new/")
 
 Each function imports what it needs when called: `import tlview` loads neither rich, Jinja,

@@ -1,4 +1,4 @@
-"""TODO: tlview.runtime.cores."""
+"""Whether a second core can read beside this process, and what to do here while it reads."""
 
 from __future__ import annotations
 
