@@ -1,4 +1,4 @@
-"""TODO: tlview.analyze.changes."""
+"""What changed in a recompile's inputs, in the same words for every renderer."""
 
 from __future__ import annotations
 

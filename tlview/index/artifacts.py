@@ -1,4 +1,4 @@
-"""TODO: tlview.index.artifacts."""
+"""The little of a job's artifacts a rank comparison needs, kept by the index beside each payload."""
 
 from __future__ import annotations
 

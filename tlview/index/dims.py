@@ -1,4 +1,4 @@
-"""TODO: tlview.index.dims."""
+"""Which dims of each input its compile took as symbols, from the graph's sizes or create_symbol."""
 
 from __future__ import annotations
 

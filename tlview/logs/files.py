@@ -1,4 +1,4 @@
-"""TODO: tlview.read.files."""
+"""Opening a log (gzip by its magic number, not its name) and listing a directory's logs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TODO: tlview.read.sources."""
+"""What a PATH names: local files, a directory of logs, stdin, or an fsspec URL, with sizes."""
 
 from __future__ import annotations
 
