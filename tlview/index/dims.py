@@ -1,4 +1,4 @@
-"""TODO: tlview.index.dims."""
+"""The dims of a compile's inputs that it took as symbols, from its graph or its symbols."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from tlview.index import inputs as inputs_mod
-from tlview.index.artifacts import artifact_meta, graph_md5
+from tlview.index.digests import artifact_meta, graph_md5
 from tlview.index.recompiles import explain_frame
 from tlview.logs.files import Opener, open_log
 from tlview.model import (

@@ -1,4 +1,4 @@
-"""TODO: tlview.index.artifacts."""
+"""What comparing ranks needs of a payload: masked graph md5s, and the gist of job artifacts."""
 
 from __future__ import annotations
 
