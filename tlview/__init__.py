@@ -24,7 +24,7 @@ from tlview.model import Compile, Report
 
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
-    from tlview.index.indexer import Keep
+    from tlview.index.keep import Keep
     from tlview.rebuild import Rebuilt
     from tlview.replay.make import Outcome
 

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from tlview.index import inputs as inputs_mod
 from tlview.index.digests import artifact_meta, graph_md5
+from tlview.index.keep import Keep as Keep  # its old home, until replay/ imports index.keep
 from tlview.index.recompiles import explain_frame
-from tlview.logs.files import Opener, open_log
 from tlview.model import (
     ID_TEXT,
     MICROS,
@@ -42,7 +40,7 @@ from tlview.model import (
     class_name,
     seconds_of,
 )
-from tlview.parse import MAX_BAD_KEPT, Reader, Record
+from tlview.parse import MAX_BAD_KEPT, Record
 from tlview.runtime.store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
 
 # Record kinds that carry a graph or generated code as payload.
@@ -123,55 +121,6 @@ OTHER_KINDS = "(other kinds)"
 _CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
 KEEP_DESCRIBERS = 4  # describers whose tensors stay at hand for cross-compile references
-
-
-@dataclass(slots=True)
-class Keep:
-    """Which payload texts to keep in memory: everything else is hashed, measured and dropped.
-
-    Texts are kept in log order while the budget has room for each whole (up to
-    `payload_bytes`); the first that does not fit ends the keeping. So the texts kept are a
-    prefix of the log's payloads, and two readers of one log's halves can agree on the texts
-    one reader keeps (`after`)."""
-
-    payload_bytes: int = 0  # text kept per payload (0: none but what the index itself reads)
-    total_bytes: int = 0  # budget over the whole log
-    kinds: frozenset[str] | None = None  # payload kinds to keep (None: all)
-    compile: str | None = None  # keep only for this compile id
-    ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
-    used: int = 0
-    full: bool = False  # a text did not fit: no more are kept
-    kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
-
-    def fresh(self) -> Keep:
-        """The same policy with its budget unspent, so every log gets the whole budget."""
-        return Keep(self.payload_bytes, self.total_bytes, self.kinds, self.compile, self.ranks)
-
-    def take(self, kind: str, compile_key: str, size: int, line: int) -> int:
-        """Bytes of this payload (of `size` bytes, at `line`) to keep as text."""
-        if self.payload_bytes <= 0 or self.full:
-            return 0
-        if self.kinds is not None and kind not in self.kinds:
-            return 0
-        if self.compile is not None and compile_key != self.compile:
-            return 0
-        n = min(self.payload_bytes, size)
-        if self.used + n > self.total_bytes:
-            self.full = True
-            return 0
-        self.used += n
-        self.kept.append((line, n))
-        return self.payload_bytes
-
-    def after(self, later: Keep) -> set[int]:
-        """Lines of the texts a reader of the part after this one kept (with a budget of its
-        own) that one reader of both parts would not have kept."""
-        room = self.total_bytes - self.used
-        for k, (_, n) in enumerate(later.kept):
-            if self.full or n > room:
-                return {line for line, _ in later.kept[k:]}
-            room -= n
-        return set()
 
 
 @dataclass(slots=True)
@@ -1421,106 +1370,3 @@ def _text(v: Any) -> str | None:
 def _metrics_summary(body: dict[str, Any]) -> str:
     keys = ("co_name", "fail_type", "fail_reason", "entire_frame_compile_time_s")
     return ", ".join(f"{k}={_peek(body.get(k), 200)}" for k in keys if body.get(k) is not None)
-
-
-def index_records(
-    records: Iterable[Record],
-    log: LogIndex,
-    keep: Keep | None = None,
-    earlier: Callable[[int, int], str | None] | None = None,
-    part: bool = False,
-    by_pid: dict[int, Indexer] | None = None,
-) -> dict[int, Indexer]:
-    """Index a record stream, one Indexer per process id found in it.
-
-    `earlier` finds a file name a process interned before this part of a log, and `part`
-    marks the reader of a later part of a split log (see split.py). `by_pid`: the indexers of
-    the records before these, to go on with.
-    """
-    by_pid = {} if by_pid is None else by_pid
-    first: Indexer | None = next(iter(by_pid.values()), None)
-    for rec in records:
-        # Older torch wrote the thread id (a pointer-sized number) where it now writes the
-        # pid; threads of one process are one stream.
-        pid = rec.pid if rec.pid <= MAX_PID else -1
-        ix = by_pid.get(pid)
-        if ix is None:
-            sub = LogIndex(path=log.path, name=log.name, pid=rec.pid, size=log.size)
-            ix = by_pid[pid] = Indexer(sub, keep)
-            ix.part = part
-            # A second process in one file (forked child, concatenated logs): its interned
-            # names may come from the first process's table.
-            ix.fallback_strings = _names_from(
-                pid, earlier, first, None if first is None else next(iter(by_pid))
-            )
-            if first is None:
-                first = ix
-        ix.add(rec)
-    return by_pid
-
-
-def _names_from(
-    pid: int,
-    earlier: Callable[[int, int], str | None] | None,
-    first: Indexer | None,
-    first_pid: int | None,
-) -> Callable[[int], str | None] | None:
-    """Where a process looks up a file name it did not intern itself in this part."""
-    if earlier is None and first is None:
-        return None
-
-    def lookup(v: int) -> str | None:
-        name = earlier(pid, v) if earlier is not None else None
-        if name is None and first is not None:
-            name = first.strings.get(v)
-            if name is None and earlier is not None and first_pid is not None:
-                name = earlier(first_pid, v)
-        return name
-
-    return lookup
-
-
-def read_log(
-    path: Path,
-    keep: Keep | None = None,
-    name: str | None = None,
-    progress: Callable[[int], None] | None = None,
-    opener: Opener = open_log,
-) -> list[LogIndex]:
-    """Read one log file into one LogIndex per process that wrote to it."""
-    log = LogIndex(path=str(path), name=name or path.name)
-    with contextlib.suppress(OSError):
-        log.size = path.stat().st_size
-    part = None
-    if opener is open_log:
-        from tlview.index import halves as split
-
-        if split.worth_splitting(path):
-            part = split.read_halves(path, log, keep, progress)
-    if part is None:
-        bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
-        reader = Reader(
-            path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, opener=opener
-        )
-        indexers = index_records(reader, log, keep)
-        lines, crlf = reader.lines, reader.crlf
-    else:
-        indexers, bad, lines, crlf = part.indexers, part.bad, part.lines, part.crlf
-    logs = [ix.finish() for ix in indexers.values()]
-    if not logs:
-        logs = [log]
-    # Bad lines and line counts belong to the file; attach them to its first process.
-    head = logs[0]
-    head.bad_count += bad.bad_count
-    head.bad_lines = (bad.bad_lines + head.bad_lines)[:MAX_BAD_KEPT]
-    for lg in logs:
-        lg.lines = lines if lg is head else 0
-        lg.size = log.size if lg is head else 0
-    if crlf:
-        head.notes.append("CRLF line ends (read as LF)")
-    if len(logs) > 1:
-        for lg in logs:
-            lg.notes.append(f"one of {len(logs)} processes writing to this file (pid {lg.pid})")
-    for lg in logs:
-        lg.bad_lines.sort(key=lambda b: b.line)
-    return logs
