@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from tlview.index.indexer import MAX_PID, add_bad
+from tlview.index.indexer import add_bad
+from tlview.index.kinds import MAX_PID
 from tlview.logs.files import is_gzip
 from tlview.model import BadLine, LogIndex
 from tlview.parse import _PREFIX, _RECORD_START, Reader

@@ -10,15 +10,36 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import orjson
-
 from tlview.index import inputs as inputs_mod
 from tlview.index.digests import artifact_meta, graph_md5
 from tlview.index.keep import Keep as Keep  # its old home, until replay/ imports index.keep
+from tlview.index.kinds import (
+    BWD_FIELDS,
+    CHROMIUM_FIELDS,
+    CONTEXT_INTS,
+    EVENT_KINDS,
+    FRAME_FIELDS,
+    GRAPH_KINDS,
+    GUARD_KINDS,
+    IN_FRAME,
+    ISSUE_FIELDS,
+    ISSUE_KINDS,
+    MAX_EVENTS,
+    METRIC_FIELDS,
+    METRICS_KINDS,
+    SYMBOL_FIELDS,
+    SYMBOL_KINDS,
+    TIME_FIELDS,
+    count_kind,
+    is_int,
+    json_of,
+    parse_id,
+    peek,
+    wrong_fields,
+)
 from tlview.index.recompiles import explain_frame
 from tlview.model import (
     ID_TEXT,
-    MICROS,
     PHASES,
     BadLine,
     CacheEvent,
@@ -43,69 +64,6 @@ from tlview.model import (
 from tlview.parse import MAX_BAD_KEPT, Record
 from tlview.runtime.store import SHARED_MIN, CompileList, Facts, OpenCompiles, Spilled, Strings
 
-# Record kinds that carry a graph or generated code as payload.
-GRAPH_KINDS = frozenset(
-    {
-        "dynamo_output_graph",
-        "aot_joint_graph",
-        "aot_forward_graph",
-        "aot_backward_graph",
-        "aot_inference_graph",
-        "inductor_pre_grad_graph",
-        "inductor_post_grad_graph",
-        "inductor_output_code",
-        "compiled_autograd_graph",
-        "graph_dump",
-        "optimize_ddp_split_graph",
-        "optimize_ddp_split_child",
-        "exported_program",
-    }
-)
-GUARD_KINDS = frozenset({"dynamo_guards", "dynamo_cpp_guards_str"})
-SYMBOL_KINDS = frozenset(
-    {"create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization"}
-)
-# What torch.export reports as issues (torch/export/_draft_export.py), and what tlview calls them.
-ISSUE_KINDS = {
-    "propagate_real_tensors_provenance": "data-dependent",
-    "guard_on_data_dependent_error": "data-dependent error",
-    "guard_added": "guard on an input",
-    "missing_fake_kernel": "missing fake kernel",
-    "mismatched_fake_kernel": "mismatched fake kernel",
-}
-# Shown per compile as they are (export and dynamic-shape diagnostics).
-EVENT_KINDS = frozenset(
-    {
-        "guard_added",
-        "guard_added_fast",
-        "expression_created",
-        "propagate_real_tensors_provenance",
-        "guard_on_data_dependent_error",
-        "missing_fake_kernel",
-        "mismatched_fake_kernel",
-        "link",
-        "dump_file",
-    }
-)
-_METRICS_KINDS = frozenset({"compilation_metrics", "compilation_metrics_runtime"})
-HANDLED_KINDS = (
-    GRAPH_KINDS
-    | GUARD_KINDS
-    | SYMBOL_KINDS
-    | EVENT_KINDS
-    | {
-        "str",
-        "dynamo_start",
-        "describe_storage",
-        "describe_tensor",
-        "describe_source",
-        "compilation_metrics",
-        "compilation_metrics_runtime",
-        "bwd_compilation_metrics",
-        "artifact",
-        "chromium_event",
-    }
-)
 _CACHE_ARTIFACT = re.compile(r"(?P<cache>.+)_cache_(?P<outcome>hit|miss|bypass)")
 _BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
 # Where older torch (2.6 and before) starts a graph break's own words, under the line above.
@@ -114,17 +72,13 @@ _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 _RUNNABLE_VERSION = re.compile(rb"^# torch version: ([\w.+-]{1,64})$", re.M)
 # A compile's failure whose exception type was logged as "" (torch writes null for no failure)
 NO_FAIL_TYPE = "(exception type not logged)"
-MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
-MAX_EVENTS = 500  # events kept per compile; the rest are counted
-MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
-OTHER_KINDS = "(other kinds)"
-_CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
+CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
 KEEP_DESCRIBERS = 4  # describers whose tensors stay at hand for cross-compile references
 
 
 @dataclass(slots=True)
-class _Open:
+class OpenState:
     """Per-compile state needed only while reading."""
 
     chromium: list[tuple[str, float, int]] = field(default_factory=list)  # open B events
@@ -139,7 +93,7 @@ class Indexer:
         self.strings: dict[int, str] = {}
         self.shared = Strings()  # long strings kept once and pickled by reference
         self.compiles = OpenCompiles()
-        self.open: dict[CompileId | None, _Open] = {}
+        self.open: dict[CompileId | None, OpenState] = {}
         # The last few describers' tensors and storages, for sources and links that name a
         # tensor described under another compile id (describers are process-wide).
         self.tensors: OrderedDict[int, dict[int, TensorDesc]] = OrderedDict()
@@ -197,7 +151,7 @@ class Indexer:
     def filename(self, v: Any) -> str:
         if isinstance(v, str):
             return v
-        if _is_int(v):
+        if is_int(v):
             name = self.strings.get(v)
             if name is None and self.fallback_strings is not None:
                 name = self.fallback_strings(v)
@@ -208,16 +162,16 @@ class Indexer:
         """The frames of a logged stack; with `rec`, a frame of the wrong shape is a bad line."""
         if not isinstance(v, list):
             if v is not None and rec is not None:
-                self.bad(rec, f"{field} is not a list of frames: {_peek(v)}")
+                self.bad(rec, f"{field} is not a list of frames: {peek(v)}")
             return []
         out = []
         problem = None
         for k, fr in enumerate(v):
             if not isinstance(fr, dict):
-                problem = problem or f"{field}[{k}] is not a frame object: {_peek(fr)}"
+                problem = problem or f"{field}[{k}] is not a frame object: {peek(fr)}"
                 continue
             line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
-            problem = problem or _wrong_fields(fr, _FRAME_FIELDS, f"{field}[{k}].", _IN_FRAME)
+            problem = problem or wrong_fields(fr, FRAME_FIELDS, f"{field}[{k}].", IN_FRAME)
             sf = StackFrame(
                 self.filename(fr.get("filename")),
                 line if isinstance(line, int) and not isinstance(line, bool) else 0,
@@ -273,17 +227,17 @@ class Indexer:
         if kind in kinds:
             kinds[kind] += 1
         else:
-            _count(kinds, kind)
+            count_kind(kinds, kind)
         if log.first_time is None:
             log.first_time = rec.time
         log.last_time = rec.time
         if rec.rank is not None and log.rank is None:
             log.rank = rec.rank
         ctx = rec.meta
-        for key in _CONTEXT_INTS:
+        for key in CONTEXT_INTS:
             v = ctx.get(key)
             if v is not None and (type(v) is not int or v < 0):
-                self.bad(rec, f"{key} is not a non-negative integer: {_peek(v)}")
+                self.bad(rec, f"{key} is not a non-negative integer: {peek(v)}")
                 break
         if kind == "str":
             self.on_str(rec)
@@ -293,8 +247,8 @@ class Indexer:
             # torch writes both or neither: with one, the record is read as outside a compile.
             self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
         body = rec.body
-        if kind in _METRICS_KINDS and cid is None and isinstance(body, dict):
-            cid = _parse_id(body.get("compile_id"))
+        if kind in METRICS_KINDS and cid is None and isinstance(body, dict):
+            cid = parse_id(body.get("compile_id"))
         if cid is not None:
             if self.run:
                 cid = self.ran(cid)
@@ -322,8 +276,8 @@ class Indexer:
                 # it was a forward one (recompile limit, error_on_recompile): they are its own.
                 self.on_metrics(rec, c)
             elif isinstance(body, dict):
-                body, wrong_time = _durations(body)
-                problem = _wrong_fields(body, _BWD_FIELDS) or wrong_time
+                body, wrong_time = durations(body)
+                problem = wrong_fields(body, BWD_FIELDS) or wrong_time
                 if problem:
                     self.bad(rec, problem)
                 c.bwd_metrics.append(self.small_dict(body))
@@ -348,7 +302,7 @@ class Indexer:
             self.on_symbol(rec, c)
         else:
             if kind not in EVENT_KINDS:
-                _count(log.unknown_kinds, kind)
+                count_kind(log.unknown_kinds, kind)
             self.event(rec, c, kind, _summary(body))
             if kind in ISSUE_KINDS:
                 self.on_issue(rec, c, kind)
@@ -398,7 +352,7 @@ class Indexer:
         if not isinstance(body, dict):
             self.bad(rec, "expected an object")
             return
-        problem = _wrong_fields(body, _ISSUE_FIELDS)
+        problem = wrong_fields(body, ISSUE_FIELDS)
         if problem:
             self.bad(rec, problem)
             return
@@ -439,7 +393,7 @@ class Indexer:
                 rec.line,
                 subject[:300] if isinstance(subject, str) else "?",  # missing: types checked
                 detail[:1000],
-                _user_line(user),
+                user_line(user),
             )
         )
 
@@ -449,11 +403,11 @@ class Indexer:
         """The record as an event, at its user_stack's frame; with `caller`, else at the user's
         innermost frame of the record's own stack (torch's frames left out)."""
         if isinstance(summary, dict):
-            summary = _metrics_summary(summary)
+            summary = metrics_summary(summary)
         where = None
         if isinstance(rec.body, dict):
             user = self.stack(rec.body.get("user_stack"), rec, "user_stack")
-            where = _user_line(user)
+            where = user_line(user)
         if where is None and caller:
             frames = self.stack(rec.meta.get("stack"), rec)
             where = innermost_user(frames)
@@ -470,7 +424,7 @@ class Indexer:
             isinstance(body, list)
             and len(body) == 2
             and isinstance(body[0], str)
-            and _is_int(body[1])
+            and is_int(body[1])
         ):
             self.strings[body[1]] = body[0]
         else:
@@ -482,8 +436,8 @@ class Indexer:
         if not isinstance(body, dict):
             self.bad(rec, "expected an object")
             return None
-        body, wrong_time = _durations(body)
-        problem = _wrong_fields(body, _METRIC_FIELDS) or wrong_time
+        body, wrong_time = durations(body)
+        problem = wrong_fields(body, METRIC_FIELDS) or wrong_time
         if problem:
             self.bad(rec, problem)
         return body
@@ -496,7 +450,7 @@ class Indexer:
             c.outside.append(_outside(rec.line, body))
         if c.metrics is not None:
             # A second metrics record for one id (records outside any compile): keep both.
-            self.event(rec, c, "compilation_metrics", _metrics_summary(body))
+            self.event(rec, c, "compilation_metrics", metrics_summary(body))
             return
         c.metrics = self.small_dict(body)
         if c.id is not None:
@@ -514,7 +468,7 @@ class Indexer:
         c.fail_reason = fail_reason or c.fail_reason
         ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
         if isinstance(ff, str):
-            c.fail_where = f"{ff}:{fl}" if _is_int(fl) else ff
+            c.fail_where = f"{ff}:{fl}" if is_int(fl) else ff
         rr = body.get("restart_reasons")
         if isinstance(rr, list) and all(isinstance(r, str) for r in rr):
             c.restart_reasons = [str(r) for r in rr]
@@ -522,35 +476,35 @@ class Indexer:
             c.function = body["co_name"]
         if isinstance(body.get("co_filename"), str):
             c.file = body["co_filename"]
-        if _is_int(body.get("co_firstlineno")):
+        if is_int(body.get("co_firstlineno")):
             c.firstline = body["co_firstlineno"]
         rec_reason = body.get("recompile_reason")
         if isinstance(rec_reason, str) and rec_reason and not c.recompile_reasons:
-            c.recompile_reasons = _split_reasons(rec_reason)
+            c.recompile_reasons = split_reasons(rec_reason)
 
     def on_artifact(self, rec: Record, c: Compile) -> None:
         body = rec.body
         name = body.get("name") if isinstance(body, dict) else None
         if not isinstance(name, str):
-            self.bad(rec, f"artifact without a name: name is {_peek(name)}")
+            self.bad(rec, f"artifact without a name: name is {peek(name)}")
             name = "?"
         enc = body.get("encoding") if isinstance(body, dict) else None
         if enc is not None and not isinstance(enc, str):
-            self.bad(rec, f"encoding is not a string: {_peek(enc)}")
+            self.bad(rec, f"encoding is not a string: {peek(enc)}")
         if name == "torch_version":
-            v = _json(rec.payload)
+            v = json_of(rec.payload)
             if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
                 self.log.torch_version = v["pytorch_version"]
             elif rec.payload_ok:
                 got = v.get("pytorch_version") if isinstance(v, dict) else v
-                self.bad(rec, f"torch_version: pytorch_version is not a string: {_peek(got)}")
+                self.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
         elif name == "fx_graph_runnable" and self.log.torch_version is None and rec.payload:
             # torch 2.9 and older log no torch_version record; their runnable graphs name it.
             named = _RUNNABLE_VERSION.search(rec.payload, 0, 4096)
             if named:
                 self.log.torch_version = named.group(1).decode("ascii")
         elif name in _PROVENANCE:
-            got = _provenance(_json(rec.payload), name)
+            got = _provenance(json_of(rec.payload), name)
             if got is None:
                 self.bad(rec, f"{name} is not a JSON object of kernels")
             else:
@@ -582,7 +536,7 @@ class Indexer:
             )
         m = _CACHE_ARTIFACT.fullmatch(name)
         if m:
-            v = _json(rec.payload)
+            v = json_of(rec.payload)
             key = reason = None
             if isinstance(v, dict):
                 key = v.get("key") if isinstance(v.get("key"), str) else None
@@ -611,11 +565,11 @@ class Indexer:
         if not isinstance(b, dict):
             self.bad(rec, "expected an object")
             return
-        problem = _wrong_fields(b, _SYMBOL_FIELDS, required=("symbol",))
+        problem = wrong_fields(b, SYMBOL_FIELDS, required=("symbol",))
         if problem:
             self.bad(rec, problem)
         user = self.stack(b.get("user_stack"), rec, "user_stack")
-        where = _user_line(user)
+        where = user_line(user)
         kind = {
             "create_symbol": "created",
             "create_unbacked_symbol": "unbacked",
@@ -663,8 +617,8 @@ class Indexer:
             c.input_sets.append(s)
         if rec.kind == "describe_storage":
             size = b.get("size")
-            if not (_is_int(size) or isinstance(size, str) or size is None):
-                self.bad(rec, f"storage size is not a number or expression: {_peek(size)}")
+            if not (is_int(size) or isinstance(size, str) or size is None):
+                self.bad(rec, f"storage size is not a number or expression: {peek(size)}")
                 size = None
             st = StorageDesc(i, size, rec.line)
             self.describer(self.storages, d)[i] = st
@@ -695,7 +649,7 @@ class Indexer:
                     s.tensors[i] = known
                     self.borrow(s, known)
         else:
-            _count(self.log.unknown_kinds, rec.kind)
+            count_kind(self.log.unknown_kinds, rec.kind)
 
     def describer(self, table: OrderedDict[int, dict[int, Any]], d: int) -> dict[int, Any]:
         got = table.get(d)
@@ -725,31 +679,31 @@ class Indexer:
                     self.borrow(s, other)
 
     def on_chromium(self, rec: Record, cid: CompileId | None) -> None:
-        ev = _json(rec.payload)
+        ev = json_of(rec.payload)
         if not isinstance(ev, dict):
             if rec.payload_ok:
                 self.bad(rec, "payload is not a JSON event")
             return
-        problem = _wrong_fields(ev, _CHROMIUM_FIELDS, required=("name", "ph", "ts"))
+        problem = wrong_fields(ev, CHROMIUM_FIELDS, required=("name", "ph", "ts"))
         if problem:
             self.bad(rec, problem)
         args = ev.get("args")
         if cid is None and isinstance(args, dict):
-            cid = _parse_id(args.get("compile_id"))
+            cid = parse_id(args.get("compile_id"))
             if cid is not None and self.run:
                 cid = self.ran(cid)
         c = self.compile_for(rec, cid)
         name, ph, ts = ev.get("name"), ev.get("ph"), ev.get("ts")
         if not isinstance(name, str) or not isinstance(ts, int | float) or isinstance(ts, bool):
             return
-        st = self.open.setdefault(cid, _Open())
+        st = self.open.setdefault(cid, OpenState())
         if ph == "B":
             if len(st.chromium) >= MAX_EVENTS:  # begun and never ended: a hostile log
                 c.events_dropped += 1
                 return
             depth = len(st.chromium)
             if self.part and cid in self.closed:
-                depth += self.closed[cid] << _CLOSED_SHIFT  # see merge()
+                depth += self.closed[cid] << CLOSED_SHIFT  # see merge()
             st.chromium.append((name, float(ts), depth))
         elif ph == "E":
             if not self.end_event(cid, name, float(ts), c) and self.part:
@@ -764,7 +718,7 @@ class Indexer:
             )
         elif ph == "X":
             dur = ev.get("dur")
-            _add_phase(
+            add_phase(
                 c, Phase(name, float(ts), float(dur) if isinstance(dur, int | float) else 0.0)
             )
         if not st.chromium:
@@ -794,7 +748,7 @@ class Indexer:
                     self.open.pop(owner, None)
                 target = self.compiles.get(owner) or c
                 if target is not None:
-                    _add_phase(target, Phase(name, t0, ts - t0, depth))
+                    add_phase(target, Phase(name, t0, ts - t0, depth))
                 return True
         return False
 
@@ -832,7 +786,7 @@ class Indexer:
             counts.append(counts[-1] + hit)
 
         def depth(cid: CompileId | None, d: int) -> int:
-            closed, local = d >> _CLOSED_SHIFT, d & ((1 << _CLOSED_SHIFT) - 1)
+            closed, local = d >> CLOSED_SHIFT, d & ((1 << CLOSED_SHIFT) - 1)
             counts = closes.get(cid)
             if counts is not None:
                 closed = counts[min(closed, len(counts) - 1)]
@@ -858,7 +812,7 @@ class Indexer:
         for cid, name, ts in b.unmatched:
             self.end_event(cid, name, ts)
         for cid, st in b.open.items():
-            self.open.setdefault(cid, _Open()).chromium.extend(
+            self.open.setdefault(cid, OpenState()).chromium.extend(
                 (n, t, depth(cid, d)) for n, t, d in st.chromium
             )
 
@@ -879,7 +833,7 @@ class Indexer:
             c = self.compiles.get(cid) if st.chromium else None
             if c is not None:
                 for name, t0, depth in st.chromium:
-                    _add_phase(c, Phase(name, t0, None, depth))
+                    add_phase(c, Phase(name, t0, None, depth))
         self.open.clear()
         self.tensors.clear()
         self.storages.clear()
@@ -994,13 +948,6 @@ def _by_frame(ids: Iterable[CompileId | None]) -> list[list[list[CompileId | Non
     return [list(f.values()) for f in frames.values()]
 
 
-def _count(counts: dict[str, int], kind: str) -> None:
-    """Count a record kind; past MAX_KINDS distinct kinds (a hostile log) under OTHER_KINDS."""
-    if kind not in counts and len(counts) >= MAX_KINDS:
-        kind = OTHER_KINDS
-    counts[kind] = counts.get(kind, 0) + 1
-
-
 def add_bad(log: LogIndex, bad: BadLine) -> None:
     log.bad_count += 1
     if len(log.bad_lines) < MAX_BAD_KEPT:
@@ -1085,7 +1032,7 @@ def innermost_user(frames: list[StackFrame]) -> StackFrame | None:
     return next((f for f in reversed(frames) if not is_torch_file(f.file)), None)
 
 
-def _user_line(frames: list[StackFrame]) -> StackFrame | None:
+def user_line(frames: list[StackFrame]) -> StackFrame | None:
     """The user's line of a user_stack: its innermost frame outside torch (a higher-order op such
     as while_loop or invoke_subgraph leaves torch's own frames below the user's), else the last."""
     return innermost_user(frames) or (frames[-1] if frames else None)
@@ -1097,7 +1044,7 @@ def is_torch_file(path: str) -> bool:
     return "/torch/" in p and ("-packages/" in p or p.startswith("torch/"))
 
 
-def _add_phase(c: Compile, p: Phase) -> None:
+def add_phase(c: Compile, p: Phase) -> None:
     if len(c.phases) < MAX_EVENTS:
         c.phases.append(p)
     else:
@@ -1129,23 +1076,21 @@ def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:
 def _reasons(rec: Record) -> tuple[list[str], str | None]:
     """The guard failures of a recompile_reasons payload, and what is wrong with it if it is a
     JSON list of something other than strings (those items are left out)."""
-    v = _json(rec.payload)
+    v = json_of(rec.payload)
     if isinstance(v, list):
         got = [x for x in v if isinstance(x, str)]
         wrong = (
-            None
-            if len(got) == len(v)
-            else f"recompile_reasons is not a list of strings: {_peek(v)}"
+            None if len(got) == len(v) else f"recompile_reasons is not a list of strings: {peek(v)}"
         )
         return got, wrong
-    return _split_reasons(rec.text(100_000)), None
+    return split_reasons(rec.text(100_000)), None
 
 
 # A guard failure as torch words it: the id of the compile whose guards failed, then why.
 _REASON_START = re.compile(rf"{ID_TEXT}: ")
 
 
-def _split_reasons(text: str) -> list[str]:
+def split_reasons(text: str) -> list[str]:
     """Recompile reasons written as text, one per guard failure: a line that does not start
     with a compile id (`User stack trace:` and its frames) belongs to the reason above it."""
     out: list[str] = []
@@ -1182,114 +1127,15 @@ def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
     return out
 
 
-def _json(data: bytes | None) -> Any:
-    if not data:
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-
-
-def _parse_id(v: Any) -> CompileId | None:
-    if not isinstance(v, str):
-        return None
-    try:
-        return CompileId.parse(v)
-    except ValueError:
-        return None
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-# Context keys torch writes as integers: a record with another type there is reported.
-_CONTEXT_INTS = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank")
-_STR, _INT, _NUM, _LIST, _DICT = (
-    ((str,), "a string"),
-    ((int,), "an integer"),
-    ((int, float), "a number"),
-    ((list,), "a list"),
-    ((dict,), "an object"),
-)
-FieldTypes = dict[str, tuple[tuple[type, ...], str]]
-# Fields tlview reads, and what torch writes there (null aside).
-# Times of compilation_metrics (the backward's has the inductor ones): seconds, microseconds.
-_TIME_FIELDS = (*MICROS, *MICROS.values())
-_METRIC_FIELDS: FieldTypes = {
-    **dict.fromkeys(
-        (
-            "compile_id",
-            "fail_type",
-            "fail_reason",
-            "fail_user_frame_filename",
-            "co_name",
-            "co_filename",
-            "recompile_reason",
-        ),
-        _STR,
-    ),
-    **dict.fromkeys(
-        (
-            "fail_user_frame_lineno",
-            "co_firstlineno",
-            "graph_op_count",
-            "graph_node_count",
-            "graph_input_count",
-            "guard_count",
-            "shape_env_guard_count",
-            "cache_size",
-        ),
-        _INT,
-    ),
-    **dict.fromkeys(_TIME_FIELDS, _NUM),
-    "restart_reasons": ((list,), "a list of strings"),
-    "non_compliant_ops": ((list,), "a list of strings"),
-}
-_BWD_FIELDS: FieldTypes = dict.fromkeys(_TIME_FIELDS, _NUM)
-_ISSUE_FIELDS: FieldTypes = {  # what an export issue reads (ISSUE_KINDS)
-    "expr": _STR,
-    "op": _STR,
-    "reason": _STR,
-    "prefix": _STR,
-    "result": ((str, bool, int, float), "a value"),
-    "symbol_to_sources": ((dict,), "an object of source names"),
-}
-_FRAME_FIELDS: FieldTypes = {
-    "filename": ((int, str), "an interned index or a file name"),
-    "line": _INT,
-    "name": _STR,
-    "loc": _STR,
-}
-_IN_FRAME = ("filename", "line", "name")
-_SYMBOL_FIELDS: FieldTypes = {
-    "symbol": _STR,
-    "source": _STR,
-    "sources": ((list,), "a list of strings"),
-    "vr": _STR,
-    "reason": _STR,
-    "val": ((str, int, float), "a value"),
-    "value": ((str, int, float), "a value"),
-}
-_CHROMIUM_FIELDS: FieldTypes = {
-    "name": _STR,
-    "ph": _STR,
-    "ts": _NUM,
-    "dur": _NUM,
-    "args": _DICT,
-}
-
-
 MAX_SECONDS = 365 * 86400  # no compile takes a year: a longer time is damage
 
 
-def _durations(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def durations(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Metrics without the times no clock gives (below zero, over a year, infinite, NaN), and
     what they were: added up, they would skew every total."""
     wrong = {
         k: v
-        for k in _TIME_FIELDS
+        for k in TIME_FIELDS
         if isinstance(v := body.get(k), float | int)
         and not 0 <= v <= (MAX_SECONDS * 1e6 if k.endswith("_us") else MAX_SECONDS)
     }
@@ -1299,34 +1145,8 @@ def _durations(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     return {k: v for k, v in body.items() if k not in wrong}, f"not a duration: {said}"
 
 
-def _wrong_fields(
-    d: dict[str, Any], types: FieldTypes, prefix: str = "", required: tuple[str, ...] = ()
-) -> str | None:
-    """The first field of `d` whose type is not the one torch writes, said plainly."""
-    for name, (allowed, what) in types.items():
-        v = d.get(name)
-        if v is None:
-            if name in required:
-                return f"{prefix}{name} is missing: it should be {what}"
-            continue
-        if isinstance(v, bool) or not isinstance(v, allowed):
-            return f"{prefix}{name} is not {what}: {_peek(v)}"
-        if (
-            isinstance(v, list)
-            and what.endswith("strings")
-            and not all(isinstance(x, str) for x in v)
-        ):
-            return f"{prefix}{name} is not {what}: {_peek(v)}"
-    return None
-
-
 def _opt_str(v: Any) -> str | None:
     return None if v is None else str(v)
-
-
-def _peek(v: Any, n: int = 40) -> str:
-    t = repr(v)
-    return t if len(t) <= n else t[: n - 3] + "..."
 
 
 def _summary(body: Any) -> str:
@@ -1335,9 +1155,9 @@ def _summary(body: Any) -> str:
         for k, v in body.items():
             if k in ("stack", "user_stack", "frame_locals"):
                 continue
-            parts.append(f"{k}={_peek(v, 120)}")
+            parts.append(f"{k}={peek(v, 120)}")
         return ", ".join(parts)[:1000]
-    return _peek(body, 400)
+    return peek(body, 400)
 
 
 def _outside(line: int, body: dict[str, Any]) -> OutsideCompile:
@@ -1367,6 +1187,6 @@ def _text(v: Any) -> str | None:
     return v if v is None or isinstance(v, str) else repr(v)
 
 
-def _metrics_summary(body: dict[str, Any]) -> str:
+def metrics_summary(body: dict[str, Any]) -> str:
     keys = ("co_name", "fail_type", "fail_reason", "entire_frame_compile_time_s")
-    return ", ".join(f"{k}={_peek(body.get(k), 200)}" for k in keys if body.get(k) is not None)
+    return ", ".join(f"{k}={peek(body.get(k), 200)}" for k in keys if body.get(k) is not None)

@@ -6,8 +6,9 @@ import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tlview.index.indexer import MAX_PID, Indexer, add_bad
+from tlview.index.indexer import Indexer, add_bad
 from tlview.index.keep import Keep
+from tlview.index.kinds import MAX_PID
 from tlview.logs.files import Opener, open_log
 from tlview.model import LogIndex
 from tlview.parse import MAX_BAD_KEPT, Reader, Record
