@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from tlview.index.indexer import add_bad
+from tlview.index.core import add_bad
 from tlview.index.kinds import MAX_PID
 from tlview.logs.files import is_gzip
 from tlview.model import BadLine, LogIndex

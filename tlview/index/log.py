@@ -6,7 +6,8 @@ import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tlview.index.indexer import Indexer, add_bad
+from tlview.index.core import add_bad
+from tlview.index.indexer import Indexer
 from tlview.index.keep import Keep
 from tlview.index.kinds import MAX_PID
 from tlview.logs.files import Opener, open_log

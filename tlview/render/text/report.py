@@ -30,8 +30,8 @@ from tlview.analyze.summary import (
     problem_order,
     stopped_in,
 )
+from tlview.index.core import is_torch_file
 from tlview.index.dims import dynamic_dims, input_symbols
-from tlview.index.indexer import is_torch_file
 from tlview.index.recompiles import limit_text
 from tlview.model import CacheEvent, Compile, ExportIssue, Input, Report, StackFrame
 from tlview.render import Options
