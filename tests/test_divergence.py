@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
 from tlview.analyze.divergence import rank_ranges
-from tlview.index.artifacts import artifact_meta
+from tlview.index.digests import artifact_meta
 from tlview.load import load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

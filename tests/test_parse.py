@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import corpus, only_log
 
-from tlview.index.indexer import read_log
+from tlview.index.log import read_log
 from tlview.logs.files import discover
 from tlview.model import CompileId
 from tlview.parse import Reader

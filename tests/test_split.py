@@ -13,10 +13,10 @@ import pytest
 from conftest import FIXTURES, corpus, only_log, run_cli
 
 import tlview.index.halves as split
-import tlview.index.indexer as index
 import tlview.runtime.cores as cores
 import tlview.runtime.store as store
-from tlview.index.indexer import read_log
+from tlview.index.keep import Keep
+from tlview.index.log import read_log
 
 
 def _json(path: Path) -> dict:
@@ -316,14 +316,14 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     monkeypatch.delenv("TLVIEW_NO_SPLIT")
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     dropped: list[int] = []
-    after = index.Keep.after
+    after = Keep.after
 
-    def spied(self: index.Keep, later: index.Keep) -> set[int]:
+    def spied(self: Keep, later: Keep) -> set[int]:
         got = after(self, later)
         dropped.append(len(got))
         return got
 
-    monkeypatch.setattr(index.Keep, "after", spied)
+    monkeypatch.setattr(Keep, "after", spied)
     halves = html.render(load(path, kept.page_keep(False)))
     assert halves == whole
     # The smallest budget runs out while the second half is read: texts were forgotten.

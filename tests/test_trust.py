@@ -34,7 +34,7 @@ from damage import (
     units,
 )
 
-from tlview.index.indexer import read_log
+from tlview.index.log import read_log
 from tlview.parse import Reader
 
 DEMO = FIXTURES / "demo.log"

@@ -23,7 +23,7 @@ from tlview.errors import TlviewError
 
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
-    from tlview.index.indexer import Keep
+    from tlview.index.keep import Keep
     from tlview.model import Compile, Report
     from tlview.rebuild import Rebuilt
     from tlview.replay.make import Outcome

@@ -12,7 +12,8 @@ from typing import Any
 
 from tlview.analyze.divergence import Fingerprint, find_in, fingerprint
 from tlview.errors import EXIT_NO_TRACE, TlviewError
-from tlview.index.indexer import Keep, read_log
+from tlview.index.keep import Keep
+from tlview.index.log import read_log
 from tlview.logs.files import Opener, no_logs, open_log
 from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report

@@ -5,7 +5,7 @@ from __future__ import annotations
 from conftest import FIXTURES
 
 from tlview.index.dims import fx_name
-from tlview.index.indexer import read_log
+from tlview.index.log import read_log
 
 
 def test_demo_compiles_statuses_and_attempts() -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tlview.analyze.summary import break_title, frame_label, is_recompile, short_place
-from tlview.index.artifacts import (
+from tlview.index.digests import (
     COLLECTIVE_SCHEDULE,
     COMPARED_GRAPHS,
     GRAPH_EXECUTION,

@@ -1,137 +1,160 @@
-"""The little of a job's artifacts a rank comparison needs, kept by the index beside each payload."""
+"""Artifact records: graph breaks, recompile reasons, caches, provenance, torch's version."""
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
-import orjson
+from tlview.index.core import Core, innermost_user
+from tlview.index.digests import artifact_meta
+from tlview.index.kinds import MAX_EVENTS, json_of, peek
+from tlview.index.recompiles import split_reasons
+from tlview.model import CacheEvent, Compile, ExportIssue, GraphBreak, Payload, Provenance
+from tlview.parse import Record
 
-from tlview.dumps import dumps
-
-# Graph payloads whose text is the same on every rank that traced the same program. Left out:
-# before/after_pre_grad_graph (a `# graph id: <address>` line), fx_graph_runnable (the rank
-# number), guards (object addresses).
-COMPARED_GRAPHS = (
-    "dynamo_output_graph",
-    "aot_joint_graph",
-    "aot_forward_graph",
-    "aot_backward_graph",
-    "aot_inference_graph",
-    "inductor_post_grad_graph",
-    "inductor_output_code",
-    "compiled_autograd_graph",
-    "optimize_ddp_split_graph",
-    "optimize_ddp_split_child",
-)
+_CACHE_ARTIFACT = re.compile(r"(?P<cache>.+)_cache_(?P<outcome>hit|miss|bypass)")
+_BREAK_AT = re.compile(r"Graph break in user code at (\S+:\d+)")
+# Where older torch (2.6 and before) starts a graph break's own words, under the line above.
+_OLD_REASON = re.compile(r"^Reason: ", re.M)
+_RUNNABLE_VERSION = re.compile(rb"^# torch version: ([\w.+-]{1,64})$", re.M)
 
 
-# What differs between ranks by design in a graph's text: device indices (each rank has its own
-# GPU), object addresses and ids; masked before hashing, so equal graphs hash equal. One literal
-# prefix per pattern keeps the scan fast; a pattern runs only if its prefix is in the text.
-_BY_RANK = [
-    (prefix, re.compile(re.escape(prefix) + digits), prefix + b"#")
-    for prefix, digits in (
-        (b"cuda:", rb"\d+"),
-        (b"xpu:", rb"\d+"),
-        (b"index=", rb"\d+"),
-        (b"_DeviceGuard(", rb"\d+"),
-        (b"get_raw_stream(", rb"\d+"),
-        (b"0x", rb"[0-9a-fA-F]+"),
-        (b"# graph id: ", rb"\d+"),
-    )
-]
+class ArtifactRecords(Core):
+    """What each named artifact tells of its compile, its payload kept as a graph or artifact."""
 
-
-COLLECTIVE_SCHEDULE = "inductor_collective_schedule"
-
-
-RUNTIME_ESTIMATE = "inductor_runtime_and_tensor_meta"
-
-
-GRAPH_EXECUTION = "graph_execution"
-
-
-JOB_ARTIFACTS = frozenset({COLLECTIVE_SCHEDULE, RUNTIME_ESTIMATE, GRAPH_EXECUTION})
-
-
-MAX_KEPT = 64  # schedule entries and execution runs kept per artifact
-
-
-# -- compact content of the job artifacts, kept by the index beside each payload's md5 ----------
-def graph_md5(kind: str, payload: bytes | None) -> str | None:
-    """The md5 of a compared graph with device indices and addresses masked; None if none were."""
-    if kind not in COMPARED_GRAPHS or payload is None:
-        return None
-    masked_any = False
-    for prefix, pattern, masked in _BY_RANK:
-        if prefix in payload:
-            payload = pattern.sub(masked, payload)
-            masked_any = True
-    # Nothing masked: the payload's own md5 (has_payload) says the same.
-    return hashlib.md5(payload, usedforsecurity=False).hexdigest() if masked_any else None
-
-
-def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:
-    """The little of a collective schedule, runtime estimate or execution order a rank diff needs."""
-    if name not in JOB_ARTIFACTS or not payload:
-        return None
-    try:
-        v = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return None
-    if name == COLLECTIVE_SCHEDULE and isinstance(v, list):
-        return {"collectives": len(v), "ops": [_op_name(x) for x in v[:MAX_KEPT]]}
-    if name == RUNTIME_ESTIMATE and isinstance(v, dict) and isinstance(v.get("ops"), list):
-        return _runtime_meta(v["ops"])
-    if (
-        name == GRAPH_EXECUTION
-        and isinstance(v, dict)
-        and isinstance(v.get("graph_execution_order"), list)
-    ):
-        order = [
-            str(x.get("compile_id")) if isinstance(x, dict) else "?"
-            for x in v["graph_execution_order"]
-        ]
-        runs: list[list[Any]] = []
-        for cid in order:
-            if runs and runs[-1][0] == cid:
-                runs[-1][1] += 1
-            elif len(runs) < MAX_KEPT:
-                runs.append([cid, 1])
+    def on_artifact(self, rec: Record, c: Compile) -> None:
+        body = rec.body
+        name = body.get("name") if isinstance(body, dict) else None
+        if not isinstance(name, str):
+            self.bad(rec, f"artifact without a name: name is {peek(name)}")
+            name = "?"
+        enc = body.get("encoding") if isinstance(body, dict) else None
+        if enc is not None and not isinstance(enc, str):
+            self.bad(rec, f"encoding is not a string: {peek(enc)}")
+        if name == "torch_version":
+            v = json_of(rec.payload)
+            if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
+                self.log.torch_version = v["pytorch_version"]
+            elif rec.payload_ok:
+                got = v.get("pytorch_version") if isinstance(v, dict) else v
+                self.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
+        elif name == "fx_graph_runnable" and self.log.torch_version is None and rec.payload:
+            # torch 2.9 and older log no torch_version record; their runnable graphs name it.
+            named = _RUNNABLE_VERSION.search(rec.payload, 0, 4096)
+            if named:
+                self.log.torch_version = named.group(1).decode("ascii")
+        elif name in _PROVENANCE:
+            got = _provenance(json_of(rec.payload), name)
+            if got is None:
+                self.bad(rec, f"{name} is not a JSON object of kernels")
             else:
-                break
-        return {"calls": len(order), "runs": runs}
-    return None
+                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got))
+        elif name == "recompile_reasons":
+            c.recompile_reasons, problem = _reasons(rec)
+            if problem:
+                self.bad(rec, problem)
+            return
+        elif name == "dynamo_graph_break_reason":
+            c.graph_breaks.append(_graph_break(rec, self.intern))
+            return
+        elif name == "dynamo_error":
+            c.artifacts.append(self.payload_always(rec, name, c, 20_000))
+            return
+        elif name == "make_fx_fail_partial" and c.id is None and len(c.export_issues) < MAX_EVENTS:
+            # An export that failed while tracing: torch logs the graph traced until then.
+            # (Inside a compile, the failure is the compile's own, with its reason.)
+            frames = self.stack(rec.meta.get("stack"), rec)
+            c.export_issues.append(
+                ExportIssue(
+                    "failed trace",
+                    rec.line,
+                    "make_fx",
+                    "tracing stopped with an error; the graph traced until then is this "
+                    "artifact (the error itself is not in the log)",
+                    innermost_user(frames),
+                )
+            )
+        m = _CACHE_ARTIFACT.fullmatch(name)
+        if m:
+            v = json_of(rec.payload)
+            key = reason = None
+            if isinstance(v, dict):
+                key = v.get("key") if isinstance(v.get("key"), str) else None
+                r = v.get("reason") or v.get("cache_bypass_reason")
+                reason = r if isinstance(r, str) else None
+            c.cache.append(CacheEvent(m.group("cache"), m.group("outcome"), key, reason))
+        if name.endswith("graph") or name in (
+            "fx_graph_runnable",
+            "inductor_provenance_tracking_node_mappings",
+        ):
+            c.graphs.append(self.payload(rec, name, c))
+        else:
+            c.artifacts.append(self.payload(rec, name, c, artifact_meta(name, rec.payload)))
+
+    def payload_always(self, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
+        """A payload whose text is always kept (errors), outside the budget."""
+        p = self.payload(rec, kind, c, keep=False)
+        if rec.payload is not None:
+            n = max(limit, self.keep.payload_bytes)
+            p.text = rec.text(n)
+            p.cut = max(0, len(rec.payload) - n)
+        return p
 
 
-def _op_name(x: Any) -> str:
-    """`torch.ops._c10d_functional.all_reduce_.default` -> `all_reduce_`."""
-    s = str(x)
-    for prefix in ("torch.ops._c10d_functional.", "torch.ops.c10d_functional.", "torch.ops."):
-        if s.startswith(prefix):
-            s = s[len(prefix) :]
+def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:
+    """A graph break, its texts kept once however often it repeats (the final pass keeps every
+    compile's graph breaks: store.Facts)."""
+    text = rec.text(20_000)
+    m = _BREAK_AT.search(text)
+    reason = text
+    k = text.find("Graph Break Reason:")
+    if k >= 0:
+        reason = text[k + len("Graph Break Reason:") :]
+    elif (old := _OLD_REASON.search(text)) is not None:  # torch 2.6 and older: "Reason: ..."
+        reason = text[old.end() :]
+    end = reason.find("User code traceback:")
+    if end >= 0:
+        reason = reason[:end]
+    return GraphBreak(
+        intern(reason.strip() or text.strip()[:500]),
+        m.group(1) if m else None,
+        rec.line,
+        intern(text[:4000]),
+    )
+
+
+def _reasons(rec: Record) -> tuple[list[str], str | None]:
+    """The guard failures of a recompile_reasons payload, and what is wrong with it if it is a
+    JSON list of something other than strings (those items are left out)."""
+    v = json_of(rec.payload)
+    if isinstance(v, list):
+        got = [x for x in v if isinstance(x, str)]
+        wrong = (
+            None if len(got) == len(v) else f"recompile_reasons is not a list of strings: {peek(v)}"
+        )
+        return got, wrong
+    return split_reasons(rec.text(100_000)), None
+
+
+# Inductor's provenance artifacts: which kernel computes which FX nodes, and from which code.
+_PROVENANCE = {
+    "inductor_provenance_tracking_node_mappings": "nodes",
+    "inductor_provenance_tracking_kernel_stack_traces": "code",
+}
+MAX_KERNELS = 20_000  # kernels kept per artifact
+
+
+def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
+    """Kernel -> strings of one provenance artifact, the kernels a log can be trusted to give."""
+    if isinstance(v, dict) and _PROVENANCE[name] == "nodes":
+        v = v.get("cppCodeToPost", {})
+    if not isinstance(v, dict):
+        return None
+    out: dict[str, list[str]] = {}
+    for k, items in v.items():
+        if len(out) >= MAX_KERNELS:
             break
-    return s.removesuffix(".default")
-
-
-def _runtime_meta(ops: list[Any]) -> dict[str, Any]:
-    total = collective = 0.0
-    shapes = []
-    for op in ops:
-        if not isinstance(op, dict):
-            continue
-        ns = op.get("estimated_runtime_ns")
-        if isinstance(ns, int | float) and not isinstance(ns, bool):
-            total += ns
-            if op.get("type") == "collective":
-                collective += ns
-        shapes.append([op.get("name"), op.get("type"), op.get("outputs")])
-    digest = hashlib.md5(dumps(shapes), usedforsecurity=False).hexdigest()
-    return {
-        "ops": len(ops),
-        "runtime_ns": total,
-        "collective_ns": collective,
-        "tensor_meta": digest,
-    }
+        if isinstance(k, str) and isinstance(items, list):
+            out[k] = [x for x in items if isinstance(x, str)]
+    return out

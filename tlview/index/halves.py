@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from tlview.index.core import add_bad
+from tlview.index.kinds import MAX_PID
 from tlview.logs.files import is_gzip
 from tlview.model import BadLine, LogIndex
 from tlview.parse import _PREFIX, _RECORD_START, Reader
@@ -28,11 +30,11 @@ NS_PER_BYTE = 2.9  # what reading a large-payload log costs here (benchmarks/RES
 class Part:
     """What the reader of one part of a log found: its indexers, not yet finished."""
 
-    indexers: dict[int, Any]  # pid key -> index.Indexer
+    indexers: dict[int, Any]  # pid key -> Indexer
     bad: LogIndex
     lines: int
     crlf: bool
-    keep: Any  # the index.Keep it read with: the texts it kept
+    keep: Any  # the Keep it read with: the texts it kept
 
 
 def worth_splitting(path: Path) -> bool:
@@ -105,8 +107,6 @@ class Earlier:
 
     def _back(self) -> None:
         """Take in the `str` record nearest before `pos`, and move `pos` to its line's start."""
-        from tlview.index.indexer import MAX_PID
-
         if self.mm is None:
             with self.path.open("rb") as f:
                 self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -143,7 +143,7 @@ def read_part(
 ) -> Part:
     """Index the records in bytes span[0]..span[1] of a log, its lines numbered from 1 (a later
     part is renumbered by `shift_lines` once the lines before it are counted)."""
-    from tlview.index.indexer import add_bad, index_records
+    from tlview.index.log import index_records  # log.py imports this module
 
     bad = LogIndex(path=log.path, name=log.name)
     reader = Reader(
@@ -192,7 +192,7 @@ def read_halves(
     if mid is None or mid >= size:
         return None
     # Each reader keeps texts with the whole budget; the merge forgets those of the second
-    # that one reader would not have kept (index.Keep), so the report is the same.
+    # that one reader would not have kept (Keep.after), so the report is the same.
     later = keep.fresh() if keep is not None else None
     temp_dir()  # made here, so the copy's spill files are removed with it, whatever happens
     copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
@@ -229,7 +229,7 @@ def read_halves(
 def _read_on(path: Path, log: LogIndex, part: Part, span: tuple[int, int]) -> Part:
     """Read the rest of the log after `part` with its indexers, as one reader goes on: only
     one reader can number the runs of a process that started compile ids over."""
-    from tlview.index.indexer import add_bad, index_records
+    from tlview.index.log import index_records  # log.py imports this module
 
     bad = part.bad
     reader = Reader(path, log.name, on_bad=lambda b: add_bad(bad, b), span=(*span, part.lines + 1))

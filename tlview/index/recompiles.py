@@ -16,7 +16,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from tlview.index.dims import _by_source, dynamic_dims
-from tlview.model import Compile, CompileId, Input, InputChange, Recompile, Report, refused_guards
+from tlview.model import (
+    ID_TEXT,
+    Compile,
+    CompileId,
+    Input,
+    InputChange,
+    Recompile,
+    Report,
+    refused_guards,
+)
 
 # Fields compared after dtype, device, layout, shape and strides, in the order they are shown.
 FLAGS = ("requires_grad", "is_parameter", "is_conj", "is_neg", "is_inference")
@@ -99,6 +108,24 @@ def _reasons(attempts: list[Compile]) -> list[str]:
     if not out:
         for a in attempts:
             out += refused_guards(a.fail_reason)
+    return out
+
+
+# A guard failure as torch words it: the id of the compile whose guards failed, then why.
+_REASON_START = re.compile(rf"{ID_TEXT}: ")
+
+
+def split_reasons(text: str) -> list[str]:
+    """Recompile reasons written as text, one per guard failure: a line that does not start
+    with a compile id (`User stack trace:` and its frames) belongs to the reason above it."""
+    out: list[str] = []
+    for line in text.replace("\r\n", "\n").split("\n"):  # torch's lines, not Unicode's
+        if not line.strip():
+            continue
+        if out and not _REASON_START.match(line):
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
     return out
 
 

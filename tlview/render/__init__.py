@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from tlview.analyze.summary import Overview
-    from tlview.index.indexer import Keep
+    from tlview.index.keep import Keep
     from tlview.runtime.output import Output
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 from tlview import __version__
 from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import TlviewError
-from tlview.index.indexer import Keep
+from tlview.index.keep import Keep
 from tlview.model import Compile, Report
 from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, plan
 from tlview.replay.run import WARNING, run_scripts

@@ -3,7 +3,7 @@ renderer (Jinja and all) is imported."""
 
 from __future__ import annotations
 
-from tlview.index.indexer import Keep
+from tlview.index.keep import Keep
 from tlview.render import Options
 
 KiB = 1024

@@ -18,8 +18,8 @@ from tlview.analyze.summary import (
     input_names,
     kernels,
 )
+from tlview.index.core import is_torch_file
 from tlview.index.dims import dynamic_dims, input_symbols
-from tlview.index.indexer import is_torch_file
 from tlview.index.recompiles import limit_text
 from tlview.model import CacheEvent, Compile, Input, Report, StackFrame
 from tlview.render.text.console import T, table

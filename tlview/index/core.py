@@ -1,0 +1,300 @@
+"""An indexer's state while reading, and the steps its record handlers share."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlview.index.digests import graph_md5
+from tlview.index.keep import Keep
+from tlview.index.kinds import FRAME_FIELDS, IN_FRAME, MAX_EVENTS, is_int, peek, wrong_fields
+from tlview.model import (
+    BadLine,
+    Compile,
+    CompileId,
+    Event,
+    LogIndex,
+    Payload,
+    Phase,
+    StackFrame,
+    StorageDesc,
+    TensorDesc,
+)
+from tlview.parse import MAX_BAD_KEPT, Record
+from tlview.runtime.store import SHARED_MIN, OpenCompiles, Strings
+
+CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
+
+
+@dataclass(slots=True)
+class OpenState:
+    """Per-compile state needed only while reading."""
+
+    chromium: list[tuple[str, float, int]] = field(default_factory=list)  # open B events
+
+
+class Core:
+    """What every record handler of an Indexer reads and writes, and the steps they share."""
+
+    def __init__(self, log: LogIndex, keep: Keep | None = None) -> None:
+        self.log = log
+        self.keep = keep or Keep()
+        self.strings: dict[int, str] = {}
+        self.shared = Strings()  # long strings kept once and pickled by reference
+        self.compiles = OpenCompiles()
+        self.open: dict[CompileId | None, OpenState] = {}
+        # The last few describers' tensors and storages, for sources and links that name a
+        # tensor described under another compile id (describers are process-wide).
+        self.tensors: OrderedDict[int, dict[int, TensorDesc]] = OrderedDict()
+        self.storages: OrderedDict[int, dict[int, StorageDesc]] = OrderedDict()
+        self.started: set[CompileId | None] = set()  # compiles with a dynamo_start record
+        # torch._dynamo.reset() starts compile ids over: a dynamo_start for an id already
+        # started begins the process's next run, and ids from there on carry its number.
+        self.run = 0
+        self.in_run: dict[CompileId, CompileId] = {}  # id as logged -> id in the current run
+        self.ended: set[CompileId] = set()  # compiles with compilation_metrics, this run
+        self.fallback_strings: Callable[[int], str | None] | None = None
+        self.interned: dict[str, str] = {}
+        # One copy of each stack frame: every compile of a frame, and every recompile, logs the
+        # same stack, and the final pass keeps each compile's (store.Facts).
+        self.frames: dict[StackFrame, StackFrame] = {}
+        # Reading a later part of a split log: events that end here began in the part before.
+        self.part = False
+        self.unmatched: list[tuple[CompileId | None, str, float]] = []
+        self.closed: dict[CompileId | None, int] = {}  # unmatched ends so far, per compile
+        # Reading a later part: each compile's first metrics as the event it is to one reader
+        # when the part before has metrics for the compile too (see merge_compile).
+        self.metrics_events: dict[CompileId | None, Event] = {}
+        self.bad_at = 0  # the line of the last bad line
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent back by the reader of another part: what it keeps for cross-references while
+        # reading is not needed any more.
+        state = dict(self.__dict__)
+        state["tensors"] = OrderedDict()
+        state["storages"] = OrderedDict()
+        state["interned"] = {}
+        state["fallback_strings"] = None  # a closure over the reader's lookups
+        return state
+
+    def bad(self, rec: Record, reason: str) -> None:
+        kept = self.log.bad_lines
+        if rec.line == self.bad_at:  # one line is one bad line, whatever is wrong in it
+            if kept and kept[-1].line == rec.line:
+                kept[-1] = BadLine(self.log.name, rec.line, f"{kept[-1].reason}; {reason}")
+            return
+        self.bad_at = rec.line
+        add_bad(self.log, BadLine(self.log.name, rec.line, f"{rec.kind}: {reason}"))
+
+    def intern(self, s: str) -> str:
+        """One copy of each repeated string (configs, versions, reprs) across compiles."""
+        if len(s) > SHARED_MIN:
+            return self.shared.intern(s)
+        return self.interned.setdefault(s, s)
+
+    def compile_for(self, rec: Record, cid: CompileId | None) -> Compile:
+        c = self.compiles.get(cid)
+        if c is None:
+            c = Compile(id=cid, log=self.log.name, pid=self.log.pid, first_line=rec.line)
+            c.start = rec.time
+            if cid is None:
+                c.status = "outside"
+            self.compiles.put(cid, c)
+        c.last_line = rec.line
+        c.end = rec.time
+        if rec.rank is not None and c.rank is None:
+            c.rank = rec.rank
+        return c
+
+    def filename(self, v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if is_int(v):
+            name = self.strings.get(v)
+            if name is None and self.fallback_strings is not None:
+                name = self.fallback_strings(v)
+            return name if name is not None else f"<file {v}>"
+        return "?"
+
+    def stack(self, v: Any, rec: Record | None = None, field: str = "stack") -> list[StackFrame]:
+        """The frames of a logged stack; with `rec`, a frame of the wrong shape is a bad line."""
+        if not isinstance(v, list):
+            if v is not None and rec is not None:
+                self.bad(rec, f"{field} is not a list of frames: {peek(v)}")
+            return []
+        out = []
+        problem = None
+        for k, fr in enumerate(v):
+            if not isinstance(fr, dict):
+                problem = problem or f"{field}[{k}] is not a frame object: {peek(fr)}"
+                continue
+            line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
+            problem = problem or wrong_fields(fr, FRAME_FIELDS, f"{field}[{k}].", IN_FRAME)
+            sf = StackFrame(
+                self.filename(fr.get("filename")),
+                line if isinstance(line, int) and not isinstance(line, bool) else 0,
+                name if isinstance(name, str) else "?",
+                loc if isinstance(loc, str) else None,
+            )
+            out.append(self.frames.setdefault(sf, sf))
+        if problem is not None and rec is not None:
+            self.bad(rec, problem)
+        return out
+
+    def user_frame(self, v: Any, rec: Record | None = None) -> StackFrame | None:
+        """The innermost frame of a stack that is not torch's own code."""
+        frames = self.stack(v, rec)
+        return innermost_user(frames) or (frames[0] if frames else None)
+
+    def payload(
+        self,
+        rec: Record,
+        kind: str,
+        c: Compile,
+        meta: dict[str, Any] | None = None,
+        keep: bool = True,
+    ) -> Payload:
+        size = len(rec.payload or b"")
+        limit = (
+            self.keep.take(kind, c.key, size, rec.line) if keep and rec.payload is not None else 0
+        )
+        text = rec.text(limit) if limit else None
+        enc = rec.body.get("encoding") if isinstance(rec.body, dict) else None
+        return Payload(
+            kind=kind,
+            line=rec.line,
+            bytes=size,
+            lines=rec.payload_lines,
+            md5=rec.meta.get("has_payload")
+            if isinstance(rec.meta.get("has_payload"), str)
+            else None,
+            ok=rec.payload_ok,
+            encoding=enc if isinstance(enc, str) else None,
+            text=text,
+            cut=max(0, size - limit) if text is not None else 0,
+            meta=meta,
+            masked_md5=graph_md5(kind, rec.payload) if self.keep.ranks else None,
+        )
+
+    def on_str(self, rec: Record) -> None:
+        body = rec.body
+        if (
+            isinstance(body, list)
+            and len(body) == 2
+            and isinstance(body[0], str)
+            and is_int(body[1])
+        ):
+            self.strings[body[1]] = body[0]
+        else:
+            self.bad(rec, "expected [file name, index]")
+
+    def ran(self, cid: CompileId) -> CompileId:
+        """A logged id as the id of its compile in the current run."""
+        got = self.in_run.get(cid)
+        if got is None:
+            got = self.in_run[cid] = cid.in_run(self.run)
+        return got
+
+    def next_run(self, cid: CompileId) -> CompileId:
+        """Begin the process's next run at the dynamo_start of `cid`, started and ended before."""
+        self.run += 1
+        self.in_run.clear()
+        self.ended.clear()
+        new = self.ran(cid.in_run(0))
+        # Events begun since the last compile of `cid` ended (dynamo, entire_frame_compile)
+        # are this compile's: they come before its dynamo_start.
+        st = self.open.pop(cid, None)
+        if st is not None:
+            self.open[new] = st
+        return new
+
+    def event(self, rec: Record, c: Compile, kind: str, summary: str, caller: bool = False) -> None:
+        if len(c.events) >= MAX_EVENTS:
+            c.events_dropped += 1
+            return
+        c.events.append(self.as_event(rec, kind, summary, caller))
+
+    def as_event(
+        self, rec: Record, kind: str, summary: str | dict[str, Any], caller: bool = False
+    ) -> Event:
+        """The record as an event, at its user_stack's frame; with `caller`, else at the user's
+        innermost frame of the record's own stack (torch's frames left out)."""
+        if isinstance(summary, dict):
+            summary = metrics_summary(summary)
+        where = None
+        if isinstance(rec.body, dict):
+            user = self.stack(rec.body.get("user_stack"), rec, "user_stack")
+            where = user_line(user)
+        if where is None and caller:
+            frames = self.stack(rec.meta.get("stack"), rec)
+            where = innermost_user(frames)
+        return Event(kind, rec.line, summary, where)
+
+    def small_dict(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: self.intern(v) if isinstance(v, str) and len(v) > 64 else v for k, v in body.items()
+        }
+
+    def end_event(
+        self, cid: CompileId | None, name: str, ts: float, c: Compile | None = None
+    ) -> bool:
+        """Close the begun event `name` as a phase; False if nothing had begun it."""
+        # An event begun before a restart (dynamo, entire_frame_compile) ends in a later
+        # attempt: it belongs to the attempt where it began.
+        owners = [cid]
+        if cid is not None and cid.attempt:
+            owners += [o for o in self.open if o is not None and o != cid and o.base == cid.base]
+        for owner in owners:
+            ost = self.open.get(owner)
+            if ost is None:
+                continue
+            k = next(
+                (k for k in range(len(ost.chromium) - 1, -1, -1) if ost.chromium[k][0] == name),
+                None,
+            )
+            if k is not None:
+                _, t0, depth = ost.chromium.pop(k)
+                if not ost.chromium:
+                    self.open.pop(owner, None)
+                target = self.compiles.get(owner) or c
+                if target is not None:
+                    add_phase(target, Phase(name, t0, ts - t0, depth))
+                return True
+        return False
+
+
+def add_bad(log: LogIndex, bad: BadLine) -> None:
+    log.bad_count += 1
+    if len(log.bad_lines) < MAX_BAD_KEPT:
+        log.bad_lines.append(bad)
+
+
+def innermost_user(frames: list[StackFrame]) -> StackFrame | None:
+    """The innermost frame of a stack outside torch's own code (None: all of it is torch's)."""
+    return next((f for f in reversed(frames) if not is_torch_file(f.file)), None)
+
+
+def user_line(frames: list[StackFrame]) -> StackFrame | None:
+    """The user's line of a user_stack: its innermost frame outside torch (a higher-order op such
+    as while_loop or invoke_subgraph leaves torch's own frames below the user's), else the last."""
+    return innermost_user(frames) or (frames[-1] if frames else None)
+
+
+def is_torch_file(path: str) -> bool:
+    """A frame in torch's own code (not the user's), by its file's path."""
+    p = path.replace("\\", "/")
+    return "/torch/" in p and ("-packages/" in p or p.startswith("torch/"))
+
+
+def add_phase(c: Compile, p: Phase) -> None:
+    if len(c.phases) < MAX_EVENTS:
+        c.phases.append(p)
+    else:
+        c.events_dropped += 1
+
+
+def metrics_summary(body: dict[str, Any]) -> str:
+    keys = ("co_name", "fail_type", "fail_reason", "entire_frame_compile_time_s")
+    return ", ".join(f"{k}={peek(body.get(k), 200)}" for k in keys if body.get(k) is not None)

@@ -1,0 +1,54 @@
+"""Which payload texts reading keeps in memory, within a budget over the whole log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Keep:
+    """Which payload texts to keep in memory: everything else is hashed, measured and dropped.
+
+    Texts are kept in log order while the budget has room for each whole (up to
+    `payload_bytes`); the first that does not fit ends the keeping. So the texts kept are a
+    prefix of the log's payloads, and two readers of one log's halves can agree on the texts
+    one reader keeps (`after`)."""
+
+    payload_bytes: int = 0  # text kept per payload (0: none but what the index itself reads)
+    total_bytes: int = 0  # budget over the whole log
+    kinds: frozenset[str] | None = None  # payload kinds to keep (None: all)
+    compile: str | None = None  # keep only for this compile id
+    ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
+    used: int = 0
+    full: bool = False  # a text did not fit: no more are kept
+    kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
+
+    def fresh(self) -> Keep:
+        """The same policy with its budget unspent, so every log gets the whole budget."""
+        return Keep(self.payload_bytes, self.total_bytes, self.kinds, self.compile, self.ranks)
+
+    def take(self, kind: str, compile_key: str, size: int, line: int) -> int:
+        """Bytes of this payload (of `size` bytes, at `line`) to keep as text."""
+        if self.payload_bytes <= 0 or self.full:
+            return 0
+        if self.kinds is not None and kind not in self.kinds:
+            return 0
+        if self.compile is not None and compile_key != self.compile:
+            return 0
+        n = min(self.payload_bytes, size)
+        if self.used + n > self.total_bytes:
+            self.full = True
+            return 0
+        self.used += n
+        self.kept.append((line, n))
+        return self.payload_bytes
+
+    def after(self, later: Keep) -> set[int]:
+        """Lines of the texts a reader of the part after this one kept (with a budget of its
+        own) that one reader of both parts would not have kept."""
+        room = self.total_bytes - self.used
+        for k, (_, n) in enumerate(later.kept):
+            if self.full or n > room:
+                return {line for line, _ in later.kept[k:]}
+            room -= n
+        return set()

@@ -1,0 +1,214 @@
+"""What the indexer reads: record kinds, the fields torch writes and their types, and limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tlview.model import MICROS, CompileId
+
+# Record kinds that carry a graph or generated code as payload.
+GRAPH_KINDS = frozenset(
+    {
+        "dynamo_output_graph",
+        "aot_joint_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_inference_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        "compiled_autograd_graph",
+        "graph_dump",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "exported_program",
+    }
+)
+GUARD_KINDS = frozenset({"dynamo_guards", "dynamo_cpp_guards_str"})
+SYMBOL_KINDS = frozenset(
+    {"create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization"}
+)
+# What torch.export reports as issues (torch/export/_draft_export.py), and what tlview calls them.
+ISSUE_KINDS = {
+    "propagate_real_tensors_provenance": "data-dependent",
+    "guard_on_data_dependent_error": "data-dependent error",
+    "guard_added": "guard on an input",
+    "missing_fake_kernel": "missing fake kernel",
+    "mismatched_fake_kernel": "mismatched fake kernel",
+}
+# Shown per compile as they are (export and dynamic-shape diagnostics).
+EVENT_KINDS = frozenset(
+    {
+        "guard_added",
+        "guard_added_fast",
+        "expression_created",
+        "propagate_real_tensors_provenance",
+        "guard_on_data_dependent_error",
+        "missing_fake_kernel",
+        "mismatched_fake_kernel",
+        "link",
+        "dump_file",
+    }
+)
+METRICS_KINDS = frozenset({"compilation_metrics", "compilation_metrics_runtime"})
+HANDLED_KINDS = (
+    GRAPH_KINDS
+    | GUARD_KINDS
+    | SYMBOL_KINDS
+    | EVENT_KINDS
+    | {
+        "str",
+        "dynamo_start",
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "compilation_metrics",
+        "compilation_metrics_runtime",
+        "bwd_compilation_metrics",
+        "artifact",
+        "chromium_event",
+    }
+)
+
+MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
+MAX_EVENTS = 500  # events kept per compile; the rest are counted
+MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
+OTHER_KINDS = "(other kinds)"
+
+
+# Context keys torch writes as integers: a record with another type there is reported.
+CONTEXT_INTS = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank")
+_STR, _INT, _NUM, _LIST, _DICT = (
+    ((str,), "a string"),
+    ((int,), "an integer"),
+    ((int, float), "a number"),
+    ((list,), "a list"),
+    ((dict,), "an object"),
+)
+FieldTypes = dict[str, tuple[tuple[type, ...], str]]
+# Fields tlview reads, and what torch writes there (null aside).
+# Times of compilation_metrics (the backward's has the inductor ones): seconds, microseconds.
+TIME_FIELDS = (*MICROS, *MICROS.values())
+METRIC_FIELDS: FieldTypes = {
+    **dict.fromkeys(
+        (
+            "compile_id",
+            "fail_type",
+            "fail_reason",
+            "fail_user_frame_filename",
+            "co_name",
+            "co_filename",
+            "recompile_reason",
+        ),
+        _STR,
+    ),
+    **dict.fromkeys(
+        (
+            "fail_user_frame_lineno",
+            "co_firstlineno",
+            "graph_op_count",
+            "graph_node_count",
+            "graph_input_count",
+            "guard_count",
+            "shape_env_guard_count",
+            "cache_size",
+        ),
+        _INT,
+    ),
+    **dict.fromkeys(TIME_FIELDS, _NUM),
+    "restart_reasons": ((list,), "a list of strings"),
+    "non_compliant_ops": ((list,), "a list of strings"),
+}
+BWD_FIELDS: FieldTypes = dict.fromkeys(TIME_FIELDS, _NUM)
+ISSUE_FIELDS: FieldTypes = {  # what an export issue reads (ISSUE_KINDS)
+    "expr": _STR,
+    "op": _STR,
+    "reason": _STR,
+    "prefix": _STR,
+    "result": ((str, bool, int, float), "a value"),
+    "symbol_to_sources": ((dict,), "an object of source names"),
+}
+FRAME_FIELDS: FieldTypes = {
+    "filename": ((int, str), "an interned index or a file name"),
+    "line": _INT,
+    "name": _STR,
+    "loc": _STR,
+}
+IN_FRAME = ("filename", "line", "name")
+SYMBOL_FIELDS: FieldTypes = {
+    "symbol": _STR,
+    "source": _STR,
+    "sources": ((list,), "a list of strings"),
+    "vr": _STR,
+    "reason": _STR,
+    "val": ((str, int, float), "a value"),
+    "value": ((str, int, float), "a value"),
+}
+CHROMIUM_FIELDS: FieldTypes = {
+    "name": _STR,
+    "ph": _STR,
+    "ts": _NUM,
+    "dur": _NUM,
+    "args": _DICT,
+}
+
+
+def wrong_fields(
+    d: dict[str, Any], types: FieldTypes, prefix: str = "", required: tuple[str, ...] = ()
+) -> str | None:
+    """The first field of `d` whose type is not the one torch writes, said plainly."""
+    for name, (allowed, what) in types.items():
+        v = d.get(name)
+        if v is None:
+            if name in required:
+                return f"{prefix}{name} is missing: it should be {what}"
+            continue
+        if isinstance(v, bool) or not isinstance(v, allowed):
+            return f"{prefix}{name} is not {what}: {peek(v)}"
+        if (
+            isinstance(v, list)
+            and what.endswith("strings")
+            and not all(isinstance(x, str) for x in v)
+        ):
+            return f"{prefix}{name} is not {what}: {peek(v)}"
+    return None
+
+
+def peek(v: Any, n: int = 40) -> str:
+    """A value as a bad line quotes it: its repr, cut to `n` characters."""
+    t = repr(v)
+    return t if len(t) <= n else t[: n - 3] + "..."
+
+
+def json_of(data: bytes | None) -> Any:
+    """A payload's JSON value; None if it has none or it is not JSON."""
+    if not data:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def parse_id(v: Any) -> CompileId | None:
+    """A compile id written as text in a field; None if the field holds none."""
+    if not isinstance(v, str):
+        return None
+    try:
+        return CompileId.parse(v)
+    except ValueError:
+        return None
+
+
+def is_int(v: Any) -> bool:
+    """An integer as JSON has them (a bool is an int to Python)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def count_kind(counts: dict[str, int], kind: str) -> None:
+    """Count a record kind; past MAX_KINDS distinct kinds (a hostile log) under OTHER_KINDS."""
+    if kind not in counts and len(counts) >= MAX_KINDS:
+        kind = OTHER_KINDS
+    counts[kind] = counts.get(kind, 0) + 1

@@ -1,0 +1,130 @@
+"""A log read in two parts: fold what the reader of the later part found into the earlier's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tlview.index.core import CLOSED_SHIFT, Core, OpenState
+from tlview.index.kinds import MAX_EVENTS
+from tlview.model import Compile, CompileId, Event
+from tlview.parse import MAX_BAD_KEPT
+
+
+class Merging(Core):
+    """One reader's index, from two readers' of a log's halves."""
+
+    def merge(self, b: Core) -> None:
+        """Take in what another reader found in the part of this log after ours."""
+        la, lb = self.log, b.log
+        la.records += lb.records
+        for k, n in lb.kinds.items():
+            la.kinds[k] = la.kinds.get(k, 0) + n
+        for k, n in lb.unknown_kinds.items():
+            la.unknown_kinds[k] = la.unknown_kinds.get(k, 0) + n
+        la.first_time = la.first_time or lb.first_time
+        la.last_time = lb.last_time or la.last_time
+        la.rank = la.rank if la.rank is not None else lb.rank
+        la.torch_version = la.torch_version or lb.torch_version
+        la.bad_count += lb.bad_count
+        la.bad_lines = (la.bad_lines + lb.bad_lines)[:MAX_BAD_KEPT]
+        la.notes.extend(n for n in lb.notes if n not in la.notes)
+        self.strings.update(b.strings)
+        self.started |= b.started
+        # Events begun in our part and still open are the outer ones of b's. b counted
+        # depths from its own stack and noted how many of ours it had closed by then.
+        deeper = {cid: len(st.chromium) for cid, st in self.open.items() if st.chromium}
+        # How many of b's first k unmatched ends close one of ours: an end whose begin was lost
+        # (a damaged record) closes nothing, as one reader finds.
+        closes: dict[CompileId | None, list[int]] = {}
+        names = {cid: [n for n, _, _ in st.chromium] for cid, st in self.open.items()}
+        for cid, name, _ts in b.unmatched:
+            open_here = names.get(cid, [])
+            hit = name in open_here
+            if hit:
+                del open_here[len(open_here) - 1 - open_here[::-1].index(name)]
+            counts = closes.setdefault(cid, [0])
+            counts.append(counts[-1] + hit)
+
+        def depth(cid: CompileId | None, d: int) -> int:
+            closed, local = d >> CLOSED_SHIFT, d & ((1 << CLOSED_SHIFT) - 1)
+            counts = closes.get(cid)
+            if counts is not None:
+                closed = counts[min(closed, len(counts) - 1)]
+            return local + max(0, deeper.get(cid, 0) - closed)
+
+        for cid in b.compiles:
+            where, facts = b.compiles.entry(cid)
+            if cid in deeper or cid in b.closed:
+                if not isinstance(where, Compile):
+                    where = where[0].load(*where[1:])
+                where.phases = [
+                    dataclasses.replace(p, depth=depth(cid, p.depth)) for p in where.phases
+                ]
+            if cid in self.compiles:
+                mine = self.compiles.get(cid)
+                assert mine is not None
+                theirs = where if isinstance(where, Compile) else where[0].load(*where[1:])
+                if cid not in b.started and mine.stack:
+                    theirs.stack = []  # a graph's stack only fills in for a missing dynamo_start
+                merge_compile(mine, theirs, b.metrics_events.get(cid))
+            else:
+                self.compiles.adopt(cid, where, facts)
+        for cid, name, ts in b.unmatched:
+            self.end_event(cid, name, ts)
+        for cid, st in b.open.items():
+            self.open.setdefault(cid, OpenState()).chromium.extend(
+                (n, t, depth(cid, d)) for n, t, d in st.chromium
+            )
+
+
+# Compile fields set once from one record: the first part's value wins, else the later's.
+_SET_ONCE = frozenset({"restart_reasons", "recompile_reasons", "inputs", "status"})
+
+
+def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) -> None:
+    """Fold the later part `b` of one compile's records into `a`. When both parts have metrics
+    (records outside any compile, a record written twice), b's are an event of `a`, as one
+    reader keeps them (`metrics_event`), and what b took from them (function, failure, reasons)
+    is dropped."""
+    if a.metrics is not None and b.metrics is not None:
+        b = dataclasses.replace(
+            b,
+            metrics=None,
+            fail_type=None,
+            fail_reason=None,
+            fail_where=None,
+            function=None,
+            file=None,
+            firstline=None,
+            restart_reasons=[],
+            recompile_reasons=[],
+        )
+        if metrics_event is not None:
+            if len(a.events) + len(b.events) < MAX_EVENTS:
+                b.events = sorted([*b.events, metrics_event], key=lambda e: e.line)
+            else:
+                b.events_dropped += 1
+    for f in dataclasses.fields(Compile):
+        name = f.name
+        va, vb = getattr(a, name), getattr(b, name)
+        if name in ("last_line", "end"):
+            setattr(a, name, vb)
+        elif name == "events_dropped":
+            a.events_dropped = va + vb
+        elif name == "input_sets":
+            for sb in vb:
+                sa = next((x for x in va if x.describer == sb.describer), None)
+                if sa is None:
+                    va.append(sb)
+                    continue
+                sa.storages.update(sb.storages)
+                sa.tensors.update(sb.tensors)
+                sa.sources.extend(sb.sources)
+                sa.dropped += sb.dropped
+                sa.where = sa.where or sb.where
+        elif name in ("guards", "stack"):  # each dynamo_start and guards record replaces it
+            setattr(a, name, vb or va)
+        elif isinstance(va, list) and name not in _SET_ONCE:
+            va.extend(vb)
+        elif not va and vb:
+            setattr(a, name, vb)

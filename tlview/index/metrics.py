@@ -1,0 +1,126 @@
+"""Compilation metrics records: a compile's end, its failure, its code and why it recompiled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tlview.index.core import Core, metrics_summary
+from tlview.index.kinds import METRIC_FIELDS, TIME_FIELDS, is_int, wrong_fields
+from tlview.index.recompiles import split_reasons
+from tlview.model import PHASES, Compile, CompileId, OutsideCompile, class_name, seconds_of
+from tlview.parse import Record
+
+# A compile's failure whose exception type was logged as "" (torch writes null for no failure)
+NO_FAIL_TYPE = "(exception type not logged)"
+MAX_SECONDS = 365 * 86400  # no compile takes a year: a longer time is damage
+
+
+class MetricsRecords(Core):
+    """What the metrics of a compile say, and its compile work at run time."""
+
+    def on_metrics(self, rec: Record, c: Compile) -> None:
+        body = self.metrics_body(rec)
+        if body is None:
+            return
+        if c.id is None:
+            c.outside.append(_outside(rec.line, body))
+        if c.metrics is not None:
+            # A second metrics record for one id (records outside any compile): keep both.
+            self.event(rec, c, "compilation_metrics", metrics_summary(body))
+            return
+        c.metrics = self.small_dict(body)
+        if c.id is not None:
+            self.ended.add(c.id)
+            # A restart's earlier attempts logged no metrics of their own: they ended with it,
+            # so their id starting again is a new run.
+            i = c.id
+            self.ended.update(
+                CompileId(i.frame, i.frame_compile, a, i.autograd, i.run) for a in range(i.attempt)
+            )
+        if self.part:
+            self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
+        fail_type, fail_reason = _failure(body)
+        c.fail_type = fail_type or c.fail_type
+        c.fail_reason = fail_reason or c.fail_reason
+        ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
+        if isinstance(ff, str):
+            c.fail_where = f"{ff}:{fl}" if is_int(fl) else ff
+        rr = body.get("restart_reasons")
+        if isinstance(rr, list) and all(isinstance(r, str) for r in rr):
+            c.restart_reasons = [str(r) for r in rr]
+        if isinstance(body.get("co_name"), str):
+            c.function = body["co_name"]
+        if isinstance(body.get("co_filename"), str):
+            c.file = body["co_filename"]
+        if is_int(body.get("co_firstlineno")):
+            c.firstline = body["co_firstlineno"]
+        rec_reason = body.get("recompile_reason")
+        if isinstance(rec_reason, str) and rec_reason and not c.recompile_reasons:
+            c.recompile_reasons = split_reasons(rec_reason)
+
+    def metrics_body(self, rec: Record) -> dict[str, Any] | None:
+        """A metrics record's fields, without the times no clock gives; wrong ones said."""
+        body = rec.body
+        if not isinstance(body, dict):
+            self.bad(rec, "expected an object")
+            return None
+        body, wrong_time = durations(body)
+        problem = wrong_fields(body, METRIC_FIELDS) or wrong_time
+        if problem:
+            self.bad(rec, problem)
+        return body
+
+    def on_runtime_metrics(self, rec: Record, c: Compile) -> None:
+        """Compile work a compiled function did when it ran (its first call): an event of its
+        compile, with its times. It is not the compile's own time, so no total counts it."""
+        body = self.metrics_body(rec)
+        if body is None:
+            return
+        times = [f"{name} {v:.3f} s" for name, metric in PHASES if (v := seconds_of(body, metric))]
+        fwd = body.get("is_forward")
+        said = "compile work at run time"
+        if isinstance(fwd, bool):
+            said += " (forward)" if fwd else " (backward)"
+        self.event(rec, c, "compilation_metrics_runtime", ", ".join([said, *times]), caller=True)
+
+
+def durations(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Metrics without the times no clock gives (below zero, over a year, infinite, NaN), and
+    what they were: added up, they would skew every total."""
+    wrong = {
+        k: v
+        for k in TIME_FIELDS
+        if isinstance(v := body.get(k), float | int)
+        and not 0 <= v <= (MAX_SECONDS * 1e6 if k.endswith("_us") else MAX_SECONDS)
+    }
+    if not wrong:
+        return body, None
+    said = ", ".join(f"{k} {v!r}" for k, v in wrong.items())
+    return {k: v for k, v in body.items() if k not in wrong}, f"not a duration: {said}"
+
+
+def _outside(line: int, body: dict[str, Any]) -> OutsideCompile:
+    """The compile that metrics outside any compile id stand for (AOTInductor, export)."""
+    seconds = seconds_of(body, "entire_frame_compile_time_s")
+    start, end = body.get("start_time_us"), body.get("end_time_us")
+    if (
+        seconds is None
+        and type(start) is int
+        and type(end) is int
+        and 0 <= end - start <= MAX_SECONDS * 1e6
+    ):
+        seconds = (end - start) / 1e6
+    fail_type, fail_reason = _failure(body)
+    return OutsideCompile(line, seconds, fail_type, fail_reason)
+
+
+def _failure(body: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The failure's exception type and reason that metrics give, as text (None: no failure)."""
+    t, r = _text(body.get("fail_type")), _text(body.get("fail_reason"))
+    if t is not None and (named := class_name(t)) is not None and named != t:
+        t = named.rsplit(".", 1)[-1]  # torch 2.4 logs "<class 'torch._dynamo.exc.X'>", later "X"
+    return (NO_FAIL_TYPE if t == "" else t), r
+
+
+def _text(v: Any) -> str | None:
+    return v if v is None or isinstance(v, str) else repr(v)
