@@ -574,7 +574,7 @@ class Compile:
 
     def shift_lines(self, n: int) -> None:
         """Move every log line number by n: a later part of a log is read before the lines
-        above it are counted (split.py). Source lines (stacks, `firstline`) stay."""
+        above it are counted (index/halves.py). Source lines (stacks, `firstline`) stay."""
         self.first_line += n
         self.last_line += n
         for p in self.payloads():
@@ -599,7 +599,7 @@ class Compile:
                 d.line += n
 
     def drop_texts(self, lines: Set[int]) -> None:
-        """Forget the kept text of the payloads at these log lines (see `index.Keep.after`)."""
+        """Forget the kept text of the payloads at these log lines (see `index.keep.Keep.after`)."""
         for p in self.payloads():
             if p.line in lines:
                 p.text = None

@@ -53,24 +53,6 @@ EVENT_KINDS = frozenset(
     }
 )
 METRICS_KINDS = frozenset({"compilation_metrics", "compilation_metrics_runtime"})
-HANDLED_KINDS = (
-    GRAPH_KINDS
-    | GUARD_KINDS
-    | SYMBOL_KINDS
-    | EVENT_KINDS
-    | {
-        "str",
-        "dynamo_start",
-        "describe_storage",
-        "describe_tensor",
-        "describe_source",
-        "compilation_metrics",
-        "compilation_metrics_runtime",
-        "bwd_compilation_metrics",
-        "artifact",
-        "chromium_event",
-    }
-)
 
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted

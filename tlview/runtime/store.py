@@ -96,7 +96,7 @@ class SpillFile:
     def __init__(
         self, path: str | None = None, shift: int = 0, dropped: frozenset[int] = frozenset()
     ) -> None:
-        # What a reader of a later part of a log (split.py) did not know, applied to each
+        # What a reader of a later part of a log (index/halves.py) did not know, applied to each
         # compile read back: lines to add (it numbered its lines from its own start), and the
         # payloads whose text one reader of the whole log would not have kept.
         self.shift = shift

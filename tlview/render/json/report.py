@@ -101,7 +101,7 @@ def payload(p: Payload) -> dict[str, Any]:
 
 
 def recompile(c: Compile) -> dict[str, Any] | None:
-    """Why this compile of a frame happened again (explain.py), or None for a first compile."""
+    """Why this compile of a frame happened again (index/recompiles.py), or None for a first compile."""
     r = c.recompile
     if r is None:
         return None
