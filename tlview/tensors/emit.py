@@ -11,21 +11,13 @@ from tlview import __version__
 from tlview.analyze.names import compile_ref
 from tlview.errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
 from tlview.model import Compile, Report
-from tlview.rebuild import (
-    DEFAULT_MAX_BYTES,
-    Devices,
-    GroupPlan,
-    RealBuilder,
-    Rebuilt,
-    TensorPlan,
-    collect,
-    first_line,
-    need_torch,
-    plans_for,
-    real_bytes,
-    real_inputs,
-)
 from tlview.runtime.output import output
+from tlview.tensors.dtypes import need_torch
+from tlview.tensors.fill import Devices
+from tlview.tensors.options import DEFAULT_MAX_BYTES
+from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
+from tlview.tensors.real import RealBuilder, build_real
+from tlview.tensors.rebuilt import Rebuilt, collect, first_line
 from tlview.units import nbytes
 
 FORMAT = "tlview.inputs/1"
@@ -344,7 +336,7 @@ def emit_file(
         if key in keys:
             key = f"{key}@{c.pid}"
         keys.add(key)
-        r = real_inputs(
+        r = build_real(
             c, mode=mode, seed=seed, device=device, max_bytes=1 << 62, allow_import=allow_import
         )
         built.append((key, r))
