@@ -15,7 +15,7 @@ from tlview.model import Compile, Report
 from tlview.tensors.dtypes import need_torch
 from tlview.tensors.exprs import eval_expr
 from tlview.tensors.fake import build_fakes
-from tlview.tensors.options import DEFAULT_MAX_BYTES, parse_bytes
+from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions, parse_bytes
 from tlview.tensors.plans import forget_plans, plan_compile
 from tlview.tensors.real import ZERO_NOTE, build_real
 from tlview.tensors.rebuilt import Rebuilt
@@ -48,9 +48,10 @@ def real_inputs(
     allow_import: Sequence[str] = (),
 ) -> Rebuilt:
     """Real (random, zeros) or meta tensors for every input of a compile, aliasing kept."""
-    return build_real(
-        compile, mode=mode, seed=seed, device=device, max_bytes=max_bytes, allow_import=allow_import
+    opts = RebuildOptions(
+        mode=mode, seed=seed, device=device, max_bytes=max_bytes, allow_import=allow_import
     )
+    return build_real(compile, opts)
 
 
 def fake_inputs(

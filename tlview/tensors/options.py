@@ -1,9 +1,11 @@
-"""What a rebuild may be asked for: its modes, and the memory it may take (`--max-bytes`)."""
+"""What a real rebuild is asked for: its modes, its memory limit (`--max-bytes`), its options."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tlview.errors import EXIT_USAGE, TlviewError
 
@@ -38,3 +40,14 @@ def parse_bytes(text: str, what: str = "size") -> int:
     unit = m.group(2).lower()
     scale = 1024 ** (1 + "kmgt".index(unit)) if unit else 1
     return int(float(m.group(1)) * scale)
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildOptions:
+    """One rebuild's options, made once from the keyword arguments of the API and `tlview inputs`."""
+
+    mode: str = "random"  # one of MODES: random values per dtype, zeros, or meta (no memory)
+    seed: int = 0  # of the random values: the same seed gives the same tensors
+    device: str | None = None  # build on this device; None: the logged one when present, else cpu
+    max_bytes: int = DEFAULT_MAX_BYTES  # refuse a rebuild whose real tensors need more memory
+    allow_import: Sequence[str] = ()  # modules whose tensor subclasses may be imported (runs code)

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from tlview.errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
@@ -22,7 +22,7 @@ from tlview.tensors.dtypes import (
     whole_dtype,
 )
 from tlview.tensors.fill import Devices, Filler, write_offsets
-from tlview.tensors.options import DEFAULT_MAX_BYTES, MODES
+from tlview.tensors.options import MODES, RebuildOptions
 from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
 from tlview.units import itemsize, nbytes
@@ -64,20 +64,18 @@ class RealBuilder:
     def __init__(
         self,
         group: GroupPlan,
+        opts: RebuildOptions,
         *,
-        mode: str,
         filler: Filler | None,
         devices: Devices,
-        allow_import: Sequence[str] = (),
         storages: Mapping[int, Any] | None = None,
         valid_offsets: bool = True,
     ) -> None:
         self.torch = need_torch()
         self.g = group
-        self.mode = mode
+        self.opts = opts  # its mode and allow_import; filler and devices say the rest
         self.filler = filler
         self.devices = devices
-        self.allow_import = allow_import
         self.given = storages or {}
         self.valid_offsets = valid_offsets
         self.storages: dict[int, Any] = {}
@@ -446,7 +444,7 @@ class RealBuilder:
     def subclass(self, p: TensorPlan) -> Any:
         if p.type_name == NJT:
             return self.njt(p)
-        cls, why = resolve_type(p.type_name, self.allow_import)
+        cls, why = resolve_type(p.type_name, self.opts.allow_import)
         if cls is None:
             raise _StandIn(f"subclass not rebuilt: {why}")
         if not hasattr(cls, "__tensor_unflatten__"):
@@ -510,7 +508,7 @@ class RealBuilder:
             min_len = got if min_len is None and type(got) is int else min_len
             got = cache.get("max_seqlen")
             max_len = got if max_len is None and type(got) is int else max_len
-        if self.valid_offsets and self.mode != "meta":
+        if self.valid_offsets and self.opts.mode != "meta":
             why = write_offsets(torch, offsets, lengths, values.shape[ragged - 1], min_len, max_len)
             if why:
                 self.note(p.id, why)
@@ -529,34 +527,27 @@ class RealBuilder:
         return self.finish_subclass(p, r)
 
 
-def build_real(
-    compile: Compile,
-    *,
-    mode: str = "random",
-    seed: int = 0,
-    device: str | None = None,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    allow_import: Sequence[str] = (),
-) -> Rebuilt:
+def build_real(compile: Compile, opts: RebuildOptions) -> Rebuilt:
     """Real (random, zeros) or meta tensors for every input of a compile, aliasing kept."""
+    mode = opts.mode
     if mode not in MODES:
         raise TlviewError(f"mode {mode!r}: expected one of {', '.join(MODES)}", EXIT_USAGE)
     torch = need_torch()
     _symbols, groups = plans_for(compile)
     if mode != "meta":
         need = real_bytes(groups)
-        if need > max_bytes:
+        if need > opts.max_bytes:
             raise TlviewError(
                 f"compile {compile.key} of {compile.log}: its inputs need {nbytes(need)} of "
-                f"memory, over --max-bytes {nbytes(max_bytes)}; use --mode meta or raise "
+                f"memory, over --max-bytes {nbytes(opts.max_bytes)}; use --mode meta or raise "
                 "--max-bytes",
                 EXIT_REFUSED,
             )
-    devices = Devices(torch, device, mode)
-    filler = Filler(torch, mode, seed)
+    devices = Devices(torch, opts.device, mode)
+    filler = Filler(torch, mode, opts.seed)
     out = Rebuilt({}, {}, {}, groups)
     for g in groups:
-        b = RealBuilder(g, mode=mode, filler=filler, devices=devices, allow_import=allow_import)
+        b = RealBuilder(g, opts, filler=filler, devices=devices)
         b.build_all()
         collect(out, g, b.memo, b.notes, b.errors)
         out.storages.update(((g.describer, key), st) for key, st in b.storages.items())

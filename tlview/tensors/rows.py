@@ -10,6 +10,7 @@ from tlview.index.dims import dynamic_dims, input_symbols
 from tlview.model import Compile
 from tlview.tensors.dtypes import need_torch
 from tlview.tensors.fake import build_fakes
+from tlview.tensors.options import RebuildOptions
 from tlview.tensors.plans import plans_for
 from tlview.tensors.real import build_real
 from tlview.tensors.rebuilt import Rebuilt
@@ -36,7 +37,7 @@ def input_rows(
         problem = "torch is not installed: the fake and real rebuilds were not tried"
     else:
         fake = build_fakes(c, allow_import=allow_import)
-        real = build_real(c, mode="meta", allow_import=allow_import)
+        real = build_real(c, RebuildOptions(mode="meta", allow_import=allow_import))
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for g in groups:
