@@ -19,6 +19,7 @@ from tlview.load import load
 from tlview.model import Compile, Input, Report, TensorDesc
 from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes, real_inputs
 from tlview.tensors.emit import emit_file, load_inputs
+from tlview.tensors.options import RebuildOptions
 
 # Every folder of the corpus that holds logs (a folder is read as one job, as `tlview` reads it).
 FOLDERS = (
@@ -120,7 +121,7 @@ def test_every_corpus_input_survives_emit_and_load(
     if not chosen:
         pytest.skip(f"{folder}: no compile described inputs")
     out = tmp_path / "inputs.pt"
-    emit_file(rep, chosen, str(out), mode="zeros")
+    emit_file(rep, chosen, str(out), RebuildOptions(mode="zeros"))
     got = load_inputs(out)
     many = len({log.name for log in rep.logs}) > 1
     keys = [f"{c.log}:{c.key}" if many else c.key for c in chosen]

@@ -24,6 +24,7 @@ from tlview.load import load
 from tlview.model import Compile, Report
 from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile, real_inputs
 from tlview.tensors.emit import emit_file, load_inputs
+from tlview.tensors.options import RebuildOptions
 
 PROGRAM = r"""
 import json, sys
@@ -399,7 +400,7 @@ def test_emit_and_load_round_trip(run: Any, tmp_path: Path) -> None:
     rep, originals, d = run
     chosen = [only(rep, originals[k]["function"]) for k in CASES]
     out = tmp_path / "example_inputs.pt"
-    summary = emit_file(rep, chosen, str(out), seed=2)
+    summary = emit_file(rep, chosen, str(out), RebuildOptions(seed=2))
     assert summary.endswith("0 failed")
     exact = load_inputs(out)
     assert exact["format"] == "tlview.inputs/1" and exact["torch_version"] == torch.__version__
@@ -437,7 +438,7 @@ def test_meta_emit_loads_back_on_meta(run: Any, tmp_path: Path) -> None:
     rep, originals, _ = run
     chosen = [only(rep, originals[k]["function"]) for k in ("zero", "shared", "views")]
     out = tmp_path / "meta_inputs.pt"
-    emit_file(rep, chosen, str(out), mode="meta")
+    emit_file(rep, chosen, str(out), RebuildOptions(mode="meta"))
     exact = load_inputs(out)
     assert exact["mode"] == "meta"
     for k, c in zip(("zero", "shared", "views"), chosen, strict=True):
@@ -452,7 +453,7 @@ def test_meta_emit_loads_back_on_meta(run: Any, tmp_path: Path) -> None:
     # torch.load alone: a meta tensor comes back on a storage of its own at offset 0, and a
     # non-leaf as a leaf; each such tensor has a note saying so.
     grads = only(rep, originals["grads"]["function"])
-    emit_file(rep, [*chosen, grads], str(out), mode="meta", force=True)
+    emit_file(rep, [*chosen, grads], str(out), RebuildOptions(mode="meta"), force=True)
     raw = torch.load(out, weights_only=True)
     views = chosen[2].key
     for src, w in originals["views"]["inputs"].items():

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
     from tlview.index.keep import Keep
     from tlview.model import Compile, Report
-    from tlview.rebuild import Rebuilt
     from tlview.replay.make import Outcome
+    from tlview.tensors.rebuilt import Rebuilt
 
 __version__ = "0.1.0"
 
@@ -116,17 +116,17 @@ def real_inputs(
     tensor), `notes` ({source: [what could not be exact]}) and `failed` ({source: why}).
     `max_bytes` (default: half of this machine's memory) refuses a rebuild that needs more.
     """
-    from tlview.rebuild import DEFAULT_MAX_BYTES
-    from tlview.rebuild import real_inputs as build
+    from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
+    from tlview.tensors.real import build_real
 
-    return build(
-        _compile(log, compile_id, "real_inputs"),
+    opts = RebuildOptions(
         mode=mode,
         seed=seed,
         device=device,
         max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
         allow_import=allow_import,
     )
+    return build_real(_compile(log, compile_id, "real_inputs"), opts)
 
 
 def save_inputs(
@@ -145,20 +145,19 @@ def save_inputs(
     PATH (`tlview.inputs/1`, what `tlview inputs --emit` writes); a one-line summary."""
     from tlview.analyze.names import compiles_with_inputs
     from tlview.model import Report
-    from tlview.rebuild import DEFAULT_MAX_BYTES
     from tlview.tensors.emit import emit_file
+    from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
 
-    report = log if isinstance(log, Report) else read(log)
-    return emit_file(
-        report,
-        list(compiles_with_inputs(report, compile_id)),
-        path,
-        force=force,
+    opts = RebuildOptions(
         mode=mode,
         seed=seed,
         device=device,
         max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
         allow_import=allow_import,
+    )
+    report = log if isinstance(log, Report) else read(log)
+    return emit_file(
+        report, list(compiles_with_inputs(report, compile_id)), path, opts, force=force
     )
 
 

@@ -206,7 +206,7 @@ def inputs(
 
     quiet_torch()
     path = newest(path) if latest else path
-    from tlview.rebuild import DEFAULT_MAX_BYTES, parse_bytes
+    from tlview.tensors.options import DEFAULT_MAX_BYTES, parse_bytes
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
     # torch is imported while a second reader still reads a large log (and reads more of it):
@@ -234,7 +234,7 @@ def inputs(
 
 
 def _import_torch() -> None:
-    from tlview.rebuild import need_torch
+    from tlview.tensors.dtypes import need_torch
 
     need_torch()
 

@@ -33,7 +33,7 @@ class Arg:
 
 def lazy_torch() -> Any:
     """torch, imported when a repro is made (never for `tlview report`)."""
-    from tlview.rebuild import need_torch
+    from tlview.tensors.dtypes import need_torch
 
     return need_torch("tlview repro")
 

@@ -79,9 +79,11 @@ class ReproOptions:
 
 
 def rebuilder(opts: ReproOptions) -> Callable[[Compile], Any]:
-    from tlview.rebuild import real_inputs
+    from tlview.tensors.options import RebuildOptions
+    from tlview.tensors.real import build_real
 
-    return lambda c: real_inputs(c, mode=opts.mode, seed=opts.seed, device=opts.device)
+    how = RebuildOptions(mode=opts.mode, seed=opts.seed, device=opts.device)
+    return lambda c: build_real(c, how)
 
 
 def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptions) -> Outcome:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -11,21 +12,13 @@ from tlview import __version__
 from tlview.analyze.names import compile_ref
 from tlview.errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
 from tlview.model import Compile, Report
-from tlview.rebuild import (
-    DEFAULT_MAX_BYTES,
-    Devices,
-    GroupPlan,
-    RealBuilder,
-    Rebuilt,
-    TensorPlan,
-    collect,
-    first_line,
-    need_torch,
-    plans_for,
-    real_bytes,
-    real_inputs,
-)
 from tlview.runtime.output import output
+from tlview.tensors.dtypes import need_torch
+from tlview.tensors.fill import Devices
+from tlview.tensors.options import RebuildOptions
+from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
+from tlview.tensors.real import RealBuilder, build_real
+from tlview.tensors.rebuilt import Rebuilt, collect, first_line
 from tlview.units import nbytes
 
 FORMAT = "tlview.inputs/1"
@@ -286,10 +279,9 @@ def load_inputs(
                     storages[int(k)] = v.untyped_storage()
             b = RealBuilder(
                 g,
-                mode="zeros",
+                RebuildOptions(mode="zeros", allow_import=allow_import),
                 filler=None,
                 devices=Devices(torch, device, on),
-                allow_import=allow_import,
                 storages=storages,
                 valid_offsets=False,
             )
@@ -317,25 +309,22 @@ def emit_file(
     report: Report,
     chosen: Sequence[Compile],
     path: str,
+    opts: RebuildOptions,
     *,
     force: bool = False,
-    mode: str = "random",
-    seed: int = 0,
-    device: str | None = None,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    allow_import: Sequence[str] = (),
 ) -> str:
     """Rebuild the chosen compiles' inputs and write them to PATH; a one-line summary."""
     need_torch()
-    if mode != "meta":
+    if opts.mode != "meta":
         need = sum(real_bytes(plans_for(c)[1]) for c in chosen)
-        if need > max_bytes:
+        if need > opts.max_bytes:
             raise TlviewError(
                 f"{report.path}: the inputs of {len(chosen)} compile(s) need {nbytes(need)} of "
-                f"memory, over --max-bytes {nbytes(max_bytes)}; use --mode meta, choose one "
+                f"memory, over --max-bytes {nbytes(opts.max_bytes)}; use --mode meta, choose one "
                 "compile with --compile-id, or raise --max-bytes",
                 EXIT_REFUSED,
             )
+    each = dataclasses.replace(opts, max_bytes=1 << 62)  # all of them were measured above
     many = len({log.name for log in report.logs}) > 1
     built: list[tuple[str, Rebuilt]] = []
     keys: set[str] = set()
@@ -344,11 +333,8 @@ def emit_file(
         if key in keys:
             key = f"{key}@{c.pid}"
         keys.add(key)
-        r = real_inputs(
-            c, mode=mode, seed=seed, device=device, max_bytes=1 << 62, allow_import=allow_import
-        )
-        built.append((key, r))
-    obj = saved(built, report.torch_version, mode)
+        built.append((key, build_real(c, each)))
+    obj = saved(built, report.torch_version, opts.mode)
     with output(path, force) as out:
         save(obj, out)
     tensors = sum(len(r.tensors) for _, r in built)

@@ -1,0 +1,587 @@
+"""The logged records of a compile made concrete and checked, without torch: what builders build.
+
+A compile's plans are made once and kept while its records are unchanged (`plans_for`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlview.index.dims import fx_name
+from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
+from tlview.tensors.exprs import eval_expr
+from tlview.units import itemsize
+
+_QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
+
+
+NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
+
+
+_SYMBOL = re.compile(r"[su]\d+")
+
+
+_RANGE = re.compile(r"\[(-?\d+|-?int_oo|-?oo), (-?\d+|-?int_oo|-?oo)\]")
+
+
+def dtype_name(text: Any) -> str | None:
+    """`torch.float32` -> `float32`; None when the text is not a dtype repr."""
+    return _dtype_name(text) if isinstance(text, str) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_name(text: str) -> str | None:
+    m = re.fullmatch(r"torch\.(\w+)", text.strip())
+    return m.group(1) if m else None
+
+
+def _device(text: Any) -> str:
+    return _device_name(text) if isinstance(text, str) else "?"
+
+
+@functools.lru_cache(maxsize=256)
+def _device_name(text: str) -> str:
+    return device_name(text)
+
+
+@dataclass(slots=True)
+class TensorPlan:
+    """One described tensor with concrete sizes: what both builders (real and fake) need."""
+
+    id: int
+    dtype: str  # "float32"
+    device: str  # "cpu", "cuda:0"
+    size: list[int | str]  # str only for nested ints ("j1", "8*j1")
+    stride: list[int | str] | None
+    offset: int
+    storage: int | None
+    layout: str = "strided"
+    leaf: bool = False
+    requires_grad: bool = False
+    view: bool = False
+    param: bool = False
+    conj: bool = False
+    neg: bool = False
+    inference: bool = False
+    nested: bool = False
+    subclass: bool = False
+    sparse: bool = False
+    functorch: bool = False
+    functional: bool = False
+    mkldnn: bool = False
+    base: int | None = None
+    grad: int | None = None
+    attrs: dict[str, int] = field(default_factory=dict)
+    type_name: str | None = None
+    ctx: str | None = None
+    creation_meta: str | None = None
+    nested_int: int | None = None
+    dynamic_indices: list[int] = field(default_factory=list)
+    hint_overrides: dict[int, int] = field(default_factory=dict)
+    sparse_dim: int | None = None
+    dense_dim: int | None = None
+    coalesced: bool | None = None
+    error: str | None = None  # why this tensor cannot be built at all
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.size)
+
+    def concrete(self) -> bool:
+        return all(isinstance(d, int) for d in self.size) and (
+            self.stride is None or all(isinstance(d, int) for d in self.stride)
+        )
+
+    def extent(self) -> int:
+        """Bytes of storage this tensor reaches, from byte 0 of its storage."""
+        if self.stride is None:
+            return 0
+        last = self.offset
+        for d, s in zip(self.size, self.stride, strict=False):
+            if type(d) is not int or type(s) is not int:
+                return 0
+            if d == 0:
+                return 0
+            last += (d - 1) * s
+        return (last + 1) * (itemsize(self.dtype) or 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (weights_only-safe) to write beside emitted tensors."""
+        return {k: getattr(self, k) for k in _PLAN_KEYS}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TensorPlan:
+        return cls(**{k: d[k] for k in _PLAN_KEYS if k in d})
+
+
+_PLAN_KEYS = [
+    "id",
+    "dtype",
+    "device",
+    "size",
+    "stride",
+    "offset",
+    "storage",
+    "layout",
+    "leaf",
+    "requires_grad",
+    "view",
+    "param",
+    "conj",
+    "neg",
+    "inference",
+    "nested",
+    "subclass",
+    "sparse",
+    "functorch",
+    "functional",
+    "mkldnn",
+    "base",
+    "grad",
+    "attrs",
+    "type_name",
+    "ctx",
+    "creation_meta",
+    "nested_int",
+    "dynamic_indices",
+    "hint_overrides",
+    "sparse_dim",
+    "dense_dim",
+    "coalesced",
+    "error",
+    "notes",
+]
+
+
+@dataclass
+class GroupPlan:
+    """One describer's tensors and storages (one FakeTensorMode of one compile attempt)."""
+
+    describer: int
+    storages: dict[int, int]  # id -> bytes to allocate (at least every tensor's extent)
+    zero: set[int]  # storages logged with 0 bytes under a non-empty tensor (resized to zero)
+    tensors: dict[int, TensorPlan]
+    sources: list[tuple[str, int, str]]  # (name as returned, tensor id, logged source), log order
+    source_notes: dict[str, list[str]] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # source -> why it has no tensor
+    # Plain leaf tensors that are all of their storage: one allocation each, filled in place.
+    whole: set[int] = field(default_factory=set)
+    # Its own symbols, when the compile's fake modes each made theirs (several exports in
+    # `-/-`): their fakes then need a shape env each. None: the compile's symbols.
+    symbols: SymbolPlan | None = None
+
+
+@dataclass
+class SymbolPlan:
+    """What the log says about the dynamic dims of one compile."""
+
+    names: dict[str, str]  # "L['x'].size()[0]" -> "s77"
+    fresh: set[str]  # dims that had their own create_symbol record
+    unbacked: set[str]  # dims the graph sizes show as unbacked ("u0": mark_unbacked)
+    hints: dict[str, int]  # "s77" -> 10
+    ranges: dict[str, tuple[int | None, int | None]]  # dim source -> (lo, hi) when not default
+
+
+def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
+    """Dynamic dims and their symbol names from `create_symbol` records and graph `sizes`; with
+    `describer`, those of that fake mode alone."""
+    names: dict[str, str] = {}
+    fresh: set[str] = set()
+    hints: dict[str, int] = {}
+    ranges: dict[str, tuple[int | None, int | None]] = {}
+    unbacked: set[str] = set()
+    symbols = c.symbols
+    sets = c.input_sets
+    if describer is not None:
+        symbols = [x for x in symbols if x.describer in (None, describer)]
+        sets = [s for s in sets if s.describer == describer]
+    for sym in symbols:
+        if (
+            sym.kind == "specialized"
+            and sym.value is not None
+            and re.fullmatch(r"-?\d+", sym.value)
+        ):
+            hints.setdefault(sym.symbol, int(sym.value))
+        if sym.kind != "created":
+            continue
+        if sym.value is not None and re.fullmatch(r"-?\d+", sym.value):
+            hints[sym.symbol] = int(sym.value)
+        if sym.source and _SYMBOL.fullmatch(sym.symbol):
+            names.setdefault(sym.source, sym.symbol)
+            fresh.add(sym.source)
+            m = _RANGE.fullmatch(sym.range or "")
+            if m and (m.group(1), m.group(2)) != ("2", "int_oo"):
+                ranges[sym.source] = (_bound(m.group(1)), _bound(m.group(2)))
+    sizes: dict[str, Any] = {}
+    for g in c.graphs:
+        if g.kind == "dynamo_output_graph" and g.meta and isinstance(g.meta.get("sizes"), dict):
+            sizes = g.meta["sizes"]
+            break
+    if sizes:
+        for s in sets:
+            for _tid, src in s.sources:
+                graph_dims = sizes.get(fx_name(src))
+                if not isinstance(graph_dims, list):
+                    continue
+                for i, d in enumerate(graph_dims):
+                    if isinstance(d, str) and d.isdecimal() or type(d) is int:
+                        # Made a symbol, then specialized (a guard pinned it): the graph takes
+                        # the value ("4" in its sizes), so the fake does too.
+                        dim = f"{src}.size()[{i}]"
+                        if names.pop(dim, None) is not None:
+                            fresh.discard(dim)
+                            ranges.pop(dim, None)
+                        continue
+                    if isinstance(d, str) and _SYMBOL.fullmatch(d):
+                        if d.startswith("s"):
+                            names.setdefault(f"{src}.size()[{i}]", d)
+                        else:
+                            unbacked.add(f"{src}.size()[{i}]")
+    return SymbolPlan(names=names, fresh=fresh, unbacked=unbacked, hints=hints, ranges=ranges)
+
+
+def _bound(text: str) -> int | None:
+    return None if "oo" in text else int(text)
+
+
+def plan_compile(c: Compile, symbols: SymbolPlan | None = None) -> list[GroupPlan]:
+    """Concrete plans for every describer group of a compile; problems become notes or errors."""
+    symbols = symbols or plan_symbols(c)
+    out: list[GroupPlan] = []
+    taken: set[str] = set()
+    unnamed = {(inp.describer, inp.tensor.id) for inp in c.inputs if not inp.sources}
+    own = _symbols_per_describer(c)
+    for s in c.input_sets:
+        mine = plan_symbols(c, s.describer) if own else symbols
+        g = _plan_group(s, mine, taken, unnamed)
+        g.symbols = mine if own else None
+        out.append(g)
+    return out
+
+
+def _symbols_per_describer(c: Compile) -> bool:
+    """Whether the compile's fake modes made symbols of their own: several describers, and a
+    symbol made while one of them was fakifying (one compile's fake mode is the usual)."""
+    return len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
+
+
+_PLANS: OrderedDict[int, tuple[Compile, tuple[Any, ...], SymbolPlan, list[GroupPlan]]]
+_PLANS = OrderedDict()
+
+
+_PLANS_KEPT = 8  # compiles whose plans are kept (each holds its Compile alive)
+
+
+def plans_for(c: Compile) -> tuple[SymbolPlan, list[GroupPlan]]:
+    """The symbols and plans of a compile, made once and reused while its records are unchanged.
+
+    The plans are shared by every rebuild of the compile: read them, never change them.
+    """
+    mark = _plan_mark(c)
+    hit = _PLANS.get(id(c))
+    if hit is not None and hit[0] is c and hit[1] == mark:
+        _PLANS.move_to_end(id(c))
+        return hit[2], hit[3]
+    symbols = plan_symbols(c)
+    groups = plan_compile(c, symbols)
+    _PLANS[id(c)] = (c, mark, symbols, groups)
+    _PLANS.move_to_end(id(c))
+    while len(_PLANS) > _PLANS_KEPT:
+        _PLANS.popitem(last=False)
+    return symbols, groups
+
+
+def forget_plans() -> None:
+    """Drop the kept plans (and the compiles they hold): memory back, or a first call timed."""
+    _PLANS.clear()
+
+
+def _plan_mark(c: Compile) -> tuple[Any, ...]:
+    """What plans are made from, counted: it changes when records are added to the compile."""
+    sets = tuple((id(s), len(s.tensors), len(s.storages), len(s.sources)) for s in c.input_sets)
+    return (len(c.symbols), len(c.graphs), len(c.inputs), sets)
+
+
+def _plan_group(
+    s: InputSet, symbols: SymbolPlan, taken: set[str], unnamed: set[tuple[int, int]]
+) -> GroupPlan:
+    env = dict(symbols.hints)
+    if symbols.names:
+        # A tensor described with symbolic sizes (refakified in export): its dims name values.
+        names_of: dict[int, list[str]] = {}
+        for tid, src in s.sources:
+            names_of.setdefault(tid, []).append(src)
+        for tid, t in s.tensors.items():
+            for src in names_of.get(tid, []):
+                for i, d in enumerate(t.size or []):
+                    if isinstance(d, str) and _SYMBOL.fullmatch(d):
+                        sym = symbols.names.get(f"{src}.size()[{i}]")
+                        if sym is not None and sym in symbols.hints:
+                            env.setdefault(d, symbols.hints[sym])
+    tensors: dict[int, TensorPlan] = {}
+    storages: dict[int, int] = {}
+    zero: set[int] = set()
+    extents: dict[int, int] = {}
+    reach: dict[int, int] = {}
+    for tid, t in s.tensors.items():
+        tensors[tid] = p = _plan_tensor(t, env)
+        reach[tid] = e = p.extent()
+        own = p.storage
+        if own is not None and p.error is None and e > extents.get(own, -1):
+            extents[own] = e
+    for sid, st in s.storages.items():
+        logged = _storage_bytes(st, env)
+        need = extents.get(sid, 0)
+        if logged is None:
+            storages[sid] = need
+            for p in tensors.values():
+                if p.storage == sid:
+                    p.notes.append(
+                        f"storage {sid} size {st.size!r} has no value in the log: "
+                        f"allocated the {need} bytes its tensors reach"
+                    )
+            continue
+        if logged == 0 and need > 0:
+            zero.add(sid)
+        elif 0 < logged < need:
+            for tid, p in tensors.items():
+                if p.storage == sid and reach[tid] > logged:
+                    p.notes.append(
+                        f"storage {sid} is logged as {logged} bytes but this tensor reaches "
+                        f"{reach[tid]}: allocated {need}"
+                    )
+        storages[sid] = max(logged, need)
+    group = GroupPlan(s.describer, storages, zero, tensors, [])
+    for tid, p in tensors.items():
+        own, e = p.storage, reach[tid]
+        if own is None:
+            continue
+        if own not in storages and not p.subclass:
+            storages[own] = e
+            p.notes.append(f"storage {own} was never described: allocated {e} bytes")
+        elif own not in zero and storages.get(own) == e and _alone(p, e):
+            group.whole.add(tid)
+    seen_here: set[str] = set()
+    for tid, src in s.sources:
+        if src in seen_here:
+            continue
+        seen_here.add(src)
+        name = src if src not in taken else f"{src} [describer {s.describer}]"
+        taken.add(name)
+        group.sources.append((name, tid, src))
+        if tid not in tensors:
+            group.missing[name] = f"tensor {tid} was named by source {src} but never described"
+    for tid in tensors:
+        if (s.describer, tid) in unnamed:
+            name = f"<tensor {tid}>"
+            if name in taken:
+                name = f"<tensor {tid}> [describer {s.describer}]"
+            taken.add(name)
+            group.sources.append((name, tid, name))
+            group.source_notes.setdefault(name, []).append("no source was logged for this tensor")
+    return group
+
+
+def _alone(p: TensorPlan, extent: int) -> bool:
+    """A dense tensor from offset 0 that needs nothing but itself (no base, grad or notes)."""
+    return (
+        p.error is None
+        and not p.notes
+        and p.offset == 0
+        and p.layout == "strided"
+        and p.grad is None
+        and not (p.view or p.conj or p.neg or p.nested or p.subclass or p.sparse)
+        and not (p.functorch or p.functional or p.inference or p.mkldnn)
+        and (p.leaf or p.param or not p.requires_grad)
+        and extent == _numel(p.size) * (itemsize(p.dtype) or 1) > 0
+    )
+
+
+def _numel(size: list[int | str]) -> int:
+    n = 1
+    for d in size:
+        n *= d  # type: ignore[assignment]
+    return n
+
+
+def _storage_bytes(st: StorageDesc, env: Mapping[str, int]) -> int | None:
+    if isinstance(st.size, int) and not isinstance(st.size, bool):
+        return st.size if st.size >= 0 else None
+    if isinstance(st.size, str):
+        return eval_expr(st.size, env)
+    return None
+
+
+def _dims(v: Any, env: Mapping[str, int], what: str, nested_ok: bool) -> list[int | str]:
+    if not isinstance(v, list):
+        raise _PlanError(f"{what} is not logged")
+    if all(type(d) is int for d in v):
+        return list(v)
+    out: list[int | str] = []
+    for d in v:
+        if isinstance(d, int) and not isinstance(d, bool):
+            out.append(d)
+        elif isinstance(d, str) and nested_ok and NESTED.fullmatch(d.strip()):
+            out.append(d.strip())
+        elif isinstance(d, str):
+            val = eval_expr(d, env)
+            if val is None:
+                raise _PlanError(f"{what} {d!r} has no value in the log")
+            out.append(val)
+        else:
+            raise _PlanError(f"{what} holds {d!r}")
+    return out
+
+
+class _PlanError(Exception):
+    pass
+
+
+def _link(v: Any) -> int | None:
+    return v if type(v) is int else None
+
+
+# Logged flags -> the TensorPlan field each sets; absent flags are False.
+_FLAG_FIELDS = {
+    "is_leaf": "leaf",
+    "requires_grad": "requires_grad",
+    "is_view": "view",
+    "is_parameter": "param",
+    "is_conj": "conj",
+    "is_neg": "neg",
+    "is_inference": "inference",
+    "is_nested": "nested",
+    "is_traceable_wrapper_subclass": "subclass",
+    "is_sparse": "sparse",
+    "is_functorch_wrapped": "functorch",
+    "is_batchedtensor": "functorch",
+    "is_gradtrackingtensor": "functorch",
+    "is_legacy_batchedtensor": "functorch",
+    "is_functional": "functional",
+    "is_mkldnn": "mkldnn",
+}
+
+
+# Fields most tensors do not log (links, subclass and dynamic-dim details).
+_RARE_FIELDS = frozenset(
+    {"layout", "base", "grad", "attrs", "type", "ctx", "creation_meta", "nested_int"}
+    | {"dynamo_dynamic_indices", "sparse_dim", "dense_dim", "is_coalesced"}
+)
+
+
+def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
+    fields = t.fields
+    f = fields.get
+    dtype = dtype_name(f("dtype"))
+    p = TensorPlan(t.id, dtype or "float32", _device(f("device")), [], None, 0, _link(f("storage")))
+    keys = fields.keys()
+    for k in keys & _FLAG_FIELDS.keys():
+        if fields[k]:
+            setattr(p, _FLAG_FIELDS[k], True)
+    if not keys.isdisjoint(_RARE_FIELDS):
+        _plan_rare(p, t)
+    if dtype is None:
+        p.error = f"dtype {f('dtype')!r} is not a torch dtype"
+    elif dtype in _QUANTIZED:
+        p.error = (
+            f"quantized ({dtype}): torch rebuilds no quantized tensor from a description "
+            "(MetaConverter does not take them, and no scale or zero point is logged)"
+        )
+    if p.device == "?":
+        p.error = p.error or f"device {f('device')!r} is not a device"
+    hov = f("dynamo_hint_overrides")
+    if hov and isinstance(hov, dict):
+        for k, v in hov.items():
+            if re.fullmatch(r"\d+", str(k)) and type(v) is int:
+                p.hint_overrides[int(k)] = v
+    size, stride, off = f("size"), f("stride"), f("storage_offset", 0)
+    if (
+        type(size) is list
+        and type(stride) is list
+        and type(off) is int
+        and len(size) == len(stride)
+        and _ints(size)
+        and _ints(stride)
+    ):  # the common case: concrete sizes, checked without the general parser
+        p.size, p.stride, p.offset = list(size), list(stride), off
+        if off < 0 or (size and (min(size) < 0 or min(stride) < 0)):
+            p.error = p.error or "negative size, stride or offset"
+        return p
+    try:
+        p.size = _dims(size, env, "size", p.nested)
+        if stride is not None:
+            p.stride = _dims(stride, env, "stride", p.nested)
+            if len(p.stride) != len(p.size):
+                raise _PlanError(f"stride has {len(p.stride)} dims but size has {len(p.size)}")
+        p.offset = off if type(off) is int else _dims([off], env, "storage_offset", False)[0]  # type: ignore[assignment]
+    except _PlanError as e:
+        p.error = p.error or str(e)
+    if p.offset < 0 or _negative(p.size) or (p.stride is not None and _negative(p.stride)):
+        p.error = p.error or "negative size, stride or offset"
+    if p.stride is None and not (p.sparse or p.layout != "strided" or p.nested):
+        p.error = p.error or "stride is not logged"
+    return p
+
+
+def _ints(dims: list[Any]) -> bool:
+    for d in dims:  # noqa: SIM110 (a loop: twice as fast as all() over a generator)
+        if type(d) is not int:
+            return False
+    return True
+
+
+def _plan_rare(p: TensorPlan, t: TensorDesc) -> None:
+    """Links, layout, subclass and dynamic-dim fields, for the tensors that log them."""
+    fields = t.fields
+    f = fields.get
+    p.layout = dtype_name(f("layout")) or "strided"
+    p.base, p.grad = _link(f("base")), _link(f("grad"))
+    if "attrs" in fields:
+        p.attrs = t.attrs
+    if "type" in fields:
+        p.type_name = t.type_name
+    ctx, cm = f("ctx"), f("creation_meta")
+    p.ctx = ctx if isinstance(ctx, str) else None
+    p.creation_meta = cm if isinstance(cm, str) else None
+    if "nested_int" in fields:
+        ni = f("nested_int")
+        if isinstance(ni, int | str) and re.fullmatch(r"\d+", str(ni)):
+            p.nested_int = int(ni)
+    dyn = f("dynamo_dynamic_indices")
+    if dyn and isinstance(dyn, list):
+        p.dynamic_indices = [i for i in dyn if type(i) is int]
+    if p.sparse or p.layout != "strided":
+        for name in ("sparse_dim", "dense_dim"):
+            v = f(name)
+            if type(v) is int:
+                setattr(p, name, v)
+        if isinstance(f("is_coalesced"), bool):
+            p.coalesced = f("is_coalesced")
+
+
+def _negative(dims: list[int | str]) -> bool:
+    try:
+        return bool(dims) and min(dims) < 0  # type: ignore[operator]
+    except TypeError:  # nested ints ("j1") beside ints
+        return any(type(d) is int and d < 0 for d in dims)
+
+
+def real_bytes(groups: Sequence[GroupPlan]) -> int:
+    """Bytes the real rebuild of these groups allocates."""
+    total = 0
+    for g in groups:
+        total += sum(g.storages.values())
+        undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
+        for p in g.tensors.values():
+            if p.storage is None and not p.subclass:
+                total += p.extent()
+            elif p.subclass and p.storage is not None and p.storage not in g.storages:
+                undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
+        total += sum(undescribed.values())
+    return total
