@@ -1,0 +1,85 @@
+"""One compile as the page-wide parts show it: kept for the whole page, where its compile is not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tlview.model import ExportIssue, Recompile, StackFrame, Status
+from tlview.units import seconds
+
+
+@dataclass(slots=True)
+class BudgetItem:
+    """A payload's share of the page budget, decided before any compile section is written."""
+
+    pos: int  # its place among the compile's graphs, artifacts and guards
+    kind: str
+    priority: int  # 0: a failure's; 1: dynamo's graph or guards; 2: the rest
+    bytes: int  # the whole payload
+    size: int | None  # bytes of text the reader kept (None: none)
+    state: str = ""  # whole | cut | reader (no text kept) | spent (the page budget was)
+    shown: int = 0
+    text: str | None = None  # the text shown, when the page cut it
+
+
+@dataclass(slots=True)
+class Row:
+    """One compile as the page-wide parts show it (table, stacks, failures, recompiles, timeline).
+
+    Made while the figures are tallied; it keeps none of the compile's records, so the page
+    holds one of these per compile it shows and reads each compile again for its section.
+    """
+
+    n: int  # place among the report's compiles
+    at: tuple[int, int]  # (log, place in the log): where to read the compile again
+    ref: str  # compile_ref: the id, with its log when the page has several logs
+    anchor: str
+    key: str
+    log: str
+    log_label: str
+    log_short: str  # the log's short name, when the page has several logs
+    status: Status
+    pid: int | None
+    function: str | None
+    file: str | None
+    where: str
+    sort_id: str
+    ops: int | None
+    time_s: float | None
+    inputs: int
+    alias_groups: int
+    breaks: int
+    reason: str  # one line for the table: fail type, graph break, recompile reason
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    fail_where: str | None = None
+    restart_reasons: list[str] = field(default_factory=list)  # problems only
+    export_issues: list[ExportIssue] = field(default_factory=list)
+    recompile: Recompile | None = None  # with at most MAX_ROW_CHANGES input changes
+    changes: int = 0  # input changes in all
+    recompile_reasons: list[str] = field(default_factory=list)  # recompiles only
+    stack: tuple[StackFrame, ...] = ()
+    span: tuple[float, float] | None = None  # first and last chromium_event, for the timeline
+    payloads: list[BudgetItem] = field(default_factory=list)  # those its section shows
+    # (name, digest, length) of its metric values of SHARED_METRIC or more, in the order its
+    # section shows them: for linking repeats, and for counting those cut (over METRIC_BYTES)
+    long_metrics: list[tuple[str, bytes, int]] = field(default_factory=list)
+    detail: bool = True  # False: beyond DETAIL_COMPILES, shown without the heavy parts
+    previous: tuple[str, str] | None = None  # (label, anchor) of the previous compile
+
+    @property
+    def label(self) -> str:
+        """How the page names the compile: its id, after its log's short name if there are several."""
+        return f"{self.log_short} {self.key}" if self.log_short else self.key
+
+    @property
+    def time(self) -> str:
+        return seconds(self.time_s)
+
+    @property
+    def problem(self) -> bool:
+        return self.status in ("failed", "incomplete")
+
+    @property
+    def listed_recompile(self) -> bool:
+        return self.recompile is not None or bool(self.recompile_reasons)
