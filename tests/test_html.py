@@ -343,7 +343,7 @@ def test_default_budget_holds_on_real_logs() -> None:
         for v in section.compile_views(built):
             for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
                 assert pv.shown <= kept.PAYLOAD_BYTES
-                assert (pv.note is None) == (pv.shown == pv.p.bytes or pv.p.bytes == 0), pv.p.kind
+                assert (pv.note is None) == (pv.shown == pv.bytes or pv.bytes == 0), pv.kind
         shown += built.budget.shown_bytes
     assert shown > 0
 
@@ -356,7 +356,8 @@ def test_repeated_long_metrics_link_to_the_first_compile() -> None:
     assert cfg.same_as is None and cfg.value.startswith("{\n")
     again = next(m for m in later.metrics if m.name == "dynamo_config")
     assert again.same_as == (first.anchor, first.ref)
-    nulls = [k for k, v in (later.c.metrics or {}).items() if v is None]
+    metrics = list(rep.compiles)[later.row.n].metrics or {}
+    nulls = [k for k, v in metrics.items() if v is None]
     assert later.null_metrics == nulls
 
 
@@ -501,14 +502,16 @@ def test_compiles_beyond_the_detail_budget_keep_status_reasons_and_inputs(
     assert f"{built.budget.light} compiles shown without details" in text
     views = list(section.compile_views(built))
     assert [v.key for v in views] == [r.key for r in built.compiles]
+    compiles = list(rep.compiles)
     for v in views:
         sec = _section(text, v.anchor)
         note = "for this one it shows the status, reasons and inputs" in sec
         assert note == (not v.detail)
-        for i in v.c.inputs:
+        c = compiles[v.row.n]
+        for i in c.inputs:
             for s in i.sources:
                 assert f"<code>{esc_text(s)}</code>" in sec
-        assert ("compilation_metrics" in sec) == (v.detail and bool(v.c.metrics))
+        assert ("compilation_metrics" in sec) == (v.detail and bool(c.metrics))
     assert "Recompiled</strong> after" in _section(text, "c-1/1")
     # --full shows every compile in full.
     assert all(v.detail for v in page.build(rep, full=True).compiles)

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from tlview.analyze.summary import PHASE_NAMES, Overview, break_title
 from tlview.model import Status
-from tlview.render.html.fmt import short_path
+from tlview.render.html.fmt import clock, short_path
 from tlview.render.html.rows import Row
 from tlview.units import seconds
 
@@ -124,3 +124,32 @@ def time_view(o: Overview, shown: dict[str, Row]) -> TimeView | None:
         label, anchor = (r.label, r.anchor) if r is not None else (s.ref, "")
         rows.append(SlowRow(label, anchor, s.function or "", cells))
     return TimeView(names, rows, o.compiles - len(o.slowest))
+
+
+class Totals(NamedTuple):
+    """The report's figures the page's words quote, beside its head figures."""
+
+    compiles: int
+    graph_breaks: int
+    export_issues: int
+    compile_time: str  # in all, or that it was not logged
+    when: str  # from the first record's time to the last's
+    read: str  # the lines and records read
+    by_status: list[tuple[str, int]] | None  # compiles of each status in the table (None: none)
+    kinds: list[tuple[str, int, bool]]  # each record kind, its records, unknown to tlview
+    unknown: int  # record kinds unknown to tlview
+
+
+def totals(o: Overview, statuses: list[str]) -> Totals:
+    """The figures the page quotes; `statuses`: those of its table's rows, in the table's order."""
+    return Totals(
+        o.compiles,
+        o.graph_breaks,
+        o.export_issues,
+        f"{o.compile_time_s:.2f} s" if o.timed else "not logged",
+        f"{clock(o.first_time)} to {clock(o.last_time)}",
+        f"{o.lines:,} lines, {o.records:,} records",
+        [(s, o.by_status[s]) for s in statuses if o.by_status.get(s)] if o.by_status else None,
+        [(k, n, k in o.unknown_kinds) for k, n in o.kinds.items()],
+        len(o.unknown_kinds),
+    )

@@ -1,6 +1,8 @@
-"""How the page writes times, paths and places: the templates' filters and the views' helpers."""
+"""How the page writes times, paths and stack frames, for the views and the templates' filters."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from tlview.model import StackFrame
 
@@ -30,3 +32,25 @@ def short_frame(f: StackFrame) -> str:
 
 def pct(v: float) -> str:
     return f"{max(0.0, min(100.0, v)):.3f}"
+
+
+class FrameView(NamedTuple):
+    """A stack frame as the page writes it: in a stack, the stacks' tree, or a kernel's code."""
+
+    file: str
+    line: int
+    name: str
+    loc: str | None
+    at: str  # the short file:line
+    lib: bool  # in torch or an installed package, not the user's code
+
+
+def frame_view(f: StackFrame) -> FrameView:
+    return FrameView(
+        f.file,
+        f.line,
+        f.name,
+        f.loc,
+        f"{short_path(f.file)}:{f.line}",
+        "/site-packages/" in f.file or "/torch/" in f.file,
+    )

@@ -40,6 +40,17 @@ class StorageView:
     note: str | None = None
 
 
+class InnerView(NamedTuple):
+    """An inner tensor of an input (a tensor subclass's), as a row under it."""
+
+    name: str
+    size: str
+    stride: str
+    offset: str
+    dtype: str
+    device: str
+
+
 class InputView(NamedTuple):
     """One row of a compile's inputs table, in the order the template unpacks it (a tuple:
     the template reads no attributes, the page's costliest loop)."""
@@ -56,7 +67,7 @@ class InputView(NamedTuple):
     storage: str
     alias_group: int | None
     flags: str
-    inner: list[tuple[str, TensorDesc]]
+    inner: list[InnerView]
     notes: list[str]
     source: str
 
@@ -83,9 +94,20 @@ def input_view(
         "" if st is None else nbytes(st.size),
         i.alias_group,
         input_flags(i, names),
-        list(i.inner.items()),
+        [_inner(name, t) for name, t in i.inner.items()],
         i.notes,
         i.source,
+    )
+
+
+def _inner(name: str, t: TensorDesc) -> InnerView:
+    return InnerView(
+        name,
+        dims(t.size),
+        dims(t.stride),
+        str(t.storage_offset),
+        t.dtype.replace("torch.", ""),
+        t.device,
     )
 
 

@@ -4,34 +4,70 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import NamedTuple
 
 from tlview import __version__
 from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview, Tally, break_key
-from tlview.model import BadLine, Divergence, ExportIssue, LogIndex, Report
+from tlview.model import LogIndex, Report
 from tlview.render.html import budget as kept
 from tlview.render.html import pick as picking
 from tlview.render.html.figures import (
     BreakView,
     HeadFigure,
     TimeView,
+    Totals,
     break_views,
     figures,
     time_view,
+    totals,
 )
+from tlview.render.html.fmt import clock
 from tlview.render.html.metrics import METRIC_BYTES, first_shown
 from tlview.render.html.payloads import Budget, share_budget
 from tlview.render.html.pick import PROBLEMS, Pick, Picked, first_pass
-from tlview.render.html.rows import Row
+from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
 from tlview.runtime import halves
 from tlview.units import nbytes
 
 
-@dataclass(slots=True)
-class LogView:
-    log: LogIndex
-    label: str
+class LogView(NamedTuple):
+    """One log read, as a row of the page's table of logs."""
+
+    name: str
+    rank: str
+    pid: str
+    torch_version: str
+    size: str
+    lines: str
+    records: str
+    bad: int
+    first: str  # the time of its first record
+    last: str
+
+
+def log_view(log: LogIndex) -> LogView:
+    return LogView(
+        log.name,
+        "" if log.rank is None else str(log.rank),
+        str(log.pid) if log.pid else "",
+        log.torch_version or "",
+        nbytes(log.size) if log.size else "",
+        f"{log.lines:,}",
+        f"{log.records:,}",
+        log.bad_count,
+        clock(log.first_time),
+        clock(log.last_time),
+    )
+
+
+class DivergenceView(NamedTuple):
+    """Where the ranks' logs differ, as a row of its table."""
+
+    kind: str
+    ranks: str
+    detail: str
 
 
 @dataclass(slots=True)
@@ -46,7 +82,8 @@ class Page:
     torch_version: str | None
     logs: list[LogView]
     ranks: list[int]
-    o: Overview
+    o: Overview  # for the caller (--fail-on); the templates read `totals`
+    totals: Totals
     figures: list[HeadFigure]
     budget: Budget
     compiles: list[Row]  # in log order
@@ -54,10 +91,10 @@ class Page:
     breaks: list[BreakView]
     recompiles: list[Row]
     problems: list[Row]
-    issues: list[tuple[Row, ExportIssue]]
-    divergence: list[Divergence]
+    issues: list[tuple[Row, IssueView]]
+    divergence: list[DivergenceView]
     notes: list[str]
-    bad_lines: list[BadLine]
+    bad_lines: list[tuple[str, int, str]]  # (log, line, what is wrong)
     bad_total: int
     lanes: list[Timeline]
     many: bool
@@ -104,15 +141,17 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
             if prev:
                 r.previous = (r.recompile.previous, prev)
     breaks = break_views(o, {r.ref: r for r in reversed(rows)})
+    statuses: list[str] = sorted({r.status for r in rows}, key=_status_order)
     return Page(
         report=report,
         full=budget.full,
         title=PurePath(report.path).name or report.path,
         version=__version__,
         torch_version=report.torch_version,
-        logs=[LogView(log, pick.labels[id(log)]) for log in report.logs],
+        logs=[log_view(log) for log in report.logs],
         ranks=report.ranks,
         o=o,
+        totals=totals(o, statuses),
         figures=figures(o),
         budget=budget,
         compiles=rows,
@@ -121,13 +160,16 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         recompiles=[r for r in rows if r.listed_recompile],
         problems=[r for r in rows if r.status in PROBLEMS],
         issues=[(r, x) for r in rows for x in r.export_issues],
-        divergence=list(report.divergence),
+        divergence=[
+            DivergenceView(d.kind, ", ".join(map(str, d.ranks)), d.detail)
+            for d in report.divergence
+        ],
         notes=list(report.notes) + [f"{log.name}: {n}" for log in report.logs for n in log.notes],
-        bad_lines=[b for log in report.logs for b in log.bad_lines],
+        bad_lines=[(b.log, b.line, b.reason) for log in report.logs for b in log.bad_lines],
         bad_total=sum(log.bad_count for log in report.logs),
         lanes=page_timeline(rows),
         many=pick.many,
-        statuses=sorted({r.status for r in rows}, key=_status_order),
+        statuses=statuses,
         limits={
             "payload": nbytes(kept.PAYLOAD_BYTES),
             "page": nbytes(kept.PAGE_PAYLOAD_BYTES),

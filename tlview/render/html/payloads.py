@@ -12,6 +12,7 @@ from tlview.render.html.metrics import METRIC_BYTES
 from tlview.render.html.rows import BudgetItem, Row
 from tlview.units import nbytes
 
+META_CHARS = 4000  # of a payload's metadata its summary shows (`--format json` has all of it)
 # Payloads that get the page budget first: what a reader opens to see what compiled.
 _FIRST_KINDS = ("dynamo_error", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_guards")
 _PY_KINDS = re.compile(r"graph|_code$|runnable|wrapper|forward|backward|prologue|epilogue|guards")
@@ -21,23 +22,19 @@ _PY_KINDS = re.compile(r"graph|_code$|runnable|wrapper|forward|backward|prologue
 class PayloadView:
     """One payload as the page shows it: its text within the budget, and what was cut."""
 
-    p: Payload
+    kind: str
+    line: int
+    lines: int
+    bytes: int
+    ok: bool  # its md5 matched (or there was none to check)
     anchor: str
     log: str
     lang: str  # py | json | text
+    meta: str = ""  # its metadata as JSON, the first META_CHARS characters of it
+    meta_more: int = 0  # characters of the metadata past those
     text: str | None = None
     shown: int = 0  # bytes of text shown
     note: str | None = None  # what was cut or left out, and how to get it
-
-    @property
-    def title(self) -> str:
-        return self.p.kind
-
-    @property
-    def meta_text(self) -> str:
-        if not self.p.meta:
-            return ""
-        return dumps(self.p.meta, default=str).decode()
 
 
 @dataclass(slots=True)
@@ -89,7 +86,10 @@ def _utf8_len(s: str) -> int:
 
 def payload_view(p: Payload, pl: BudgetItem, anchor: str, log: str, full: bool) -> PayloadView:
     """A payload with the text the plan gave it, and a note for whatever it could not show."""
-    pv = PayloadView(p, anchor, log, _lang(p))
+    pv = PayloadView(p.kind, p.line, p.lines, p.bytes, p.ok, anchor, log, _lang(p))
+    if p.meta:
+        meta = dumps(p.meta, default=str).decode()
+        pv.meta, pv.meta_more = meta[:META_CHARS], max(0, len(meta) - META_CHARS)
     where = f"line {p.line} of {log}"
     if pl.state == "reader":
         pv.note = (

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import Tally, break_title, is_recompile, problem_order, stopped_in
-from tlview.model import Compile, LogIndex, Recompile, Report, StackFrame, Status
+from tlview.model import Compile, LogIndex, Report, StackFrame, Status
 from tlview.render.html.fmt import short_path
 from tlview.render.html.metrics import long_metrics
 from tlview.render.html.payloads import Budget, budget_items
-from tlview.render.html.rows import Row
+from tlview.render.html.rows import Row, issue_view, recompile_view
 from tlview.runtime import halves
 
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
@@ -199,20 +199,14 @@ class Pick:
             else None,
             detail=detail,
         )
-        r.export_issues = c.export_issues[:MAX_ROW_ISSUES]
+        r.export_issues = [issue_view(x) for x in c.export_issues[:MAX_ROW_ISSUES]]
         if c.status in PROBLEMS:
             r.fail_type, r.fail_where = c.fail_type, c.fail_where
             r.fail_reason = c.fail_reason if c.fail_type else None
             r.restart_reasons = c.restart_reasons
         rc = c.recompile
         if rc is not None:
-            r.recompile = Recompile(
-                rc.previous,
-                rc.reasons,
-                rc.input_changes[:MAX_ROW_CHANGES],
-                rc.limit_hit,
-                rc.compared,
-            )
+            r.recompile = recompile_view(rc, MAX_ROW_CHANGES)
             r.changes = len(rc.input_changes)
         if _listed_recompile(c):
             r.recompile_reasons = c.recompile_reasons

@@ -10,18 +10,17 @@ from typing import IO
 import jinja2
 from markupsafe import Markup
 
-from tlview.analyze.changes import change_what
 from tlview.analyze.names import is_named
 from tlview.analyze.summary import Overview
 from tlview.model import Report
 from tlview.render import Options
 from tlview.render.html import section
-from tlview.render.html.fmt import clock, short_frame, short_path
+from tlview.render.html.fmt import short_path
 from tlview.render.html.page import Page, build
 from tlview.render.html.pick import Picked
 from tlview.runtime import halves, templates
 from tlview.runtime.output import Output
-from tlview.units import dims, nbytes
+from tlview.units import nbytes
 
 BATCH = 1 << 16  # characters of the page encoded and written at a time
 Only = tuple[str, Picked] | None  # --compile-id, and whether it names a compile
@@ -30,15 +29,7 @@ Only = tuple[str, Picked] | None  # --compile-id, and whether it names a compile
 def page_environment() -> jinja2.Environment:
     """The templates' environment, with the page's filters (the diff page uses them too)."""
     env = templates.environment()
-    env.filters.update(
-        nbytes=nbytes,
-        clock=clock,
-        short_path=short_path,
-        frame=short_frame,
-        dims=dims,
-        change_what=change_what,
-        text=text,
-    )
+    env.filters.update(nbytes=nbytes, short_path=short_path, text=text)
     return env
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from tlview.model import ExportIssue, Recompile, StackFrame, Status
+from tlview.analyze.changes import change_what
+from tlview.model import ExportIssue, InputChange, Recompile, StackFrame, Status
+from tlview.render.html.fmt import short_path
 from tlview.units import seconds
 
 
@@ -20,6 +23,59 @@ class BudgetItem:
     state: str = ""  # whole | cut | reader (no text kept) | spent (the page budget was)
     shown: int = 0
     text: str | None = None  # the text shown, when the page cut it
+
+
+class IssueView(NamedTuple):
+    """An export issue, in its compile's section and in the page's table of them."""
+
+    kind: str
+    subject: str
+    detail: str
+    file: str  # of the user's frame that caused it ("" when none was logged)
+    at: str | None  # that frame's short file:line, None when none was logged
+    loc: str | None
+
+
+def issue_view(x: ExportIssue) -> IssueView:
+    w = x.where
+    if w is None:
+        return IssueView(x.kind, x.subject, x.detail, "", None, None)
+    return IssueView(
+        x.kind, x.subject, x.detail, w.file, f"{short_path(w.file, 3)}:{w.line}", w.loc
+    )
+
+
+class ChangeView(NamedTuple):
+    """One input that changed since the compile before, in words."""
+
+    source: str
+    what: str
+    before: str | None  # None: the input was not there
+    after: str | None
+
+
+class RecompileView(NamedTuple):
+    """Why a compile was compiled again, and which of its inputs changed."""
+
+    previous: str | None  # key of the previous compile of the same frame
+    reasons: list[str]  # the guards that failed
+    input_changes: list[ChangeView]
+    limit_hit: bool
+    compared: bool  # both compiles described their inputs, so input_changes is whole
+
+
+def recompile_view(rc: Recompile, most: int | None = None) -> RecompileView:
+    """A recompile as the page shows it: with the first `most` input changes, or all."""
+    changes = rc.input_changes if most is None else rc.input_changes[:most]
+    return RecompileView(
+        rc.previous, rc.reasons, [_change(ch) for ch in changes], rc.limit_hit, rc.compared
+    )
+
+
+def _change(ch: InputChange) -> ChangeView:
+    before = None if ch.before is None else str(ch.before)
+    after = None if ch.after is None else str(ch.after)
+    return ChangeView(ch.source, change_what(ch), before, after)
 
 
 @dataclass(slots=True)
@@ -54,8 +110,8 @@ class Row:
     fail_reason: str | None = None
     fail_where: str | None = None
     restart_reasons: list[str] = field(default_factory=list)  # problems only
-    export_issues: list[ExportIssue] = field(default_factory=list)
-    recompile: Recompile | None = None  # with at most MAX_ROW_CHANGES input changes
+    export_issues: list[IssueView] = field(default_factory=list)
+    recompile: RecompileView | None = None  # with at most MAX_ROW_CHANGES input changes
     changes: int = 0  # input changes in all
     recompile_reasons: list[str] = field(default_factory=list)  # recompiles only
     stack: tuple[StackFrame, ...] = ()

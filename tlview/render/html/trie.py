@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tlview.model import StackFrame
+from tlview.render.html.fmt import FrameView, frame_view
 from tlview.render.html.rows import Row
 
 
 @dataclass(slots=True)
 class TrieNode:
-    frames: list[StackFrame]
+    frames: list[FrameView]
     compiles: list[Row] = field(default_factory=list)
     children: list[TrieNode] = field(default_factory=list)
 
@@ -33,7 +33,7 @@ def trie(rows: Iterable[Row]) -> list[TrieNode]:
             k = (f.file, f.line, f.name)
             nxt = kids.get(k)
             if nxt is None:
-                nxt = kids[k] = TrieNode([f])
+                nxt = kids[k] = TrieNode([frame_view(f)])
                 node.children.append(nxt)
             node = nxt
         node.compiles.append(r)
