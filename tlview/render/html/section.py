@@ -34,7 +34,7 @@ class BreakNote(NamedTuple):
 
     where: str | None  # "file:line" in the user's code
     short: str  # that place, shortened
-    title: str  # the first line of its reason
+    headline: str  # the first line of its reason
     anchor: str  # its kind's row in the graph-break table ("" when none)
     line: int  # log line of the record
     text: str  # the whole message
@@ -176,7 +176,7 @@ def _facts(r: Row, c: Compile) -> str:
 
 
 def _notes(v: CompileView, c: Compile) -> None:
-    """What the section says of the compile above its inputs, and every detail or not."""
+    """What every section shows, with every detail or not: its callouts, stack and cache."""
     v.fail_type, v.fail_where = c.fail_type, c.fail_where
     v.fail_reason = (c.fail_reason or "").strip()
     v.outside = [_outside(x) for x in c.outside]
@@ -198,9 +198,9 @@ def _outside(x: OutsideCompile) -> OutsideView:
 
 
 def _break(g: GraphBreak, anchor: str) -> BreakNote:
-    title = g.reason.splitlines()[0] if g.reason else "?"
+    headline = g.reason.splitlines()[0] if g.reason else "?"
     short = short_path(g.where, 3) if g.where else ""
-    return BreakNote(g.where, short, title, anchor, g.line, g.text or g.reason)
+    return BreakNote(g.where, short, headline, anchor, g.line, g.text or g.reason)
 
 
 def _symbol(s: Symbol) -> SymbolView:
