@@ -16,7 +16,7 @@ import tlview.runtime.store as store
 from tlview.load import load
 from tlview.model import Report
 from tlview.render.html import budget as kept
-from tlview.render.html import page
+from tlview.render.html import page, pick, section
 from tlview.render.html import report as html
 from tlview.runtime import halves
 
@@ -100,19 +100,19 @@ def test_a_failed_renderer_is_replaced_by_this_process(monkeypatch: pytest.Monke
     one_page, one_json = _write(rep, "html"), _write(rep, "json")
     made = _forks(monkeypatch)
     here = os.getpid()
-    section, compile_dict = page.section, json_mod.compile_dict
+    real_section, compile_dict = section.section, json_mod.compile_dict
 
     def broken_section(*a: Any) -> Any:
         if os.getpid() != here:
             raise MemoryError
-        return section(*a)
+        return real_section(*a)
 
     def broken_dict(c: Any) -> Any:
         if os.getpid() != here:
             os._exit(9)  # dies without a word
         return compile_dict(c)
 
-    monkeypatch.setattr(page, "section", broken_section)
+    monkeypatch.setattr(section, "section", broken_section)
     monkeypatch.setattr(json_mod, "compile_dict", broken_dict)
     assert _write(rep, "html") == one_page
     assert _write(rep, "json") == one_json
@@ -163,8 +163,8 @@ def test_the_page_picks_the_same_rows_when_the_first_pass_is_split(
 ) -> None:
     # With fewer rows than compiles, the rows kept, those kept in full, the count of hidden
     # problems and recompiles and every anchor come out as from one pass.
-    monkeypatch.setattr(page, "PAGE_COMPILES", caps[0])
-    monkeypatch.setattr(page, "DETAIL_COMPILES", caps[1])
+    monkeypatch.setattr(pick, "PAGE_COMPILES", caps[0])
+    monkeypatch.setattr(pick, "DETAIL_COMPILES", caps[1])
     rep = load(path(), kept.page_keep(False))
     monkeypatch.setattr(halves, "MIN_COST", ONE)
     one = page.build(rep)

@@ -26,7 +26,7 @@ from tlview.analyze.summary import overview
 from tlview.load import load
 from tlview.model import Divergence, Report
 from tlview.render.html import budget as kept
-from tlview.render.html import page
+from tlview.render.html import inputs, metrics, page, pick, section, timeline
 from tlview.render.html import report as html
 from tlview.runtime import halves, templates
 
@@ -193,7 +193,7 @@ def _section(text: str, anchor: str) -> str:
 def test_aliasing_picture_spans_the_bytes_each_tensor_covers() -> None:
     rep, text = render(DEMO)
     c = next(c for c in rep.compiles if c.key == "2/0")
-    st, plain = page.storages(c)
+    st, plain = inputs.storages(c)
     assert plain == 0
     # views(base.t(), base[2:, 1:5], randn(4, 4)[:, ::2]) with base a 6x10 float32 tensor.
     shared = st[0]
@@ -218,11 +218,11 @@ def test_span_of_symbolic_zero_size_and_unknown_dtype() -> None:
     def t(**f: object) -> TensorDesc:
         return TensorDesc(1, {"dtype": "torch.float16", "storage": 0, **f})
 
-    assert page.byte_range(t(size=[2, 3], stride=[3, 1], storage_offset=4)) == (8, 20)
-    assert page.byte_range(t(size=[0, 3], stride=[3, 1], storage_offset=4)) == (8, 8)
-    assert page.byte_range(t(size=["s0", 3], stride=[3, 1])) == (None, None)
-    assert page.byte_range(t(size=[2], stride=[1], dtype="torch.mystery")) == (None, None)
-    assert page.byte_range(t(size=[], stride=[], dtype="torch.complex128", storage_offset=2)) == (
+    assert inputs.byte_range(t(size=[2, 3], stride=[3, 1], storage_offset=4)) == (8, 20)
+    assert inputs.byte_range(t(size=[0, 3], stride=[3, 1], storage_offset=4)) == (8, 8)
+    assert inputs.byte_range(t(size=["s0", 3], stride=[3, 1])) == (None, None)
+    assert inputs.byte_range(t(size=[2], stride=[1], dtype="torch.mystery")) == (None, None)
+    assert inputs.byte_range(t(size=[], stride=[], dtype="torch.complex128", storage_offset=2)) == (
         32,
         48,
     )
@@ -233,7 +233,7 @@ def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
     drawn = 0
     for c in rep.compiles:
         keys = {i.storage_key for i in c.inputs if i.storage_key}
-        views, plain = page.storages(c)
+        views, plain = inputs.storages(c)
         drawn += len(views)
         assert keys <= {f"{i.describer}:{i.tensor.storage}" for i in c.inputs}
         assert len(views) + plain >= len(keys)
@@ -274,7 +274,7 @@ def test_failures_show_reason_stack_and_dynamo_error() -> None:
 def test_timeline_of_a_compile_and_of_the_page() -> None:
     rep, text = render(DEMO)
     c = next(c for c in rep.compiles if c.key == "2/0")
-    tl = page.compile_timeline(c.phases)
+    tl = timeline.compile_timeline(c.phases)
     assert tl is not None and len(tl.bars) == len(c.phases) == 8
     assert {b.name for b in tl.bars} >= {"dynamo", "entire_frame_compile", "build_guards"}
     outer = next(b for b in tl.bars if b.name == "dynamo")
@@ -340,10 +340,10 @@ def test_default_budget_holds_on_real_logs() -> None:
     for path in real_paths():
         built = page.build(load(path, kept.page_keep(False)))
         assert built.budget.shown_bytes <= kept.PAGE_PAYLOAD_BYTES
-        for v in built.views():
+        for v in section.compile_views(built):
             for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
                 assert pv.shown <= kept.PAYLOAD_BYTES
-                assert (pv.note is None) == (pv.shown == pv.p.bytes or pv.p.bytes == 0), pv.p.kind
+                assert (pv.note is None) == (pv.shown == pv.bytes or pv.bytes == 0), pv.kind
         shown += built.budget.shown_bytes
     assert shown > 0
 
@@ -351,12 +351,13 @@ def test_default_budget_holds_on_real_logs() -> None:
 def test_repeated_long_metrics_link_to_the_first_compile() -> None:
     rep, text = render(DEMO)
     built = page.build(rep)
-    first, later = [v for v in built.views() if v.metrics][:2]
+    first, later = [v for v in section.compile_views(built) if v.metrics][:2]
     cfg = next(m for m in first.metrics if m.name == "dynamo_config")
     assert cfg.same_as is None and cfg.value.startswith("{\n")
     again = next(m for m in later.metrics if m.name == "dynamo_config")
     assert again.same_as == (first.anchor, first.ref)
-    nulls = [k for k, v in (later.c.metrics or {}).items() if v is None]
+    metrics = list(rep.compiles)[later.row.n].metrics or {}
+    nulls = [k for k, v in metrics.items() if v is None]
     assert later.null_metrics == nulls
 
 
@@ -492,7 +493,7 @@ def test_cli_writes_and_rewrites_its_own_page(tmp_path: Path) -> None:
 def test_compiles_beyond_the_detail_budget_keep_status_reasons_and_inputs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(page, "DETAIL_COMPILES", 3)
+    monkeypatch.setattr(pick, "DETAIL_COMPILES", 3)
     rep, text = render(DEMO)
     built = page.build(rep)
     detailed = [v.key for v in built.compiles if v.detail]
@@ -500,16 +501,18 @@ def test_compiles_beyond_the_detail_budget_keep_status_reasons_and_inputs(
     assert detailed == ["0/0", "0/0_1", "0/1"]
     assert built.budget.light == len(built.compiles) - 3
     assert f"{built.budget.light} compiles shown without details" in text
-    views = list(built.views())
+    views = list(section.compile_views(built))
     assert [v.key for v in views] == [r.key for r in built.compiles]
+    compiles = list(rep.compiles)
     for v in views:
         sec = _section(text, v.anchor)
         note = "for this one it shows the status, reasons and inputs" in sec
         assert note == (not v.detail)
-        for i in v.c.inputs:
+        c = compiles[v.row.n]
+        for i in c.inputs:
             for s in i.sources:
                 assert f"<code>{esc_text(s)}</code>" in sec
-        assert ("compilation_metrics" in sec) == (v.detail and bool(v.c.metrics))
+        assert ("compilation_metrics" in sec) == (v.detail and bool(c.metrics))
     assert "Recompiled</strong> after" in _section(text, "c-1/1")
     # --full shows every compile in full.
     assert all(v.detail for v in page.build(rep, full=True).compiles)
@@ -531,7 +534,7 @@ def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path = corpus("compile_error")  # two logs, 13 compiles, 7 of them failed
-    monkeypatch.setattr(page, "PAGE_COMPILES", 9)
+    monkeypatch.setattr(pick, "PAGE_COMPILES", 9)
     rep, text = render(path)
     compiles = list(rep.compiles)
     failed = [k for k, c in enumerate(compiles) if c.status == "failed"]
@@ -576,7 +579,7 @@ def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
 def test_page_cap_keeps_problems_first_and_counts_left_out_recompiles(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(page, "PAGE_COMPILES", 3)
+    monkeypatch.setattr(pick, "PAGE_COMPILES", 3)
     rep, text = render(DEMO)
     built = page.build(rep)
     # Graph breaks, restarts and recompiles come before plain compiles, then log order.
@@ -587,7 +590,7 @@ def test_page_cap_keeps_problems_first_and_counts_left_out_recompiles(
     sec = sec[: sec.index("</section>")]
     assert 'Recompiles <span class="count">2</span>' in sec
     assert "2 more recompiles are not on this page" in sec
-    assert [v.key for v in built.views()] == ["0/0", "0/0_1", "0/1"]
+    assert [v.key for v in section.compile_views(built)] == ["0/0", "0/0_1", "0/1"]
     assert _dangling(text) == set()
 
 
@@ -631,21 +634,21 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     assert held == []
 
     # Each section is dropped once written: while one is made, only the one written last lives.
-    class Tracked(page.CompileView):
+    class Tracked(section.CompileView):
         __slots__ = ("__weakref__",)
 
-    made: list[weakref.ref[page.CompileView]] = []
-    section = page.section
+    made: list[weakref.ref[section.CompileView]] = []
+    real_section = section.section
 
-    def tracked(*args: object, **kw: object) -> page.CompileView:
+    def tracked(*args: object, **kw: object) -> section.CompileView:
         alive = [r for r in made if r() is not None]
         assert len(alive) <= 1, [r().key for r in alive]  # type: ignore[union-attr]
-        v = section(*args, **kw)  # type: ignore[arg-type]
+        v = real_section(*args, **kw)  # type: ignore[arg-type]
         made.append(weakref.ref(v))
         return v
 
-    monkeypatch.setattr(page, "CompileView", Tracked)
-    monkeypatch.setattr(page, "section", tracked)
+    monkeypatch.setattr(section, "CompileView", Tracked)
+    monkeypatch.setattr(section, "section", tracked)
     monkeypatch.setattr(halves, "MIN_COST", 1 << 62)  # every section in this process, counted
     sink = io.BytesIO()
     html.stream(rep, sink)
@@ -716,16 +719,16 @@ def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: P
 def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) -> None:
     # Long metric values (configs) are digested once each; the cache holds the texts, so it is
     # bounded in characters, and a value too long for it is digested without being kept.
-    monkeypatch.setattr(page, "DIGESTS_CHARS", 8_000)
-    monkeypatch.setattr(page, "_DIGESTS", {})
-    monkeypatch.setattr(page, "_DIGESTED", 0)
+    monkeypatch.setattr(metrics, "DIGESTS_CHARS", 8_000)
+    monkeypatch.setattr(metrics, "_DIGESTS", {})
+    monkeypatch.setattr(metrics, "_DIGESTED", 0)
     texts = [f"{k:04d}" * 100 for k in range(100)]  # 400 characters each
-    first = [page.digest(t) for t in texts]
+    first = [metrics.digest(t) for t in texts]
     assert len(set(first)) == 100
-    assert sum(map(len, page._DIGESTS)) <= 8_000 and page._DIGESTED <= 8_000
-    assert [page.digest(t) for t in texts] == first  # the same, kept or not
+    assert sum(map(len, metrics._DIGESTS)) <= 8_000 and metrics._DIGESTED <= 8_000
+    assert [metrics.digest(t) for t in texts] == first  # the same, kept or not
     huge = "x" * 2_000  # over an eighth of the budget: not kept
-    assert page.digest(huge) == page.digest("x" * 2_000) and huge not in page._DIGESTS
+    assert metrics.digest(huge) == metrics.digest("x" * 2_000) and huge not in metrics._DIGESTS
 
 
 def test_compile_id_page_shows_that_compile_alone_and_whole(tmp_path: Path) -> None:
@@ -818,7 +821,7 @@ def test_timeline_bars_never_cover_each_other(path) -> None:
     p = page.build(load(path(), kept.page_keep(False)))
     seen = 0
     for lane in p.lanes:
-        for row in range(min(lane.rows, page.MAX_LANE_ROWS - 1)):
+        for row in range(min(lane.rows, timeline.MAX_LANE_ROWS - 1)):
             bars = sorted((b for b in lane.bars if b.row == row), key=lambda b: float(b.x))
             for a, b in zip(bars, bars[1:], strict=False):
                 assert float(b.x) >= float(a.x) + float(a.w) - 0.01, (lane.label, a.name, b.name)

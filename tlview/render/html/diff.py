@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import IO, Any, NamedTuple
 
 from markupsafe import Markup
 
@@ -35,13 +36,78 @@ summary{cursor:pointer;font-weight:600}ul{margin:0;padding-left:1.2em}
 """
 
 
+class FigureRow(NamedTuple):
+    """A measure of both runs, and how it changed."""
+
+    name: str
+    base: str
+    new: str
+    delta: str  # "" when it did not change
+    tone: str  # worse | better | dim (within noise) | ""
+
+
+class CacheRow(NamedTuple):
+    cache: str
+    base: str  # its hit rate, with the outcomes counted
+    new: str
+
+
+class ChangeRow(NamedTuple):
+    kind: str
+    frame: str
+    words: str
+    tone: str  # worse | better | ""
+    mark: str
+    compiles: str  # BASE's compile → NEW's
+
+
+class CompileRow(NamedTuple):
+    """One compile of a frame in both runs, side by side."""
+
+    number: int  # its place among the frame's compiles, from 1
+    base: str  # its key in BASE ("" when BASE has no such compile)
+    new: str
+    status: str
+    ops: str
+    time: str
+    inputs: list[str]  # each input change, in words
+    no_inputs: str  # what to say when there is none
+
+
+class FrameRow(NamedTuple):
+    name: str
+    match: str
+    changed: int  # changes in this frame
+    compiles: list[CompileRow]
+
+
+@dataclass(slots=True)
+class DiffPage:
+    """Everything the diff page's template reads."""
+
+    version: str
+    csp: str
+    css: Markup
+    base_path: str
+    new_path: str
+    base_torch: str
+    new_torch: str
+    notes: list[str]
+    gate: list[str] | None  # --fail-on: what is worse (None: no gate asked for)
+    figures: list[FigureRow]
+    phases: list[FigureRow]
+    cache: list[CacheRow]
+    changes: list[ChangeRow]
+    frames: list[FrameRow]
+
+
 def _num(f: Figure, v: float | None) -> str:
     if v is None:
         return "-"
     return f"{v:.2f}" if f.seconds else str(int(v))
 
 
-def figure(f: Figure) -> dict[str, Any]:
+def figure_row(f: Figure) -> FigureRow:
     d = f.delta
     if not d:
         delta, tone = "", ""
@@ -51,13 +117,7 @@ def figure(f: Figure) -> dict[str, Any]:
             delta, tone = f"{delta} (noise)", "dim"
         else:
             tone = "" if not f.more_is_worse else ("worse" if d > 0 else "better")
-    return {
-        "name": f.name,
-        "base": _num(f, f.base),
-        "new": _num(f, f.new),
-        "delta": delta,
-        "tone": tone,
-    }
+    return FigureRow(f.name, _num(f, f.base), _num(f, f.new), delta, tone)
 
 
 def _rate(counts: dict[str, int]) -> str:
@@ -67,7 +127,7 @@ def _rate(counts: dict[str, int]) -> str:
     return f"{r:.0%} (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"
 
 
-def _compile(cc: ComparedCompile) -> dict[str, Any]:
+def _compile(cc: ComparedCompile) -> CompileRow:
     b, n = cc.base, cc.new
 
     def pair(x: Any, y: Any) -> str:
@@ -78,59 +138,61 @@ def _compile(cc: ComparedCompile) -> dict[str, Any]:
     def secs(c: Any) -> str | None:
         return None if c is None or c.compile_time_s is None else f"{c.compile_time_s:.2f}"
 
-    return {
-        "index": cc.index + 1,
-        "base": "" if b is None else b.key,
-        "new": "" if n is None else n.key,
-        "status": pair(b and b.status, n and n.status),
-        "ops": pair(b and b.graph_ops, n and n.graph_ops),
-        "time": pair(secs(b), secs(n)),
-        "inputs": [change_text(x) for x in cc.input_changes],
-        "no_inputs": "no change"
-        if cc.compared
-        else ("" if b is None or n is None else "not logged"),
-    }
+    return CompileRow(
+        cc.index + 1,
+        "" if b is None else b.key,
+        "" if n is None else n.key,
+        pair(b and b.status, n and n.status),
+        pair(b and b.graph_ops, n and n.graph_ops),
+        pair(secs(b), secs(n)),
+        [change_text(x) for x in cc.input_changes],
+        "no change" if cc.compared else ("" if b is None or n is None else "not logged"),
+    )
 
 
-def _frame(p: FrameDiff, changed: int) -> dict[str, Any]:
-    return {
-        "name": str(p.key),
-        "match": p.match,
-        "changed": changed,
-        "compiles": [_compile(cc) for cc in p.compiles],
-    }
+def _frame(p: FrameDiff, changed: int) -> FrameRow:
+    return FrameRow(str(p.key), p.match, changed, [_compile(cc) for cc in p.compiles])
 
 
-def render(d: Diff, gate: list[str] | None = None) -> str:
-    env = page_environment()
+def diff_page(d: Diff, gate: list[str] | None = None) -> DiffPage:
+    """The comparison as the diff page shows it: worse changes first, then the rest."""
     counts: dict[str, int] = {}
     for c in d.changes:
         counts[c.frame] = counts.get(c.frame, 0) + 1
     order = {True: 0, None: 1, False: 2}
     changes = [
-        {
-            "kind": c.kind,
-            "frame": c.frame,
-            "words": change_words(c),
-            "tone": {True: "worse", False: "better", None: ""}[c.worse],
-            "mark": {True: "worse", False: "better", None: ""}[c.worse],
-            "compiles": " → ".join(x for x in (c.base_compile, c.new_compile) if x),
-        }
+        ChangeRow(
+            c.kind,
+            c.frame,
+            change_words(c),
+            {True: "worse", False: "better", None: ""}[c.worse],
+            {True: "worse", False: "better", None: ""}[c.worse],
+            " → ".join(x for x in (c.base_compile, c.new_compile) if x),
+        )
         for c in sorted(d.changes, key=lambda c: order[c.worse])
     ]
     digest = base64.b64encode(hashlib.sha256(CSS.encode("utf-8")).digest()).decode()
-    return env.get_template(TEMPLATE).render(
+    return DiffPage(
         version=__version__,
         csp=f"default-src 'none'; style-src 'sha256-{digest}'",
         css=Markup(CSS),  # our own constant, never text from a log
-        d=d,
+        base_path=d.base_path,
+        new_path=d.new_path,
+        base_torch=d.base_torch or "unknown",
+        new_torch=d.new_torch or "unknown",
+        notes=d.notes,
         gate=gate,
-        figures=[figure(f) for f in d.figures],
-        phases=[figure(f) for f in d.phases],
-        cache=[{"cache": c.cache, "base": _rate(c.base), "new": _rate(c.new)} for c in d.cache],
+        figures=[figure_row(f) for f in d.figures],
+        phases=[figure_row(f) for f in d.phases],
+        cache=[CacheRow(c.cache, _rate(c.base), _rate(c.new)) for c in d.cache],
         changes=changes,
         frames=[_frame(p, counts.get(str(p.key), 0)) for p in d.frames],
     )
+
+
+def render(d: Diff, gate: list[str] | None = None) -> str:
+    """The page as one string (`stream` writes it)."""
+    return page_environment().get_template(TEMPLATE).render(page=diff_page(d, gate))
 
 
 def stream(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:

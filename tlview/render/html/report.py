@@ -10,31 +10,26 @@ from typing import IO
 import jinja2
 from markupsafe import Markup
 
-from tlview.analyze.changes import change_what
 from tlview.analyze.names import is_named
 from tlview.analyze.summary import Overview
 from tlview.model import Report
 from tlview.render import Options
-from tlview.render.html import page as page_mod
+from tlview.render.html import section
+from tlview.render.html.fmt import short_path
+from tlview.render.html.page import Page, build
+from tlview.render.html.pick import Picked
 from tlview.runtime import halves, templates
 from tlview.runtime.output import Output
+from tlview.units import nbytes
 
 BATCH = 1 << 16  # characters of the page encoded and written at a time
-Only = tuple[str, page_mod.Picked] | None  # --compile-id, and whether it names a compile
+Only = tuple[str, Picked] | None  # --compile-id, and whether it names a compile
 
 
 def page_environment() -> jinja2.Environment:
     """The templates' environment, with the page's filters (the diff page uses them too)."""
     env = templates.environment()
-    env.filters.update(
-        nbytes=page_mod.nbytes,
-        clock=page_mod.clock,
-        short_path=page_mod.short_path,
-        frame=page_mod.short_frame,
-        dims=page_mod.dims,
-        change_what=change_what,
-        text=text,
-    )
+    env.filters.update(nbytes=nbytes, short_path=short_path, text=text)
     return env
 
 
@@ -59,7 +54,7 @@ def render(report: Report, full: bool = False, only: Only = None) -> str:
     return "".join(_chunks(report, full, only)[1])
 
 
-def _chunks(report: Report, full: bool, only: Only) -> tuple[page_mod.Page, Iterator[str]]:
+def _chunks(report: Report, full: bool, only: Only) -> tuple[Page, Iterator[str]]:
     env = page_environment()
     css, css_hash = _asset(env, "report.css")
     js, js_hash = _asset(env, "report.js")
@@ -68,20 +63,20 @@ def _chunks(report: Report, full: bool, only: Only) -> tuple[page_mod.Page, Iter
         f"script-src {js_hash}; style-src {css_hash}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
-    page = page_mod.build(report, full, only)
+    page = build(report, full, only)
     tmpl = env.get_template("report.html.j2")
     parts = sections(env, page)
     return page, tmpl.generate(page=page, css=css, js=js, csp=csp, sections=parts)
 
 
-def sections(env: jinja2.Environment, page: page_mod.Page) -> Iterator[Markup]:
+def sections(env: jinja2.Environment, page: Page) -> Iterator[Markup]:
     """Each compile's section, in order; on a large page the later ones come from a second
     process that rendered them while this one rendered the earlier ones."""
     tmpl = env.get_template("section.html.j2")
     few = len(page.compiles) <= 3
 
     def render(start: int, stop: int | None) -> Iterator[str]:
-        for v in page.views(start, stop):
+        for v in section.compile_views(page, start, stop):
             yield tmpl.render(v=v, page=page, few=few)
 
     cut = _middle(page)
@@ -99,7 +94,7 @@ def sections(env: jinja2.Environment, page: page_mod.Page) -> Iterator[Markup]:
     yield from map(Markup, helper.text() if ok else render(cut, None))
 
 
-def _middle(page: page_mod.Page) -> int | None:
+def _middle(page: Page) -> int | None:
     """The compile (by place in the report) the later half of the sections starts at, or None."""
     rows = page.compiles
     if len(rows) < 2:

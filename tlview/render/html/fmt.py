@@ -1,0 +1,56 @@
+"""How the page writes times, paths and stack frames, for the views and the templates' filters."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from tlview.model import StackFrame
+
+
+def ms(us: float) -> str:
+    v = us / 1000
+    return f"{v:.1f} ms" if v < 1000 else f"{v / 1000:.2f} s"
+
+
+def clock(t: str | None) -> str:
+    """'MMDD HH:MM:SS.ffffff' -> 'MM-DD HH:MM:SS' (the log has no year)."""
+    if not t:
+        return "?"
+    return f"{t[:2]}-{t[2:4]} {t[5:13]}" if len(t) >= 13 else t
+
+
+def short_path(p: str | None, keep: int = 2) -> str:
+    if not p:
+        return ""
+    parts = p.replace("\\", "/").split("/")
+    return "/".join(parts[-keep:])
+
+
+def short_frame(f: StackFrame) -> str:
+    return f"{short_path(f.file)}:{f.line} in {f.name}"
+
+
+def pct(v: float) -> str:
+    return f"{max(0.0, min(100.0, v)):.3f}"
+
+
+class FrameView(NamedTuple):
+    """A stack frame as the page writes it: in a stack, the stacks' tree, or a kernel's code."""
+
+    file: str
+    line: int
+    name: str
+    loc: str | None
+    at: str  # the short file:line
+    lib: bool  # in torch or an installed package, not the user's code
+
+
+def frame_view(f: StackFrame) -> FrameView:
+    return FrameView(
+        f.file,
+        f.line,
+        f.name,
+        f.loc,
+        f"{short_path(f.file)}:{f.line}",
+        "/site-packages/" in f.file or "/torch/" in f.file,
+    )

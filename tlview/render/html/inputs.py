@@ -1,0 +1,235 @@
+"""A compile's inputs table, and the picture of the storages under them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from tlview.analyze.summary import input_flags
+from tlview.index.dims import DynamicDims, input_symbols
+from tlview.model import Compile, Input, StorageDesc, TensorDesc
+from tlview.render.html.fmt import pct
+from tlview.units import dims, itemsize, nbytes
+
+
+@dataclass(slots=True)
+class Span:
+    """The bytes of a storage one tensor covers: offset * itemsize to the end of its last element."""
+
+    label: str
+    tensor: TensorDesc
+    start: int | None  # bytes; None when the span is symbolic or the dtype unknown
+    end: int | None
+    x: str = "0"  # percent of the storage bar
+    w: str = "0"
+    input: bool = True  # an input of the compile (not only its base or an inner tensor)
+
+    @property
+    def detail(self) -> str:
+        """Written only for the storages drawn: most inputs fill a storage of their own."""
+        return _span_text(self.tensor, self.start, self.end)
+
+
+@dataclass(slots=True)
+class StorageView:
+    label: str
+    size: int | str | None
+    spans: list[Span] = field(default_factory=list)
+    alias_group: int | None = None
+    note: str | None = None
+
+
+class InnerView(NamedTuple):
+    """An inner tensor of an input (a tensor subclass's), as a row under it."""
+
+    name: str
+    size: str
+    stride: str
+    offset: str
+    dtype: str
+    device: str
+
+
+class InputView(NamedTuple):
+    """One row of a compile's inputs table, in the order the template unpacks it (a tuple:
+    the template reads no attributes, the page's costliest loop)."""
+
+    superseded: bool
+    first: str | None  # the first source, if any
+    rest: list[str]  # the other sources
+    tensor_id: Any
+    size: str
+    stride: str
+    offset: str
+    dtype: str
+    device: str
+    storage: str
+    alias_group: int | None
+    flags: str
+    inner: list[InnerView]
+    notes: list[str]
+    source: str
+
+
+def input_view(
+    i: Input,
+    mark: str,
+    names: Mapping[tuple[int, int], str],
+    dynamic: DynamicDims,
+) -> InputView:
+    t = i.tensor
+    st = i.storage
+    sources = i.sources
+    return InputView(
+        i.superseded,
+        sources[0] + mark if sources else None,
+        sources[1:],
+        t.id,
+        dims(t.size, input_symbols(i, dynamic) if dynamic else None),
+        dims(t.stride),
+        str(t.storage_offset),
+        t.dtype.replace("torch.", ""),
+        t.device,
+        "" if st is None else nbytes(st.size),
+        i.alias_group,
+        input_flags(i, names),
+        [_inner(name, t) for name, t in i.inner.items()],
+        i.notes,
+        i.source,
+    )
+
+
+def _inner(name: str, t: TensorDesc) -> InnerView:
+    return InnerView(
+        name,
+        dims(t.size),
+        dims(t.stride),
+        str(t.storage_offset),
+        t.dtype.replace("torch.", ""),
+        t.device,
+    )
+
+
+def byte_range(t: TensorDesc) -> tuple[int | None, int | None]:
+    """Bytes [start, end) of its storage a tensor covers, or (None, None) when symbolic."""
+    size, stride, off = t.size, t.stride, t.storage_offset
+    isz = itemsize(t.dtype)
+    if isz is None or size is None or stride is None or len(size) != len(stride):
+        return None, None
+    if not isinstance(off, int):
+        return None, None
+    lo = hi = off
+    empty = False
+    for d, s in zip(size, stride, strict=True):
+        if not isinstance(d, int) or not isinstance(s, int):
+            return None, None
+        if d == 0:
+            empty = True
+        step = (d - 1) * s
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    if empty:
+        return off * isz, off * isz
+    return lo * isz, (hi + 1) * isz
+
+
+def _span_text(t: TensorDesc, start: int | None, end: int | None) -> str:
+    shape = f"{dims(t.size)} stride {dims(t.stride)} offset {t.storage_offset} {t.dtype.replace('torch.', '')}"
+    if start is None or end is None:
+        return f"{shape}: span not computable (symbolic or unknown dtype)"
+    return f"{shape}: bytes {start:,} to {end:,}"
+
+
+def storages(c: Compile) -> tuple[list[StorageView], int]:
+    """The storages under the compile's inputs worth a picture, each with the span each tensor
+    on it covers, and how many others there are (`_plain`: one input covering all of it)."""
+    by_key: dict[tuple[int, int], StorageView] = {}
+    seen: set[tuple[int, int, int]] = set()
+    described: dict[tuple[int, int], StorageDesc] = {}
+    for s in c.input_sets:
+        for sid, sd in s.storages.items():
+            described[(s.describer, sid)] = sd
+    # Storages a base or an inner tensor also covers: never plain.
+    shared = {
+        (i.describer, t.storage)
+        for i in c.inputs
+        if i.base is not None or i.inner
+        for t in (i.base, *i.inner.values())
+        if t is not None
+    }
+
+    def add(t: TensorDesc, describer: int, label: str, is_input: bool, group: int | None) -> None:
+        st = t.storage
+        if st is None or (describer, st, t.id) in seen:
+            return
+        seen.add((describer, st, t.id))
+        key = (describer, st)
+        sv = by_key.get(key)
+        if sv is None:
+            sd = described.get(key)
+            sv = by_key[key] = StorageView(
+                label=f"storage {st}", size=None if sd is None else sd.size
+            )
+        if group:
+            sv.alias_group = group
+        start, end = byte_range(t)
+        sv.spans.append(Span(label, t, start, end, input=is_input))
+
+    plain = 0
+    for i in c.inputs:
+        t = i.tensor
+        st = t.storage
+        if st is not None and not i.alias_group and (i.describer, st) not in shared:
+            # The common case, an input alone on its storage: counted without a picture when
+            # it covers all of it (as `_plain` would find).
+            desc = described.get((i.describer, st))
+            size = None if desc is None else desc.size
+            start, end = byte_range(t)
+            if start == 0 and isinstance(size, int) and end == size:
+                plain += 1
+                continue
+        add(t, i.describer, i.source, True, i.alias_group)
+    for i in c.inputs:
+        if i.base is not None:
+            add(i.base, i.describer, f"base of {i.source}", False, None)
+        for name, t in i.inner.items():
+            add(t, i.describer, f"{i.source}.{name}", False, None)
+    out = []
+    for sv in by_key.values():
+        if _plain(sv):
+            plain += 1
+        else:
+            _scale(sv)
+            out.append(sv)
+    out.sort(key=lambda s: (s.alias_group is None, s.alias_group or 0))
+    return out, plain
+
+
+def _plain(sv: StorageView) -> bool:
+    """A storage with one input covering all of it: nothing to see in a picture of aliasing."""
+    if sv.alias_group or sv.note or len(sv.spans) != 1:
+        return False
+    sp = sv.spans[0]
+    return sp.input and sp.start == 0 and isinstance(sv.size, int) and sp.end == sv.size
+
+
+def _scale(sv: StorageView) -> None:
+    ends = [s.end for s in sv.spans if s.end is not None]
+    size = sv.size if isinstance(sv.size, int) and not isinstance(sv.size, bool) else None
+    total = size or max(ends, default=0)
+    if size is not None and ends and max(ends) > size:
+        sv.note = f"tensors reach byte {max(ends):,} of a {size:,}-byte storage" + (
+            " (resized to zero, as FSDP does)" if size == 0 else ""
+        )
+        total = max(ends)
+    elif isinstance(sv.size, str):
+        sv.note = f"symbolic storage size {sv.size}; drawn to the furthest tensor"
+    for s in sv.spans:
+        if s.start is None or s.end is None or total <= 0:
+            s.x, s.w = "0", "0"
+            continue
+        s.x = pct(100 * s.start / total)
+        s.w = pct(max(0.4, 100 * (s.end - s.start) / total))

@@ -1,0 +1,238 @@
+"""One compile's section: built as the compile is read again, dropped once written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from tlview.analyze.names import describer_marks
+from tlview.analyze.summary import break_key, input_names, kernels
+from tlview.index.dims import dynamic_dims
+from tlview.model import Compile, Event, GraphBreak, Kernel, OutsideCompile, Symbol
+from tlview.render.html.fmt import FrameView, clock, frame_view, short_frame, short_path
+from tlview.render.html.inputs import InputView, StorageView, input_view, storages
+from tlview.render.html.metrics import MetricView, metric_views
+from tlview.render.html.page import Page
+from tlview.render.html.payloads import PayloadView, payload_view, section_payloads
+from tlview.render.html.rows import IssueView, RecompileView, Row, issue_view, recompile_view
+from tlview.render.html.timeline import Timeline, compile_timeline
+from tlview.runtime import halves
+
+
+class OutsideView(NamedTuple):
+    """A compile outside dynamo (AOTInductor, export: no compile id), in the section of `-/-`."""
+
+    line: int
+    time: str  # its seconds, or that they were not logged
+    fail_type: str | None
+    fail_reason: str
+
+
+class BreakNote(NamedTuple):
+    """A graph break in its compile's section, linked to its kind in the page's table."""
+
+    where: str | None  # "file:line" in the user's code
+    short: str  # that place, shortened
+    headline: str  # the first line of its reason
+    anchor: str  # its kind's row in the graph-break table ("" when none)
+    line: int  # log line of the record
+    text: str  # the whole message
+
+
+class SymbolView(NamedTuple):
+    kind: str
+    symbol: str
+    value: str
+    range: str
+    source: str
+    reason: str | None
+    file: str  # of the frame that made it ("" when none was logged)
+    where: str  # that frame, short
+
+
+class KernelView(NamedTuple):
+    graph: str
+    order: int
+    name: str
+    nodes: str  # the FX nodes it computes, joined
+    code: list[FrameView]  # the innermost user frame of each of their stacks
+
+
+class EventView(NamedTuple):
+    kind: str
+    line: int
+    summary: str
+    where: str  # the frame it names, short ("" when none)
+
+
+class CacheView(NamedTuple):
+    cache: str
+    outcome: str
+    key: str
+    reason: str
+
+
+@dataclass(slots=True)
+class CompileView:
+    """One compile's section: built from the compile as it is read again, dropped once written."""
+
+    row: Row
+    facts: str = ""  # the line under its title: log, pid, rank, log lines, times, graph ops
+    fail_type: str | None = None
+    fail_where: str | None = None
+    fail_reason: str = ""
+    outside: list[OutsideView] = field(default_factory=list)
+    outside_failed: bool = False
+    phases: int = 0  # phases logged (a section without details draws no timeline of them)
+    export_issues: list[IssueView] = field(default_factory=list)
+    non_compliant_ops: list[str] = field(default_factory=list)
+    restart_reasons: list[str] = field(default_factory=list)
+    recompile: RecompileView | None = None
+    recompile_reasons: list[str] = field(default_factory=list)
+    stack: list[FrameView] = field(default_factory=list)
+    cache: list[CacheView] = field(default_factory=list)
+    events_dropped: int = 0
+    inputs: list[InputView] = field(default_factory=list)
+    storages: list[StorageView] = field(default_factory=list)
+    plain_storages: int = 0  # storages holding exactly one input, whole: counted, not drawn
+    graphs: list[PayloadView] = field(default_factory=list)
+    guards: PayloadView | None = None
+    artifacts: list[PayloadView] = field(default_factory=list)
+    errors: list[PayloadView] = field(default_factory=list)
+    metrics: list[MetricView] = field(default_factory=list)
+    null_metrics: list[str] = field(default_factory=list)
+    bwd_metrics: list[list[MetricView]] = field(default_factory=list)
+    timeline: Timeline | None = None
+    breaks: list[BreakNote] = field(default_factory=list)
+    symbols: list[SymbolView] = field(default_factory=list)
+    kernels: list[KernelView] = field(default_factory=list)
+    events: list[EventView] = field(default_factory=list)
+
+    anchor = property(lambda self: self.row.anchor)
+    ref = property(lambda self: self.row.ref)
+    key = property(lambda self: self.row.key)
+    label = property(lambda self: self.row.label)
+    log_label = property(lambda self: self.row.log_label)
+    log_short = property(lambda self: self.row.log_short)
+    status = property(lambda self: self.row.status)
+    pid = property(lambda self: self.row.pid)
+    function = property(lambda self: self.row.function)
+    file = property(lambda self: self.row.file)
+    where = property(lambda self: self.row.where)
+    time = property(lambda self: self.row.time)
+    reason = property(lambda self: self.row.reason)
+    detail = property(lambda self: self.row.detail)
+    problem = property(lambda self: self.row.problem)
+    alias_groups = property(lambda self: self.row.alias_groups)
+    previous = property(lambda self: self.row.previous)
+
+
+def section(r: Row, c: Compile, page: Page) -> CompileView:
+    """Everything one compile's section shows."""
+    v = CompileView(row=r, facts=_facts(r, c))
+    _notes(v, c)
+    marks = describer_marks(c.inputs)
+    names = input_names(c.inputs)
+    dynamic = dynamic_dims(c)
+    v.inputs = [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
+    v.breaks = [_break(g, page.break_anchor.get(break_key(g.reason), "")) for g in c.graph_breaks]
+    kinds = section_payloads(c)
+    for pl in r.payloads:
+        where, p = kinds[pl.pos]
+        pv = payload_view(p, pl, f"{r.anchor}-p{pl.pos}", c.log, page.full)
+        if where == "guards":
+            v.guards = pv
+        elif p.kind == "dynamo_error":
+            v.errors.append(pv)
+        elif where == "graph":
+            v.graphs.append(pv)
+        else:
+            v.artifacts.append(pv)
+    if not r.detail:
+        return v
+    v.storages, v.plain_storages = storages(c)
+    v.symbols = [_symbol(s) for s in c.symbols]
+    v.kernels = [_kernel(k) for k in kernels(c)]
+    v.events = [_event(e) for e in c.events]
+    if c.metrics:
+        v.metrics, v.null_metrics = metric_views(c.metrics, r, page.shared, page.full)
+    v.bwd_metrics = [metric_views(m, r, page.shared, page.full)[0] for m in c.bwd_metrics]
+    v.timeline = compile_timeline(c.phases)
+    return v
+
+
+def _facts(r: Row, c: Compile) -> str:
+    facts = [r.log_label]
+    if c.pid:
+        facts.append(f"pid {c.pid}")
+    if c.rank is not None:
+        facts.append(f"rank {c.rank}")
+    facts.append(f"log lines {c.first_line} to {c.last_line}")
+    facts.append(f"{clock(c.start)} to {clock(c.end)}")
+    if c.graph_ops is not None:
+        facts.append(f"{c.graph_ops} graph ops")
+    return " · ".join(facts)
+
+
+def _notes(v: CompileView, c: Compile) -> None:
+    """What every section shows, with every detail or not: its callouts, stack and cache."""
+    v.fail_type, v.fail_where = c.fail_type, c.fail_where
+    v.fail_reason = (c.fail_reason or "").strip()
+    v.outside = [_outside(x) for x in c.outside]
+    v.outside_failed = any(x.fail_type for x in c.outside)
+    v.phases = len(c.phases)
+    v.export_issues = [issue_view(x) for x in c.export_issues]
+    v.non_compliant_ops = c.non_compliant_ops
+    v.restart_reasons = c.restart_reasons
+    v.recompile = None if c.recompile is None else recompile_view(c.recompile)
+    v.recompile_reasons = c.recompile_reasons
+    v.stack = [frame_view(f) for f in c.stack]
+    v.cache = [CacheView(e.cache, e.outcome, e.key or "", e.reason or "") for e in c.cache]
+    v.events_dropped = c.events_dropped
+
+
+def _outside(x: OutsideCompile) -> OutsideView:
+    time = "time not logged" if x.seconds is None else f"{x.seconds:.2f} s"
+    return OutsideView(x.line, time, x.fail_type, (x.fail_reason or "").strip())
+
+
+def _break(g: GraphBreak, anchor: str) -> BreakNote:
+    headline = g.reason.splitlines()[0] if g.reason else "?"
+    short = short_path(g.where, 3) if g.where else ""
+    return BreakNote(g.where, short, headline, anchor, g.line, g.text or g.reason)
+
+
+def _symbol(s: Symbol) -> SymbolView:
+    w = s.where
+    return SymbolView(
+        s.kind,
+        s.symbol,
+        s.value or "",
+        s.range or "",
+        s.source or "",
+        s.reason,
+        "" if w is None else w.file,
+        "" if w is None else short_frame(w),
+    )
+
+
+def _kernel(k: Kernel) -> KernelView:
+    return KernelView(k.graph, k.order, k.name, ", ".join(k.nodes), [frame_view(f) for f in k.code])
+
+
+def _event(e: Event) -> EventView:
+    return EventView(e.kind, e.line, e.summary, "" if e.where is None else short_frame(e.where))
+
+
+def compile_views(page: Page, start: int = 0, stop: int | None = None) -> Iterator[CompileView]:
+    """The section of each compile the page shows, in log order, one compile read at a time:
+    of all of them, or of the report's compiles [start, stop)."""
+    want = {r.n: r for r in page.compiles if r.n >= start and (stop is None or r.n < stop)}
+    if not want:
+        return
+    first = min(want)
+    for n, c in enumerate(halves.compiles(page.report, first, max(want) + 1), first):
+        r = want.get(n)
+        if r is not None:
+            yield section(r, c, page)
