@@ -59,7 +59,7 @@ class Format:
         return keep
 
 
-# Importing the page's renderer (jinja2, render/html/page.py) and the terminal's (rich) on this
+# Importing the page's renderer (Jinja, render/html/report.py) and the terminal's (rich) on this
 # machine, with both cores busy.
 REPORT_FORMATS: dict[str, Format] = {
     f.name: f

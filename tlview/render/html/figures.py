@@ -7,9 +7,9 @@ from typing import NamedTuple
 
 from tlview.analyze.summary import PHASE_NAMES, Overview, break_title
 from tlview.model import Status
-from tlview.render.html.fmt import clock, short_path
+from tlview.render.html.fmt import clock
 from tlview.render.html.rows import Row
-from tlview.units import seconds
+from tlview.units import seconds, short_path
 
 
 @dataclass(slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from tlview.model import StackFrame
+from tlview.units import short_path
 
 
 def ms(us: float) -> str:
@@ -17,13 +18,6 @@ def clock(t: str | None) -> str:
     if not t:
         return "?"
     return f"{t[:2]}-{t[2:4]} {t[5:13]}" if len(t) >= 13 else t
-
-
-def short_path(p: str | None, keep: int = 2) -> str:
-    if not p:
-        return ""
-    parts = p.replace("\\", "/").split("/")
-    return "/".join(parts[-keep:])
 
 
 def short_frame(f: StackFrame) -> str:

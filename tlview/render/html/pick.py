@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import Tally, break_title, is_recompile, problem_order, stopped_in
 from tlview.model import Compile, LogIndex, Report, StackFrame, Status
-from tlview.render.html.fmt import short_path
 from tlview.render.html.metrics import long_metrics
 from tlview.render.html.payloads import Budget, budget_items
 from tlview.render.html.rows import Row, issue_view, recompile_view
 from tlview.runtime import halves
+from tlview.units import short_path
 
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
 PAGE_COMPILES = 1000  # compiles with a row and a section; the rest are counted in a note

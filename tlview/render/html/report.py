@@ -15,12 +15,11 @@ from tlview.analyze.summary import Overview
 from tlview.model import Report
 from tlview.render import Options
 from tlview.render.html import section
-from tlview.render.html.fmt import short_path
 from tlview.render.html.page import Page, build
 from tlview.render.html.pick import Picked
 from tlview.runtime import halves, templates
 from tlview.runtime.output import Output
-from tlview.units import nbytes
+from tlview.units import nbytes, short_path
 
 BATCH = 1 << 16  # characters of the page encoded and written at a time
 Only = tuple[str, Picked] | None  # --compile-id, and whether it names a compile

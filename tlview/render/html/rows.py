@@ -7,8 +7,7 @@ from typing import NamedTuple
 
 from tlview.analyze.changes import change_what
 from tlview.model import ExportIssue, InputChange, Recompile, StackFrame, Status
-from tlview.render.html.fmt import short_path
-from tlview.units import seconds
+from tlview.units import seconds, short_path
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from tlview.analyze.names import describer_marks
 from tlview.analyze.summary import break_key, input_names, kernels
 from tlview.index.dims import dynamic_dims
 from tlview.model import Compile, Event, GraphBreak, Kernel, OutsideCompile, Symbol
-from tlview.render.html.fmt import FrameView, clock, frame_view, short_frame, short_path
+from tlview.render.html.fmt import FrameView, clock, frame_view, short_frame
 from tlview.render.html.inputs import InputView, StorageView, input_view, storages
 from tlview.render.html.metrics import MetricView, metric_views
 from tlview.render.html.page import Page
@@ -18,6 +18,7 @@ from tlview.render.html.payloads import PayloadView, payload_view, section_paylo
 from tlview.render.html.rows import IssueView, RecompileView, Row, issue_view, recompile_view
 from tlview.render.html.timeline import Timeline, compile_timeline
 from tlview.runtime import halves
+from tlview.units import short_path
 
 
 class OutsideView(NamedTuple):
