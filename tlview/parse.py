@@ -10,7 +10,7 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +21,10 @@ from tlview.model import BadLine, CompileId
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
 WINDOW = 1 << 24  # bytes of a mapped file read at a time (then let go of)
+# The longest record read: its line, payload lines and the blank lines after them, which are
+# held whole while read. A longer one is a bad line with its size (docs/trust.md).
+MAX_RECORD_ENV = "TLVIEW_MAX_RECORD"
+DEFAULT_MAX_RECORD = 64 << 20
 MAX_BAD_KEPT = 1000  # bad lines listed per log; the rest are counted
 MAX_RETRIES = 8  # records looked for on one damaged line (each try parses the rest of it)
 
@@ -98,6 +102,66 @@ def compile_id_of(meta: dict[str, Any]) -> CompileId | None:
     return cid
 
 
+def max_record() -> int:
+    """The bound of one record, in bytes: $TLVIEW_MAX_RECORD (`256M`), else 64 MiB."""
+    text = os.environ.get(MAX_RECORD_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_RECORD
+    from tlview.units import parse_bytes
+
+    return max(1, parse_bytes(text, MAX_RECORD_ENV))
+
+
+@dataclass(slots=True)
+class _Long:
+    """A unit over the bound, as the chunked reader goes past it: its record line if short
+    enough, and what follows it counted, never held."""
+
+    line: int
+    limit: int
+    head: bytearray | None = field(default_factory=bytearray)  # None: longer than the bound
+    head_len: int = 0
+    head_done: bool = False
+    led: bool | None = None  # the line after the record line starts with a TAB
+    rest: int = 0  # bytes after the record line's newline
+    breaks: int = 0  # newlines in the unit
+    last_nl: bool = False
+
+    def feed(self, data: bytes | bytearray) -> int:
+        """Take the next bytes; where in them the next unit starts, or -1 (all taken)."""
+        if self.last_nl and data and data[0] not in b"\t\n\r":
+            self.breaks -= 1  # that newline ended the unit: it is not one of its lines
+            self.rest = max(0, self.rest - 1)
+            return 0
+        m = _RECORD_START.search(data)
+        self._take(data if m is None else data[: m.start()])
+        if m is None:
+            self.last_nl = data.endswith(b"\n") if data else self.last_nl
+            return -1
+        return m.start() + 1
+
+    def _take(self, data: bytes | bytearray) -> None:
+        if not data:
+            return
+        at = 0
+        if not self.head_done:
+            nl = data.find(b"\n")
+            part = data if nl < 0 else data[:nl]
+            self.head_len += len(part)
+            if self.head is not None and self.head_len <= self.limit:
+                self.head += part
+            else:
+                self.head = None
+            if nl < 0:
+                return
+            self.head_done, at = True, nl + 1
+            self.breaks += 1
+        if self.led is None and at < len(data):
+            self.led = data[at] == 9
+        self.rest += len(data) - at
+        self.breaks += _line_breaks(data[at:] if at else data)
+
+
 class Reader:
     """Reads one log file; yields `Record`s and collects `BadLine`s as it goes."""
 
@@ -122,6 +186,7 @@ class Reader:
         self.crlf = False
         self._on_bad = on_bad or (lambda b: None)
         self._on_chunk = on_chunk
+        self.limit = max_record()
 
     def bad(self, line: int, reason: str) -> None:
         self._on_bad(BadLine(self.name, line, reason))
@@ -161,7 +226,8 @@ class Reader:
                 else:
                     cut = m.end() - 1
             final = cut >= end
-            if mm.find(b"\x00", pos, cut) >= 0:
+            # One unit over the bound is read in place (`_at`), NUL bytes and all.
+            if cut - pos <= self.limit and mm.find(b"\x00", pos, cut) >= 0:
                 # NUL bytes (a crash's leftovers): read this part as the chunked reader does.
                 region = _NULS.sub(b"\x00", mm[pos:cut])
                 if final and region.endswith(b"\n"):
@@ -234,16 +300,35 @@ class Reader:
     def _read(self, f: IO[bytes]) -> Iterator[Record]:
         pending = bytearray()
         line = 1 if self.span is None else self.span[2]  # number of the first line in `pending`
+        long: _Long | None = None  # a unit over the bound, being gone past
         for chunk in self._chunks(f):
+            if long is not None:
+                at = long.feed(chunk)
+                if at < 0:
+                    continue
+                rec, line = self._over(long)
+                if rec is not None:
+                    yield rec
+                long, chunk = None, chunk[at:]
             scan_from = max(0, len(pending) - 1)  # new boundaries can only start here
             pending += chunk
             m = _LAST_RECORD_START.match(pending, scan_from)
-            if m is None:
-                continue  # still inside one record and its payload; keep reading
-            cut = m.end() - 1  # the newline before the last record line
-            region = bytes(pending[:cut])
-            del pending[: cut + 1]
-            line = (yield from self._units(region, 0, len(region), line)) + 1
+            if m is not None:
+                cut = m.end() - 1  # the newline before the last record line
+                region = bytes(pending[:cut])
+                del pending[: cut + 1]
+                line = (yield from self._units(region, 0, len(region), line)) + 1
+            if len(pending) > self.limit:  # one unit, still going on: count it, hold none
+                long = _Long(line, self.limit)
+                long.feed(pending)
+                pending = bytearray()
+        if long is not None:
+            if long.last_nl:  # the final line break ends the last line, as below
+                long.breaks -= 1
+                long.rest = max(0, long.rest - 1)
+            rec, line = self._over(long)
+            if rec is not None:
+                yield rec
         last = line - 1
         if pending:
             # The final line break ends the last line; it is not part of a payload.
@@ -273,6 +358,11 @@ class Reader:
         self, buf: bytes | mmap.mmap, start: int, end: int, line: int
     ) -> tuple[Record | None, int]:
         """The record of the unit buf[start:end], and the number of the line after it."""
+        if end - start > self.limit:  # measured in place, a window at a time: never copied
+            long = _Long(line, self.limit)
+            for a in range(start, end, WINDOW):
+                long.feed(buf[a : min(end, a + WINDOW)])
+            return self._over(long)
         nl = buf.find(b"\n", start, end)
         if nl < 0:
             return self._unit(buf[start:end], None, line, 0), line + 1
@@ -310,6 +400,34 @@ class Reader:
         if not led and rest and b"\n\t" in rest:  # TAB lines, but a blank line before them
             self._stray(line, rest, rest.index(b"\n\t") + 1)
         return rec
+
+    def _over(self, u: _Long) -> tuple[Record | None, int]:
+        """The record of a unit over the bound, if its line is within it; the next line."""
+        after = u.line + u.breaks + 1
+        bound = f"longer than a record may be ({self.limit:,} bytes, ${MAX_RECORD_ENV})"
+        if u.head is None:
+            self.bad(u.line, f"a line of {u.head_len:,} bytes, {bound}: skipped")
+            return None, after
+        head = bytes(u.head)
+        if head.endswith(b"\r"):
+            head = head[:-1]
+            self.crlf = True
+        if not head.strip() or head.startswith(b"\t"):  # blank or payload lines, no record
+            if u.led or head.startswith(b"\t"):
+                self.bad(u.line, "payload lines with no record line above them")
+            return None, after
+        rec = self._record(head, u.line)
+        if rec is None:
+            return None, after
+        rec.payload_ok = u.led is not True and rec.meta.get("has_payload") is None
+        if u.led:
+            rec.payload_lines = u.breaks
+            what = f"payload of {rec.kind}: {u.rest:,} bytes in {u.breaks:,} lines"
+            self.bad(u.line + 1, f"{what}, {bound}: not read (its record is)")
+        else:
+            what = f"{u.breaks:,} lines ({u.rest:,} bytes) after the {rec.kind} record"
+            self.bad(u.line + 1, f"{what}, no payload, {bound}: skipped")
+        return rec, after
 
     def _stray(self, line: int, rest: bytes, tab: int) -> None:
         """TAB lines after blank ones, from rest[tab], in what follows the record on `line`."""
@@ -412,7 +530,7 @@ class Reader:
         return Record(kind, meta[kind], meta, line, int(pid), time.decode(), rank_v), ""
 
 
-def _line_breaks(data: bytes) -> int:
+def _line_breaks(data: bytes | bytearray) -> int:
     """data.count(b"\\n"), more than twice as fast on a payload: CPython's count looks at each
     byte, while removing a byte jumps from one to the next with memchr."""
     if len(data) < 4096:
@@ -465,17 +583,48 @@ _NOT_JSON = object()
 
 def _python_json(data: bytes) -> Any:
     """A record as Python's json reads it: torch writes records with `json.dumps`, which writes
-    a float metric that is NaN or infinite as `NaN`/`Infinity`, where orjson refuses them.
-    _NOT_JSON when it is not that either, or holds what no report could write back (lone
-    surrogates, integers over 64 bits)."""
+    a float metric that is NaN or infinite as `NaN`/`Infinity`, where orjson refuses them; and
+    an integer over 64 bits (as text). _NOT_JSON when it is not that either, or holds what no
+    report could write back (lone surrogates)."""
     import json  # already imported by orjson's own module
 
+    # Checked as read, never by encoding it again: orjson dies on a signal, not an error, when
+    # a long line's copy does not fit in the process's address space.
     try:
-        meta = json.loads(data.decode("utf-8"))
-        orjson.dumps(meta)  # NaN and Infinity write as null
-    except (ValueError, RecursionError, TypeError, orjson.JSONEncodeError):
+        meta = json.loads(data.decode("utf-8"), parse_int=_int64)
+    except (ValueError, RecursionError, TypeError):
+        return _NOT_JSON
+    if _SURROGATE.search(data) is not None and not _encodable(meta):
         return _NOT_JSON
     return meta
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # an escaped surrogate: a lone one cannot be written
+
+
+def _int64(text: str) -> int | str:
+    """An integer as orjson reads and writes them (64 bits, signed or not); a longer one as
+    its digits, a string where a number should be: a field of the wrong type, reported."""
+    v = int(text) if len(text) < 21 else None
+    return v if v is not None and -(1 << 63) <= v < 1 << 64 else text
+
+
+def _encodable(v: Any) -> bool:
+    """Whether every string in a JSON value is valid Unicode (no lone surrogate)."""
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(x, dict):
+            todo.extend(x.keys())
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+    return True
 
 
 def _lenient_json(data: bytes) -> Any:
@@ -512,11 +661,19 @@ def sniff(path: Path, opener: Opener = open_log) -> str | None:
     """Why `path` is plainly not a log (empty, binary), or None if it may be one."""
     if opener is open_log and path.exists() and not path.is_file():
         return None  # a pipe or device: what is read here would be lost to the reader
+    start = b""
     try:
         with opener(path) as f:
-            start = f.read(4096)
+            # read1, a part at a time: a .gz cut short yields what it holds, however little
+            read = getattr(f, "read1", None) or f.read
+            while len(start) < 4096:
+                part = read(4096 - len(start))
+                if not part:
+                    break
+                start += part
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
-        return "not readable as gzip"
+        if not start:
+            return "not readable as gzip"
     if not start:
         return "empty file"
     # NUL runs are what a crash leaves in a log: judge the bytes around them.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from tlview.errors import EXIT_USAGE, TlviewError
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
@@ -12,6 +14,8 @@ def nbytes(v: object) -> str:
     """A byte count in binary units ("1.5 KiB"); a value that is not a number, as it is."""
     if isinstance(v, bool) or not isinstance(v, int | float):
         return "?" if v is None else str(v)
+    if isinstance(v, int) and v.bit_length() > 1000:  # a float cannot hold it (a log's claim)
+        return f"about 2^{v.bit_length() - 1} B"
     x = float(v)
     for unit in _UNITS:
         if abs(x) < 1024 or unit == "TiB":
@@ -102,3 +106,18 @@ def short_path(p: str | None, keep: int = 2) -> str:
         return ""
     parts = p.replace("\\", "/").split("/")
     return "/".join(parts[-keep:])
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+
+
+def parse_bytes(text: str, what: str = "size") -> int:
+    """`8G`, `512M`, `1000000` -> bytes (K, M, G, T are powers of 1024)."""
+    m = _SIZE.fullmatch(text.strip())
+    if not m:
+        raise TlviewError(
+            f"{what} {text!r}: expected a size such as 8G, 512M or 1000000", EXIT_USAGE
+        )
+    unit = m.group(2).lower()
+    scale = 1024 ** (1 + "kmgt".index(unit)) if unit else 1
+    return int(float(m.group(1)) * scale)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tlview.errors import EXIT_USAGE, TlviewError
+from tlview.units import parse_bytes  # noqa: F401  (--max-bytes: its sizes)
 
 MODES = ("random", "zeros", "meta")
 
@@ -25,21 +24,6 @@ def _default_max_bytes() -> int:
 
 
 DEFAULT_MAX_BYTES = _default_max_bytes()
-
-
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
-
-
-def parse_bytes(text: str, what: str = "size") -> int:
-    """`8G`, `512M`, `1000000` -> bytes (K, M, G, T are powers of 1024)."""
-    m = _SIZE.fullmatch(text.strip())
-    if not m:
-        raise TlviewError(
-            f"{what} {text!r}: expected a size such as 8G, 512M or 1000000", EXIT_USAGE
-        )
-    unit = m.group(2).lower()
-    scale = 1024 ** (1 + "kmgt".index(unit)) if unit else 1
-    return int(float(m.group(1)) * scale)
 
 
 @dataclass(frozen=True, slots=True)
