@@ -84,6 +84,8 @@ class CompileId:
         if not m or m.group(7) == "0":
             raise ValueError(f"not a compile id: {text!r}")
         ag, f1, c1, f2, c2, attempt, run = m.groups()
+        if any(len(g) > 18 for g in m.groups() if g):  # past int64: what no writer takes
+            raise ValueError(f"not a compile id: {text[:60]!r}: a number over 64 bits")
         frame, fcid = (f1, c1) if ag is not None else (f2, c2)
         return cls(
             None if frame is None else int(frame),

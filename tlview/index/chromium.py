@@ -16,6 +16,8 @@ class ChromiumRecords(Core):
         if not isinstance(ev, dict):
             if rec.payload_ok:
                 self.bad(rec, "payload is not a JSON event")
+            if cid is not None:  # a damaged payload is still its compile's record
+                self.compile_for(rec, cid)
             return
         problem = wrong_fields(ev, CHROMIUM_FIELDS, required=("name", "ph", "ts"))
         if problem:

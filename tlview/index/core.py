@@ -9,7 +9,15 @@ from typing import Any
 
 from tlview.index.digests import graph_md5
 from tlview.index.keep import Keep
-from tlview.index.kinds import FRAME_FIELDS, IN_FRAME, MAX_EVENTS, is_int, peek, wrong_fields
+from tlview.index.kinds import (
+    FRAME_FIELDS,
+    IN_FRAME,
+    MAX_EVENTS,
+    cut_name,
+    is_int,
+    peek,
+    wrong_fields,
+)
 from tlview.model import (
     BadLine,
     Compile,
@@ -186,7 +194,7 @@ class Core:
             and isinstance(body[0], str)
             and is_int(body[1])
         ):
-            self.strings[body[1]] = body[0]
+            self.strings[body[1]] = cut_name(body[0])
         else:
             self.bad(rec, "expected [file name, index]")
 

@@ -70,7 +70,10 @@ class Indexer(
             self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
         body = rec.body
         if kind in METRICS_KINDS and cid is None and isinstance(body, dict):
-            cid = parse_id(body.get("compile_id"))
+            named = body.get("compile_id")
+            cid = parse_id(named)
+            if cid is None and isinstance(named, str) and named != "None":
+                self.bad(rec, f"compile_id is not a compile id: {peek(named)}")
         if cid is not None:
             if self.run:
                 cid = self.ran(cid)

@@ -58,6 +58,10 @@ MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are t
 MAX_EVENTS = 500  # events kept per compile; the rest are counted
 MAX_KINDS = 1000  # distinct record kinds counted by name per log (torch has about 100)
 OTHER_KINDS = "(other kinds)"
+# Characters of an interned file name kept. One `str` record names a file for any number of
+# frames, so a long one (no path is) would make every output many times the log: it is cut,
+# with its length.
+MAX_NAME = 512
 
 
 # Context keys torch writes as integers: a record with another type there is reported.
@@ -156,6 +160,14 @@ def wrong_fields(
         ):
             return f"{prefix}{name} is not {what}: {peek(v)}"
     return None
+
+
+def cut_name(name: str) -> str:
+    """A file name as kept: whole up to MAX_NAME characters, else its start and its end (where
+    the file's own name is) around its length."""
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[:120]}...[{len(name):,} characters]...{name[-360:]}"
 
 
 def peek(v: Any, n: int = 40) -> str:

@@ -13,6 +13,7 @@ from tlview.parse import Record
 # A compile's failure whose exception type was logged as "" (torch writes null for no failure)
 NO_FAIL_TYPE = "(exception type not logged)"
 MAX_SECONDS = 365 * 86400  # no compile takes a year: a longer time is damage
+MAX_RESTARTS = 1000  # attempts of one compile marked ended with it (torch restarts a few)
 
 
 class MetricsRecords(Core):
@@ -35,7 +36,8 @@ class MetricsRecords(Core):
             # so their id starting again is a new run.
             i = c.id
             self.ended.update(
-                CompileId(i.frame, i.frame_compile, a, i.autograd, i.run) for a in range(i.attempt)
+                CompileId(i.frame, i.frame_compile, a, i.autograd, i.run)
+                for a in range(min(i.attempt, MAX_RESTARTS))  # a log's attempt 2**62: no
             )
         if self.part:
             self.metrics_events[c.id] = self.as_event(rec, "compilation_metrics", body)
