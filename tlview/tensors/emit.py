@@ -127,6 +127,9 @@ def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
         return {}
     before = {k: t.untyped_storage()._cdata for k, t in metas.items()}
     after = {k: t.untyped_storage()._cdata for k, t in back.items()}
+    sharing: dict[int, list[str]] = {}  # storage -> the inputs over it, once: linear in inputs
+    for k, key in before.items():
+        sharing.setdefault(key, []).append(k)
     out: dict[str, str] = {}
     for k, t in metas.items():
         b, lost = back[k], []
@@ -137,7 +140,7 @@ def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
                 f"a storage of {b.untyped_storage().nbytes()} bytes, "
                 f"not {t.untyped_storage().nbytes()}"
             )
-        shared = [o for o in metas if o != k and before[o] == before[k]]
+        shared = [o for o in sharing[before[k]] if o != k]
         if any(after[o] != after[k] for o in shared):
             lost.append(f"a storage of its own, not the one it shares with {', '.join(shared)}")
         if lost:
@@ -158,8 +161,17 @@ def _unusual(torch: Any, t: Any) -> bool:
 
 
 def _not_carried(torch: Any, t: Any) -> str | None:
-    """Why torch.save then torch.load(weights_only=True) fail on t here, or None."""
+    """Why torch.save then torch.load(weights_only=True) fail on t here, or None. A strided
+    tensor is tried as one element of its dtype: what fails is the dtype, and trying t itself
+    would hold two more copies of it (the bytes written, the tensor read back)."""
     try:
+        if t.layout == torch.strided and t.numel() > 1:
+            one = torch.empty(1, dtype=t.dtype, device=t.device)
+            t = (
+                torch.nn.Parameter(one, t.requires_grad)
+                if isinstance(t, torch.nn.Parameter)
+                else one
+            )
         _reloaded(torch, t)
     except Exception as e:
         return f"{type(e).__name__}: {first_line(e)}"
@@ -316,12 +328,13 @@ def emit_file(
     """Rebuild the chosen compiles' inputs and write them to PATH; a one-line summary."""
     need_torch()
     if opts.mode != "meta":
-        need = sum(real_bytes(plans_for(c)[1]) for c in chosen)
+        # What is allocated is what is written: the tensors and the copies saving makes.
+        need = sum(real_bytes(plans_for(c)[1], saved=True) for c in chosen)
         if need > opts.max_bytes:
             raise TlviewError(
                 f"{report.path}: the inputs of {len(chosen)} compile(s) need {nbytes(need)} of "
-                f"memory, over --max-bytes {nbytes(opts.max_bytes)}; use --mode meta, choose one "
-                "compile with --compile-id, or raise --max-bytes",
+                f"memory, over --max-bytes {nbytes(opts.max_bytes)} (and as much in {path}); "
+                "use --mode meta, choose one compile with --compile-id, or raise --max-bytes",
                 EXIT_REFUSED,
             )
     each = dataclasses.replace(opts, max_bytes=1 << 62)  # all of them were measured above

@@ -41,6 +41,7 @@ class Devices:
 
 
 _SMALL_INTS = 8  # random integers are drawn from [0, 8): safe as small indices and counts
+FILL_STEP = 1 << 22  # elements of a rarer dtype cast from random floats at a time (16 MiB)
 
 
 class Filler:
@@ -109,14 +110,26 @@ class Filler:
             t.random_(0, _SMALL_INTS, generator=g)
         else:
             src = torch.complex64 if dt.is_complex else torch.float32
-            tmp = torch.empty(t.shape, dtype=src, device=device).normal_(generator=g)
+            # Cast from floats a part at a time: a whole float copy of a large float8 tensor
+            # would be four times its bytes, past what --max-bytes counted.
+            parts = [t] if t.numel() <= FILL_STEP else _parts(torch, t)
             try:
-                t.copy_(tmp)
+                for part in parts:  # each temporary freed before the next is made
+                    part.copy_(
+                        torch.empty(part.shape, dtype=src, device=device).normal_(generator=g)
+                    )
             except Exception:  # no cast kernel (packed fp4, bit types): random bytes
                 raw = torch.empty(0, dtype=torch.uint8, device=device).set_(
                     t.untyped_storage(), 0, (t.untyped_storage().nbytes(),), (1,)
                 )
                 raw.random_(0, 256, generator=g)
+
+
+def _parts(torch: Any, t: Any) -> list[Any]:
+    """Views of all of t's storage, FILL_STEP elements each: filling them fills t."""
+    n = t.untyped_storage().nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
+    return [flat[a : a + FILL_STEP] for a in range(0, n, FILL_STEP)]
 
 
 def write_offsets(

@@ -26,6 +26,11 @@ NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
 _SYMBOL = re.compile(r"[su]\d+")
 
 
+# Sizes, strides, offsets and storage bytes torch can build: int64. A log may claim more (a
+# symbolic size of `1048575**64` evaluates); such a tensor is refused with its reason.
+MAX_BUILD = 1 << 63
+
+
 _RANGE = re.compile(r"\[(-?\d+|-?int_oo|-?oo), (-?\d+|-?int_oo|-?oo)\]")
 
 
@@ -347,6 +352,15 @@ def _plan_group(
                         f"allocated the {need} bytes its tensors reach"
                     )
             continue
+        if logged >= MAX_BUILD:
+            for p in tensors.values():
+                if p.storage == sid:
+                    p.error = p.error or (
+                        f"storage {sid} is logged as {_digits(logged)} bytes, more than torch "
+                        "can build (2^63)"
+                    )
+            storages[sid] = need
+            continue
         if logged == 0 and need > 0:
             zero.add(sid)
         elif 0 < logged < need:
@@ -433,6 +447,8 @@ def _dims(v: Any, env: Mapping[str, int], what: str, nested_ok: bool) -> list[in
             val = eval_expr(d, env)
             if val is None:
                 raise _PlanError(f"{what} {d!r} has no value in the log")
+            if not -MAX_BUILD < val < MAX_BUILD:
+                raise _PlanError(f"{what} {d!r} is {_digits(val)}, more than torch can build")
             out.append(val)
         else:
             raise _PlanError(f"{what} holds {d!r}")
@@ -441,6 +457,14 @@ def _dims(v: Any, env: Mapping[str, int], what: str, nested_ok: bool) -> list[in
 
 class _PlanError(Exception):
     pass
+
+
+def _digits(n: int) -> str:
+    """A number as a bad size says it; one too long to read, by its count of digits (str() of
+    an int of 4,300 digits and more raises)."""
+    if abs(n) < 10**30:
+        return f"{n:,}"
+    return f"a number of about {int(abs(n).bit_length() * 0.30103) + 1} digits"
 
 
 def _link(v: Any) -> int | None:
@@ -512,6 +536,8 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
         p.size, p.stride, p.offset = list(size), list(stride), off
         if off < 0 or (size and (min(size) < 0 or min(stride) < 0)):
             p.error = p.error or "negative size, stride or offset"
+        elif off >= MAX_BUILD or (size and max(max(size), max(stride)) >= MAX_BUILD):
+            p.error = p.error or "a size, stride or offset more than torch can build (2^63)"
         return p
     try:
         p.size = _dims(size, env, "size", p.nested)
@@ -572,16 +598,40 @@ def _negative(dims: list[int | str]) -> bool:
         return any(type(d) is int and d < 0 for d in dims)
 
 
-def real_bytes(groups: Sequence[GroupPlan]) -> int:
-    """Bytes the real rebuild of these groups allocates."""
+def real_bytes(groups: Sequence[GroupPlan], saved: bool = False) -> int:
+    """Bytes a real rebuild of these groups allocates: each storage a tensor that can be built is
+    on, and each tensor on none. With `saved`, also the copies writing them with torch.save makes
+    (`emit.saved`: a tensor over a storage shared with another dtype, or over a storage of 0
+    bytes), which is then, its records aside, the size of the file written too."""
     total = 0
     for g in groups:
-        total += sum(g.storages.values())
+        used: set[int] = set()
         undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
         for p in g.tensors.values():
-            if p.storage is None and not p.subclass:
-                total += p.extent()
-            elif p.subclass and p.storage is not None and p.storage not in g.storages:
+            if p.error is not None:
+                continue  # never built, so never allocated
+            if p.storage is None:
+                total += 0 if p.subclass else p.extent()
+            elif p.storage in g.storages:
+                used.add(p.storage)
+            elif p.subclass:
                 undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
-        total += sum(undescribed.values())
+        total += sum(g.storages[s] for s in used) + sum(undescribed.values())
+        if saved:
+            total += _save_copies(g)
     return total
+
+
+def _save_copies(g: GroupPlan) -> int:
+    """Bytes of the copies `emit.saved` makes of a group's plain tensors, source by source."""
+    dtypes: dict[int, str] = {}  # storage -> the dtype saved over it
+    extra = 0
+    for _name, tid, _src in g.sources:
+        p = g.tensors.get(tid)
+        if p is None or p.error is not None or p.storage is None:
+            continue
+        if p.subclass or p.nested or p.sparse or p.layout != "strided":
+            continue  # not written as a plain tensor
+        if p.storage in g.zero or dtypes.setdefault(p.storage, p.dtype) != p.dtype:
+            extra += p.extent()
+    return extra
