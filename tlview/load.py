@@ -18,6 +18,7 @@ from tlview.logs.files import Opener, no_logs, open_log
 from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
+from tlview.runtime.output import reading
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
 
 
@@ -45,6 +46,9 @@ def load(
             found = find(text)
         if found.directory and not found.sources:
             raise TlviewError(no_logs(shown, found.notes), EXIT_NO_TRACE)
+        for s in found.sources:  # no output of this run may replace them
+            if not is_url(s.path):
+                reading(s.path)
         if not found.directory:
             # One log: no ranks to compare, so nothing to hash for it.
             keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)

@@ -16,24 +16,48 @@ from tlview.errors import EXIT_REFUSED, NO_ROOM, TlviewError
 from tlview.runtime.leftovers import prefix, sweep
 
 MARKER = b"tlview"  # every file tlview writes names it in its first bytes, as one of these:
+# Each at the very start of the file, as tlview writes it: a log that holds one of these texts
+# (in a payload, in its first 4 KB) is no file of tlview's.
 SIGNATURE = re.compile(
     rb"# written by tlview \d"  # text reports
-    rb'|"format": ?"tlview\.'  # JSON: report, diff, repro summary
-    rb'|content="tlview \d'  # HTML: <meta name="generator" content="tlview X.Y">
-    rb'|"generator": ?"tlview \d'  # Perfetto traces
-    rb"|\(written by tlview\)"  # repro scripts
-    rb"|written_by.{1,16}tlview \d",  # torch.save files (inputs, repro): "written_by" in the pickle
+    rb'|\{\s*"format": ?"tlview\.'  # JSON: report, diff, repro summary
+    rb'|<!doctype html>\s*<html[^>]*>\s*<head>\s*<meta charset="utf-8">\s*'
+    rb'<meta name="generator" content="tlview \d'  # HTML
+    rb'|\{"otherData":\{"generator":"tlview \d'  # Perfetto traces
+    rb'|"""Re-run one graph [^\n]{0,120}\(written by tlview\)'  # repro scripts
+    rb"|PK\x03\x04.{0,4000}?written_by.{1,16}tlview \d",  # torch.save files (inputs, repro)
     re.S,
 )
+_INPUTS: set[tuple[int, int]] = set()  # (device, inode) of each log this run reads
 
 
 def written_by_tlview(path: Path) -> bool:
-    """Whether tlview wrote PATH: its signature in the first 4 KB, not just the word."""
+    """Whether tlview wrote PATH: its signature at the start, not just the word."""
     try:
         with path.open("rb") as f:
-            return SIGNATURE.search(f.read(4096)) is not None
+            return SIGNATURE.match(f.read(4096)) is not None
     except OSError:
         return False
+
+
+def reading(path: str | Path) -> None:
+    """Say that this run reads PATH: no output of the run is written over it, --force or not."""
+    with contextlib.suppress(OSError, ValueError):
+        st = os.stat(path)
+        _INPUTS.add((st.st_dev, st.st_ino))
+
+
+def forget_inputs() -> None:
+    """A new run (a command) reads its own logs."""
+    _INPUTS.clear()
+
+
+def _is_input(path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return (st.st_dev, st.st_ino) in _INPUTS
 
 
 @contextlib.contextmanager
@@ -66,6 +90,10 @@ def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
             out.flush()
         return
     dest = Path(path)
+    if _is_input(dest):  # also through a link, or another name of the same file
+        raise TlviewError(
+            f"{dest}: is a log this run reads; tlview never writes over its input", EXIT_REFUSED
+        )
     if dest.is_dir():
         raise TlviewError(f"{dest}: is a directory; give a file name with -o", EXIT_REFUSED)
     if dest.exists() and not dest.is_file():
