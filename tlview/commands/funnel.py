@@ -8,6 +8,7 @@ import gc
 import os
 import signal
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -23,6 +24,7 @@ from tlview.errors import (
     TlviewError,
 )
 from tlview.render.clean import clean
+from tlview.runtime.output import forget_inputs
 
 
 class Main(click.Group):
@@ -33,10 +35,12 @@ class Main(click.Group):
         # 300 times less often (as mypy does), about a tenth off a large report's time.
         was = gc.get_threshold()
         gc.set_threshold(200_000, 30, 30)
+        shown, warnings.showwarning = warnings.showwarning, _warned
+        forget_inputs()  # the logs this command reads are the ones no output may replace
         try:
             return super().invoke(ctx)
         except TlviewError as e:
-            click.echo(f"tlview: {clean(e.message)}", err=True)
+            say(f"tlview: {e.message}", err=True)
             ctx.exit(e.exit_code)
         except BrokenPipeError:
             # The reader went away (`| head`): not an error of ours.
@@ -54,25 +58,41 @@ class Main(click.Group):
             if e.errno in NO_ROOM:
                 # A full disk or quota, a read-only file system: the output or a temp file.
                 where = f"{e.filename}: " if e.filename else ""
-                click.echo(f"tlview: {clean(where)}cannot write: {e.strerror or e}", err=True)
+                say(f"tlview: {where}cannot write: {e.strerror or e}", err=True)
                 ctx.exit(EXIT_REFUSED)
             _bug(ctx, e)
         except Exception as e:
             _bug(ctx, e)
         finally:
             gc.set_threshold(*was)
+            warnings.showwarning = shown
 
 
 def _bug(ctx: click.Context, e: Exception) -> None:
     """An error tlview did not expect: one line, and TLVIEW_DEBUG=1 shows the traceback."""
     if os.environ.get("TLVIEW_DEBUG"):
         raise e
-    click.echo(
-        f"tlview: internal error: {type(e).__name__}: {clean(e)} "
+    say(
+        f"tlview: internal error: {type(e).__name__}: {e} "
         "(a bug in tlview; rerun with TLVIEW_DEBUG=1 for the traceback)",
         err=True,
     )
     ctx.exit(EXIT_BUG)
+
+
+def say(text: object, err: bool = False) -> None:
+    """One line of a command's own output (stdout, or stderr with `err`): whatever of a log it
+    quotes (names, sources, reasons, notes) made inert by render/clean.py, tty or pipe."""
+    click.echo(clean(text), err=err)
+
+
+def _warned(
+    message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    """A Python warning (torch warns while rebuilding tensors a log describes) as one inert text."""
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        (file or sys.stderr).write(clean(text))
 
 
 def on_terminal(stream: Any) -> bool:
@@ -83,7 +103,7 @@ def on_terminal(stream: Any) -> bool:
 def gate(failures: list[str]) -> None:
     """Print one line per failed --fail-on check and exit EXIT_STRICT if there is any."""
     for f in failures:
-        click.echo(f"tlview: fail-on {f}", err=True)
+        say(f"tlview: fail-on {f}", err=True)
     if failures:
         raise click.exceptions.Exit(EXIT_STRICT)
 
@@ -118,7 +138,7 @@ def run(main: click.Group) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup below is short: let it finish
     atexit._run_exitfuncs()  # what a normal exit still does: temp (spill) files removed
     if isinstance(code, str):
-        click.echo(code, err=True)
+        say(code, err=True)
     for stream in (sys.stdout, sys.stderr):
         # A reader that went away (`| head`) or a closed stream: nothing more to say.
         with contextlib.suppress(OSError, ValueError, AttributeError):  # None: closed at start

@@ -6,9 +6,8 @@ import re
 import warnings
 from collections.abc import Iterable
 
-import click
-
 from tlview.analyze.names import Refs
+from tlview.commands.funnel import say
 from tlview.model import Compile, Report
 from tlview.render.clean import clean  # text from the log: control characters shown
 from tlview.runtime.output import stdout
@@ -42,17 +41,15 @@ def list_inputs(rep: Report, chosen: Iterable[Compile], allow_import: tuple[str,
         listed = True
         rows, notes, problem = input_rows(c, allow_import)
         ref = refs(c)
-        click.echo(clean(f"compile {ref}  {c.status}  {len(rows)} input(s)"))
-        table = [HEAD, *[tuple(clean(v) for v in r) for r in rows]]
+        say(f"compile {ref}  {c.status}  {len(rows)} input(s)")
+        table = [HEAD, *[tuple(clean(v) for v in r) for r in rows]]  # widths of the inert text
         widths = [max(len(r[i]) for r in table) for i in range(len(HEAD))]
         for r in table:
-            click.echo(
-                "  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
-            )
+            say("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
         for line in notes:
-            click.echo(f"    {clean(line)}")
+            say(f"    {line}")
         if problem:
-            click.echo(f"    {problem}")
-        click.echo("")
+            say(f"    {problem}")
+        say("")
     if not listed:
-        click.echo(clean(f"{rep.path}: no compile described any input tensor"))
+        say(f"{rep.path}: no compile described any input tensor")

@@ -10,12 +10,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import click
-
+from tlview.commands.funnel import say
 from tlview.errors import EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.logs.files import discover, no_logs
 from tlview.logs.sources import is_url
-from tlview.render.clean import clean
 
 
 def newest(path: str) -> str:
@@ -30,7 +28,7 @@ def newest(path: str) -> str:
     if not when:
         raise TlviewError(no_logs(path, notes), EXIT_NO_TRACE)
     found = max(when, key=lambda log: when[log])
-    click.echo(f"tlview: reading the newest log, {clean(found)}", err=True)
+    say(f"tlview: reading the newest log, {found}", err=True)
     return str(found)
 
 

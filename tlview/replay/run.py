@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tlview.inert import clean
+
 WARNING = (
     "tlview: --run executes code taken from the log: the graph in {script} runs in a new "
     "Python process, with whatever it calls. Run only logs you trust."
@@ -28,8 +30,8 @@ def run_scripts(dirs: list[Path], echo: bool = False) -> dict[Path, dict[str, An
             out = Path(tmp) / f"results-{len(results)}.jsonl"
             cmd = [sys.executable, "-m", "tlview.replay.child", str(out), *map(str, todo)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if echo and proc.stdout:
-                sys.stdout.write(proc.stdout)
+            if echo and proc.stdout:  # what the graph prints holds text from the log
+                sys.stdout.write(clean(proc.stdout))
                 sys.stdout.flush()
             done = _read_results(out)
             for d in todo:

@@ -1,0 +1,31 @@
+"""Text from a log made inert wherever tlview puts it: control and bidi characters shown as the
+escapes `repr` writes (`\x1b`, `\u202e`), never obeyed by a terminal or hidden in a script."""
+
+from __future__ import annotations
+
+import re
+
+# C0/C1 controls (but TAB and newline), DEL, bidi overrides, isolates and marks, and line or
+# paragraph separators: never sent to a terminal.
+_UNSAFE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+# What may not be printable: anything but printable ASCII, TAB and newline.
+_MAYBE = re.compile(r"[^\x20-\x7e\t\n]")
+
+
+def clean(text: object) -> str:
+    """Log text made safe for a terminal: control characters shown as escapes, not obeyed."""
+    s = str(text)
+    return _UNSAFE.sub(_escaped, s) if _UNSAFE.search(s) else s
+
+
+def code(text: str) -> str:
+    """Code from a log (a graph's print_readable) with every character `repr` would escape in a
+    string written as that escape: FX never prints one, so in a comment it becomes text, in a
+    string the same value, and anywhere else the check that the script parses fails."""
+    return _MAYBE.sub(lambda m: m.group() if m.group().isprintable() else _escaped(m), text)
+
+
+def _escaped(m: re.Match[str]) -> str:
+    return repr(m.group())[1:-1]
