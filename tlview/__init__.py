@@ -185,13 +185,19 @@ def repro(
     run: bool = False,
     force: bool = False,
     progress: Any = None,
+    max_bytes: int | None = None,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
-    process (this executes code taken from the log). The outcome says what became of it."""
+    process (this executes code taken from the log). The outcome says what became of it.
+    `max_bytes` bounds the inputs' memory and disk (default: half of RAM, at most half of the
+    free space where OUT is): a graph past it is skipped, with the figure it needs."""
     from tlview.replay.make import ReproOptions, make_one
 
-    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(
+        backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
+        max_bytes=max_bytes,
+    )  # fmt: skip
     return make_one(_graphs(log, progress), compile_id, _dir(out), opts)
 
 
@@ -206,11 +212,16 @@ def repro_all(
     run: bool = False,
     force: bool = False,
     progress: Any = None,
+    max_bytes: int | None = None,
 ) -> list[Outcome]:
-    """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json."""
+    """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
+    `max_bytes` bounds what all of them build and write together."""
     from tlview.replay.make import ReproOptions, make_all
 
-    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(
+        backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
+        max_bytes=max_bytes,
+    )  # fmt: skip
     return make_all(_graphs(log, progress), Path(out), opts)
 
 

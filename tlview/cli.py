@@ -15,7 +15,7 @@ import click
 import tlview
 from tlview import __version__
 from tlview.commands import funnel
-from tlview.commands.funnel import Main, gate, on_terminal, outlive
+from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
 from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
 from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
@@ -139,7 +139,7 @@ def report(
         check_named(rep, compile_id)
     figures = f.renderer()(rep, Output(output, force), opts)
     if output not in (None, "-"):
-        click.echo(f"tlview: wrote {output}", err=True)
+        say(f"tlview: wrote {output}", err=True)
     bad = sum(log.bad_count for log in rep.logs)
     if checks:
         from tlview.analyze.gate import check_report
@@ -206,7 +206,8 @@ def inputs(
 
     quiet_torch()
     path = newest(path) if latest else path
-    from tlview.tensors.options import DEFAULT_MAX_BYTES, parse_bytes
+    from tlview.tensors.options import DEFAULT_MAX_BYTES
+    from tlview.units import parse_bytes
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
     # torch is imported while a second reader still reads a large log (and reads more of it):
@@ -226,7 +227,7 @@ def inputs(
             allow_import=allow_import,
             force=force,
         )
-        click.echo(f"tlview: wrote {emit} ({summary})", err=True)
+        say(f"tlview: wrote {emit} ({summary})", err=True)
         return
     from tlview.analyze.names import compiles_with_inputs
 
@@ -282,7 +283,7 @@ def diff(
     failures = check_diff(d, checks) if checks else None
     f.renderer()(d, Output(output, force), Options(verbosity=verbose, gate=failures))
     if output not in (None, "-"):
-        click.echo(f"tlview: wrote {output}", err=True)
+        say(f"tlview: wrote {output}", err=True)
     gate(failures or [])
 
 
@@ -325,6 +326,13 @@ def diff(
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option(
+    "--max-bytes",
+    "max_bytes",
+    metavar="SIZE",
+    help="Skip graphs whose inputs would take the memory and disk all repros use past SIZE, "
+    "e.g. 8G (default: half of RAM, at most half of DIR's free space).",
+)
+@click.option(
     "--run",
     "run_now",
     is_flag=True,
@@ -341,6 +349,7 @@ def repro(
     device: str | None,
     mode: str,
     seed: int,
+    max_bytes: str | None,
     run_now: bool,
     force: bool,
     latest: bool,
@@ -357,18 +366,21 @@ def repro(
         raise TlviewError("give --compile-id ID for one graph, or --all", EXIT_USAGE)
     if output is None and (all_graphs or not run_now):
         raise TlviewError("give -o DIR: where to write the repro", EXIT_USAGE)
+    from tlview.units import parse_bytes
+
+    limit = None if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
     bar = _progress_reader(path)
     out = Path(output) if output is not None else None
     if all_graphs:
         assert out is not None
         outcomes = tlview.repro_all(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
-            force=force, progress=bar,
+            force=force, progress=bar, max_bytes=limit,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
-            click.echo(line)
+            say(line)
         summary = out / make.SUMMARY
-        click.echo(f"tlview: wrote {summary}", err=True)
+        say(f"tlview: wrote {summary}", err=True)
         good = ("ran",) if run_now else ("ran", "written")
         if not outcomes:  # asked for repros, got none: as much a failure as a skipped graph
             raise TlviewError(
@@ -385,14 +397,14 @@ def repro(
     assert compile_id is not None
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
-        run=run_now, force=force, progress=bar,
+        run=run_now, force=force, progress=bar, max_bytes=limit,
     )  # fmt: skip
     for note in o.notes:
-        click.echo(f"tlview: note: {note}", err=True)
+        say(f"tlview: note: {note}", err=True)
     if o.status == "skipped":
         raise TlviewError(f"{path}: compile {o.ref}: no repro: {o.reason}", EXIT_NO_REPRO)
     if out is not None:
-        click.echo(f"tlview: wrote {out / script.SCRIPT} and {out / script.INPUTS}", err=True)
+        say(f"tlview: wrote {out / script.SCRIPT} and {out / script.INPUTS}", err=True)
     if o.status == "blocked":
         raise TlviewError(
             f"{path}: compile {o.ref}: the repro will not run here: {o.reason}", EXIT_NO_REPRO

@@ -12,7 +12,7 @@ from tlview.replay import graphcode as gc
 if TYPE_CHECKING:
     from tlview.replay.plan import Plan
 
-_SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
+_SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]", re.A)
 _OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
 _MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\[(['\"])([^'\"\]]+)\1\]")
 _GETATTR = re.compile(r"getattr\(\s*([^,]+?)\s*,\s*(['\"])([^'\"]+)\2\s*\)")
@@ -215,7 +215,9 @@ def _list_items(name: str, by_name: dict[str, str]) -> list[str]:
         m = at.fullmatch(key)
         if m is not None:
             items[int(m.group(1))] = source
-    return [items.get(i, "") for i in range(max(items) + 1)] if items else []
+    if not items or max(items) >= 2 * len(items) + 64:  # a log's `L['inputs'][10**12]`
+        return []  # is no list the graph was given: not read as one
+    return [items.get(i, "") for i in range(max(items) + 1)]
 
 
 def _item(source: str) -> str:

@@ -46,7 +46,7 @@ FX_GLOBALS = frozenset({"torch", "device", "inf", "nan", "NoneType", "fx_pytree"
 # Standard modules whose functions fx names `<module>_<function>` when it calls them.
 STD_MODULES = ("_operator", "operator", "math")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SYMBOL = re.compile(r"[a-z]+[0-9]+")  # s0, u3, j1: shape-env symbols and nested ints
+_SYMBOL = re.compile(r"[a-z]+[0-9]+", re.ASCII)  # s0, u3, j1: shape-env symbols and nested ints
 # A subclass wraps its tensor, with what else it prints after it: `DTensor(f32[8][1]cpu, S(0))`.
 _TENSOR = re.compile(
     r"(?:(?P<wrap>\w+)\()?(?P<dtype>\w+)\[(?P<size>[^\]]*)\]\[(?P<stride>[^\]]*)\]"
@@ -137,7 +137,7 @@ def _dims(text: str) -> list[Dim]:
         part = part.strip()
         if not part:
             continue
-        out.append(int(part) if re.fullmatch(r"-?\d+", part) else part)
+        out.append(int(part) if re.fullmatch(r"-?\d+", part, re.ASCII) else part)
     return out
 
 
@@ -169,7 +169,8 @@ def is_symbol(name: str) -> bool:
 
 
 # -- size expressions ----------------------------------------------------------------------
-_EXPR_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|\*\*|[-+*%(),]))")
+# ASCII only: `\d` also matches other scripts' digits (U+0663), which are no Python literal.
+_EXPR_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|\*\*|[-+*%(),]))", re.ASCII)
 _FUNCS = {"Max": "max", "Min": "min"}
 
 

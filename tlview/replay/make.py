@@ -15,12 +15,13 @@ from typing import Any, Literal, get_args
 
 from tlview import __version__
 from tlview.analyze.names import GRAPH_KIND, graphs, select
-from tlview.errors import TlviewError
+from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.index.keep import Keep
 from tlview.model import Compile, Report
 from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, plan
 from tlview.replay.run import WARNING, run_scripts
-from tlview.replay.script import SCRIPT, slug, write_files
+from tlview.replay.script import INPUTS, SCRIPT, slug, write_files
+from tlview.units import nbytes
 
 SUMMARY = "summary.json"
 SUMMARY_FORMAT = "tlview.repro/1"
@@ -76,27 +77,83 @@ class ReproOptions:
     run: bool = False
     force: bool = False
     warn: bool = True  # say before running that the repros run code from the log
+    # The bytes of inputs all the repros of a run may build and write (None: `default_bytes`).
+    max_bytes: int | None = None
 
 
-def rebuilder(opts: ReproOptions) -> Callable[[Compile], Any]:
+@dataclass(slots=True)
+class Budget:
+    """--max-bytes over everything a run of repros writes: each graph's inputs are measured
+    before they are built (what is allocated is what inputs.pt holds), and what is written
+    counts against the graphs after it."""
+
+    limit: int
+    used: int = 0
+
+    def check(self, c: Compile) -> None:
+        """Refuse (before allocating anything) the inputs of a compile that do not fit."""
+        from tlview.tensors.plans import plans_for, real_bytes
+
+        need = real_bytes(plans_for(c)[1], saved=True)
+        if self.used + need > self.limit:
+            written = f", {nbytes(self.used)} of it taken by the repros before" if self.used else ""
+            raise TlviewError(
+                f"they need {nbytes(need)} of memory and as much on disk, over --max-bytes "
+                f"{nbytes(self.limit)}{written}",
+                EXIT_REFUSED,
+            )
+
+    def wrote(self, d: Path) -> None:
+        for name in (SCRIPT, INPUTS):
+            with contextlib.suppress(OSError):
+                self.used += (d / name).stat().st_size
+
+
+def default_bytes(out: Path | None) -> int:
+    """Half of this machine's memory, and at most half of the free space where OUT is."""
+    from tlview.tensors.options import DEFAULT_MAX_BYTES
+
+    where = Path(tempfile.gettempdir()) if out is None else out.absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return DEFAULT_MAX_BYTES
+    return min(DEFAULT_MAX_BYTES, free // 2)
+
+
+def rebuilder(opts: ReproOptions, budget: Budget) -> Callable[[Compile], Any]:
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.real import build_real
 
-    how = RebuildOptions(mode=opts.mode, seed=opts.seed, device=opts.device)
-    return lambda c: build_real(c, how)
+    how = RebuildOptions(mode=opts.mode, seed=opts.seed, device=opts.device, max_bytes=1 << 62)
+
+    def build(c: Compile) -> Any:
+        budget.check(c)  # a TlviewError: the plan says "inputs not rebuilt: <why>"
+        return build_real(c, how)
+
+    return build
 
 
 def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptions) -> Outcome:
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
-    p = plan(ref, c, report, rebuilder(opts), opts.device)
+    budget = Budget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
+    p = plan(ref, c, report, rebuilder(opts, budget), opts.device)
     if moved:
         p.notes.insert(0, moved)
     outcome = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
     if p.fatal:
         return outcome
     with _directory(out) as d:
-        write_files(p, d, opts.backend, opts.force, opts.mode)
+        try:
+            write_files(p, d, opts.backend, opts.force, opts.mode)
+        except TlviewError as e:
+            if e.exit_code != EXIT_NO_REPRO:
+                raise
+            outcome.reason = e.message  # the script a hostile graph would make: refused
+            return outcome
         outcome.dir = str(d)
         outcome.status = "blocked" if p.blockers else "written"
         if opts.run and not p.blockers:
@@ -120,10 +177,13 @@ def _directory(out: Path | None) -> Iterator[Path]:
 
 
 def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
-    """One repro per graph in the report, under OUT/<compile>/, and OUT/summary.json."""
+    """One repro per graph in the report, under OUT/<compile>/, and OUT/summary.json. A graph
+    that cannot be written is one skipped entry with its reason; the others are written."""
     outcomes: list[Outcome] = []
     made: list[tuple[Outcome, Path]] = []
-    rebuild = rebuilder(opts)
+    budget = Budget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
+    rebuild = rebuilder(opts, budget)
+    folders = Folders()
     for ref, c in graphs(report):
         try:
             p = plan(ref, c, report, rebuild, opts.device)
@@ -137,13 +197,22 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
         outcomes.append(o)
         if p.fatal:
             continue
-        d = out / slug(ref)
-        write_files(p, d, opts.backend, opts.force, opts.mode)
+        d = out / folders.take(ref)
+        try:
+            write_files(p, d, opts.backend, opts.force, opts.mode)
+        except TlviewError as e:  # a file in the way, a hostile graph's script refused
+            o.reason = e.message
+            continue
+        except OSError as e:  # a name or a disk this file system refuses
+            o.reason = f"{d}: cannot write: {e.strerror or e}"
+            continue
+        finally:
+            p.rebuilt = None  # free the tensors before the next graph
+        budget.wrote(d)
         o.dir = d.name
         o.status = "blocked" if p.blockers else "written"
         if not p.blockers:
             made.append((o, d))
-        p.rebuilt = None  # free the tensors before the next graph
     if opts.run and made:
         if opts.warn:
             print(WARNING.format(script=out / "*" / SCRIPT), file=sys.stderr, flush=True)
@@ -152,6 +221,24 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
             _apply(o, results.get(d, {}))
     write_summary(report, out, outcomes, opts)
     return outcomes
+
+
+class Folders:
+    """The directory names of one run's repros: each its compile's slug, made unique (`a b.log`
+    and `a_b.log` give one slug, and so do names that differ in case only, on a file system
+    that ignores case) by a number after it."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def take(self, ref: str) -> str:
+        base = name = slug(ref)
+        n = 1
+        while name.lower() in self.taken:
+            n += 1
+            name = f"{base}-{n}"
+        self.taken.add(name.lower())
+        return name
 
 
 def _apply(o: Outcome, res: dict[str, Any]) -> None:

@@ -4,13 +4,15 @@ string from the log changed its code, and repro.py and inputs.pt on disk."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tlview import __version__
-from tlview.errors import EXIT_REFUSED, TlviewError
+from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
+from tlview.inert import code as inert_code
 from tlview.replay.plan import Plan
 from tlview.runtime import templates
 
@@ -26,6 +28,7 @@ def script_text(
     env = templates.environment().overlay()
     env.filters["py"] = literal
     text = p.graph.text if p.graph.text.endswith("\n") else p.graph.text + "\n"
+    text = inert_code(text)  # no control or bidi character from the log reaches the file
     script = env.get_template("repro.py.j2").render(
         log_name=p.compile.log,
         log_path=p.log_path,
@@ -62,11 +65,12 @@ def verify(p: Plan, script: str, backend: str | None, mode: str = "random") -> N
         ref = _shape(ast.parse(script_text(p, backend, literal=_blank, mode=mode)))
     except SyntaxError as e:
         raise TlviewError(
-            f"internal error: repro.py for {p.ref} does not parse ({e.msg})", 70
+            f"repro.py would not parse ({e.msg}): not written", EXIT_NO_REPRO
         ) from None
     if got != ref:
         raise TlviewError(
-            f"internal error: a string from the log changed the code of repro.py for {p.ref}", 70
+            "a string from the log would change the code of repro.py: not written",
+            EXIT_NO_REPRO,
         )
 
 
@@ -103,9 +107,17 @@ def write_files(p: Plan, out: Path, backend: str | None, force: bool, mode: str 
         f.write(script.encode("utf-8"))
 
 
+MAX_SLUG = 100  # characters of a directory name (file systems take 255 bytes)
+
+
 def slug(ref: str) -> str:
     """A directory name for a compile: `0/1_2` -> `0-1_2`, `!0/1/0` -> `ca0-1-0`, `0/1@2`
-    (its process's second run) -> `0-1-run2`."""
+    (its process's second run) -> `0-1-run2`; a long one (a long log name) cut, with a hash of
+    the whole in its place."""
     text = ref.replace("#", "-g").replace("!", "ca").replace("/", "-").replace(":", "--")
     text = text.replace("@", "-run")
-    return re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".") or "graph"
+    text = re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".") or "graph"
+    if len(text) <= MAX_SLUG:
+        return text
+    digest = hashlib.sha1(ref.encode("utf-8", "surrogatepass"), usedforsecurity=False)
+    return f"{text[: MAX_SLUG - 13]}---{digest.hexdigest()[:10]}"
