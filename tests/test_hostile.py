@@ -125,6 +125,23 @@ def test_messages_of_every_command_are_inert(tmp_path: Path) -> None:
             assert "\\x1b]0;TITLE\\x07" in res.stderr, res.stderr
 
 
+def test_json_printed_from_a_log_is_inert_and_exact(tmp_path: Path) -> None:
+    """JSON writers escape C0 controls but not C1 controls or bidi overrides: tlview's JSON
+    (report, diff, trace) writes those as \\uXXXX too, the values unchanged."""
+    name = "L['x\u202eevil\u2066\x85\x9b2J']"
+    log = _log(tmp_path, "bidi\u202e.log", interned("/m\u2028.py"), one_input(name=name))
+    for args in (
+        ("report", str(log), "--format", "json"),
+        ("report", str(log), "--format", "perfetto"),
+        ("diff", str(log), str(FIXTURES / "demo.log"), "--format", "json"),
+    ):
+        res = run(*args)
+        assert_clean_exit(res, EXIT_OK, args[0])
+        assert not OBEYED.search(res.stdout_bytes.decode("utf-8")), args
+    doc = doc_of(log)
+    assert doc["compiles"][0]["inputs"][0]["sources"] == [name]
+
+
 @pytest.mark.slow
 def test_repro_notes_and_summary_lines_are_inert(tmp_path: Path) -> None:
     """A source holding OSC and clear-screen escapes: repro's notes (stderr) and --all's

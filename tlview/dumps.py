@@ -7,16 +7,19 @@ from typing import Any
 
 import orjson
 
+from tlview.inert import json as inert_json
+
 MAX_DEPTH = 200  # levels kept of a value nested deeper than orjson writes (254)
 TOO_DEEP = f"<nested deeper than {MAX_DEPTH} levels: cut>"
 
 
 def dumps(v: Any, option: int = 0, default: Callable[[Any], Any] | None = None) -> bytes:
-    """`orjson.dumps(v)`; a value of a damaged log nested too deep for it keeps its first levels."""
+    """`orjson.dumps(v)`; a value of a damaged log nested too deep for it keeps its first levels,
+    and the characters a terminal obeys are escaped (`inert.json`)."""
     try:
-        return orjson.dumps(v, default=default, option=option)
+        return inert_json(orjson.dumps(v, default=default, option=option))
     except TypeError:  # "Recursion limit reached"; anything else fails again below
-        return orjson.dumps(_cut(v, MAX_DEPTH), default=default, option=option)
+        return inert_json(orjson.dumps(_cut(v, MAX_DEPTH), default=default, option=option))
 
 
 def _cut(v: Any, depth: int) -> Any:

@@ -29,3 +29,23 @@ def code(text: str) -> str:
 
 def _escaped(m: re.Match[str]) -> str:
     return repr(m.group())[1:-1]
+
+
+# The UTF-8 of what _UNSAFE holds past ASCII (JSON writers escape the C0 controls and DEL is
+# harmless there): C1 controls, the Arabic letter mark, bidi marks, overrides and isolates,
+# line and paragraph separators.
+_UNSAFE_UTF8 = re.compile(
+    rb"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]"
+)
+
+
+def json(data: bytes) -> bytes:
+    """JSON text with the characters a terminal obeys written as `\\uXXXX`: the same values to
+    any reader, and inert when the JSON is printed (such bytes are only ever inside strings)."""
+    if b"\xc2" not in data and b"\xe2" not in data and b"\xd8" not in data:
+        return data  # memchr: the common case, at once
+    return _UNSAFE_UTF8.sub(_json_escaped, data)
+
+
+def _json_escaped(m: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(m.group().decode("utf-8"))

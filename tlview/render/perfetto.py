@@ -37,7 +37,7 @@ def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | Non
                 spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
                 refs.append(ref(c))
         head["otherData"]["compiles"] = sorted(refs)
-    out.write(orjson.dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
+    out.write(dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
     labels = {(log.name, log.pid): _label(log.name, log.rank, log.pid) for log in report.logs}
     paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))
     first = True
@@ -74,7 +74,7 @@ def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | Non
                     },
                 ]
                 for m in meta:
-                    out.write((b"" if first else b",\n") + orjson.dumps(m))
+                    out.write((b"" if first else b",\n") + dumps(m))
                     first = False
             # torch writes pid 0 in every process; the log prefix has the real one.
             ev["pid"] = pid
