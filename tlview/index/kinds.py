@@ -61,7 +61,7 @@ OTHER_KINDS = "(other kinds)"
 # Characters of an interned file name kept. One `str` record names a file for any number of
 # frames, so a long one (no path is) would make every output many times the log: it is cut,
 # with its length.
-MAX_NAME = 512
+MAX_FILENAME = 512
 
 
 # Context keys torch writes as integers: a record with another type there is reported.
@@ -163,9 +163,9 @@ def wrong_fields(
 
 
 def cut_name(name: str) -> str:
-    """A file name as kept: whole up to MAX_NAME characters, else its start and its end (where
+    """A file name as kept: whole up to MAX_FILENAME characters, else its start and its end (where
     the file's own name is) around its length."""
-    if len(name) <= MAX_NAME:
+    if len(name) <= MAX_FILENAME:
         return name
     return f"{name[:120]}...[{len(name):,} characters]...{name[-360:]}"
 

@@ -82,7 +82,7 @@ class ReproOptions:
 
 
 @dataclass(slots=True)
-class Budget:
+class ReproBudget:
     """--max-bytes over everything a run of repros writes: each graph's inputs are measured
     before they are built (what is allocated is what inputs.pt holds), and what is written
     counts against the graphs after it."""
@@ -123,7 +123,7 @@ def default_bytes(out: Path | None) -> int:
     return min(DEFAULT_MAX_BYTES, free // 2)
 
 
-def rebuilder(opts: ReproOptions, budget: Budget) -> Callable[[Compile], Any]:
+def rebuilder(opts: ReproOptions, budget: ReproBudget) -> Callable[[Compile], Any]:
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.real import build_real
 
@@ -139,7 +139,7 @@ def rebuilder(opts: ReproOptions, budget: Budget) -> Callable[[Compile], Any]:
 def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptions) -> Outcome:
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
-    budget = Budget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
+    budget = ReproBudget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
     p = plan(ref, c, report, rebuilder(opts, budget), opts.device)
     if moved:
         p.notes.insert(0, moved)
@@ -181,7 +181,7 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     that cannot be written is one skipped entry with its reason; the others are written."""
     outcomes: list[Outcome] = []
     made: list[tuple[Outcome, Path]] = []
-    budget = Budget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
+    budget = ReproBudget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
     rebuild = rebuilder(opts, budget)
     folders = Folders()
     for ref, c in graphs(report):
