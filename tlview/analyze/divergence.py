@@ -12,6 +12,7 @@ from tlview.index.digests import (
     COMPARED_GRAPHS,
     GRAPH_EXECUTION,
     RUNTIME_ESTIMATE,
+    compared_kind,
 )
 from tlview.model import Compile, CompileId, Divergence, LogIndex, Payload, Report
 from tlview.units import count
@@ -275,7 +276,12 @@ def _describe_status(key: str, mine: Any, ref: Any, label: str) -> str:
 
 
 def _graphs(c: Compile) -> Hashable:
-    return tuple((p.kind, p.masked_md5 or p.md5) for p in c.graphs if p.kind in COMPARED_GRAPHS)
+    out = []
+    for p in c.graphs:
+        kind = compared_kind(p.kind, p.meta)
+        if kind is not None:
+            out.append((kind, p.masked_md5 or p.md5))
+    return tuple(out)
 
 
 def _describe_graphs(key: str, mine: Any, ref: Any, label: str) -> str:
