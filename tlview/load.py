@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tlview.analyze.divergence import Fingerprint, find_in, fingerprint
+from tlview.analyze.divergence import Fingerprint, find_in, fingerprint, process_name
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
@@ -105,8 +105,56 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
         per_log.extend(r.fingerprints)
     if not report.logs:
         raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
+    name_processes(report.logs)
+    report.notes += same_rank_notes(report.logs)
+    for r in reads:
+        for lg, f in zip(r.logs, r.fingerprints, strict=False):
+            f.name = lg.process
     report.divergence = find_in(per_log)
     return report
+
+
+def name_processes(logs: list[LogIndex]) -> None:
+    """Name each log's process in file order: `rank1`, and `rank1#2` for a second log that
+    claims rank 1 (a copy, a restarted job, two runs into one folder): never merged."""
+    seen: dict[int, int] = {}
+    for log in logs:
+        if log.rank is not None:
+            n = seen[log.rank] = seen.get(log.rank, 0) + 1
+            log.process = process_name(log.rank, n)
+
+
+def same_rank_notes(logs: list[LogIndex]) -> list[str]:
+    """One note per rank that several logs claim: they are kept apart, and how they differ."""
+    by_rank: dict[int, list[LogIndex]] = {}
+    for log in logs:
+        if log.rank is not None:
+            by_rank.setdefault(log.rank, []).append(log)
+    notes = []
+    for rank, same in sorted(by_rank.items()):
+        if len(same) < 2:
+            continue
+        files = ", ".join(f"{lg.process}: {lg.name} (pid {lg.pid})" for lg in same[:6])
+        more = f" and {len(same) - 6} more" if len(same) > 6 else ""
+        facts: dict[str, set[Any]] = {
+            "pid": {lg.pid for lg in same},
+            "start time": {lg.first_time for lg in same},
+            "torch build": {lg.torch_version for lg in same},
+        }
+        differ = [what for what, vs in facts.items() if len(vs) > 1]
+        if differ:
+            how = f"they are different processes ({_and(differ)} differ)"
+        else:
+            how = "the same pid, start time and torch build: one process's log, copied"
+        notes.append(
+            f"{len(same)} logs claim rank {rank}: {how}; each is compared as a process of its "
+            f"own, never added up ({files}{more})"
+        )
+    return notes
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 @dataclass(slots=True)

@@ -126,7 +126,7 @@ def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     if name == COLLECTIVE_SCHEDULE and isinstance(v, list):
-        return {"collectives": len(v), "ops": [_op_name(x) for x in v[:MAX_KEPT]]}
+        return {"collectives": len(v), "ops": [_op_name(x) for x in v[:MAX_CALLS]]}
     if name == RUNTIME_ESTIMATE and isinstance(v, dict) and isinstance(v.get("ops"), list):
         return _runtime_meta(v["ops"])
     if (
@@ -148,6 +148,40 @@ def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:
                 break
         return {"calls": len(order), "runs": runs}
     return None
+
+
+# A collective or wait in inductor's Python output code: `buf2 = torch.ops._c10d_functional.
+# all_gather_into_tensor.default(buf1, 2, '0')`, `torch.ops._c10d_functional.wait_tensor.default(
+# buf2)`, in place `all_reduce_.default(buf6, ...)`, `..._out.default(buf0, ..., out=buf1)`.
+_CALL = re.compile(
+    rb"^[ \t]*(?:(\w+) = )?torch\.ops\._?c10d_functional\.(\w+)\.default\((\w*)([^\n]*)", re.M
+)
+_OUT = re.compile(rb"\bout=(\w+)")
+
+
+def code_collectives(payload: bytes | None) -> dict[str, Any] | None:
+    """The collectives and waits an output code calls, in order, with the buffer each makes or
+    waits on (`[op, buffer]`); None when it calls none."""
+    if not payload or b"c10d_functional." not in payload:
+        return None
+    calls: list[list[str]] = []
+    n = 0
+    for m in _CALL.finditer(payload):
+        made, op, first, rest = m.groups()
+        out = _OUT.search(rest)
+        if out is not None:
+            buf = out.group(1)
+        elif made is None or op.endswith(b"_") or op == b"wait_tensor":
+            buf = first
+        else:
+            buf = made
+        n += 1
+        if len(calls) < MAX_CALLS:
+            calls.append([op.decode(), buf.decode()])
+    return {"calls": n, "collectives": calls} if n else None
+
+
+MAX_CALLS = 256  # collective and wait calls of one output code kept for the parity check
 
 
 def _op_name(x: Any) -> str:
@@ -178,4 +212,17 @@ def _runtime_meta(ops: list[Any]) -> dict[str, Any]:
         "runtime_ns": total,
         "collective_ns": collective,
         "tensor_meta": digest,
+        # the first kernels' outputs as text, for naming the first that differs between ranks
+        "kernels": [[str(name), _outputs(outs)] for name, _, outs in shapes[:MAX_KEPT]],
     }
+
+
+def _outputs(outs: Any) -> str:
+    """A kernel's outputs as `[4, 6] [6, 1] float32`, `;`-separated."""
+    if not isinstance(outs, list):
+        return "?"
+    parts = []
+    for o in outs:
+        if isinstance(o, dict):
+            parts.append(f"{o.get('shape')} {o.get('stride')} {o.get('dtype')}")
+    return "; ".join(parts)

@@ -7,6 +7,7 @@ from pathlib import PurePath
 from typing import NamedTuple
 
 from tlview import __version__
+from tlview.analyze.divergence import names_text
 from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview, Tally, break_key
 from tlview.model import LogIndex, Report
 from tlview.render.html import budget as kept
@@ -50,7 +51,7 @@ class LogView(NamedTuple):
 def log_view(log: LogIndex) -> LogView:
     return LogView(
         log.name,
-        "" if log.rank is None else str(log.rank),
+        names_text([log.process]) if log.process else "" if log.rank is None else str(log.rank),
         str(log.pid) if log.pid else "",
         log.torch_version or "",
         nbytes(log.size) if log.size else "",
@@ -82,6 +83,7 @@ class Page:
     torch_version: str | None
     logs: list[LogView]
     ranks: list[int]
+    rank_text: str  # `0-1023`, `0, 0#2` (a second log of rank 0)
     o: Overview  # for the caller (--fail-on); the templates read `totals`
     totals: Totals
     figures: list[HeadFigure]
@@ -150,6 +152,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         torch_version=report.torch_version,
         logs=[log_view(log) for log in report.logs],
         ranks=report.ranks,
+        rank_text=names_text(log.process for log in report.logs if log.process),
         o=o,
         totals=totals(o, statuses),
         figures=figures(o),
@@ -161,7 +164,11 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         problems=[r for r in rows if r.status in PROBLEMS],
         issues=[(r, x) for r in rows for x in r.export_issues],
         divergence=[
-            DivergenceView(d.kind, ", ".join(map(str, d.ranks)), d.detail)
+            DivergenceView(
+                d.kind,
+                names_text(d.processes) if d.processes else ", ".join(map(str, d.ranks)),
+                d.detail,
+            )
             for d in report.divergence
         ],
         notes=list(report.notes) + [f"{log.name}: {n}" for log in report.logs for n in log.notes],
