@@ -137,13 +137,13 @@ def same_rank_notes(logs: list[LogIndex]) -> list[str]:
         files = ", ".join(f"{lg.process}: {lg.name} (pid {lg.pid})" for lg in same[:6])
         more = f" and {len(same) - 6} more" if len(same) > 6 else ""
         facts: dict[str, set[Any]] = {
-            "pid": {lg.pid for lg in same},
-            "start time": {lg.first_time for lg in same},
-            "torch build": {lg.torch_version for lg in same},
+            "pids": {lg.pid for lg in same},
+            "start times": {lg.first_time for lg in same},
+            "torch builds": {lg.torch_version for lg in same},
         }
         differ = [what for what, vs in facts.items() if len(vs) > 1]
         if differ:
-            how = f"they are different processes ({_and(differ)} differ)"
+            how = f"they are different processes (their {_and(differ)} differ)"
         else:
             how = "the same pid, start time and torch build: one process's log, copied"
         notes.append(

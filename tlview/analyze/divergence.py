@@ -454,11 +454,22 @@ def first_difference(mine: list[str], ref: list[str], label: str) -> str:
         if tag == "equal":
             continue
         if tag == "delete":
+            i1, i2 = _slid(mine, i1, i2)
             return f"has {', '.join(mine[i1:i2][:4])} at collective {i1 + 1} ({label}: not)"
         if tag == "insert":
-            return f"misses {', '.join(ref[j1:j2][:4])} at collective {i1 + 1} ({label} has it)"
+            k1, j2 = _slid(ref, j1, j2)
+            i1 += k1 - j1
+            return f"misses {', '.join(ref[k1:j2][:4])} at collective {i1 + 1} ({label} has it)"
         return f"collective {i1 + 1} is {mine[i1]} ({label}: {ref[j1]})"
     return ""
+
+
+def _slid(ops: list[str], a: int, b: int) -> tuple[int, int]:
+    """A run of ops one side lacks, moved as far on as it goes the same: `[wait, reduce_scatter]
+    after a wait` reads as `[reduce_scatter, wait]`, a collective and then its wait."""
+    while b < len(ops) and ops[a] == ops[b]:
+        a, b = a + 1, b + 1
+    return a, b
 
 
 def _runtimes(c: Compile) -> tuple[float | None, ...]:
