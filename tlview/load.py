@@ -19,6 +19,7 @@ from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
+from tlview.runtime.store import CompileList, SpillFile
 
 
 def load(
@@ -50,10 +51,11 @@ def load(
             keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
         job = partial(read_one, keep=keep)
+        each = Spiller() if found.directory else None
         if client is not None:
-            reads = map_dask(client, job, found.sources, _size, start_bar)
+            reads = map_dask(client, job, found.sources, _size, start_bar, each)
         else:
-            reads = map_local(job, found.sources, jobs or default_jobs(), start_bar)
+            reads = map_local(job, found.sources, jobs or default_jobs(), start_bar, each)
     finally:
         for bar in made:
             bar.close()
@@ -68,6 +70,31 @@ def load(
             "compares those too)"
         )
     return report
+
+
+JOB_IN_MEMORY = 512  # compiles a job of many logs keeps in memory, over all its logs
+
+
+class Spiller:
+    """Called on each log's read as it comes back: once the job holds JOB_IN_MEMORY compiles
+    in memory, each later log's go to one spill file, so memory stays flat in the ranks."""
+
+    def __init__(self) -> None:
+        self.kept = 0
+        self.file: SpillFile | None = None
+
+    def __call__(self, r: Read) -> Read:
+        for log in r.logs:
+            compiles = log.compiles
+            if not isinstance(compiles, CompileList):
+                continue
+            n = compiles.in_memory
+            if self.kept + n <= JOB_IN_MEMORY:
+                self.kept += n
+            elif n:
+                self.file = self.file or SpillFile()
+                compiles.spill(self.file)
+        return r
 
 
 def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
