@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -447,29 +446,20 @@ def _describe_collectives(key: str, mine: Any, ref: Any, label: str) -> str:
 
 
 def first_difference(mine: list[str], ref: list[str], label: str) -> str:
-    """Where two op sequences first part: a collective missing, one extra, or another one."""
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        None, mine, ref, autojunk=False
-    ).get_opcodes():
-        if tag == "equal":
-            continue
-        if tag == "delete":
-            i1, i2 = _slid(mine, i1, i2)
-            return f"has {', '.join(mine[i1:i2][:4])} at collective {i1 + 1} ({label}: not)"
-        if tag == "insert":
-            k1, j2 = _slid(ref, j1, j2)
-            i1 += k1 - j1
-            return f"misses {', '.join(ref[k1:j2][:4])} at collective {i1 + 1} ({label} has it)"
-        return f"collective {i1 + 1} is {mine[i1]} ({label}: {ref[j1]})"
-    return ""
-
-
-def _slid(ops: list[str], a: int, b: int) -> tuple[int, int]:
-    """A run of ops one side lacks, moved as far on as it goes the same: `[wait, reduce_scatter]
-    after a wait` reads as `[reduce_scatter, wait]`, a collective and then its wait."""
-    while b < len(ops) and ops[a] == ops[b]:
-        a, b = a + 1, b + 1
-    return a, b
+    """Where two op sequences first part: a run of collectives missing, one extra, or another
+    collective in that place."""
+    n = next((i for i, (a, b) in enumerate(zip(mine, ref, strict=False)) if a != b), None)
+    if n is None:
+        n = min(len(mine), len(ref))
+        if len(mine) == len(ref):
+            return ""
+    for k in range(1, len(ref) - n + 1):
+        if mine[n:] == ref[n + k :]:
+            return f"misses {', '.join(ref[n : n + k][:4])} at collective {n + 1} ({label} has it)"
+    for k in range(1, len(mine) - n + 1):
+        if mine[n + k :] == ref[n:]:
+            return f"has {', '.join(mine[n : n + k][:4])} at collective {n + 1} ({label}: not)"
+    return f"collective {n + 1} is {mine[n]} ({label}: {ref[n]})"
 
 
 def _runtimes(c: Compile) -> tuple[float | None, ...]:

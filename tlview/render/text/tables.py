@@ -161,10 +161,11 @@ def divergence(report: Report, console: Console) -> None:
         t.add_row(T(d.kind.replace("_", " "), "yellow"), T(who_d), T(d.detail))
     console.print(t)
     agree = [p for p in procs if p not in differ]
-    if len(procs) > 2 and agree and differ:
+    odd = [p for p in procs if p in differ]  # in the job's order, as every list of them is
+    if len(procs) > 2 and agree and odd:
         footnote(
             f"{'rank' if len(agree) == 1 else 'ranks'} {names_text(agree)} agree in every check; "
-            f"{'rank' if len(differ) == 1 else 'ranks'} {names_text(differ)} "
+            f"{'rank' if len(odd) == 1 else 'ranks'} {names_text(odd)} "
             + ("differs" if len(differ) == 1 else "differ"),
             console,
         )
