@@ -110,7 +110,7 @@ def find_in(logs: Iterable[Fingerprint]) -> list[Divergence]:
     units = [f for f in logs if f.rank is not None]
     if len(units) < 2:
         return []
-    job = Job(units)
+    job = Processes(units)
     out = _compile_ids(job)
     for kind, _, describe in _PER_COMPILE:
         out += _per_compile(job, kind, describe)
@@ -124,7 +124,7 @@ def find_in(logs: Iterable[Fingerprint]) -> list[Divergence]:
     return out
 
 
-class Job:
+class Processes:
     """The processes of a job in rank order (a rank's second log after its first), by slot."""
 
     def __init__(self, units: list[Fingerprint]) -> None:
@@ -182,7 +182,7 @@ def _group(values: dict[int, Any]) -> dict[Any, list[int]]:
     return groups
 
 
-def _label(job: Job, ref: list[int], total: int) -> str:
+def _label(job: Processes, ref: list[int], total: int) -> str:
     """How a detail names what it compares with: the majority, or with none the lowest rank's."""
     if len(ref) * 2 > total:
         return "majority"
@@ -229,7 +229,7 @@ def _key_order(key: str) -> tuple[int, ...]:
 
 
 # -- compile ids ------------------------------------------------------------------------------
-def _compile_ids(job: Job) -> list[Divergence]:
+def _compile_ids(job: Processes) -> list[Divergence]:
     units = job.units
     n = len(units)
     have: dict[str, int] = {}
@@ -260,7 +260,7 @@ def _compile_ids(job: Job) -> list[Divergence]:
 Describe = Callable[[str, Any, Any, str], str]
 
 
-def _per_compile(job: Job, kind: str, describe: Describe) -> list[Divergence]:
+def _per_compile(job: Processes, kind: str, describe: Describe) -> list[Divergence]:
     diffs: dict[int, list[str]] = {}
     for key, values in _values(job, kind):
         groups = _group(values)
@@ -277,7 +277,7 @@ def _per_compile(job: Job, kind: str, describe: Describe) -> list[Divergence]:
     return _grouped(job, kind, diffs)
 
 
-def _values(job: Job, kind: str) -> Iterable[tuple[str, dict[int, Any]]]:
+def _values(job: Processes, kind: str) -> Iterable[tuple[str, dict[int, Any]]]:
     """Each compile, with the value of one aspect on each process that has it."""
     keys: dict[str, None] = {}
     for r in job.units.values():
@@ -286,14 +286,14 @@ def _values(job: Job, kind: str) -> Iterable[tuple[str, dict[int, Any]]]:
         yield key, {s: r.compiles[key][kind] for s, r in job.units.items() if key in r.compiles}
 
 
-def _shown(job: Job, key: str) -> str:
+def _shown(job: Processes, key: str) -> str:
     """A compile as a detail names it: by the attempt the ranks ended with (0/0_1 after a
     restart), when they agree."""
     finals = {r.final.get(key, key) for r in job.units.values() if key in r.compiles}
     return finals.pop() if len(finals) == 1 else key
 
 
-def _grouped(job: Job, kind: str, diffs: dict[int, list[str]]) -> list[Divergence]:
+def _grouped(job: Processes, kind: str, diffs: dict[int, list[str]]) -> list[Divergence]:
     """One divergence per group of processes that differ the same way."""
     details = _group({slot: _join(parts) for slot, parts in diffs.items()})
     return [job.divergence(kind, rs, d) for d, rs in sorted(details.items(), key=lambda kv: kv[1])]
@@ -538,7 +538,7 @@ def _execution_text(v: tuple[Any, ...]) -> str:
 
 
 def _per_rank(
-    job: Job,
+    job: Processes,
     kind: str,
     value: Callable[[Fingerprint], Hashable],
     show: Callable[[Any], str],
@@ -560,7 +560,7 @@ RUNTIME_TOLERANCE = 0.05  # estimates within 5% of the median of the ranks' agre
 RUNTIME_FLOOR_NS = 1000.0  # and so do estimates within 1 us of it
 
 
-def _runtime_outliers(job: Job) -> list[Divergence]:
+def _runtime_outliers(job: Processes) -> list[Divergence]:
     """Graphs whose estimated runtime on some ranks is off the ranks' median; the slowest named."""
     diffs: dict[int, list[str]] = {}
     for key, values in _values(job, "runtime_estimate"):
@@ -591,7 +591,7 @@ def _tolerance(mid: float) -> float:
 
 
 # -- collectives parity: each process's schedules against its output code ----------------------
-def _parity(job: Job) -> list[Divergence]:
+def _parity(job: Processes) -> list[Divergence]:
     diffs = {
         slot: [
             f"{key} {text}"
