@@ -119,7 +119,7 @@ def main() -> None:
         "",
         "Jobs built by `make_job.py` from the real rank log `multirank_gloo/...rank_0...log` "
         "(0.6 MB, 8 compiles with restarts, graph breaks, an inductor all_reduce), one process "
-        "per rank, four planted differences. One child Python per row reads the job (`tlview.read`"
+        "per rank, four planted differences. One child Python per row reads the job (`load.load`, keeping what the page keeps"
         ": a local pool of 2 processes, or a Dask LocalCluster of 2 worker processes) and writes "
         "the JSON, the terminal report and the page; wall time is all of that, peak RSS the "
         "parent's own (workers not counted).",
