@@ -224,13 +224,21 @@ def test_runtime_tensor_meta_and_execution_order(inductor_log: Path, tmp_path: P
     }
     make_job.make_job(tmp_path, 5, inductor_log, plants)
     got = kinds(report_json(tmp_path))
-    # Every kernel of both compiles (0/0, then 0/1 for the new batch size) was edited.
-    kernels = "output shapes, strides or dtypes of its kernels differ (2 kernels; majority: 2)"
+
+    # Every kernel of both compiles (0/0, then 0/1 for the new batch size) was edited: the
+    # first kernel whose outputs differ is named; a runtime off the median names the slowest.
+    def kernel(key: str, n: int) -> str:
+        return (
+            f"{key} kernel 1 (extern_kernels.mm) outputs [{n}, 8] [8, 1] bfloat16 "
+            f"(majority: [{n}, 8] [8, 1] float32)"
+        )
+
     assert got == {
         ("runtime_estimate", (1,)): (
-            "0/0 estimated runtime 3 ms (majority: 0 ns); 0/1 estimated runtime 3 ms (majority: 0 ns)"
+            "0/0 estimated runtime 3 ms (median of 5: 0 ns; the slowest); "
+            "0/1 estimated runtime 3 ms (median of 5: 0 ns; the slowest)"
         ),
-        ("tensor_meta", (2,)): f"0/0 {kernels}; 0/1 {kernels}",
+        ("tensor_meta", (2,)): f"{kernel('0/0', 4)}; {kernel('0/1', 6)}",
         ("graph_execution", (3,)): ("3 graph calls: 0/0 x3 (majority: 3 graph calls: 0/0 x2, 0/1)"),
     }
 
