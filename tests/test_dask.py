@@ -116,7 +116,7 @@ def test_cluster_report_equals_local_report(scheduler: str, job: Path) -> None:
     local = report_json(job, "--jobs", "1")
     remote = report_json(job, "--scheduler", scheduler)
     assert remote == local
-    assert len(remote["divergence"]) == 10
+    assert len(remote["divergence"]) == 11  # with rank 7's schedule against its output code
     text = run_cli("report", job, "--scheduler", scheduler).stdout
     assert text == run_cli("report", job, "--jobs", "1").stdout
 

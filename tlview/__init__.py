@@ -172,13 +172,18 @@ def repro(
     run: bool = False,
     force: bool = False,
     progress: Any = None,
+    world: str = "gloo",
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
-    process (this executes code taken from the log). The outcome says what became of it."""
+    process (this executes code taken from the log). The outcome says what became of it.
+    A graph with collectives runs on a world of the size they name: `world="gloo"`, that many
+    gloo processes here, each on its rank's inputs; `"fake"`, one on torch's fake group."""
     from tlview.replay.make import ReproOptions, make_one
 
-    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(
+        backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world
+    )
     return make_one(_graphs(log, progress), compile_id, _dir(out), opts)
 
 
@@ -193,11 +198,14 @@ def repro_all(
     run: bool = False,
     force: bool = False,
     progress: Any = None,
+    world: str = "gloo",
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json."""
     from tlview.replay.make import ReproOptions, make_all
 
-    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(
+        backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world
+    )
     return make_all(_graphs(log, progress), Path(out), opts)
 
 
