@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -18,7 +18,7 @@ from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.index.keep import Keep
 from tlview.model import Compile, Report
-from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, plan
+from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, Plan, plan
 from tlview.replay.run import WARNING, run_scripts
 from tlview.replay.script import INPUTS, SCRIPT, slug, write_files
 from tlview.units import nbytes
@@ -79,31 +79,40 @@ class ReproOptions:
     warn: bool = True  # say before running that the repros run code from the log
     # The bytes of inputs all the repros of a run may build and write (None: `default_bytes`).
     max_bytes: int | None = None
+    world: str = "gloo"  # a collective graph's world: N gloo processes, or torch's fake group
 
 
 @dataclass(slots=True)
 class ReproBudget:
-    """--max-bytes over everything a run of repros writes: each graph's inputs are measured
-    before they are built (what is allocated is what inputs.pt holds), and what is written
-    counts against the graphs after it."""
+    """--max-bytes over everything a run of repros writes: each graph's inputs (every rank's)
+    are measured before they are built (what is allocated is what inputs.pt holds), and what is
+    written counts against the graphs after it."""
 
     limit: int
-    used: int = 0
+    used: int = 0  # bytes the repros written so far hold on disk
+    held: int = 0  # bytes of the inputs built for the graph being written
 
     def check(self, c: Compile) -> None:
         """Refuse (before allocating anything) the inputs of a compile that do not fit."""
         from tlview.tensors.plans import plans_for, real_bytes
 
         need = real_bytes(plans_for(c)[1], saved=True)
-        if self.used + need > self.limit:
-            written = f", {nbytes(self.used)} of it taken by the repros before" if self.used else ""
+        if self.used + self.held + need > self.limit:
+            taken = [f"{nbytes(self.used)} of it taken by the repros before"] if self.used else []
+            if self.held:
+                taken.append(f"{nbytes(self.held)} by the other ranks' inputs of this graph")
             raise TlviewError(
                 f"they need {nbytes(need)} of memory and as much on disk, over --max-bytes "
-                f"{nbytes(self.limit)}{written}",
+                f"{nbytes(self.limit)}{''.join(', ' + t for t in taken)}",
                 EXIT_REFUSED,
             )
+        self.held += need
 
-    def wrote(self, d: Path) -> None:
+    def settle(self, d: Path | None) -> None:
+        """The graph is done: what its files in D hold (none if not written) counts from now."""
+        self.held = 0
+        if d is None:
+            return
         for name in (SCRIPT, INPUTS):
             with contextlib.suppress(OSError):
                 self.used += (d / name).stat().st_size
@@ -136,11 +145,71 @@ def rebuilder(opts: ReproOptions, budget: ReproBudget) -> Callable[[Compile], An
     return build
 
 
+MAX_LOCAL_WORLD = 16  # gloo processes a repro starts on this machine, each with its own torch
+
+
+def world(p: Plan, report: Report, opts: ReproOptions, budget: ReproBudget) -> None:
+    """A collective graph's world: N gloo processes here, each with the inputs of its own
+    rank's log where the report has it, or one process on torch's fake process group."""
+    if not p.collectives or p.fatal:
+        return
+    n = p.world
+    if opts.world == "fake":
+        p.notes.append(
+            f"the graph runs collectives: here in one process on torch's fake process group of "
+            f"{n} rank(s) (--world fake): shapes only, no communication, so values are not the "
+            "job's"
+        )
+        return
+    if n == 1:
+        p.notes.append(
+            "the graph runs collectives on a process group of one rank: values differ from "
+            "the job's"
+        )
+        return
+    if n > MAX_LOCAL_WORLD:
+        p.blockers.append(
+            f"the graph's collectives ran on {n} ranks: more gloo processes than a repro starts "
+            f"here ({MAX_LOCAL_WORLD}); --world fake runs it in one process on shapes alone"
+        )
+        return
+    own = c_rank = p.compile.rank if p.compile.rank is not None else 0
+    logs = {lg.process: lg for lg in report.logs if lg.process}
+    missing = []
+    for r in range(n):
+        if r == own:
+            p.ranks.append((r, p.rebuilt))
+            continue
+        lg = logs.get(f"rank{r}")
+        c = next((x for x in lg.compiles if x.key == p.compile.key), None) if lg else None
+        if c is None or not c.inputs:
+            missing.append(r)
+            p.ranks.append((r, p.rebuilt))
+            continue
+        try:
+            p.ranks.append((r, rebuilder(replace(opts, seed=opts.seed + r), budget)(c)))
+        except TlviewError as e:
+            p.fatal = f"inputs of rank {r} not rebuilt: {e.message}"
+            p.rebuilt, p.ranks = None, []
+            return
+    p.notes.append(
+        f"the graph runs collectives: here on a world of {n} gloo processes on this machine "
+        "(--world fake: one process, shapes only), each rank on the inputs of its own log"
+        + (
+            f"; ranks {', '.join(map(str, missing))} have no log of compile {p.compile.key} "
+            f"here: they run on rank {c_rank}'s"
+            if missing
+            else ""
+        )
+    )
+
+
 def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptions) -> Outcome:
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
     budget = ReproBudget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
     p = plan(ref, c, report, rebuilder(opts, budget), opts.device)
+    world(p, report, opts, budget)
     if moved:
         p.notes.insert(0, moved)
     outcome = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
@@ -148,7 +217,7 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptio
         return outcome
     with _directory(out) as d:
         try:
-            write_files(p, d, opts.backend, opts.force, opts.mode)
+            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world)
         except TlviewError as e:
             if e.exit_code != EXIT_NO_REPRO:
                 raise
@@ -185,8 +254,10 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     rebuild = rebuilder(opts, budget)
     folders = Folders()
     for ref, c in graphs(report):
+        budget.settle(None)  # what a graph skipped before it built is no longer held
         try:
             p = plan(ref, c, report, rebuild, opts.device)
+            world(p, report, opts, budget)
         except TlviewError:
             raise
         except Exception as e:  # a bug for one graph must not lose the others' repros
@@ -198,8 +269,10 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
         if p.fatal:
             continue
         d = out / folders.take(ref)
+        written = False
         try:
-            write_files(p, d, opts.backend, opts.force, opts.mode)
+            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world)
+            written = True
         except TlviewError as e:  # a file in the way, a hostile graph's script refused
             o.reason = e.message
             continue
@@ -207,8 +280,8 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
             o.reason = f"{d}: cannot write: {e.strerror or e}"
             continue
         finally:
-            p.rebuilt = None  # free the tensors before the next graph
-        budget.wrote(d)
+            p.rebuilt, p.ranks = None, []  # free the tensors before the next graph
+            budget.settle(d if written else None)
         o.dir = d.name
         o.status = "blocked" if p.blockers else "written"
         if not p.blockers:
