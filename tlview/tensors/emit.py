@@ -162,11 +162,12 @@ def _unusual(torch: Any, t: Any) -> bool:
 
 def _not_carried(torch: Any, t: Any) -> str | None:
     """Why torch.save then torch.load(weights_only=True) fail on t here, or None. A strided
-    tensor is tried as one element of its dtype: what fails is the dtype, and trying t itself
-    would hold two more copies of it (the bytes written, the tensor read back)."""
+    tensor is tried as one element of its dtype and requires_grad (a float8 leaf that requires
+    grad cannot be read back): what fails is those, and trying t itself would hold two more
+    copies of it (the bytes written, the tensor read back)."""
     try:
         if t.layout == torch.strided and t.numel() > 1:
-            one = torch.empty(1, dtype=t.dtype, device=t.device)
+            one = torch.empty(1, dtype=t.dtype, device=t.device, requires_grad=t.requires_grad)
             t = (
                 torch.nn.Parameter(one, t.requires_grad)
                 if isinstance(t, torch.nn.Parameter)
