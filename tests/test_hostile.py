@@ -591,14 +591,13 @@ def _grows_linearly(measure: Any, n: int) -> None:
 
 
 def test_reading_and_reporting_stay_linear(tmp_path: Path) -> None:
-    """The index, the JSON and text reports over many inputs and many frames."""
+    """The index, the JSON and the -v text reports over many inputs, many frames in one stack,
+    and many compiles' stacks (-v prints every frame)."""
     from tlview.load import load
     from tlview.render import REPORT_FORMATS, Options
     from tlview.runtime.output import Output
 
-    def inputs(n: int) -> int:
-        log = _many_inputs(tmp_path, n)
-
+    def reported(log: Path) -> int:
         def go() -> None:
             rep = load(log, jobs=1)
             for fmt, v in (("json", 0), ("text", 1)):
@@ -608,17 +607,17 @@ def test_reading_and_reporting_stay_linear(tmp_path: Path) -> None:
 
     def frames(n: int) -> int:
         stack = [{"line": i, "name": f"f{i}", "filename": 0} for i in range(n)]
-        log = _log(
-            tmp_path, f"frames{n}.log", interned("/m.py"), record("dynamo_start", {"stack": stack})
-        )
-        return _python_lines(
-            lambda: REPORT_FORMATS["json"].renderer()(
-                load(log, jobs=1), Output(os.devnull, True), Options()
-            )
-        )
+        one = record("dynamo_start", {"stack": stack})
+        return reported(_log(tmp_path, f"frames{n}.log", interned("/m.py"), one))
 
-    _grows_linearly(inputs, 300)
+    def stacks(n: int) -> int:
+        stack = [{"line": i, "name": "f", "filename": 0} for i in range(20)]
+        starts = [record("dynamo_start", {"stack": stack}, (k, 0)) for k in range(n)]
+        return reported(_log(tmp_path, f"stacks{n}.log", interned("/m.py"), *starts))
+
+    _grows_linearly(lambda n: reported(_many_inputs(tmp_path, n)), 300)
     _grows_linearly(frames, 500)
+    _grows_linearly(stacks, 50)
 
 
 @pytest.mark.slow
