@@ -341,7 +341,7 @@ def test_default_budget_holds_on_real_logs() -> None:
         built = page.build(load(path, kept.page_keep(False)))
         assert built.budget.shown_bytes <= kept.PAGE_PAYLOAD_BYTES
         for v in section.compile_views(built):
-            for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
+            for pv in v.graphs + v.artifacts + v.errors + v.guards:
                 assert pv.shown <= kept.PAYLOAD_BYTES
                 assert (pv.note is None) == (pv.shown == pv.bytes or pv.bytes == 0), pv.kind
         shown += built.budget.shown_bytes

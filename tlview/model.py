@@ -141,6 +141,11 @@ class Payload:
     meta: dict[str, Any] | None = None  # small metadata beside the payload (e.g. graph `sizes`)
     masked_md5: str | None = None  # graphs: md5 with device indices and addresses masked (ranks)
 
+    @property
+    def absent(self) -> bool:
+        """Torch wrote the record without a payload (see index.kinds.PAYLOAD_OPTIONAL)."""
+        return self.md5 is None and self.bytes == 0 and self.lines == 0
+
 
 @pickled_by_fields
 @dataclass(slots=True)
@@ -517,7 +522,7 @@ class Compile:
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     graphs: list[Payload] = field(default_factory=list)  # graphs and generated code
     artifacts: list[Payload] = field(default_factory=list)  # every other payload
-    guards: Payload | None = None
+    guards: list[Payload] = field(default_factory=list)  # dynamo_guards, dynamo_cpp_guards_str
     metrics: dict[str, Any] | None = None
     bwd_metrics: list[dict[str, Any]] = field(default_factory=list)
     cache: list[CacheEvent] = field(default_factory=list)
@@ -568,8 +573,7 @@ class Compile:
 
     def payloads(self) -> Iterator[Payload]:
         yield from self.graphs
-        if self.guards is not None:
-            yield self.guards
+        yield from self.guards
         yield from self.artifacts
 
     def shift_lines(self, n: int) -> None:

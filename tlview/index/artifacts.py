@@ -35,16 +35,19 @@ class ArtifactRecords(Core):
         if name == "torch_version":
             v = json_of(rec.payload)
             if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
-                self.log.torch_version = v["pytorch_version"]
+                self.saw_version(v["pytorch_version"])
             elif rec.payload_ok:
                 got = v.get("pytorch_version") if isinstance(v, dict) else v
                 self.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
         elif name == "fx_graph_runnable" and self.log.torch_version is None and rec.payload:
-            # torch 2.9 and older log no torch_version record; their runnable graphs name it.
-            named = _RUNNABLE_VERSION.search(rec.payload, 0, 4096)
+            # torch 2.9 and older log no torch_version record; their runnable graphs name it
+            # (after their configs: anywhere in the payload).
+            named = _RUNNABLE_VERSION.search(rec.payload)
             if named:
-                self.log.torch_version = named.group(1).decode("ascii")
-        elif name in _PROVENANCE:
+                self.saw_version(named.group(1).decode("ascii"))
+        elif name in _PROVENANCE and rec.payload is not None:
+            # Without a payload (an FX graph cache hit with provenance tracking off) it says
+            # nothing, as torch means it to: see PAYLOAD_OPTIONAL.
             got = _provenance(json_of(rec.payload), name)
             if got is None:
                 self.bad(rec, f"{name} is not a JSON object of kernels")

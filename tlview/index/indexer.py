@@ -111,7 +111,15 @@ class Indexer(
             meta = None
             if isinstance(body, dict) and body:
                 meta = {k: v for k, v in body.items() if k != "stack"}
-            c.graphs.append(self.payload(rec, kind, c, meta))
+            named = kind
+            if (
+                kind == "graph_dump"
+                and isinstance(body, dict)
+                and isinstance(body.get("name"), str)
+            ):
+                # AOTInductor's code, by what it is: inductor_aot_wrapper_code, ..._kernel_code
+                named = self.intern(body["name"][:200])
+            c.graphs.append(self.payload(rec, named, c, meta))
             if (
                 kind == "dynamo_output_graph"
                 and c.stack == []
@@ -119,7 +127,7 @@ class Indexer(
             ):
                 c.stack = self.stack(rec.meta["stack"])
         elif kind in GUARD_KINDS:
-            c.guards = self.payload(rec, kind, c)
+            c.guards.append(self.payload(rec, kind, c))
         elif kind in SYMBOL_KINDS:
             self.on_symbol(rec, c)
         else:

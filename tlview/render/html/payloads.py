@@ -62,9 +62,7 @@ class Budget:
 def section_payloads(c: Compile) -> list[tuple[str, Payload]]:
     """A compile's payloads in the order its section shows them, with where each goes."""
     kinds = [("graph", p) for p in c.graphs] + [("artifact", p) for p in c.artifacts]
-    if c.guards is not None:
-        kinds.append(("guards", c.guards))
-    return kinds
+    return kinds + [("guards", p) for p in c.guards]
 
 
 def budget_items(c: Compile, errors_only: bool) -> list[BudgetItem]:

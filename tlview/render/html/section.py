@@ -98,7 +98,7 @@ class CompileView:
     storages: list[StorageView] = field(default_factory=list)
     plain_storages: int = 0  # storages holding exactly one input, whole: counted, not drawn
     graphs: list[PayloadView] = field(default_factory=list)
-    guards: PayloadView | None = None
+    guards: list[PayloadView] = field(default_factory=list)
     artifacts: list[PayloadView] = field(default_factory=list)
     errors: list[PayloadView] = field(default_factory=list)
     metrics: list[MetricView] = field(default_factory=list)
@@ -143,7 +143,7 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
         where, p = kinds[pl.pos]
         pv = payload_view(p, pl, f"{r.anchor}-p{pl.pos}", c.log, page.full)
         if where == "guards":
-            v.guards = pv
+            v.guards.append(pv)
         elif p.kind == "dynamo_error":
             v.errors.append(pv)
         elif where == "graph":

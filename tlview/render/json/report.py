@@ -187,7 +187,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
             }
             for k in kernels(c)
         ],
-        "guards": None if c.guards is None else payload(c.guards),
+        "guards": [payload(p) for p in c.guards],
         "artifacts": [payload(p) for p in c.artifacts],
         "export_issues": [
             {
