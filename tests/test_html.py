@@ -827,3 +827,15 @@ def test_timeline_bars_never_cover_each_other(path) -> None:
                 assert float(b.x) >= float(a.x) + float(a.w) - 0.01, (lane.label, a.name, b.name)
                 seen += 1
     assert seen > 0
+
+
+def test_logs_of_one_rank_are_told_apart_in_labels(tmp_path: Path) -> None:
+    """Two logs of rank 1 in one directory (a job run twice): a compile is `rank 1 (a5) 0/0`,
+    not `rank 1 a5 0/0`, where the log's name reads as part of the id."""
+    (rank1,) = corpus("multirank_gloo").glob("*rank_1*.log")
+    for name in ("a5", "b7"):
+        (tmp_path / f"dedicated_log_torch_trace_rank_1_{name}.log").write_bytes(rank1.read_bytes())
+    rep, text = render(tmp_path)
+    assert sorted({r.log_short for r in page.build(rep).compiles}) == ["rank 1 (a5)", "rank 1 (b7)"]
+    assert '<span class="lg">rank 1 (a5)</span> 0/0' in text
+    assert '<span class="lg">rank 1 a5</span>' not in text

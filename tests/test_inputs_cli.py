@@ -285,3 +285,26 @@ def test_torch_is_imported_while_the_second_reader_reads(
         assert halves.stderr == whole.stderr.replace("a.pt", "b.pt")
     else:
         assert halves.stdout == whole.stdout
+
+
+def test_listing_says_where_a_cuda_input_would_be_built() -> None:
+    # tlparse's log of a CUDA run, listed on this CPU machine: the real tensors --emit and
+    # repro build go on cpu, and the listing says so instead of a plain "ok".
+    log = corpus("tlparse-tests", "inductor_provenance_jit_cuda_log.txt")
+    r = run_cli("inputs", log, "--compile-id", "0/0")
+    assert r.exit_code == 0, r.output
+    block = lines_of(r.stdout, "0/0")
+    row = block[4].split()
+    assert row[:2] == ["L['x']", "[8, 10]"] or row[0] == "L['x']"
+    assert block[4].endswith("cuda:0  -      ok    ok (cpu)")
+    assert all(ln.endswith("ok (cpu)") for ln in block[2:8])
+    note = (
+        "L['x']: real: logged on cuda:0, which this machine does not have: --emit and repro "
+        "build it on cpu (--device DEV chooses)"
+    )
+    assert note in [ln.strip() for ln in block]
+    # An input on a device this machine has is plainly ok.
+    cpu = lines_of(
+        run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0").stdout, "1/0"
+    )
+    assert cpu[2].split()[-1] == "ok" and "(cpu)" not in "\n".join(cpu)

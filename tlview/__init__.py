@@ -192,7 +192,8 @@ def repro(
     from tlview.replay.make import ReproOptions, make_one
 
     opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
-    return make_one(_graphs(log, progress), compile_id, _dir(out), opts)
+    where = _dir(out)  # checked, and torch looked for, before the log is read
+    return make_one(_graphs(log, progress), compile_id, where, opts)
 
 
 def repro_all(
@@ -211,7 +212,9 @@ def repro_all(
     from tlview.replay.make import ReproOptions, make_all
 
     opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
-    return make_all(_graphs(log, progress), Path(out), opts)
+    where = _dir(out)  # checked, and torch looked for, before the log is read
+    assert where is not None
+    return make_all(_graphs(log, progress), where, opts)
 
 
 def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
@@ -250,4 +253,13 @@ def _graphs(log: Log, progress: Any) -> Report:
 
 
 def _dir(out: str | Path | None) -> Path | None:
-    return None if out is None else Path(out)
+    """A repro's output directory, checked before the log is read; torch, which every repro
+    needs, looked for first (exit 5 without it)."""
+    from tlview.replay.script import check_dir
+    from tlview.tensors.dtypes import need_torch
+
+    need_torch("writing a repro")
+    if out is None:
+        return None
+    check_dir(Path(out))
+    return Path(out)

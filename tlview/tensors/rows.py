@@ -10,6 +10,7 @@ from tlview.index.dims import dynamic_dims, input_symbols
 from tlview.model import Compile
 from tlview.tensors.dtypes import need_torch
 from tlview.tensors.fake import build_fakes
+from tlview.tensors.fill import Devices
 from tlview.tensors.options import RebuildOptions
 from tlview.tensors.plans import plans_for
 from tlview.tensors.real import build_real
@@ -30,14 +31,16 @@ def input_rows(
     _symbols, groups = plans_for(c)
     fake: Rebuilt | None = None
     real: Rebuilt | None = None
+    devices: Devices | None = None  # where --emit and repro build each input
     problem = None
     try:
-        need_torch()
+        torch = need_torch()
     except TlviewError:
         problem = "torch is not installed: the fake and real rebuilds were not tried"
     else:
         fake = build_fakes(c, allow_import=allow_import)
         real = build_real(c, RebuildOptions(mode="meta", allow_import=allow_import))
+        devices = Devices(torch, None, "random")
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for g in groups:
@@ -46,6 +49,16 @@ def input_rows(
             inp = by_tensor.get((g.describer, tid))
             alias = f"A{inp.alias_group}" if inp is not None and inp.alias_group else "-"
             shape = stride = offset = dtype = dev = "?"
+            real_status = _status(real, name)
+            if p is not None and devices is not None and real_status.startswith("ok"):
+                # The listing builds meta tensors; --emit builds real ones, on a device here.
+                built_on, why = devices.map(p.device)
+                if why is not None:
+                    real_status += f" ({built_on})"
+                    notes.append(
+                        f"{name}: real: logged on {p.device}, which this machine does not have: "
+                        f"--emit and repro build it on {built_on} (--device DEV chooses)"
+                    )
             if p is not None:
                 symbols = input_symbols(inp, dynamic) if inp is not None else None
                 shape, stride = _fmt_dims(p.size, symbols), _fmt_dims(p.stride)
@@ -62,7 +75,7 @@ def input_rows(
                     dev,
                     alias,
                     _status(fake, name),
-                    _status(real, name),
+                    real_status,
                 )
             )
             notes.extend(_note_lines(name, fake, real))
