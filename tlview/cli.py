@@ -15,6 +15,7 @@ import click
 import tlview
 from tlview import __version__
 from tlview.commands import funnel
+from tlview.commands import show as show_help
 from tlview.commands.funnel import Main, gate, on_terminal, outlive
 from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
@@ -402,6 +403,28 @@ def repro(
         raise TlviewError(
             f"{path}: compile {o.ref}: the repro {o.status}: {o.reason}", EXIT_NO_REPRO
         )
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.argument("artifact", required=False, shell_complete=show_help.complete_artifacts)
+@click.option(
+    "--compile-id",
+    "compile_id",
+    required=True,
+    shell_complete=show_help.complete_ids,
+    help="The compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
+)
+@latest_option
+def show(path: str, artifact: str | None, compile_id: str, latest: bool) -> None:
+    """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives)."""
+    path = newest(path) if latest else path
+    if artifact is None:
+        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
+        show_help.list_artifacts(path, compile_id, named)
+        return
+    p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
+    show_help.write_artifact(artifact, p)
 
 
 def _progress_reader(path: str) -> object:

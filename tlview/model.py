@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 from collections.abc import Iterator, Sequence, Set
@@ -140,6 +141,7 @@ class Payload:
     cut: int = 0  # bytes of the payload left out of `text`
     meta: dict[str, Any] | None = None  # small metadata beside the payload (e.g. graph `sizes`)
     masked_md5: str | None = None  # graphs: md5 with device indices and addresses masked (ranks)
+    data: builtins.bytes | None = None  # the exact bytes, whole, when asked for (`tlview show`)
 
     @property
     def absent(self) -> bool:

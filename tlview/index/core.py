@@ -182,6 +182,7 @@ class Core:
             cut=max(0, size - limit) if text is not None else 0,
             meta=meta,
             masked_md5=graph_md5(kind, rec.payload) if self.keep.ranks else None,
+            data=rec.payload if self.keep.exact and self.keep.wants(kind, c.key) else None,
         )
 
     def on_str(self, rec: Record) -> None:
