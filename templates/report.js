@@ -106,6 +106,10 @@
 
   function colour(code) {
     if (code.dataset.done) return;
+    if ((code.dataset.gz !== undefined || code.dataset.same !== undefined) && !code.dataset.unpacked) {
+      unpack(code);  // coloured once its text is there
+      return;
+    }
     code.dataset.done = "1";
     const lang = code.dataset.lang;
     if (lang !== "py" && lang !== "json") return;
@@ -142,6 +146,48 @@
     frag.appendChild(document.createTextNode(plain));
     code.textContent = "";
     code.appendChild(frag);
+  }
+
+  // Long payloads are in the page gzip-compressed, in base64 (data-gz), or are the same text as
+  // another payload's (data-same: its code's id); each is unpacked when first shown, in the
+  // browser, with nothing fetched. <html data-unpacking> counts those still being unpacked.
+  const texts = new Map(); // id of a packed code -> Promise of its text
+  const root = document.documentElement;
+  root.dataset.unpacking = "0";
+
+  function inflate(holder) {
+    let got = texts.get(holder.id);
+    if (got) return got;
+    if (typeof DecompressionStream === "undefined") {
+      got = Promise.reject(new Error("this browser has no DecompressionStream"));
+    } else {
+      const bin = atob(holder.dataset.gz);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i += 1) bytes[i] = bin.charCodeAt(i);
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      got = new Response(stream).text();
+    }
+    if (holder.id) texts.set(holder.id, got);
+    return got;
+  }
+
+  function unpack(code) {
+    if (code.dataset.unpacking) return;
+    code.dataset.unpacking = "1";
+    root.dataset.unpacking = String(Number(root.dataset.unpacking) + 1);
+    const holder = code.dataset.same !== undefined ? document.getElementById(code.dataset.same) : code;
+    const got = holder && holder.dataset.gz !== undefined ? inflate(holder) : Promise.reject(new Error("its text is missing"));
+    got.then((text) => {
+      code.textContent = text;
+      code.dataset.unpacked = "1";
+      colour(code);
+    }, (err) => {
+      code.textContent = `(not shown: ${err.message}; tlview show PATH --compile-id ID NAME writes it)`;
+      code.dataset.unpacked = "1";
+      code.dataset.done = "1";
+    }).finally(() => {
+      root.dataset.unpacking = String(Number(root.dataset.unpacking) - 1);
+    });
   }
 
   function colourIn(details) {

@@ -20,14 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus
-from test_html import DEMO, HOSTILE, hostile_log, real_paths
+from conftest import FIXTURES, corpus
+from test_html import DEMO, HOSTILE, hostile_log, page_payloads, real_paths
 
 from tlview.analyze.names import Refs, compile_ref
 from tlview.load import load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import report as html
+from tlview.render.html.payloads import section_payloads
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.slow  # a headless Chromium loads every page
@@ -237,10 +238,22 @@ def page_for(path: Path, dest: Path, full: bool = False) -> tuple[Report, Path]:
     return rep, dest
 
 
-ALL_TEXT = """(() => {
+# Every block opened, and the payloads the page holds compressed unpacked (the toggle events
+# that start it come as tasks, then <html data-unpacking> counts down to 0).
+SETTLE = """(async () => {
+  await new Promise(r => setTimeout(r, 0));
+  while (document.documentElement.dataset.unpacking !== "0") await new Promise(r => setTimeout(r, 5));
+  return 1;
+})()"""
+ALL_TEXT = (
+    """(async () => {
   for (const d of document.querySelectorAll('details')) d.open = true;
+  await """
+    + SETTLE
+    + """;
   return document.body.innerText;
 })()"""
+)
 
 
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
@@ -470,3 +483,43 @@ def test_one_compile_page(browser: Chromium, tmp_path: Path) -> None:
     assert browser.eval("document.querySelectorAll('#ctable tbody tr').length") == 1
     assert "This page shows compile 0/1 alone" in browser.eval("document.body.innerText")
     assert problems(browser.settled(), dest) == []
+
+
+def test_compressed_payloads_open_as_their_text(browser: Chromium, tmp_path: Path) -> None:
+    """The page holds long payloads gzip-compressed: opened, each shows its exact text (also one
+    that is an equal payload's), coloured, with nothing fetched."""
+    rep, dest = page_for(FIXTURES / "kernels.log", tmp_path / "kernels.html")
+    assert problems(browser.load(dest), dest) == []
+    c = next(c for c in rep.compiles if c.key == "0/0")
+    code = next(p for p in c.graphs if p.kind == "inductor_output_code")
+    pos = next(k for k, (_, p) in enumerate(section_payloads(c)) if p is code)
+    anchor = f"c-0/0-p{pos}"
+    el = f"document.getElementById({anchor!r})"
+    assert browser.eval(f"{el}.querySelector('pre code').dataset.gz.length") > 0
+    browser.eval(
+        f"{el}.closest('section').querySelector('details').open = true; {el}.open = true; 1"
+    )
+    browser.eval(SETTLE)
+    assert browser.eval(f"{el}.querySelector('pre code').textContent") == code.text
+    assert browser.eval(f"{el}.querySelectorAll('pre code span.k').length") > 10  # coloured
+    # Payloads equal to another (same md5) show its text.
+    same = browser.eval(
+        "Array.from(document.querySelectorAll('code[data-same]'), c => c.closest('details').id)"
+    )
+    assert same
+    for a in same:
+        browser.eval(
+            f"(d => {{ d.closest('section').querySelector('details').open = true; d.open = true; }})(document.getElementById({a!r})); 1"
+        )
+    browser.eval(SETTLE)
+    want = page_payloads(dest.read_text())
+    for a in same:
+        got = browser.eval(f"document.getElementById({a!r}).querySelector('pre code').textContent")
+        assert got == want[a] and got
+    assert problems(browser.settled(), dest) == []
+    # A browser without DecompressionStream says what to do instead.
+    assert problems(browser.load(dest), dest) == []
+    browser.eval(f"delete window.DecompressionStream; {el}.open = true; 1")
+    browser.eval(SETTLE)
+    said = browser.eval(f"{el}.querySelector('pre code').textContent")
+    assert said.startswith("(not shown: this browser has no DecompressionStream; tlview show")

@@ -141,7 +141,7 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
     kinds = section_payloads(c)
     for pl in r.payloads:
         where, p = kinds[pl.pos]
-        pv = payload_view(p, pl, f"{r.anchor}-p{pl.pos}", c.log, page.full)
+        pv = payload_view(p, pl, f"{r.anchor}-p{pl.pos}", c.log, page.full, r.ref)
         if where == "guards":
             v.guards.append(pv)
         elif p.kind == "dynamo_error":
