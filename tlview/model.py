@@ -487,6 +487,9 @@ class Provenance:
     line: int
     kind: str  # "nodes" (its cppCodeToPost) or "code" (kernel stack traces)
     by_kernel: dict[str, list[str]]
+    # "nodes": each of its maps between pre-grad nodes, post-grad nodes and kernels (preToPost,
+    # postToPre, cppCodeToPost, postToCppCode), as logged; for the page's provenance view.
+    links: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,11 +48,13 @@ class ArtifactRecords(Core):
         elif name in _PROVENANCE and rec.payload is not None:
             # Without a payload (an FX graph cache hit with provenance tracking off) it says
             # nothing, as torch means it to: see PAYLOAD_OPTIONAL.
-            got = _provenance(json_of(rec.payload), name)
+            v = json_of(rec.payload)
+            got = _provenance(v, name)
             if got is None:
                 self.bad(rec, f"{name} is not a JSON object of kernels")
             else:
-                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got))
+                links = _links(v) if _PROVENANCE[name] == "nodes" else {}
+                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got, links))
         elif name == "recompile_reasons":
             c.recompile_reasons, problem = _reasons(rec)
             if problem:
@@ -148,12 +150,26 @@ _PROVENANCE = {
 MAX_KERNELS = 20_000  # kernels kept per artifact
 
 
-def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
-    """Kernel -> strings of one provenance artifact, the kernels a log can be trusted to give."""
-    if isinstance(v, dict) and _PROVENANCE[name] == "nodes":
-        v = v.get("cppCodeToPost", {})
+# The maps of a node mapping (both of its formats: torch 2.8's names kernels alone, torch 2.9's
+# "version": 2.0 numbers each kernel call, "cpp_fused_relu_0:2"), kept for the provenance view.
+LINK_MAPS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
+
+
+def _links(v: Any) -> dict[str, dict[str, list[str]]]:
+    """The node mapping's maps, each name -> names, as far as a log can be trusted to give them."""
     if not isinstance(v, dict):
-        return None
+        return {}
+    out = {}
+    for key in LINK_MAPS:
+        m = v.get(key)
+        if isinstance(m, dict) and m:
+            got = _strings(m)
+            if got:
+                out[key] = got
+    return out
+
+
+def _strings(v: dict[Any, Any]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for k, items in v.items():
         if len(out) >= MAX_KERNELS:
@@ -161,3 +177,12 @@ def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
         if isinstance(k, str) and isinstance(items, list):
             out[k] = [x for x in items if isinstance(x, str)]
     return out
+
+
+def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
+    """Kernel -> strings of one provenance artifact, the kernels a log can be trusted to give."""
+    if isinstance(v, dict) and _PROVENANCE[name] == "nodes":
+        v = v.get("cppCodeToPost", {})
+    if not isinstance(v, dict):
+        return None
+    return _strings(v)
