@@ -4,6 +4,7 @@ records, the torch version named late, AOTInductor's code and older provenance a
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -127,3 +128,21 @@ def test_kernels_of_older_provenance_are_numbered() -> None:
         (3, "extern_kernels.addmm"),
         (4, "cpp_fused__softmax_1"),
     ]
+
+
+def test_both_guards_records_are_on_the_page() -> None:
+    from test_html import page_payloads, render
+
+    rep, text = render(FIXTURES / "torch24.log")
+    shown = page_payloads(text)
+    c = next(c for c in rep.compiles if c.key == "1/0")
+    sec = text[text.index('<section class="compile" id="c-1/0"') :]
+    sec = sec[: sec.index("</section>")]
+    assert '<h3>Guards <span class="count">2</span></h3>' in sec
+    kinds = re.findall(
+        r'<details class="payload" id="(c-1/0-p\d+)">\s*<summary><code class="kind">(dynamo_\w*guards\w*)</code>',
+        sec,
+    )
+    assert [k for _, k in kinds] == ["dynamo_guards", "dynamo_cpp_guards_str"]
+    for (anchor, _), g in zip(kinds, c.guards, strict=True):
+        assert shown[anchor] == g.text and g.text
