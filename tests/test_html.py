@@ -374,7 +374,7 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
     listed = re.findall(
         r'<tr><td class="id"><a href="#([^"]+)">[^<]*</a></td><td><code>([^<]+)</code></td>'
         r'<td class="num">[^<]*</td><td class="num">(\d+)</td>'
-        r"<td><code>tlview show PATH --compile-id ([^ ]+) ([^<]+)</code></td></tr>",
+        r"<td><code>tlview show PATH --compile-id ([^ ]+) ([^<]+)</code></td><td>the page budget</td></tr>",
         text,
     )
     assert sorted(int(line) for _, _, line, _, _ in listed) == sorted(int(n) for n in left)

@@ -63,9 +63,8 @@ class Missing:
     ref: str  # its compile, as `tlview show --compile-id` takes it
     name: str  # the artifact, as `tlview show` takes it
     bytes: int
-    line: int
-    log: str
-    why: str  # reader | spent
+    line: int  # of its compile's log
+    why: str  # what left it out: reading (no more text kept) or the page budget
 
 
 @dataclass(slots=True)
@@ -262,7 +261,15 @@ def _leave_out(budget: Budget, r: Row, pl: BudgetItem, why: str, tier: int) -> N
     budget.missing_by_tier[tier] += 1
     if len(budget.missing) < MAX_LISTED:
         budget.missing.append(
-            Missing(r.label, f"{r.anchor}-p{pl.pos}", r.ref, pl.name, pl.bytes, pl.line, r.log, why)
+            Missing(
+                r.label,
+                f"{r.anchor}-p{pl.pos}",
+                r.ref,
+                pl.name,
+                pl.bytes,
+                pl.line,
+                "reading" if why == "reader" else "the page budget",
+            )
         )
 
 
