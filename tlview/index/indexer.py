@@ -7,6 +7,7 @@ from typing import Any
 from tlview.index.artifacts import ArtifactRecords
 from tlview.index.chromium import ChromiumRecords
 from tlview.index.describe import DescribeRecords
+from tlview.index.digests import code_collectives
 from tlview.index.finish import Finishing
 from tlview.index.kinds import (
     BWD_FIELDS,
@@ -54,7 +55,7 @@ class Indexer(
             log.first_time = rec.time
         log.last_time = rec.time
         if rec.rank is not None and log.rank is None:
-            log.rank = rec.rank
+            log.rank, log.rank_from = rec.rank, "records"
         ctx = rec.meta
         for key in CONTEXT_INTS:
             v = ctx.get(key)
@@ -119,6 +120,10 @@ class Indexer(
             ):
                 # AOTInductor's code, by what it is: inductor_aot_wrapper_code, ..._kernel_code
                 named = self.intern(body["name"][:200])
+            if kind == "inductor_output_code":
+                calls = code_collectives(rec.payload)
+                if calls is not None:
+                    meta = {**(meta or {}), **calls}
             c.graphs.append(self.payload(rec, named, c, meta))
             if (
                 kind == "dynamo_output_graph"
