@@ -49,7 +49,10 @@ def seconds(v: float | None) -> str:
 
 
 def _dim(d: object, symbol: str | None) -> str:
-    return f"{symbol}={d}" if symbol is not None and type(d) is int and symbol != str(d) else str(d)
+    """A dim with the graph's symbol for it and its value here: `s77=8`, `s20=j1` (a jagged
+    dim the graph took as a symbol); the dim alone when the symbol is what it says."""
+    text = str(d)
+    return f"{symbol}={text}" if symbol is not None and symbol != text else text
 
 
 # Bytes per element of each dtype torch logs, by its name without `torch.`.

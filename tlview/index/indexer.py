@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tlview.index.annotations import forward_params
 from tlview.index.artifacts import ArtifactRecords
 from tlview.index.chromium import ChromiumRecords
 from tlview.index.describe import DescribeRecords
@@ -111,7 +112,10 @@ class Indexer(
             meta = None
             if isinstance(body, dict) and body:
                 meta = {k: v for k, v in body.items() if k != "stack"}
-            c.graphs.append(self.payload(rec, kind, c, meta))
+            g = self.payload(rec, kind, c, meta)
+            if kind == "dynamo_output_graph":
+                g.placeholders = forward_params(rec.payload)
+            c.graphs.append(g)
             if (
                 kind == "dynamo_output_graph"
                 and c.stack == []

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tlview.index.dims import arg_name
 from tlview.replay import graphcode as gc
 
 if TYPE_CHECKING:
@@ -36,11 +37,6 @@ def lazy_torch() -> Any:
     from tlview.tensors.dtypes import need_torch
 
     return need_torch("tlview repro")
-
-
-def arg_name(source: str) -> str:
-    """The forward argument dynamo names after a source (`L['x']` -> `L_x_`)."""
-    return re.sub(r"[^a-zA-Z0-9]+", "_", source)
 
 
 def attribute_names(source: str) -> set[str]:

@@ -10,9 +10,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tlview.index.dims import NJT, GraphDims
 from tlview.model import Compile
 from tlview.tensors.dtypes import (
-    NJT,
     grad_refused,
     logged_literal,
     need_torch,
@@ -20,10 +20,12 @@ from tlview.tensors.dtypes import (
     torch_creation_meta,
     torch_dtype,
 )
+from tlview.tensors.exprs import sympy_expr
 from tlview.tensors.fill import Devices
-from tlview.tensors.plans import NESTED, GroupPlan, SymbolPlan, TensorPlan, plans_for
+from tlview.tensors.plans import NESTED, GroupPlan, TensorPlan, plans_for
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
 
+_PLAIN_SYMBOL = re.compile(r"s\d+")
 _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset\(\))$")
 
 
@@ -60,7 +62,7 @@ def build_fakes(
     return out
 
 
-def named_shape_env(symbols: SymbolPlan) -> Any:
+def named_shape_env(symbols: GraphDims) -> Any:
     """A ShapeEnv that gives each dynamic dim the symbol name it had in the original run."""
     return _named_shape_env_cls()(symbols.names)
 
@@ -70,13 +72,15 @@ def _named_shape_env_cls() -> Any:
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
     class NamedShapeEnv(ShapeEnv):
-        """ShapeEnv whose new symbols take the names logged by `create_symbol`.
+        """ShapeEnv whose symbols take the graph's names (`index.dims.graph_dims`).
 
-        A dim with its own record gets a fresh symbol of that name; a dim the graph shows with
-        a symbol made earlier reuses it, as duck sizing did in the original run.
+        A size, stride or offset the graph has as a symbol gets that symbol: a fresh one of its
+        name the first time, the same one again where the graph shares it (as duck sizing or a
+        guard made it share); one the graph has as an expression of symbols made before
+        (`s20*s92`) gets that expression.
         """
 
-        def __init__(self, names: Mapping[str, str]) -> None:
+        def __init__(self, names: Mapping[str, Any]) -> None:
             super().__init__()
             self.tlview_names = dict(names)
             self.tlview_made: dict[str, Any] = {}
@@ -91,32 +95,60 @@ def _named_shape_env_cls() -> Any:
             if callable(name):  # an older torch's (2.6) Source.name() is a method
                 name = name()
             want = self.tlview_names.get(name) if isinstance(name, str) else None
-            if want is None or dynamic_dim is DimDynamic.STATIC or type(val) is not int:
+            nested = _is_nested(val)
+            if type(want) is int and type(val) is int and want == val:
+                import sympy
+
+                return sympy.Integer(val)  # the graph took the value (a guard pinned it)
+            if (
+                not isinstance(want, str)
+                or dynamic_dim in (DimDynamic.STATIC, getattr(DimDynamic, "UNBACKED", None))
+                or not (type(val) is int or nested)
+            ):
+                return super().create_symbol(val, source, dynamic_dim, *a, **k)
+            m = re.fullmatch(r"s(\d+)", want)
+            if m is None:  # an expression of the graph's symbols
+                expr = self.tlview_expr(want, val)
+                if expr is not None:
+                    return expr
                 return super().create_symbol(val, source, dynamic_dim, *a, **k)
             made = self.tlview_made.get(want)
-            hints = getattr(self, "backed_var_to_val", None)
-            if hints is None:  # an older torch's name for it
-                hints = self.var_to_val
-            hint = hints.get(made) if made is not None else None
-            if made is not None and hint is not None and int(hint) == val:
-                old = self.val_to_var.get(val)
-                self.val_to_var[val] = made
-                try:
-                    return super().create_symbol(val, source, DimDynamic.DUCK, *a, **k)
-                finally:
-                    if old is None:
-                        self.val_to_var.pop(val, None)
-                    else:
-                        self.val_to_var[val] = old
-            m = re.fullmatch(r"s(\d+)", want)
-            self.tlview_want = int(m.group(1)) if m else None
+            if made is not None and _same_hint(self.tlview_hint(made), val):
+                self.source_to_var[str(name)] = made
+                self.var_to_sources.setdefault(made, []).append(source)
+                return made
+            self.tlview_want = int(m.group(1))
             try:
                 out = super().create_symbol(val, source, DimDynamic.DYNAMIC, *a, **k)
             finally:
                 self.tlview_want = None
             if str(out) == want:
                 self.tlview_made[want] = out
+                if dynamic_dim is DimDynamic.DUCK and not nested and val not in self.val_to_var:
+                    self.val_to_var[val] = out  # later dims of this value share it, as they did
             return out
+
+        def tlview_hint(self, sym: Any) -> Any:
+            hints = getattr(self, "backed_var_to_val", None)
+            if hints is None:  # an older torch's name for it
+                hints = self.var_to_val
+            return hints.get(sym)
+
+        def tlview_expr(self, text: str, val: int) -> Any:
+            """The sympy expression of a logged one over the symbols made so far, if its value
+            is `val`; never runs the text (`exprs.sympy_expr`)."""
+            made = {str(s): s for s in self.tlview_made.values()}
+            hints = getattr(self, "backed_var_to_val", None) or self.var_to_val
+            for s in hints:
+                made.setdefault(str(s), s)
+            expr = sympy_expr(text, made)
+            if expr is None or type(val) is not int:
+                return None
+            try:
+                got = expr.xreplace(hints)
+                return expr if int(got) == val else None
+            except (TypeError, ValueError):
+                return None
 
         def _generate_unique_id(self, source_name: str) -> int:
             w = self.tlview_want
@@ -126,6 +158,27 @@ def _named_shape_env_cls() -> Any:
             return super()._generate_unique_id(source_name)
 
     return NamedShapeEnv
+
+
+def _is_nested(val: Any) -> bool:
+    node = getattr(val, "node", None)
+    return node is not None and getattr(node, "is_nested_int", lambda: False)()
+
+
+def _same_hint(hint: Any, val: Any) -> bool:
+    """Whether a symbol's value in this env is `val` (an int, or a nested int as `j1`)."""
+    if hint is None:
+        return False
+    if type(val) is int:
+        try:
+            return int(hint) == val
+        except (TypeError, ValueError):
+            return False
+    node = val.node
+    return (node.nested_int(), node.nested_int_coeff()) == (
+        getattr(hint, "_val", None),
+        getattr(hint, "_coeff", None),
+    )
 
 
 def _known_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
@@ -192,7 +245,7 @@ class FakeBuilder:
         group: GroupPlan,
         fake_mode: Any,
         shape_env: Any,
-        symbols: SymbolPlan,
+        symbols: GraphDims,
         allow_import: Sequence[str] = (),
     ) -> None:
         self.torch = need_torch()
@@ -499,6 +552,7 @@ class FakeBuilder:
         from torch.utils._sympy.value_ranges import ValueRanges
 
         p = self.g.tensors[tid]
+        names = self.symbols.names
         dyn: list[Any] = []
         cons: list[Any] = []
         for i in range(p.ndim):
@@ -510,7 +564,7 @@ class FakeBuilder:
                     getattr(DimDynamic, "UNBACKED", None) or DimDynamic["SIZE_LIKE_UNBACKED"]
                 )
                 cons.append(None)
-            elif dim in self.symbols.names or nested:
+            elif isinstance(names.get(dim), str) or nested:
                 dyn.append(DimDynamic.DYNAMIC if nested else DimDynamic.DUCK)
                 rng = self.symbols.ranges.get(dim)
                 if rng is not None:
@@ -532,8 +586,21 @@ class FakeBuilder:
             else:
                 dyn.append(DimDynamic.STATIC)
                 cons.append(None)
+        kw: dict[str, Any] = {}
+        steps = [names.get(f"{name}.stride()[{i}]") for i in range(p.ndim)]
+        if any(x is not None for x in steps) and p.stride is not None:
+            # The graph's strides: its symbol where it has one (a stride no size gives, as a
+            # slice of a larger tensor has), else inferred (a value it pinned: create_symbol).
+            static = all(d is DimDynamic.STATIC for d in dyn)
+            kw["dynamic_strides"] = [
+                DimDynamic.DUCK
+                if isinstance(x, str) and (static or _PLAIN_SYMBOL.fullmatch(x))
+                else DimDynamic.INFER_STRIDE
+                for x in steps
+            ]
+            kw["constraint_strides"] = [None] * p.ndim
         base_ctx = None
-        if p.view and p.base is not None and p.base in self.descs and not p.subclass:
+        if p.view and p.base is not None and p.base in self.descs:
             base_ctx = self.context(p.base, f"{name}._base")
         if p.subclass and p.attrs:
             inner = {k: self.context(i, f"{name}.{k}") for k, i in p.attrs.items()}
@@ -543,7 +610,11 @@ class FakeBuilder:
                 view_base_context=base_ctx,
                 tensor_source=logged_source(name),
                 inner_contexts=inner,
+                **_known_fields(SubclassSymbolicContext, kw),
             )
         return StatelessSymbolicContext(
-            dynamic_sizes=dyn, constraint_sizes=cons, view_base_context=base_ctx
+            dynamic_sizes=dyn,
+            constraint_sizes=cons,
+            view_base_context=base_ctx,
+            **_known_fields(StatelessSymbolicContext, kw),
         )

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tlview.index.dims import fx_name
+from tlview.index.dims import GraphDims, graph_dims
 from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
 from tlview.tensors.exprs import eval_expr
 from tlview.units import itemsize
@@ -24,9 +24,6 @@ NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
 
 
 _SYMBOL = re.compile(r"[su]\d+")
-
-
-_RANGE = re.compile(r"\[(-?\d+|-?int_oo|-?oo), (-?\d+|-?int_oo|-?oo)\]")
 
 
 def dtype_name(text: Any) -> str | None:
@@ -174,83 +171,16 @@ class GroupPlan:
     whole: set[int] = field(default_factory=set)
     # Its own symbols, when the compile's fake modes each made theirs (several exports in
     # `-/-`): their fakes then need a shape env each. None: the compile's symbols.
-    symbols: SymbolPlan | None = None
+    symbols: GraphDims | None = None
 
 
-@dataclass
-class SymbolPlan:
-    """What the log says about the dynamic dims of one compile."""
-
-    names: dict[str, str]  # "L['x'].size()[0]" -> "s77"
-    fresh: set[str]  # dims that had their own create_symbol record
-    unbacked: set[str]  # dims the graph sizes show as unbacked ("u0": mark_unbacked)
-    hints: dict[str, int]  # "s77" -> 10
-    ranges: dict[str, tuple[int | None, int | None]]  # dim source -> (lo, hi) when not default
-
-
-def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
-    """Dynamic dims and their symbol names from `create_symbol` records and graph `sizes`; with
+def plan_symbols(c: Compile, describer: int | None = None) -> GraphDims:
+    """The compile's symbols as its graph took them (`index.dims.graph_dims`); with
     `describer`, those of that fake mode alone."""
-    names: dict[str, str] = {}
-    fresh: set[str] = set()
-    hints: dict[str, int] = {}
-    ranges: dict[str, tuple[int | None, int | None]] = {}
-    unbacked: set[str] = set()
-    symbols = c.symbols
-    sets = c.input_sets
-    if describer is not None:
-        symbols = [x for x in symbols if x.describer in (None, describer)]
-        sets = [s for s in sets if s.describer == describer]
-    for sym in symbols:
-        if (
-            sym.kind == "specialized"
-            and sym.value is not None
-            and re.fullmatch(r"-?\d+", sym.value)
-        ):
-            hints.setdefault(sym.symbol, int(sym.value))
-        if sym.kind != "created":
-            continue
-        if sym.value is not None and re.fullmatch(r"-?\d+", sym.value):
-            hints[sym.symbol] = int(sym.value)
-        if sym.source and _SYMBOL.fullmatch(sym.symbol):
-            names.setdefault(sym.source, sym.symbol)
-            fresh.add(sym.source)
-            m = _RANGE.fullmatch(sym.range or "")
-            if m and (m.group(1), m.group(2)) != ("2", "int_oo"):
-                ranges[sym.source] = (_bound(m.group(1)), _bound(m.group(2)))
-    sizes: dict[str, Any] = {}
-    for g in c.graphs:
-        if g.kind == "dynamo_output_graph" and g.meta and isinstance(g.meta.get("sizes"), dict):
-            sizes = g.meta["sizes"]
-            break
-    if sizes:
-        for s in sets:
-            for _tid, src in s.sources:
-                graph_dims = sizes.get(fx_name(src))
-                if not isinstance(graph_dims, list):
-                    continue
-                for i, d in enumerate(graph_dims):
-                    if isinstance(d, str) and d.isdecimal() or type(d) is int:
-                        # Made a symbol, then specialized (a guard pinned it): the graph takes
-                        # the value ("4" in its sizes), so the fake does too.
-                        dim = f"{src}.size()[{i}]"
-                        if names.pop(dim, None) is not None:
-                            fresh.discard(dim)
-                            ranges.pop(dim, None)
-                        continue
-                    if isinstance(d, str) and _SYMBOL.fullmatch(d):
-                        if d.startswith("s"):
-                            names.setdefault(f"{src}.size()[{i}]", d)
-                        else:
-                            unbacked.add(f"{src}.size()[{i}]")
-    return SymbolPlan(names=names, fresh=fresh, unbacked=unbacked, hints=hints, ranges=ranges)
+    return graph_dims(c, describer)
 
 
-def _bound(text: str) -> int | None:
-    return None if "oo" in text else int(text)
-
-
-def plan_compile(c: Compile, symbols: SymbolPlan | None = None) -> list[GroupPlan]:
+def plan_compile(c: Compile, symbols: GraphDims | None = None) -> list[GroupPlan]:
     """Concrete plans for every describer group of a compile; problems become notes or errors."""
     symbols = symbols or plan_symbols(c)
     out: list[GroupPlan] = []
@@ -271,14 +201,14 @@ def _symbols_per_describer(c: Compile) -> bool:
     return len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
 
 
-_PLANS: OrderedDict[int, tuple[Compile, tuple[Any, ...], SymbolPlan, list[GroupPlan]]]
+_PLANS: OrderedDict[int, tuple[Compile, tuple[Any, ...], GraphDims, list[GroupPlan]]]
 _PLANS = OrderedDict()
 
 
 _PLANS_KEPT = 8  # compiles whose plans are kept (each holds its Compile alive)
 
 
-def plans_for(c: Compile) -> tuple[SymbolPlan, list[GroupPlan]]:
+def plans_for(c: Compile) -> tuple[GraphDims, list[GroupPlan]]:
     """The symbols and plans of a compile, made once and reused while its records are unchanged.
 
     The plans are shared by every rebuild of the compile: read them, never change them.
@@ -309,7 +239,7 @@ def _plan_mark(c: Compile) -> tuple[Any, ...]:
 
 
 def _plan_group(
-    s: InputSet, symbols: SymbolPlan, taken: set[str], unnamed: set[tuple[int, int]]
+    s: InputSet, symbols: GraphDims, taken: set[str], unnamed: set[tuple[int, int]]
 ) -> GroupPlan:
     env = dict(symbols.hints)
     if symbols.names:

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tlview.errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
+from tlview.index.dims import NJT
 from tlview.model import Compile
 from tlview.tensors.dtypes import (
-    NJT,
     grad_refused,
     logged_literal,
     need_torch,
