@@ -95,6 +95,11 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
                     return
                 p.args.append(Arg(param.name, "[" + ", ".join(map(_item, items)) + "]"))
                 continue
+        if source is None and param.annotation in _MESH_TYPES:
+            mesh = _mesh_of(r)
+            if mesh is not None:  # a DTensor graph takes the mesh its inputs are on
+                p.args.append(Arg(param.name, f"inputs[{mesh!r}].device_mesh"))
+                continue
         if source is None:
             standin = _standin(p, code, param, known)
             if standin is None:
@@ -180,6 +185,18 @@ def _bound_lookups(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> None
             f"{source} indexes an embedding of {rows} rows ({w.name}): its random values are "
             f"taken modulo {rows}"
         )
+
+
+_MESH_TYPES = frozenset({"torch.distributed.device_mesh.DeviceMesh", "DeviceMesh"})
+
+
+def _mesh_of(r: Any) -> str | None:
+    """A rebuilt input that is a DTensor, whose mesh a DeviceMesh placeholder takes (all of a
+    compile's DTensors are rebuilt on one mesh per shape)."""
+    for source, t in r.tensors.items():
+        if getattr(t, "device_mesh", None) is not None and hasattr(t, "placements"):
+            return str(source)
+    return None
 
 
 def _take(p: Plan, r: Any, source: str) -> bool:

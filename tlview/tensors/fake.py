@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
-import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tlview.index.dims import NJT, GraphDims
 from tlview.model import Compile
+from tlview.tensors import mesh
 from tlview.tensors.dtypes import (
     grad_refused,
     logged_literal,
@@ -20,10 +19,11 @@ from tlview.tensors.dtypes import (
     torch_creation_meta,
     torch_dtype,
 )
-from tlview.tensors.exprs import sympy_expr
 from tlview.tensors.fill import Devices
+from tlview.tensors.layouts import COMPRESSED
 from tlview.tensors.plans import NESTED, GroupPlan, TensorPlan, plans_for
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
+from tlview.tensors.shapes import logged_source, named_shape_env
 
 _PLAIN_SYMBOL = re.compile(r"s\d+")
 _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset\(\))$")
@@ -62,125 +62,6 @@ def build_fakes(
     return out
 
 
-def named_shape_env(symbols: GraphDims) -> Any:
-    """A ShapeEnv that gives each dynamic dim the symbol name it had in the original run."""
-    return _named_shape_env_cls()(symbols.names)
-
-
-@functools.cache
-def _named_shape_env_cls() -> Any:
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
-
-    class NamedShapeEnv(ShapeEnv):
-        """ShapeEnv whose symbols take the graph's names (`index.dims.graph_dims`).
-
-        A size, stride or offset the graph has as a symbol gets that symbol: a fresh one of its
-        name the first time, the same one again where the graph shares it (as duck sizing or a
-        guard made it share); one the graph has as an expression of symbols made before
-        (`s20*s92`) gets that expression.
-        """
-
-        def __init__(self, names: Mapping[str, Any]) -> None:
-            super().__init__()
-            self.tlview_names = dict(names)
-            self.tlview_made: dict[str, Any] = {}
-            self.tlview_want: int | None = None
-
-        def create_symbol(
-            self, val: Any, source: Any, dynamic_dim: Any = None, *a: Any, **k: Any
-        ) -> Any:
-            if dynamic_dim is None:
-                dynamic_dim = DimDynamic.DUCK
-            name = getattr(source, "name", None)
-            if callable(name):  # an older torch's (2.6) Source.name() is a method
-                name = name()
-            want = self.tlview_names.get(name) if isinstance(name, str) else None
-            nested = _is_nested(val)
-            if type(want) is int and type(val) is int and want == val:
-                import sympy
-
-                return sympy.Integer(val)  # the graph took the value (a guard pinned it)
-            if (
-                not isinstance(want, str)
-                or dynamic_dim in (DimDynamic.STATIC, getattr(DimDynamic, "UNBACKED", None))
-                or not (type(val) is int or nested)
-            ):
-                return super().create_symbol(val, source, dynamic_dim, *a, **k)
-            m = re.fullmatch(r"s(\d+)", want)
-            if m is None:  # an expression of the graph's symbols
-                expr = self.tlview_expr(want, val)
-                if expr is not None:
-                    return expr
-                return super().create_symbol(val, source, dynamic_dim, *a, **k)
-            made = self.tlview_made.get(want)
-            if made is not None and _same_hint(self.tlview_hint(made), val):
-                self.source_to_var[str(name)] = made
-                self.var_to_sources.setdefault(made, []).append(source)
-                return made
-            self.tlview_want = int(m.group(1))
-            try:
-                out = super().create_symbol(val, source, DimDynamic.DYNAMIC, *a, **k)
-            finally:
-                self.tlview_want = None
-            if str(out) == want:
-                self.tlview_made[want] = out
-                if dynamic_dim is DimDynamic.DUCK and not nested and val not in self.val_to_var:
-                    self.val_to_var[val] = out  # later dims of this value share it, as they did
-            return out
-
-        def tlview_hint(self, sym: Any) -> Any:
-            hints = getattr(self, "backed_var_to_val", None)
-            if hints is None:  # an older torch's name for it
-                hints = self.var_to_val
-            return hints.get(sym)
-
-        def tlview_expr(self, text: str, val: int) -> Any:
-            """The sympy expression of a logged one over the symbols made so far, if its value
-            is `val`; never runs the text (`exprs.sympy_expr`)."""
-            made = {str(s): s for s in self.tlview_made.values()}
-            hints = getattr(self, "backed_var_to_val", None) or self.var_to_val
-            for s in hints:
-                made.setdefault(str(s), s)
-            expr = sympy_expr(text, made)
-            if expr is None or type(val) is not int:
-                return None
-            try:
-                got = expr.xreplace(hints)
-                return expr if int(got) == val else None
-            except (TypeError, ValueError):
-                return None
-
-        def _generate_unique_id(self, source_name: str) -> int:
-            w = self.tlview_want
-            if w is not None and w not in self.unique_ids:
-                self.unique_ids.add(w)
-                return w
-            return super()._generate_unique_id(source_name)
-
-    return NamedShapeEnv
-
-
-def _is_nested(val: Any) -> bool:
-    node = getattr(val, "node", None)
-    return node is not None and getattr(node, "is_nested_int", lambda: False)()
-
-
-def _same_hint(hint: Any, val: Any) -> bool:
-    """Whether a symbol's value in this env is `val` (an int, or a nested int as `j1`)."""
-    if hint is None:
-        return False
-    if type(val) is int:
-        try:
-            return int(hint) == val
-        except (TypeError, ValueError):
-            return False
-    node = val.node
-    return (node.nested_int(), node.nested_int_coeff()) == (
-        getattr(hint, "_val", None),
-        getattr(hint, "_coeff", None),
-    )
-
-
 def _known_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     """The values of a torch dataclass's fields that this torch has: an older one lacks some
     (torch 2.6's MetaTensorDesc has no dynamo_hint_overrides, and dynamo then had no hint
@@ -192,49 +73,6 @@ def _known_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
 
 
 _FIELDS: dict[type, frozenset[str]] = {}
-
-
-def logged_source(name: str) -> Any:
-    """A dynamo Source whose name is the logged string, so symbols get the logged sources."""
-    global _SOURCE_CLS
-    if _SOURCE_CLS is None:
-        from dataclasses import dataclass as dc
-
-        from torch._guards import GuardSource, Source
-
-        @dc(frozen=True)
-        class LoggedSource(Source):
-            """A source known only by the name the log gave it."""
-
-            text: str
-
-            @property
-            def guard_source(self) -> Any:
-                return GuardSource.LOCAL
-
-            @property
-            def _name_template(self) -> str:
-                return self.text
-
-        @dc(frozen=True)
-        class OldLoggedSource(Source):
-            """The same for an older torch (2.6), whose Source has the methods name() and
-            guard_source() where later ones have properties."""
-
-            text: str
-
-            def guard_source(self) -> Any:  # type: ignore[override]
-                return GuardSource.LOCAL
-
-            def name(self) -> str:  # type: ignore[override]
-                return self.text
-
-        old = inspect.isfunction(inspect.getattr_static(Source, "name", None))
-        _SOURCE_CLS = OldLoggedSource if old else LoggedSource
-    return _SOURCE_CLS(name)
-
-
-_SOURCE_CLS: Any = None
 
 
 class FakeBuilder:
@@ -295,6 +133,11 @@ class FakeBuilder:
         if tid in self.errors:
             return None
         try:
+            p = self.g.tensors.get(tid)
+            if p is not None and p.unwrapped is not None and (p.functorch or p.functional):
+                r = self.memo[tid] = self.unwrap(tid, name)
+                self.keep.append(r)
+                return r
             desc = self.desc(tid)
             env = self.shape_env if self.symbolic(tid, name) else None
             ctx = self.context(tid, name) if env is not None else None
@@ -383,7 +226,9 @@ class FakeBuilder:
             if subclass:
                 cls, why = resolve_type(p.type_name, self.allow_import)
                 ctx, ok = logged_literal(p.ctx)
-                if cls is not None and not ok:
+                if cls is not None and p.dtensor is not None:
+                    ctx, ok, why = self.dtensor(p, kw)
+                elif cls is not None and not ok:
                     why = f"its flatten context {p.ctx!r} is only a repr"
                 if cls is None or not ok:
                     if not p.concrete():
@@ -407,12 +252,8 @@ class FakeBuilder:
                     view = False
                 else:
                     kw["view_func"] = vf
-            if p.functorch or p.functional:
-                self.note(
-                    tid,
-                    "functorch or functional wrapper: its wrapper state is not logged; "
-                    "faked as the plain tensor",
-                )
+            if (p.functorch or p.functional) and p.unwrapped is None:
+                self.note(tid, "a functorch or functional wrapper logged without what it wraps")
             if view:
                 assert p.base is not None
                 base = self.g.tensors.get(p.base)
@@ -431,15 +272,20 @@ class FakeBuilder:
                     kw["grad"] = self.desc(p.grad)
                 except Failed as e:
                     self.note(tid, f".grad not faked: {e}")
+            compressed = p.layout in COMPRESSED
             if p.storage is not None:
                 kw["storage"] = self.sdesc(p.storage)
-            elif not p.sparse and not subclass:
+            elif not (p.sparse or compressed or subclass):
                 kw["storage"] = self.sdesc(-1 - tid, p.extent())
             if p.sparse:
                 kw["sparse_dim"] = p.sparse_dim if p.sparse_dim is not None else p.ndim
                 kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
                 kw["is_coalesced"] = bool(p.coalesced)
                 self.note(tid, "sparse: the log has no nnz: faked with nnz 0")
+            elif compressed:
+                self.compressed(p, kw)
+            elif p.mkldnn:
+                self.note(tid, "mkldnn: faked as torch fakes it, a strided tensor")
             elif p.layout not in ("strided", "jagged"):
                 raise Failed(f"layout {p.layout} cannot be faked from the log")
             layout = getattr(torch, p.layout, torch.strided)
@@ -464,7 +310,7 @@ class FakeBuilder:
                 is_leaf=leaf,
                 requires_grad=grad,
                 is_sparse=p.sparse,
-                is_mkldnn=False,
+                is_mkldnn=p.mkldnn,
                 is_view=view,
                 is_nested=p.nested,
                 nested_int=p.nested_int,
@@ -479,12 +325,77 @@ class FakeBuilder:
             d = MetaTensorDesc(**_known_fields(MetaTensorDesc, fields))
             if p.inference:
                 self.note(tid, "inference tensor: faked as a normal tensor")
-            if p.mkldnn:
-                self.note(tid, "mkldnn tensor: faked as a strided tensor")
             self.descs[tid] = d
             return d
         finally:
             self.busy.discard(tid)
+
+    def compressed(self, p: TensorPlan, kw: dict[str, Any]) -> None:
+        """A compressed sparse tensor's parts, as MetaConverter takes them (it fakes one with
+        no entries, as torch does)."""
+        by_row = p.layout in ("sparse_csr", "sparse_bsr")
+        parts = (
+            ("crow_indices" if by_row else "ccol_indices", p.compressed),
+            ("col_indices" if by_row else "row_indices", p.plain),
+            ("values", p.values),
+        )
+        for field, tid in parts:
+            if tid is None:
+                raise Failed(f"{p.layout}: its {field} are not logged")
+            kw[field] = self.desc(tid)
+        kw["sparse_dim"] = p.sparse_dim if p.sparse_dim is not None else 2
+        kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
+        self.note(p.id, f"{p.layout}: faked as torch fakes it, with no entries")
+
+    def dtensor(self, p: TensorPlan, kw: dict[str, Any]) -> tuple[Any, bool, str | None]:
+        """A DTensor's flatten context and mesh (`mesh.world`), or why not."""
+        plan = p.dtensor or {}
+        if "error" in plan:
+            return None, False, f"DTensor not rebuilt: {plan['error']}"
+        local = self.g.tensors.get(p.attrs.get("_local_tensor", -1))
+        if local is None:
+            return None, False, "DTensor not rebuilt: it has no _local_tensor"
+        dev = str(plan["device"]).split(":")[0]
+        if not Devices(self.torch, None, "real").available(dev):
+            dev = "cpu"
+        try:
+            device_mesh, note = mesh.world(self.torch, plan, dev)
+            ctx = mesh.flatten_context(self.torch, plan, torch_dtype(local.dtype))
+        except Exception as e:
+            return None, False, f"DTensor not rebuilt: {type(e).__name__}: {first_line(e)}"
+        if note:
+            self.note(p.id, note)
+        kw["opaque_attrs"] = {"device_mesh": device_mesh}
+        return ctx, True, None
+
+    def unwrap(self, tid: int, name: str) -> Any:
+        """A functorch or functional wrapper outside its transform: what the graph took, from
+        the fake of the tensor it wraps (vmap's: one example of the batch, a view of it)."""
+        p = self.g.tensors[tid]
+        assert p.unwrapped is not None
+        inner = self.get(p.unwrapped, f"{name}._unwrapped")
+        if inner is None:
+            raise Failed(f"the tensor it wraps was not faked: {self.errors.get(p.unwrapped)}")
+        at = f" at level {p.level}" if p.level is not None else ""
+        with self.torch.no_grad():
+            if p.batched and p.bdim is not None and 0 <= p.bdim < inner.dim():
+                r = inner.select(p.bdim, 0)
+                self.note(
+                    tid,
+                    f"vmap's BatchedTensor{at} over dim {p.bdim} of a {list(inner.shape)} "
+                    "tensor: faked outside vmap as the batch's first example, a view of it",
+                )
+            else:
+                r = inner.view_as(inner)
+                kind = "GradTrackingTensor" if p.functorch else "functional tensor"
+                self.note(tid, f"a {kind}{at}: faked outside its transform as the tensor it wraps")
+        if (
+            p.requires_grad
+            and not r.requires_grad
+            and (r.dtype.is_floating_point or r.dtype.is_complex)
+        ):
+            r.requires_grad_(True)
+        return r
 
     def dim(self, x: int | str) -> Any:
         if isinstance(x, int):

@@ -15,6 +15,7 @@ from typing import Any
 from tlview.index.dims import GraphDims, graph_dims
 from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
 from tlview.tensors.exprs import eval_expr
+from tlview.tensors.mesh import dtensor_plan, is_dtensor
 from tlview.units import itemsize
 
 _QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
@@ -83,6 +84,14 @@ class TensorPlan:
     sparse_dim: int | None = None
     dense_dim: int | None = None
     coalesced: bool | None = None
+    batched: bool = False  # vmap's BatchedTensor (functorch: grad's GradTrackingTensor)
+    unwrapped: int | None = None  # the tensor a functorch or functional wrapper wraps
+    bdim: int | None = None  # a BatchedTensor's batch dim in its unwrapped tensor
+    level: int | None = None  # a functorch wrapper's level
+    compressed: int | None = None  # a compressed sparse tensor's crow_indices or ccol_indices
+    plain: int | None = None  # its col_indices or row_indices
+    values: int | None = None  # its values
+    dtensor: dict[str, Any] | None = None  # a DTensor's mesh and placements (`mesh.py`)
     error: str | None = None  # why this tensor cannot be built at all
     notes: list[str] = field(default_factory=list)
 
@@ -151,6 +160,14 @@ _PLAN_KEYS = [
     "sparse_dim",
     "dense_dim",
     "coalesced",
+    "batched",
+    "unwrapped",
+    "bdim",
+    "level",
+    "compressed",
+    "plain",
+    "values",
+    "dtensor",
     "error",
     "notes",
 ]
@@ -189,7 +206,7 @@ def plan_compile(c: Compile, symbols: GraphDims | None = None) -> list[GroupPlan
     own = _symbols_per_describer(c)
     for s in c.input_sets:
         mine = plan_symbols(c, s.describer) if own else symbols
-        g = _plan_group(s, mine, taken, unnamed)
+        g = _plan_group(s, mine, taken, unnamed, c.rank)
         g.symbols = mine if own else None
         out.append(g)
     return out
@@ -239,7 +256,11 @@ def _plan_mark(c: Compile) -> tuple[Any, ...]:
 
 
 def _plan_group(
-    s: InputSet, symbols: GraphDims, taken: set[str], unnamed: set[tuple[int, int]]
+    s: InputSet,
+    symbols: GraphDims,
+    taken: set[str],
+    unnamed: set[tuple[int, int]],
+    rank: int | None = None,
 ) -> GroupPlan:
     env = dict(symbols.hints)
     if symbols.names:
@@ -260,7 +281,7 @@ def _plan_group(
     extents: dict[int, int] = {}
     reach: dict[int, int] = {}
     for tid, t in s.tensors.items():
-        tensors[tid] = p = _plan_tensor(t, env)
+        tensors[tid] = p = _plan_tensor(t, env, rank)
         reach[tid] = e = p.extent()
         own = p.storage
         if own is not None and p.error is None and e > extents.get(own, -1):
@@ -390,7 +411,7 @@ _FLAG_FIELDS = {
     "is_traceable_wrapper_subclass": "subclass",
     "is_sparse": "sparse",
     "is_functorch_wrapped": "functorch",
-    "is_batchedtensor": "functorch",
+    "is_batchedtensor": "batched",
     "is_gradtrackingtensor": "functorch",
     "is_legacy_batchedtensor": "functorch",
     "is_functional": "functional",
@@ -401,11 +422,12 @@ _FLAG_FIELDS = {
 # Fields most tensors do not log (links, subclass and dynamic-dim details).
 _RARE_FIELDS = frozenset(
     {"layout", "base", "grad", "attrs", "type", "ctx", "creation_meta", "nested_int"}
-    | {"dynamo_dynamic_indices", "sparse_dim", "dense_dim", "is_coalesced"}
+    | {"dynamo_dynamic_indices", "sparse_dim", "dense_dim", "is_coalesced", "unwrapped"}
+    | {"crow_indices", "ccol_indices", "values", "opaque_attrs"}
 )
 
 
-def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
+def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None) -> TensorPlan:
     fields = t.fields
     f = fields.get
     dtype = dtype_name(f("dtype"))
@@ -415,7 +437,9 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
         if fields[k]:
             setattr(p, _FLAG_FIELDS[k], True)
     if not keys.isdisjoint(_RARE_FIELDS):
-        _plan_rare(p, t)
+        _plan_rare(p, t, rank)
+    if p.batched:
+        p.functorch = True
     if dtype is None:
         p.error = f"dtype {f('dtype')!r} is not a torch dtype"
     elif dtype in _QUANTIZED:
@@ -466,16 +490,33 @@ def _ints(dims: list[Any]) -> bool:
     return True
 
 
-def _plan_rare(p: TensorPlan, t: TensorDesc) -> None:
-    """Links, layout, subclass and dynamic-dim fields, for the tensors that log them."""
+def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
+    """Links, layout, subclass, functorch and dynamic-dim fields, for the tensors that log them."""
     fields = t.fields
     f = fields.get
     p.layout = dtype_name(f("layout")) or "strided"
     p.base, p.grad = _link(f("base")), _link(f("grad"))
+    p.unwrapped = _link(f("unwrapped"))
+    if p.unwrapped is not None:
+        p.bdim = _link(f("bdim"))
+        lvl = f("level")
+        p.level = (
+            int(lvl) if isinstance(lvl, int | str) and re.fullmatch(r"-?\d+", str(lvl)) else None
+        )
+    p.compressed = (
+        _link(f("crow_indices")) if "crow_indices" in fields else _link(f("ccol_indices"))
+    )
+    p.plain = _link(f("col_indices")) if "col_indices" in fields else _link(f("row_indices"))
+    p.values = _link(f("values"))
     if "attrs" in fields:
         p.attrs = t.attrs
     if "type" in fields:
         p.type_name = t.type_name
+        if is_dtensor(p.type_name):
+            opaque = f("opaque_attrs")
+            mesh = opaque.get("device_mesh") if isinstance(opaque, dict) else None
+            got = dtensor_plan(f("ctx") if isinstance(f("ctx"), str) else None, mesh, rank)
+            p.dtensor = got if isinstance(got, dict) else {"error": got}
     ctx, cm = f("ctx"), f("creation_meta")
     p.ctx = ctx if isinstance(ctx, str) else None
     p.creation_meta = cm if isinstance(cm, str) else None
