@@ -20,7 +20,7 @@ from tlview.tensors.dtypes import (
     torch_dtype,
 )
 from tlview.tensors.fill import Devices
-from tlview.tensors.layouts import COMPRESSED
+from tlview.tensors.layouts import COMPRESSED, quiet_sparse
 from tlview.tensors.plans import NESTED, GroupPlan, TensorPlan, plans_for
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
 from tlview.tensors.shapes import logged_source, named_shape_env
@@ -333,6 +333,7 @@ class FakeBuilder:
     def compressed(self, p: TensorPlan, kw: dict[str, Any]) -> None:
         """A compressed sparse tensor's parts, as MetaConverter takes them (it fakes one with
         no entries, as torch does)."""
+        quiet_sparse(self.torch)
         by_row = p.layout in ("sparse_csr", "sparse_bsr")
         parts = (
             ("crow_indices" if by_row else "ccol_indices", p.compressed),

@@ -14,6 +14,25 @@ _BY_ROW = ("sparse_csr", "sparse_bsr")  # compressed rows: crow_indices and col_
 _BLOCKS = ("sparse_bsr", "sparse_bsc")
 
 
+def quiet_sparse(torch: Any) -> None:
+    """Have torch say its one-time "sparse CSR support is in beta" where it is ignored: said
+    from C++ while a fake is made, it would reach stderr."""
+    global _QUIET
+    if not _QUIET:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            torch.sparse_csr_tensor(
+                torch.zeros(2, dtype=torch.int64),
+                torch.zeros(0, dtype=torch.int64),
+                torch.zeros(0),
+                (1, 1),
+            )
+        _QUIET = True
+
+
+_QUIET = False
+
+
 def coo(torch: Any, p: TensorPlan, dt: Any, dev: str) -> tuple[Any, str]:
     """A sparse COO tensor of the logged size with no entries: the log has no indices."""
     size = [int(d) for d in p.size]
