@@ -29,6 +29,7 @@ from tlview.model import Compile, Report  # noqa: E402
 from tlview.rebuild import fake_rebuild, real_inputs  # noqa: E402
 from tlview.tensors.emit import emit_file, load_inputs  # noqa: E402
 from tlview.tensors.options import RebuildOptions  # noqa: E402
+from tlview.tensors.plans import plans_for, real_bytes  # noqa: E402
 
 LOGS = ("rebuild_shapes", "rebuild_kinds", "rebuild_dtensor")
 
@@ -214,6 +215,16 @@ def test_mkldnn_and_compressed_fakes_are_torchs(logs: Any) -> None:
     assert m.layout == torch._mkldnn and list(m.shape) == [4, 4] and m.to_dense().abs().sum() > 0
     f = fake_rebuild(c)
     assert f.notes["L['m']"] == ["mkldnn: faked as torch fakes it, a strided tensor"]
+
+
+def test_memory_needed_counts_each_storage_once(logs: Any) -> None:
+    """A functorch wrapper is a view of what it wraps (no bytes of its own); an mkldnn tensor
+    is dense, however small its logged strides make its extent."""
+    rep = logs["rebuild_kinds"][0]
+    need = {c.function: real_bytes(plans_for(c)[1]) for c in rep.compiles if c.function}
+    assert need["example"] == 3 * 4 * 4 + 4 * 4  # u's [3, 4] batch and the plain [4] input
+    assert need["loss"] == 5 * 4
+    assert need["dense"] == 4 * 4 * 4
 
 
 @pytest.mark.parametrize("log", LOGS)

@@ -550,7 +550,11 @@ def real_bytes(groups: Sequence[GroupPlan]) -> int:
         total += sum(g.storages.values())
         undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
         for p in g.tensors.values():
-            if p.storage is None and not p.subclass:
+            if p.unwrapped is not None and (p.functorch or p.functional):
+                continue  # a view of the tensor it wraps
+            if p.mkldnn and p.concrete():
+                total += _numel(p.size) * (itemsize(p.dtype) or 1)  # dense, whatever its strides
+            elif p.storage is None and not p.subclass:
                 total += p.extent()
             elif p.subclass and p.storage is not None and p.storage not in g.storages:
                 undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
