@@ -50,9 +50,14 @@ def seconds(v: float | None) -> str:
 
 def _dim(d: object, symbol: str | None) -> str:
     """A dim with the graph's symbol for it and its value here: `s77=8`, `s20=j1` (a jagged
-    dim the graph took as a symbol); the dim alone when the symbol is what it says."""
+    dim the graph took as a symbol); a dim logged as an expression stays as logged."""
     text = str(d)
-    return f"{symbol}={text}" if symbol is not None and symbol != text else text
+    if symbol is None or symbol == text or not (type(d) is int or _NESTED_INT.fullmatch(text)):
+        return text
+    return f"{symbol}={text}"
+
+
+_NESTED_INT = re.compile(r"(?:\d+\*)?j\d+")
 
 
 # Bytes per element of each dtype torch logs, by its name without `torch.`.
