@@ -14,7 +14,7 @@ from tlview.tensors.exprs import sympy_expr
 
 
 def named_shape_env(symbols: GraphDims) -> Any:
-    """A ShapeEnv that gives each dynamic dim the symbol name it had in the original run."""
+    """A ShapeEnv that gives each size, stride and offset the graph's own symbol for it."""
     return _named_shape_env_cls()(symbols.names)
 
 
@@ -89,7 +89,9 @@ def _named_shape_env_cls() -> Any:
             """The sympy expression of a logged one over the symbols made so far, if its value
             is `val`; never runs the text (`exprs.sympy_expr`)."""
             made = {str(s): s for s in self.tlview_made.values()}
-            hints = getattr(self, "backed_var_to_val", None) or self.var_to_val
+            hints = getattr(self, "backed_var_to_val", None)
+            if hints is None:  # an older torch's name for it
+                hints = self.var_to_val
             for s in hints:
                 made.setdefault(str(s), s)
             expr = sympy_expr(text, made)
