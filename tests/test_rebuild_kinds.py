@@ -329,6 +329,21 @@ def test_every_graph_reruns(tmp_path: Path) -> None:
     ) in update
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_torchs_ops_and_dtensors_compile_again(tmp_path: Path, backend: str) -> None:
+    """fsdp::copy_ (defined by a module of torch's) and a DTensor graph on a mesh of four
+    ranks re-run compiled with each backend, outputs as logged."""
+    for log, key in (("rebuild_kinds", "3/0"), ("rebuild_dtensor", "1/0")):
+        out = tmp_path / log
+        res = run_cli(
+            "repro", FIXTURES / f"{log}.log", "--compile-id", key, "--backend", backend,
+            "-o", out, "--run",
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        assert f"graph {key} ran compiled with {backend}: Tensor float32[]" in res.output
+        assert "outputs match the shapes and dtypes in the log" in res.output
+
+
 def test_emitted_and_loaded_back_as_rebuilt(reader: Any, logs: Any, tmp_path: Path) -> None:
     for log, function, key in EXACT:
         rep, want = recorded(logs, log, function)
