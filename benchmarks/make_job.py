@@ -98,6 +98,19 @@ def set_rank(units: list[Unit], rank: int) -> list[Unit]:
     return out
 
 
+_PID = re.compile(rb"^((?:\[rank\d+\]:)?[A-Z]\d{4} \d\d:\d\d:\d\d\.\d+ +)\d+")
+
+
+def set_pid(pid: int) -> Edit:
+    """The log as another process wrote it: its pid in every record's prefix (each rank of a
+    real job is a process of its own)."""
+
+    def edit(units: list[Unit]) -> list[Unit]:
+        return [replace(u, head=_PID.sub(rb"\g<1>%d" % pid, u.head)) for u in units]
+
+    return edit
+
+
 def _move(u: Unit, old: tuple[int, int], new: tuple[int, int]) -> Unit:
     """The record as it would be in compile NEW instead of OLD (ids in line and payload)."""
 

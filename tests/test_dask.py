@@ -116,7 +116,7 @@ def test_cluster_report_equals_local_report(scheduler: str, job: Path) -> None:
     local = report_json(job, "--jobs", "1")
     remote = report_json(job, "--scheduler", scheduler)
     assert remote == local
-    assert len(remote["divergence"]) == 10
+    assert len(remote["divergence"]) == 11  # with rank 7's schedule against its output code
     text = run_cli("report", job, "--scheduler", scheduler).stdout
     assert text == run_cli("report", job, "--jobs", "1").stdout
 
@@ -141,8 +141,11 @@ def test_spilled_compiles_travel_as_data(scheduler: str, tmp_path: Path) -> None
     # 35 copies of an 8-compile log: past the 256 compiles a log keeps in memory.
     make_job.make_job(tmp_path, 2, gloo_rank0(), size=20 << 20)
     rep = load(tmp_path, scheduler=scheduler)
-    assert len(rep.logs[0].compiles) > 256
-    assert not rep.logs[0].compiles.on_disk  # type: ignore[attr-defined]
+    assert all(len(lg.compiles) > 256 for lg in rep.logs)
+    # The worker spilled each log past 256; the first back stays whole in memory (the job's
+    # budget is 512), so it came as data; the parent spills the second into its own file.
+    in_memory = [lg for lg in rep.logs if not lg.compiles.on_disk]  # type: ignore[attr-defined]
+    assert len(in_memory) == 1
     assert report_json(tmp_path, "--scheduler", scheduler) == report_json(tmp_path, "--jobs", "1")
 
 

@@ -32,6 +32,7 @@ def test_gloo_job_ranks_differ_in_one_input_shape() -> None:
         {
             "kind": "inputs",
             "ranks": [1],
+            "processes": ["rank1"],
             "detail": "0/0_1 L['args'][0] size [9, 32] (rank 0: [8, 32])",
         }
     ]
@@ -46,14 +47,18 @@ def test_tlparse_multi_rank_logs() -> None:
     assert got[("compile_ids", (1,))].startswith("extra 0/1, 0/2, 0/3")
     assert "and 2 more" in got[("compile_ids", (1,))]  # 0/1 .. 0/14
     assert got[("compile_ids", (3,))].startswith("extra 0/1, 0/2, 0/3, 0/4, 0/5, 0/6 ")
-    assert got[("status", (1, 3))] == "0/0 ok (ranks 0, 2: failed)"
-    assert got[("recompiles", (1,))] == "14 recompiles (ranks 0, 2: 0 recompiles)"
-    assert got[("recompiles", (3,))] == "6 recompiles (ranks 0, 2: 0 recompiles)"
-    assert "0/0 L['x'] size [2, 2] (ranks 0, 2: [4, 4])" in got[("inputs", (1, 3))]
-    assert (
-        got[("cache", (1, 3))] == "0/0 fx_graph hit, aotautograd hit (ranks 0, 2: no cache lookup)"
+    # Two of four agree: no majority, so each is compared with rank 0 (and says so).
+    assert got[("status", (1, 3))] == "0/0 ok (no majority; ranks 0, 2: failed)"
+    assert got[("recompiles", (1,))] == "14 recompiles (no majority; ranks 0, 2: 0 recompiles)"
+    assert got[("recompiles", (3,))] == "6 recompiles (no majority; ranks 0, 2: 0 recompiles)"
+    assert "0/0 L['x'] size [2, 2] (no majority; ranks 0, 2: [4, 4])" in got[("inputs", (1, 3))]
+    assert got[("cache", (1, 3))] == (
+        "0/0 fx_graph hit, aotautograd hit (no majority; ranks 0, 2: no cache lookup)"
     )
-    assert "dynamo_output_graph content 95fa0bd4 (ranks 0, 2: 289c7de0)" in got[("graph", (1, 3))]
+    assert (
+        "dynamo_output_graph content 95fa0bd4 (no majority; ranks 0, 2: 289c7de0)"
+        in got[("graph", (1, 3))]
+    )
 
 
 def test_collective_schedule_kept_small_beside_its_md5() -> None:
@@ -94,6 +99,10 @@ def test_every_planted_divergence_found_with_its_ranks(tmp_path: Path) -> None:
             "4/0 aotautograd miss, fx_graph hit (majority: aotautograd miss, fx_graph miss)"
         ),
         ("collective_schedule", (7,)): "4/0 collective 1 is wait_tensor (majority: all_reduce_)",
+        # Its schedule was reversed, not its output code: the two no longer match.
+        ("collective_parity", (7,)): (
+            "4/0 collective 1 is wait_tensor in the schedule, all_reduce_ in the output code"
+        ),
         ("recompiles", (2,)): "1 recompile (majority: 0 recompiles)",
         ("graph_breaks", (1,)): "4 graph breaks (majority: 3 graph breaks)",
     }
@@ -215,13 +224,21 @@ def test_runtime_tensor_meta_and_execution_order(inductor_log: Path, tmp_path: P
     }
     make_job.make_job(tmp_path, 5, inductor_log, plants)
     got = kinds(report_json(tmp_path))
-    # Every kernel of both compiles (0/0, then 0/1 for the new batch size) was edited.
-    kernels = "output shapes, strides or dtypes of its kernels differ (2 kernels; majority: 2)"
+
+    # Every kernel of both compiles (0/0, then 0/1 for the new batch size) was edited: the
+    # first kernel whose outputs differ is named; a runtime off the median names the slowest.
+    def kernel(key: str, n: int) -> str:
+        return (
+            f"{key} kernel 1 (extern_kernels.mm) outputs [{n}, 8] [8, 1] bfloat16 "
+            f"(majority: [{n}, 8] [8, 1] float32)"
+        )
+
     assert got == {
         ("runtime_estimate", (1,)): (
-            "0/0 estimated runtime 3 ms (majority: 0 ns); 0/1 estimated runtime 3 ms (majority: 0 ns)"
+            "0/0 estimated runtime 3 ms (median of 5: 0 ns; the slowest); "
+            "0/1 estimated runtime 3 ms (median of 5: 0 ns; the slowest)"
         ),
-        ("tensor_meta", (2,)): f"0/0 {kernels}; 0/1 {kernels}",
+        ("tensor_meta", (2,)): f"{kernel('0/0', 4)}; {kernel('0/1', 6)}",
         ("graph_execution", (3,)): ("3 graph calls: 0/0 x3 (majority: 3 graph calls: 0/0 x2, 0/1)"),
     }
 

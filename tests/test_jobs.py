@@ -31,7 +31,7 @@ def test_pool_gives_the_report_of_a_sequential_read(job: Path) -> None:
     two = report_json(job, "--jobs", "2")
     assert two == one
     assert [lg["rank"] for lg in two["logs"]] == list(range(8))  # file order, not finish order
-    assert len(two["divergence"]) == 10
+    assert len(two["divergence"]) == 11
     text1 = run_cli("report", job, "-j", "1").stdout
     assert run_cli("report", job, "-j", "3").stdout == text1
 

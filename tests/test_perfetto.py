@@ -189,3 +189,32 @@ def test_a_log_from_a_pipe_gives_every_event(tmp_path: Path) -> None:
         trace = json.loads(out.read_text())
         assert len([e for e in trace["traceEvents"] if e["ph"] != "M"]) == want, name
         assert trace["otherData"]["logs"] == ["stdin"]
+
+
+def test_a_job_is_one_trace_of_its_processes_in_rank_order(tmp_path: Path) -> None:
+    """The collectives job, plus a third log that claims rank 1 (another pid): one Perfetto
+    process per log, ranks in order, and each compile's estimated kernels on a track of their
+    own (inductor_runtime_and_tensor_meta: 10 ops)."""
+    sys.path.insert(0, str(FIXTURES.parent.parent / "benchmarks"))
+    import make_job
+
+    job = tmp_path / "job"
+    job.mkdir()
+    logs = sorted((FIXTURES / "collectives").glob("*.log"))
+    for log in logs:
+        (job / log.name).write_bytes(log.read_bytes())
+    units = make_job.set_pid(7)(make_job.read_units(logs[1]))
+    make_job.write_units(job / "z_rank1_rerun.log", units)
+    trace = trace_of(job)
+    ev = trace["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    order = {e["pid"]: e["args"]["sort_index"] for e in ev if e["name"] == "process_sort_index"}
+    shown = [names[p].split(" · ")[0] for p in sorted(names, key=order.__getitem__)]
+    assert shown == ["rank 0", "rank 1", "rank 1#2"]
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["name"] == "thread_name"}
+    assert sorted(tracks.values()) == ["estimated runtime: 0/0 (graph 1)"] * 3
+    for pid, tid in tracks:
+        slices = [e for e in ev if e.get("cat") == "estimated_runtime" and e["pid"] == pid]
+        assert len(slices) == 10 and all(e["tid"] == tid and e["ph"] == "X" for e in slices)
+        assert slices[2]["name"] == "torch.ops._c10d_functional.all_gather_into_tensor.default"
+        assert slices[2]["args"]["type"] == "collective"

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tlview.index.keep import Keep
     from tlview.model import Compile, Report
     from tlview.replay.make import Outcome
+    from tlview.tensors.options import RebuildOptions
     from tlview.tensors.rebuilt import Rebuilt
 
 __version__ = "0.1.0"
@@ -116,16 +117,9 @@ def real_inputs(
     tensor), `notes` ({source: [what could not be exact]}) and `failed` ({source: why}).
     `max_bytes` (default: half of this machine's memory) refuses a rebuild that needs more.
     """
-    from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
     from tlview.tensors.real import build_real
 
-    opts = RebuildOptions(
-        mode=mode,
-        seed=seed,
-        device=device,
-        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-        allow_import=allow_import,
-    )
+    opts = _options(mode, seed, device, max_bytes, allow_import)
     return build_real(_compile(log, compile_id, "real_inputs"), opts)
 
 
@@ -146,15 +140,8 @@ def save_inputs(
     from tlview.analyze.names import compiles_with_inputs
     from tlview.model import Report
     from tlview.tensors.emit import emit_file
-    from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
 
-    opts = RebuildOptions(
-        mode=mode,
-        seed=seed,
-        device=device,
-        max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-        allow_import=allow_import,
-    )
+    opts = _options(mode, seed, device, max_bytes, allow_import)
     report = log if isinstance(log, Report) else read(log)
     return emit_file(
         report, list(compiles_with_inputs(report, compile_id)), path, opts, force=force
@@ -185,13 +172,18 @@ def repro(
     run: bool = False,
     force: bool = False,
     progress: Any = None,
+    world: str = "gloo",
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
-    process (this executes code taken from the log). The outcome says what became of it."""
+    process (this executes code taken from the log). The outcome says what became of it.
+    A graph with collectives runs on a world of the size they name: `world="gloo"`, that many
+    gloo processes here, each on its rank's inputs; `"fake"`, one on torch's fake group."""
     from tlview.replay.make import ReproOptions, make_one
 
-    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(
+        backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world
+    )
     return make_one(_graphs(log, progress), compile_id, _dir(out), opts)
 
 
@@ -206,11 +198,14 @@ def repro_all(
     run: bool = False,
     force: bool = False,
     progress: Any = None,
+    world: str = "gloo",
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json."""
     from tlview.replay.make import ReproOptions, make_all
 
-    opts = ReproOptions(backend=backend, device=device, mode=mode, seed=seed, run=run, force=force)
+    opts = ReproOptions(
+        backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world
+    )
     return make_all(_graphs(log, progress), Path(out), opts)
 
 
@@ -223,6 +218,18 @@ def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any =
         return x if isinstance(x, Report) else read(x, progress=progress)
 
     return compare(report(base), report(new))
+
+
+def _options(
+    mode: str, seed: int, device: str | None, max_bytes: int | None, allow_import: Sequence[str]
+) -> RebuildOptions:
+    """The one record of what a rebuild was asked, from the keywords the API takes."""
+    from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
+
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    return RebuildOptions(
+        mode=mode, seed=seed, device=device, max_bytes=limit, allow_import=allow_import
+    )
 
 
 def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:

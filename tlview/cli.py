@@ -330,6 +330,14 @@ def diff(
     is_flag=True,
     help="Run the repro now in a new Python process: this executes code taken from the log.",
 )
+@click.option(
+    "--world",
+    type=click.Choice(("gloo", "fake")),
+    default="gloo",
+    show_default=True,
+    help="A graph with collectives: run it on N gloo processes here (N read off its calls), "
+    "or in one process on torch's fake process group (shapes only, no communication).",
+)
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
 @latest_option
 def repro(
@@ -342,6 +350,7 @@ def repro(
     mode: str,
     seed: int,
     run_now: bool,
+    world: str,
     force: bool,
     latest: bool,
 ) -> None:
@@ -363,7 +372,7 @@ def repro(
         assert out is not None
         outcomes = tlview.repro_all(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
-            force=force, progress=bar,
+            force=force, progress=bar, world=world,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
             click.echo(line)
@@ -385,7 +394,7 @@ def repro(
     assert compile_id is not None
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
-        run=run_now, force=force, progress=bar,
+        run=run_now, force=force, progress=bar, world=world,
     )  # fmt: skip
     for note in o.notes:
         click.echo(f"tlview: note: {note}", err=True)

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tlview.analyze.divergence import Fingerprint, find_in, fingerprint
+from tlview.analyze.divergence import Fingerprint, find_in, fingerprint, process_name
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
@@ -19,6 +19,7 @@ from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
+from tlview.runtime.store import CompileList, SpillFile
 
 
 def load(
@@ -50,10 +51,11 @@ def load(
             keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
         job = partial(read_one, keep=keep)
+        each = Spiller() if found.directory else None
         if client is not None:
-            reads = map_dask(client, job, found.sources, _size, start_bar)
+            reads = map_dask(client, job, found.sources, _size, start_bar, each)
         else:
-            reads = map_local(job, found.sources, jobs or default_jobs(), start_bar)
+            reads = map_local(job, found.sources, jobs or default_jobs(), start_bar, each)
     finally:
         for bar in made:
             bar.close()
@@ -68,6 +70,31 @@ def load(
             "compares those too)"
         )
     return report
+
+
+JOB_IN_MEMORY = 512  # compiles a job of many logs keeps in memory, over all its logs
+
+
+class Spiller:
+    """Called on each log's read as it comes back: once the job holds JOB_IN_MEMORY compiles
+    in memory, each later log's go to one spill file, so memory stays flat in the ranks."""
+
+    def __init__(self) -> None:
+        self.kept = 0
+        self.file: SpillFile | None = None
+
+    def __call__(self, r: Read) -> Read:
+        for log in r.logs:
+            compiles = log.compiles
+            if not isinstance(compiles, CompileList):
+                continue
+            n = compiles.in_memory
+            if self.kept + n <= JOB_IN_MEMORY:
+                self.kept += n
+            elif n:
+                self.file = self.file or SpillFile()
+                compiles.spill(self.file)
+        return r
 
 
 def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
@@ -105,8 +132,56 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
         per_log.extend(r.fingerprints)
     if not report.logs:
         raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
+    name_processes(report.logs)
+    report.notes += same_rank_notes(report.logs)
+    for r in reads:
+        for lg, f in zip(r.logs, r.fingerprints, strict=False):
+            f.name = lg.process
     report.divergence = find_in(per_log)
     return report
+
+
+def name_processes(logs: list[LogIndex]) -> None:
+    """Name each log's process in file order: `rank1`, and `rank1#2` for a second log that
+    claims rank 1 (a copy, a restarted job, two runs into one folder): never merged."""
+    seen: dict[int, int] = {}
+    for log in logs:
+        if log.rank is not None:
+            n = seen[log.rank] = seen.get(log.rank, 0) + 1
+            log.process = process_name(log.rank, n)
+
+
+def same_rank_notes(logs: list[LogIndex]) -> list[str]:
+    """One note per rank that several logs claim: they are kept apart, and how they differ."""
+    by_rank: dict[int, list[LogIndex]] = {}
+    for log in logs:
+        if log.rank is not None:
+            by_rank.setdefault(log.rank, []).append(log)
+    notes = []
+    for rank, same in sorted(by_rank.items()):
+        if len(same) < 2:
+            continue
+        files = ", ".join(f"{lg.process}: {lg.name} (pid {lg.pid})" for lg in same[:6])
+        more = f" and {len(same) - 6} more" if len(same) > 6 else ""
+        facts: dict[str, set[Any]] = {
+            "pids": {lg.pid for lg in same},
+            "start times": {lg.first_time for lg in same},
+            "torch builds": {lg.torch_version for lg in same},
+        }
+        differ = [what for what, vs in facts.items() if len(vs) > 1]
+        if differ:
+            how = f"they are different processes (their {_and(differ)} differ)"
+        else:
+            how = "the same pid, start time and torch build: one process's log, copied"
+        notes.append(
+            f"{len(same)} logs claim rank {rank}: {how}; each is compared as a process of its "
+            f"own, never added up ({files}{more})"
+        )
+    return notes
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 @dataclass(slots=True)

@@ -423,11 +423,14 @@ class Recompile:
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """A way some ranks of a job differ from the majority."""
+    """A way some ranks of a job differ from the majority (or are wrong on their own)."""
 
     kind: str
     ranks: list[int]
     detail: str
+    # the processes that differ, as the report names them: `rank1`, or `rank1#2` for the second
+    # log that claims rank 1 (each log is a process; two that claim one rank are kept apart)
+    processes: list[str] = field(default_factory=list)
 
 
 # A compile id as torch writes it before a failed guard ("0/1: tensor 'x' ..."): frame and
@@ -644,6 +647,8 @@ class LogIndex:
     last_time: str | None = None
     compiles: Sequence[Compile] = field(default_factory=list)  # a store.CompileList when read
     notes: list[str] = field(default_factory=list)
+    rank_from: str | None = None  # where `rank` came from: "records" or "file name"
+    process: str = ""  # its name in a job: `rank1`, `rank1#2` (a second log of rank 1), `log3`
 
 
 @dataclass(slots=True)

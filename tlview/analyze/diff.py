@@ -105,6 +105,12 @@ class Figure:
             return None
         return self.new - self.base
 
+    def value(self, v: float | None) -> str:
+        """One run's value as every format writes it: seconds to 2 places, counts whole."""
+        if v is None:
+            return "-"
+        return f"{v:.2f}" if self.seconds else str(int(v))
+
 
 @dataclass(slots=True)
 class CacheFigure:

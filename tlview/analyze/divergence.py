@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlview.analyze.collectives import parity
 from tlview.analyze.summary import break_title, frame_label, is_recompile, short_place
 from tlview.index.digests import (
     COLLECTIVE_SCHEDULE,
     COMPARED_GRAPHS,
     GRAPH_EXECUTION,
     RUNTIME_ESTIMATE,
+    compared_kind,
 )
 from tlview.model import Compile, CompileId, Divergence, LogIndex, Payload, Report
 from tlview.units import count
@@ -50,7 +53,8 @@ MAX_DETAIL = 600  # characters of one divergence's detail
 # -- what one log says, reduced to the values ranks are compared by ------------------------------
 @dataclass(slots=True)
 class Fingerprint:
-    """A log's compiles as small values, computed where the log is read and merged per rank."""
+    """A log's compiles as small values, computed where the log is read; each log is a process,
+    compared as it is (two logs that claim one rank are two processes, never merged)."""
 
     rank: int | None
     # compile (its id without the attempt) -> aspect -> value, of its final attempt: a rank whose
@@ -61,12 +65,14 @@ class Fingerprint:
     recompiles: int = 0
     graph_breaks: int = 0
     execution: tuple[Hashable, ...] = ()  # graph_execution artifacts: (md5, calls, runs)
+    parity: dict[str, str] = field(default_factory=dict)  # compile -> what its collectives lack
+    name: str = ""  # the process's name in the job (`rank1`, `rank1#2`), given when reduced
 
 
 def fingerprint(log: LogIndex, graphs: bool = True) -> Fingerprint:
     """The values of every compared aspect of every compile of one log; without `graphs`, the
     graphs are left out (their hashes were not masked, and GPU ranks' graphs name their device)."""
-    f = Fingerprint(log.rank)
+    f = Fingerprint(log.rank, name=log.process)
     execution: list[Hashable] = []
     for c in log.compiles:
         execution += [_execution_value(p) for p in c.artifacts if p.kind == GRAPH_EXECUTION]
@@ -76,6 +82,7 @@ def fingerprint(log: LogIndex, graphs: bool = True) -> Fingerprint:
         values = {
             kind: value(c) if graphs or kind != "graph" else None for kind, value, _ in _PER_COMPILE
         }
+        values["runtime_estimate"] = _runtimes(c)
         base = str(c.id.base)
         before = f.compiles.get(base)
         if before is not None:  # a later attempt (they come in order): the final one stays,
@@ -85,6 +92,9 @@ def fingerprint(log: LogIndex, graphs: bool = True) -> Fingerprint:
         f.final[base] = c.key
         f.recompiles += is_recompile(c)
         f.graph_breaks += len(c.graph_breaks)
+        got = parity(c)
+        if got is not None and not got.matched:
+            f.parity[c.key] = got.text()
     f.execution = tuple(execution)
     return f
 
@@ -95,48 +105,74 @@ def divergence_of(report: Report) -> list[Divergence]:
 
 
 def find_in(logs: Iterable[Fingerprint]) -> list[Divergence]:
-    """Divergence between ranks from their logs' facts (a rank with several logs gets them all)."""
-    ranks: dict[int, Fingerprint] = {}
-    for f in logs:
-        if f.rank is None:
-            continue
-        r = ranks.get(f.rank)
-        if r is None:
-            ranks[f.rank] = Fingerprint(
-                f.rank,
-                dict(f.compiles),
-                list(f.ids),
-                dict(f.final),
-                f.recompiles,
-                f.graph_breaks,
-                f.execution,
-            )
-            continue
-        for k, v in f.compiles.items():
-            if k not in r.compiles:
-                r.compiles[k], r.final[k] = v, f.final[k]
-        r.ids += f.ids
-        r.recompiles += f.recompiles
-        r.graph_breaks += f.graph_breaks
-        r.execution += f.execution
-    if len(ranks) < 2:
+    """Divergence between the processes of a job, each log its own (a rank with two logs is
+    compared as two), and what each process's collectives lack."""
+    units = [f for f in logs if f.rank is not None]
+    if len(units) < 2:
         return []
-    ranks = dict(sorted(ranks.items()))
-    out = _compile_ids(ranks)
+    job = Processes(units)
+    out = _compile_ids(job)
     for kind, _, describe in _PER_COMPILE:
-        out += _per_compile(ranks, kind, describe)
-    out += _per_rank(ranks, "recompiles", lambda r: r.recompiles, lambda v: count(v, "recompile"))
+        out += _per_compile(job, kind, describe)
+    out += _runtime_outliers(job)
+    out += _per_rank(job, "recompiles", lambda r: r.recompiles, lambda v: count(v, "recompile"))
     out += _per_rank(
-        ranks, "graph_breaks", lambda r: r.graph_breaks, lambda v: count(v, "graph break")
+        job, "graph_breaks", lambda r: r.graph_breaks, lambda v: count(v, "graph break")
     )
-    out += _per_rank(ranks, "graph_execution", lambda r: r.execution, _execution_text)
+    out += _per_rank(job, "graph_execution", lambda r: r.execution, _execution_text)
+    out += _parity(job)
     return out
+
+
+class Processes:
+    """The processes of a job in rank order (a rank's second log after its first), by slot."""
+
+    def __init__(self, units: list[Fingerprint]) -> None:
+        seen: dict[int, int] = {}
+        named = []
+        for f in units:
+            assert f.rank is not None
+            n = seen[f.rank] = seen.get(f.rank, 0) + 1
+            named.append((f.rank, n, f.name or process_name(f.rank, n)))
+        order = sorted(range(len(units)), key=lambda i: named[i][:2])
+        self.units = {slot: units[i] for slot, i in enumerate(order)}
+        self.names = [named[i][2] for i in order]
+
+    def who(self, slots: Iterable[int]) -> str:
+        """`rank 3`, `ranks 0-6, 8`, `ranks 1, 1#2`: processes as a detail names them."""
+        names = [self.names[s] for s in sorted(set(slots))]
+        return ("rank " if len(names) == 1 else "ranks ") + names_text(names)
+
+    def divergence(self, kind: str, slots: list[int], detail: str) -> Divergence:
+        ranks = sorted({r for s in slots if (r := self.units[s].rank) is not None})
+        return Divergence(kind, ranks, detail, [self.names[s] for s in sorted(slots)])
+
+
+def process_name(rank: int, n: int) -> str:
+    """The name of a rank's Nth log: `rank3`, then `rank3#2`, `rank3#3`."""
+    return f"rank{rank}" if n == 1 else f"rank{rank}#{n}"
+
+
+def names_text(names: Iterable[str]) -> str:
+    """Process names as short text: `0-6, 8-1023` for first logs, `1#2` for a rank's second."""
+    plain: list[int] = []
+    other: list[str] = []
+    for name in names:
+        tail = name.removeprefix("rank")
+        if tail.isdigit():
+            plain.append(int(tail))
+        else:
+            other.append(tail)
+    return ", ".join(([rank_ranges(plain)] if plain else []) + other)
 
 
 # -- grouping ---------------------------------------------------------------------------------
 def _reference(groups: dict[Any, list[int]]) -> Any:
-    """The most common value; on a tie, the one of the lowest rank."""
-    return max(groups, key=lambda v: (len(groups[v]), -min(groups[v])))
+    """The majority's value; with none, the lowest process's (rank 0's): each is compared once."""
+    best = max(groups, key=lambda v: (len(groups[v]), -min(groups[v])))
+    if len(groups[best]) * 2 > sum(len(v) for v in groups.values()):
+        return best
+    return min(groups, key=lambda v: min(groups[v]))
 
 
 def _group(values: dict[int, Any]) -> dict[Any, list[int]]:
@@ -146,11 +182,13 @@ def _group(values: dict[int, Any]) -> dict[Any, list[int]]:
     return groups
 
 
-def _label(ref: list[int], total: int) -> str:
-    """How a detail names what it compares with: the majority, or the ranks of a tie."""
+def _label(job: Processes, ref: list[int], total: int) -> str:
+    """How a detail names what it compares with: the majority, or with none the lowest rank's."""
     if len(ref) * 2 > total:
         return "majority"
-    return ("rank " if len(ref) == 1 else "ranks ") + rank_ranges(ref)
+    if total == 2:
+        return job.who(ref)
+    return f"no majority; {job.who(ref)}"
 
 
 def rank_ranges(ranks: Iterable[int]) -> str:
@@ -191,20 +229,20 @@ def _key_order(key: str) -> tuple[int, ...]:
 
 
 # -- compile ids ------------------------------------------------------------------------------
-def _compile_ids(ranks: dict[int, Fingerprint]) -> list[Divergence]:
-    n = len(ranks)
-    lowest = next(iter(ranks.values()))
+def _compile_ids(job: Processes) -> list[Divergence]:
+    units = job.units
+    n = len(units)
     have: dict[str, int] = {}
-    for r in ranks.values():
+    for r in units.values():
         for k in set(r.ids):
             have[k] = have.get(k, 0) + 1
-    first = set(lowest.ids)
+    first = set(units[0].ids)
     ref = {k for k, m in have.items() if m * 2 > n or (m * 2 == n and k in first)}
     diffs: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-    for rank, r in ranks.items():
+    for slot, r in units.items():
         keys = set(r.ids)
         if keys != ref:
-            diffs[rank] = (frozenset(ref - keys), frozenset(keys - ref))
+            diffs[slot] = (frozenset(ref - keys), frozenset(keys - ref))
     out = []
     for (missing, extra), rs in sorted(_group(diffs).items(), key=lambda kv: kv[1]):
         parts = []
@@ -213,8 +251,8 @@ def _compile_ids(ranks: dict[int, Fingerprint]) -> list[Divergence]:
         if extra:
             parts.append(f"extra {_ids(extra)}")
         tie = any(have[k] * 2 == n for k in missing | extra)
-        note = f" (no majority for some: compared with rank {lowest.rank})" if tie else ""
-        out.append(Divergence("compile_ids", rs, "; ".join(parts) + note))
+        note = f" (no majority for some: compared with {job.who([0])})" if tie else ""
+        out.append(job.divergence("compile_ids", rs, "; ".join(parts) + note))
     return out
 
 
@@ -222,28 +260,43 @@ def _compile_ids(ranks: dict[int, Fingerprint]) -> list[Divergence]:
 Describe = Callable[[str, Any, Any, str], str]
 
 
-def _per_compile(ranks: dict[int, Fingerprint], kind: str, describe: Describe) -> list[Divergence]:
-    keys: dict[str, None] = {}
-    for r in ranks.values():
-        keys.update(dict.fromkeys(r.compiles))
+def _per_compile(job: Processes, kind: str, describe: Describe) -> list[Divergence]:
     diffs: dict[int, list[str]] = {}
-    for key in sorted(keys, key=_key_order):
-        values = {rank: r.compiles[key][kind] for rank, r in ranks.items() if key in r.compiles}
+    for key, values in _values(job, kind):
         groups = _group(values)
         if len(groups) < 2:
             continue
         ref = _reference(groups)
-        label = _label(groups[ref], len(values))
-        # Named by the attempt the ranks ended with (0/0_1 after a restart), when they agree.
-        finals = {r.final.get(key, key) for r in ranks.values() if key in r.compiles}
-        shown = finals.pop() if len(finals) == 1 else key
+        label = _label(job, groups[ref], len(values))
+        shown = _shown(job, key)
         for v, rs in groups.items():
             if v != ref:
                 text = describe(shown, v, ref, label)
-                for rank in rs:
-                    diffs.setdefault(rank, []).append(text)
-    details = _group({rank: _join(parts) for rank, parts in diffs.items()})
-    return [Divergence(kind, rs, d) for d, rs in sorted(details.items(), key=lambda kv: kv[1])]
+                for slot in rs:
+                    diffs.setdefault(slot, []).append(text)
+    return _grouped(job, kind, diffs)
+
+
+def _values(job: Processes, kind: str) -> Iterable[tuple[str, dict[int, Any]]]:
+    """Each compile, with the value of one aspect on each process that has it."""
+    keys: dict[str, None] = {}
+    for r in job.units.values():
+        keys.update(dict.fromkeys(r.compiles))
+    for key in sorted(keys, key=_key_order):
+        yield key, {s: r.compiles[key][kind] for s, r in job.units.items() if key in r.compiles}
+
+
+def _shown(job: Processes, key: str) -> str:
+    """A compile as a detail names it: by the attempt the ranks ended with (0/0_1 after a
+    restart), when they agree."""
+    finals = {r.final.get(key, key) for r in job.units.values() if key in r.compiles}
+    return finals.pop() if len(finals) == 1 else key
+
+
+def _grouped(job: Processes, kind: str, diffs: dict[int, list[str]]) -> list[Divergence]:
+    """One divergence per group of processes that differ the same way."""
+    details = _group({slot: _join(parts) for slot, parts in diffs.items()})
+    return [job.divergence(kind, rs, d) for d, rs in sorted(details.items(), key=lambda kv: kv[1])]
 
 
 def _frame(c: Compile) -> Hashable:
@@ -275,7 +328,12 @@ def _describe_status(key: str, mine: Any, ref: Any, label: str) -> str:
 
 
 def _graphs(c: Compile) -> Hashable:
-    return tuple((p.kind, p.masked_md5 or p.md5) for p in c.graphs if p.kind in COMPARED_GRAPHS)
+    out = []
+    for p in c.graphs:
+        kind = compared_kind(p.kind, p.meta)
+        if kind is not None:
+            out.append((kind, p.masked_md5 or p.md5))
+    return tuple(out)
 
 
 def _describe_graphs(key: str, mine: Any, ref: Any, label: str) -> str:
@@ -378,31 +436,39 @@ def _describe_collectives(key: str, mine: Any, ref: Any, label: str) -> str:
     for (md5_a, n_a, ops_a), (md5_b, n_b, ops_b) in zip(mine, ref, strict=True):
         if md5_a == md5_b:
             continue
-        for n, (x, y) in enumerate(zip(ops_a, ops_b, strict=False)):
-            if x != y:
-                return f"{key} collective {n + 1} is {x} ({label}: {y})"
+        first = first_difference(list(ops_a), list(ops_b), label)
+        if first:
+            return f"{key} {first}"
         if n_a != n_b:
             return f"{key} {n_a} collectives ({label}: {n_b})"
         return f"{key} collective schedule md5 {_short([md5_a])} ({label}: {_short([md5_b])})"
     return f"{key} collective schedules differ"
 
 
-def _runtimes(c: Compile) -> Hashable:
-    return tuple(_sig((p.meta or {}).get("runtime_ns")) for p in _artifacts(c, RUNTIME_ESTIMATE))
+def first_difference(mine: list[str], ref: list[str], label: str) -> str:
+    """Where two op sequences first part: a run of collectives missing, one extra, or another
+    collective in that place."""
+    n = next((i for i, (a, b) in enumerate(zip(mine, ref, strict=False)) if a != b), None)
+    if n is None:
+        n = min(len(mine), len(ref))
+        if len(mine) == len(ref):
+            return ""
+    for k in range(1, len(ref) - n + 1):
+        if mine[n:] == ref[n + k :]:
+            return f"misses {', '.join(ref[n : n + k][:4])} at collective {n + 1} ({label} has it)"
+    for k in range(1, len(mine) - n + 1):
+        if mine[n + k :] == ref[n:]:
+            return f"has {', '.join(mine[n : n + k][:4])} at collective {n + 1} ({label}: not)"
+    return f"collective {n + 1} is {mine[n]} ({label}: {ref[n]})"
 
 
-def _sig(v: Any) -> Any:
-    """A runtime rounded to 3 significant digits: estimates that close are equal."""
-    if not isinstance(v, int | float) or isinstance(v, bool):
-        return None
-    return float(f"{v:.3g}")
+def _runtimes(c: Compile) -> tuple[float | None, ...]:
+    """Each graph's estimated runtime in ns, as logged (compared within a tolerance)."""
+    return tuple(_number((p.meta or {}).get("runtime_ns")) for p in _artifacts(c, RUNTIME_ESTIMATE))
 
 
-def _describe_runtimes(key: str, mine: Any, ref: Any, label: str) -> str:
-    def total(vs: tuple[Any, ...]) -> str:
-        return " + ".join(_ns(v) for v in vs) or "none"
-
-    return f"{key} estimated runtime {total(mine)} ({label}: {total(ref)})"
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
 def _ns(v: Any) -> str:
@@ -415,16 +481,28 @@ def _ns(v: Any) -> str:
 
 
 def _tensor_meta(c: Compile) -> Hashable:
-    return tuple(
-        ((p.meta or {}).get("tensor_meta"), (p.meta or {}).get("ops"))
-        for p in _artifacts(c, RUNTIME_ESTIMATE)
-    )
+    out = []
+    for p in _artifacts(c, RUNTIME_ESTIMATE):
+        m = p.meta or {}
+        kernels = tuple(tuple(k) for k in m.get("kernels") or ())
+        out.append((m.get("tensor_meta"), m.get("ops"), kernels))
+    return tuple(out)
 
 
 def _describe_tensor_meta(key: str, mine: Any, ref: Any, label: str) -> str:
     def ops(v: tuple[Any, ...]) -> str:
-        return "+".join(str(n) for _, n in v) or "no"
+        return "+".join(str(n) for _, n, _ in v) or "no"
 
+    for g, ((digest_a, _, ks_a), (digest_b, _, ks_b)) in enumerate(zip(mine, ref, strict=False)):
+        if digest_a == digest_b:
+            continue
+        where = f" graph {g + 1}" if len(mine) > 1 else ""
+        for n, (a, b) in enumerate(zip(ks_a, ks_b, strict=False)):
+            if a != b:
+                return (
+                    f"{key}{where} kernel {n + 1} ({a[0]}) outputs {a[1]} "
+                    f"({label}: {b[0] if b[0] != a[0] else ''}{' ' if b[0] != a[0] else ''}{b[1]})"
+                )
     return (
         f"{key} output shapes, strides or dtypes of its kernels differ "
         f"({ops(mine)} kernels; {label}: {ops(ref)})"
@@ -439,7 +517,6 @@ _PER_COMPILE: list[tuple[str, Callable[[Compile], Hashable], Describe]] = [
     ("inputs", _inputs, _describe_inputs),
     ("cache", _cache, _describe_cache),
     ("collective_schedule", _collectives, _describe_collectives),
-    ("runtime_estimate", _runtimes, _describe_runtimes),
     ("tensor_meta", _tensor_meta, _describe_tensor_meta),
 ]
 
@@ -461,18 +538,66 @@ def _execution_text(v: tuple[Any, ...]) -> str:
 
 
 def _per_rank(
-    ranks: dict[int, Fingerprint],
+    job: Processes,
     kind: str,
     value: Callable[[Fingerprint], Hashable],
     show: Callable[[Any], str],
 ) -> list[Divergence]:
-    groups = _group({rank: value(r) for rank, r in ranks.items()})
+    groups = _group({slot: value(r) for slot, r in job.units.items()})
     if len(groups) < 2:
         return []
     ref = _reference(groups)
-    label = _label(groups[ref], len(ranks))
+    label = _label(job, groups[ref], len(job.units))
     return [
-        Divergence(kind, rs, f"{show(v)} ({label}: {show(ref)})")
+        job.divergence(kind, rs, f"{show(v)} ({label}: {show(ref)})")
         for v, rs in sorted(groups.items(), key=lambda kv: kv[1])
         if v != ref
     ]
+
+
+# -- runtime estimates: numbers, equal within a tolerance --------------------------------------
+RUNTIME_TOLERANCE = 0.05  # estimates within 5% of the median of the ranks' agree
+RUNTIME_FLOOR_NS = 1000.0  # and so do estimates within 1 us of it
+
+
+def _runtime_outliers(job: Processes) -> list[Divergence]:
+    """Graphs whose estimated runtime on some ranks is off the ranks' median; the slowest named."""
+    diffs: dict[int, list[str]] = {}
+    for key, values in _values(job, "runtime_estimate"):
+        graphs = max((len(v) for v in values.values()), default=0)
+        for g in range(graphs):
+            ns = {s: v[g] for s, v in values.items() if len(v) > g and v[g] is not None}
+            if len(ns) < 2:
+                continue
+            mid = statistics.median(ns.values())
+            off = [s for s, v in ns.items() if abs(v - mid) > _tolerance(mid)]
+            if not off:
+                continue
+            slowest = max(ns, key=lambda s: (ns[s], -s))
+            what = f"{_shown(job, key)}" + (f" graph {g + 1}" if graphs > 1 else "")
+            for s in off:
+                text = f"{what} estimated runtime {_ns(ns[s])} (median of {len(ns)}: {_ns(mid)}"
+                text += (
+                    "; the slowest)"
+                    if s == slowest
+                    else f"; the slowest: {job.who([slowest])} {_ns(ns[slowest])})"
+                )
+                diffs.setdefault(s, []).append(text)
+    return _grouped(job, "runtime_estimate", diffs)
+
+
+def _tolerance(mid: float) -> float:
+    return max(abs(mid) * RUNTIME_TOLERANCE, RUNTIME_FLOOR_NS)
+
+
+# -- collectives parity: each process's schedules against its output code ----------------------
+def _parity(job: Processes) -> list[Divergence]:
+    diffs = {
+        slot: [
+            f"{key} {text}"
+            for key, text in sorted(r.parity.items(), key=lambda kv: _key_order(kv[0]))
+        ]
+        for slot, r in job.units.items()
+        if r.parity
+    }
+    return _grouped(job, "collective_parity", diffs)

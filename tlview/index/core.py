@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tlview.index.digests import graph_md5
+from tlview.index.digests import compared_kind, graph_md5
 from tlview.index.keep import Keep
 from tlview.index.kinds import FRAME_FIELDS, IN_FRAME, MAX_EVENTS, is_int, peek, wrong_fields
 from tlview.model import (
@@ -175,7 +175,9 @@ class Core:
             text=text,
             cut=max(0, size - limit) if text is not None else 0,
             meta=meta,
-            masked_md5=graph_md5(kind, rec.payload) if self.keep.ranks else None,
+            masked_md5=graph_md5(compared_kind(kind, meta), rec.payload)
+            if self.keep.ranks
+            else None,
         )
 
     def on_str(self, rec: Record) -> None:

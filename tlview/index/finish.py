@@ -37,7 +37,7 @@ class Finishing(Core):
         if log.rank is None:
             m = _RANK_IN_NAME.search(log.name)
             if m:
-                log.rank = int(m.group(1))
+                log.rank, log.rank_from = int(m.group(1)), "file name"
         # Statuses come from each compile's facts, so compiles already on disk stay there;
         # each is finished (inputs resolved) and explained when it is read back.
         out = CompileList(partial(finish_compile, log.rank), explain_frame)

@@ -8,6 +8,7 @@ from tlview.index.annotations import forward_params
 from tlview.index.artifacts import ArtifactRecords
 from tlview.index.chromium import ChromiumRecords
 from tlview.index.describe import DescribeRecords
+from tlview.index.digests import code_collectives
 from tlview.index.finish import Finishing
 from tlview.index.kinds import (
     BWD_FIELDS,
@@ -55,7 +56,7 @@ class Indexer(
             log.first_time = rec.time
         log.last_time = rec.time
         if rec.rank is not None and log.rank is None:
-            log.rank = rec.rank
+            log.rank, log.rank_from = rec.rank, "records"
         ctx = rec.meta
         for key in CONTEXT_INTS:
             v = ctx.get(key)
@@ -112,6 +113,10 @@ class Indexer(
             meta = None
             if isinstance(body, dict) and body:
                 meta = {k: v for k, v in body.items() if k != "stack"}
+            if kind == "inductor_output_code":
+                calls = code_collectives(rec.payload)
+                if calls is not None:
+                    meta = {**(meta or {}), **calls}
             g = self.payload(rec, kind, c, meta)
             if kind == "dynamo_output_graph":
                 g.placeholders = forward_params(rec.payload)

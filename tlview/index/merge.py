@@ -23,7 +23,8 @@ class Merging(Core):
             la.unknown_kinds[k] = la.unknown_kinds.get(k, 0) + n
         la.first_time = la.first_time or lb.first_time
         la.last_time = lb.last_time or la.last_time
-        la.rank = la.rank if la.rank is not None else lb.rank
+        if la.rank is None:
+            la.rank, la.rank_from = lb.rank, lb.rank_from
         la.torch_version = la.torch_version or lb.torch_version
         la.bad_count += lb.bad_count
         la.bad_lines = (la.bad_lines + lb.bad_lines)[:MAX_BAD_KEPT]

@@ -11,6 +11,7 @@ import orjson
 from tlview import __version__
 from tlview.analyze.names import Refs, picker
 from tlview.dumps import dumps
+from tlview.index.digests import RUNTIME_ESTIMATE
 from tlview.model import Compile, CompileId, Report
 from tlview.parse import Reader, Record
 from tlview.render import Options
@@ -38,14 +39,36 @@ def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | Non
                 refs.append(ref(c))
         head["otherData"]["compiles"] = sorted(refs)
     out.write(orjson.dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
-    labels = {(log.name, log.pid): _label(log.name, log.rank, log.pid) for log in report.logs}
+    labels = {
+        (log.name, log.pid): _label(log.name, log.rank, log.pid, log.process) for log in report.logs
+    }
+    # A job's processes in rank order (a rank's second log after its first), then the others.
+    order = {
+        (log.name, log.pid): n
+        for n, log in enumerate(
+            sorted(report.logs, key=lambda lg: (lg.rank is None, lg.rank or 0, len(lg.process)))
+        )
+    }
     paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))
     first = True
     skipped = 0
     taken: set[int] = set()  # trace pids given out, over every log
     for path, name in paths:
         seen: dict[int, int] = {}  # logged pid -> trace pid
+        last_ts: dict[int, float] = {}  # trace pid -> the latest event's time
+        tracks: dict[int, int] = {}  # trace pid -> estimated graphs given a track
         for rec in Reader(Path(path), name):
+            if rec.kind == "artifact" and _is_estimate(rec):
+                if spans is not None and not _within(rec, spans.get(name, [])):
+                    continue
+                pid = seen.get(rec.pid)
+                if pid is None:
+                    continue  # no event of this process yet: nothing to place the graph by
+                tracks[pid] = tracks.get(pid, 0) + 1
+                for slice_ in _estimated(rec, pid, tracks[pid], last_ts.get(pid, 0.0)):
+                    out.write((b"" if first else b",\n") + dumps(slice_))
+                    first = False
+                continue
             if rec.kind != "chromium_event":
                 continue
             if spans is not None and not _within(rec, spans.get(name, [])):
@@ -70,7 +93,10 @@ def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | Non
                         "name": "process_sort_index",
                         "ph": "M",
                         "pid": pid,
-                        "args": {"sort_index": len(seen) + 1000 * paths.index((path, name))},
+                        "args": {
+                            "sort_index": len(seen)
+                            + 1000 * order.get((name, rec.pid), paths.index((path, name)))
+                        },
                     },
                 ]
                 for m in meta:
@@ -78,6 +104,8 @@ def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | Non
                     first = False
             # torch writes pid 0 in every process; the log prefix has the real one.
             ev["pid"] = pid
+            if isinstance(ev.get("ts"), int | float):
+                last_ts[pid] = max(last_ts.get(pid, 0.0), float(ev["ts"]))
             out.write((b"" if first else b",\n") + dumps(ev))
             first = False
     out.write(b'\n],"tlviewSkippedEvents":' + str(skipped).encode() + b"}\n")
@@ -108,8 +136,61 @@ def _event(payload: bytes | None) -> dict[str, Any] | None:
     return ev
 
 
-def _label(name: str, rank: int | None, pid: int | None) -> str:
+def _label(name: str, rank: int | None, pid: int | None, process: str = "") -> str:
+    if process:  # `rank 3`, or `rank 3#2` for the second log that claims rank 3
+        return f"rank {process.removeprefix('rank')} · {name} (pid {pid})"
     return f"rank {rank} · {name} (pid {pid})" if rank is not None else f"{name} (pid {pid})"
+
+
+ESTIMATE_TID = 1 << 20  # tracks of estimated graphs, past any thread id torch writes
+
+
+def _is_estimate(rec: Record) -> bool:
+    body = rec.body
+    return isinstance(body, dict) and body.get("name") == RUNTIME_ESTIMATE
+
+
+def _estimated(rec: Record, pid: int, n: int, start: float) -> list[dict[str, Any]]:
+    """A graph's kernels on a track of their own, each as long as inductor estimated, one after
+    another from when the process compiled it: where a rank's time would go, by estimate."""
+    try:
+        v = orjson.loads(rec.payload or b"")
+    except orjson.JSONDecodeError:
+        return []
+    ops = v.get("ops") if isinstance(v, dict) else None
+    if not isinstance(ops, list):
+        return []
+    tid = ESTIMATE_TID + n
+    cid = str(rec.compile_id) if rec.compile_id is not None else "-/-"
+    out: list[dict[str, Any]] = [
+        {
+            "name": "thread_name",
+            "ph": "M",
+            "pid": pid,
+            "tid": tid,
+            "args": {"name": f"estimated runtime: {cid} (graph {n})"},
+        }
+    ]
+    ts = start
+    for op in ops:
+        if not isinstance(op, dict):
+            continue
+        ns = op.get("estimated_runtime_ns")
+        ns = float(ns) if isinstance(ns, int | float) and not isinstance(ns, bool) else 0.0
+        out.append(
+            {
+                "name": str(op.get("name")),
+                "cat": "estimated_runtime",
+                "ph": "X",
+                "ts": ts,
+                "dur": ns / 1000,
+                "pid": pid,
+                "tid": tid,
+                "args": {"compile_id": cid, "type": op.get("type"), "estimated_runtime_ns": ns},
+            }
+        )
+        ts += ns / 1000
+    return out
 
 
 def write(report: Report, out: Output, opts: Options) -> None:

@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -18,7 +18,7 @@ from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import TlviewError
 from tlview.index.keep import Keep
 from tlview.model import Compile, Report
-from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, plan
+from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, Plan, plan
 from tlview.replay.run import WARNING, run_scripts
 from tlview.replay.script import SCRIPT, slug, write_files
 
@@ -76,6 +76,7 @@ class ReproOptions:
     run: bool = False
     force: bool = False
     warn: bool = True  # say before running that the repros run code from the log
+    world: str = "gloo"  # a collective graph's world: N gloo processes, or torch's fake group
 
 
 def rebuilder(opts: ReproOptions) -> Callable[[Compile], Any]:
@@ -86,17 +87,72 @@ def rebuilder(opts: ReproOptions) -> Callable[[Compile], Any]:
     return lambda c: build_real(c, how)
 
 
+MAX_LOCAL_WORLD = 16  # gloo processes a repro starts on this machine, each with its own torch
+
+
+def world(p: Plan, report: Report, opts: ReproOptions) -> None:
+    """A collective graph's world: N gloo processes here, each with the inputs of its own
+    rank's log where the report has it, or one process on torch's fake process group."""
+    if not p.collectives or p.fatal:
+        return
+    n = p.world
+    if opts.world == "fake":
+        p.notes.append(
+            f"the graph runs collectives: here in one process on torch's fake process group of "
+            f"{n} rank(s) (--world fake): shapes only, no communication, so values are not the "
+            "job's"
+        )
+        return
+    if n == 1:
+        p.notes.append(
+            "the graph runs collectives on a process group of one rank: values differ from "
+            "the job's"
+        )
+        return
+    if n > MAX_LOCAL_WORLD:
+        p.blockers.append(
+            f"the graph's collectives ran on {n} ranks: more gloo processes than a repro starts "
+            f"here ({MAX_LOCAL_WORLD}); --world fake runs it in one process on shapes alone"
+        )
+        return
+    own = c_rank = p.compile.rank if p.compile.rank is not None else 0
+    logs = {lg.process: lg for lg in report.logs if lg.process}
+    missing = []
+    for r in range(n):
+        if r == own:
+            p.ranks.append((r, p.rebuilt))
+            continue
+        lg = logs.get(f"rank{r}")
+        c = next((x for x in lg.compiles if x.key == p.compile.key), None) if lg else None
+        if c is None or not c.inputs:
+            missing.append(r)
+            p.ranks.append((r, p.rebuilt))
+            continue
+        p.ranks.append((r, rebuilder(replace(opts, seed=opts.seed + r))(c)))
+    p.notes.append(
+        f"the graph runs collectives: here on a world of {n} gloo processes on this machine "
+        "(--world fake: one process, shapes only), each rank on the inputs of its own log"
+        + (
+            f"; ranks {', '.join(map(str, missing))} have no log of compile {p.compile.key} "
+            f"here: they run on rank {c_rank}'s"
+            if missing
+            else ""
+        )
+    )
+
+
 def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptions) -> Outcome:
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
     p = plan(ref, c, report, rebuilder(opts), opts.device)
+    world(p, report, opts)
     if moved:
         p.notes.insert(0, moved)
     outcome = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
     if p.fatal:
         return outcome
     with _directory(out) as d:
-        write_files(p, d, opts.backend, opts.force, opts.mode)
+        write_files(p, d, opts.backend, opts.force, opts.mode, opts.world)
         outcome.dir = str(d)
         outcome.status = "blocked" if p.blockers else "written"
         if opts.run and not p.blockers:
@@ -127,6 +183,7 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     for ref, c in graphs(report):
         try:
             p = plan(ref, c, report, rebuild, opts.device)
+            world(p, report, opts)
         except TlviewError:
             raise
         except Exception as e:  # a bug for one graph must not lose the others' repros
@@ -138,12 +195,12 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
         if p.fatal:
             continue
         d = out / slug(ref)
-        write_files(p, d, opts.backend, opts.force, opts.mode)
+        write_files(p, d, opts.backend, opts.force, opts.mode, opts.world)
         o.dir = d.name
         o.status = "blocked" if p.blockers else "written"
         if not p.blockers:
             made.append((o, d))
-        p.rebuilt = None  # free the tensors before the next graph
+        p.rebuilt, p.ranks = None, []  # free the tensors before the next graph
     if opts.run and made:
         if opts.warn:
             print(WARNING.format(script=out / "*" / SCRIPT), file=sys.stderr, flush=True)

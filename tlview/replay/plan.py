@@ -47,7 +47,12 @@ SCRIPT_NAMES = frozenset(
         "NOTES",
         "BODIES",
         "body",
-        "one_rank_group",
+        "WORLD",
+        "WORLD_SIZE",
+        "RANK_INPUTS",
+        "TIMEOUT_S",
+        "join_world",
+        "run_world",
         "standin",
         "load_inputs",
         "build",
@@ -98,11 +103,15 @@ class Plan:
     std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
     registers: list[str] = field(default_factory=list)  # torch modules that define its ops
     collectives: bool = False
+    world: int = 1  # ranks its collectives ran on (all_gather_into_tensor(x, 2, '0'): 2)
+    groups: list[str] = field(default_factory=list)  # process group names its collectives use
+    ranks: list[tuple[int, Any]] = field(default_factory=list)  # rank -> its rebuilt inputs
     standins: bool = False  # some input is made in the script from the graph's annotation
     no_grad: bool = False  # run the graph with grad off
     dynamic: bool = False
     device: str | None = None  # --device
     rebuilt: Any = None  # rebuild.Rebuilt
+    job_ranks: list[int] = field(default_factory=list)  # the ranks of the logs read
 
     @property
     def reason(self) -> str | None:
@@ -129,6 +138,7 @@ def plan(
         torch_version=report.torch_version,
         graph=graph_of(c),
         device=device,
+        job_ranks=report.ranks,
     )
     p.fatal = _read_graph(p)
     if p.fatal or p.code is None:
@@ -218,9 +228,43 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
                 "run time; import the library that defines it at the top of repro.py"
             )
     if p.collectives:
+        world_of(p, p.graph.text if p.graph is not None and p.graph.text else "")
+
+
+# A collective's group size and name as fx prints its call: `all_gather_into_tensor(y, 2, '0')`,
+# `reduce_scatter_tensor(x, 'sum', 2, '0')`, `all_reduce(x, 'sum', '0')`.
+_SIZED = re.compile(
+    r"_c10d_functional\.(?:all_gather_into_tensor(?:_out|_coalesced)?|all_gather_tensor)"
+    r"\((?:\w+|\[[^\]]*\]), (\d+),"
+    r"|_c10d_functional\.reduce_scatter_tensor(?:_coalesced)?\((?:\w+|\[[^\]]*\]), '\w+', (\d+),"
+)
+_GROUP = re.compile(r"_c10d_functional\.\w+\([^\n]*?, '(\w*)'\)")
+WORLD_GROUP = "0"  # the name torch gives the default group's (dist.group.WORLD) collectives
+
+
+def world_of(p: Plan, text: str) -> None:
+    """The ranks the graph's collectives ran on, read off their calls (the group size that
+    all_gather_into_tensor and reduce_scatter_tensor take), else the job's ranks."""
+    sizes = {int(a or b) for a, b in _SIZED.findall(text)}
+    p.groups = sorted(set(_GROUP.findall(text)))
+    if len(sizes) > 1:
+        p.blockers.append(
+            f"the graph's collectives ran on groups of {sorted(sizes)} ranks: a repro makes "
+            "one world"
+        )
+    if sizes:
+        p.world = max(sizes)
+    else:  # all_reduce, broadcast: no size in the call; the job's ranks, when they are known
+        p.world = max(1, len(p.job_ranks))
         p.notes.append(
-            "the graph runs collectives of a distributed job: here they run on a process "
-            "group of one rank, so values differ from the job's"
+            f"the graph's collectives do not say their group's size: it runs on {p.world} "
+            "rank(s), the ranks of the logs read"
+        )
+    others = [g for g in p.groups if g != WORLD_GROUP]
+    if others:
+        p.blockers.append(
+            f"the graph's collectives use process group {others[0]!r}, not the world's: a "
+            "repro recreates only the world"
         )
 
 

@@ -19,7 +19,11 @@ INPUTS = "inputs.pt"
 
 
 def script_text(
-    p: Plan, backend: str | None, literal: Callable[[Any], str] = repr, mode: str = "random"
+    p: Plan,
+    backend: str | None,
+    literal: Callable[[Any], str] = repr,
+    mode: str = "random",
+    world: str = "gloo",
 ) -> str:
     """The text of repro.py. `literal` writes every string from the log (repr: a Python literal)."""
     assert p.code is not None and p.graph is not None and p.graph.text is not None
@@ -44,6 +48,9 @@ def script_text(
         std_names=p.std,
         bodies=p.bodies,
         collectives=p.collectives,
+        world=world if p.collectives else None,
+        world_size=p.world,
+        rank_inputs=[(r, rank_key(p, r)) for r, _ in p.ranks],
         no_grad=p.no_grad,
         standins=p.standins,
         attrs=p.attrs,
@@ -54,12 +61,19 @@ def script_text(
     return script + "\n"  # the one environment drops a template's last newline
 
 
-def verify(p: Plan, script: str, backend: str | None, mode: str = "random") -> None:
+def rank_key(p: Plan, rank: int) -> str:
+    """The key of a rank's inputs in inputs.pt: `rank1:0/0`."""
+    return f"rank{rank}:{p.compile.key}"
+
+
+def verify(
+    p: Plan, script: str, backend: str | None, mode: str = "random", world: str = "gloo"
+) -> None:
     """Check that strings from the log stayed strings: the script must parse to the same tree
     as one written with every string replaced by a harmless one."""
     try:
         got = _shape(ast.parse(script))
-        ref = _shape(ast.parse(script_text(p, backend, literal=_blank, mode=mode)))
+        ref = _shape(ast.parse(script_text(p, backend, literal=_blank, mode=mode, world=world)))
     except SyntaxError as e:
         raise TlviewError(
             f"internal error: repro.py for {p.ref} does not parse ({e.msg})", 70
@@ -81,13 +95,21 @@ def _shape(tree: ast.AST) -> str:
     return ast.dump(tree, include_attributes=False)
 
 
-def write_files(p: Plan, out: Path, backend: str | None, force: bool, mode: str = "random") -> None:
-    """Write repro.py and inputs.pt into OUT (created if missing)."""
+def write_files(
+    p: Plan,
+    out: Path,
+    backend: str | None,
+    force: bool,
+    mode: str = "random",
+    world: str = "gloo",
+) -> None:
+    """Write repro.py and inputs.pt into OUT (created if missing); a graph of a world of N
+    ranks gets each rank's inputs too."""
     from tlview.runtime.output import output as open_output
     from tlview.tensors import emit
 
-    script = script_text(p, backend, mode=mode)
-    verify(p, script, backend, mode)
+    script = script_text(p, backend, mode=mode, world=world)
+    verify(p, script, backend, mode, world)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -96,7 +118,10 @@ def write_files(p: Plan, out: Path, backend: str | None, force: bool, mode: str 
         ) from None
     if out.exists() and not out.is_dir():
         raise TlviewError(f"{out}: not a directory", EXIT_REFUSED)
-    obj = emit.saved([(p.compile.key, p.rebuilt)], p.torch_version)
+    obj = emit.saved(
+        [(p.compile.key, p.rebuilt)] + [(rank_key(p, r), rb) for r, rb in p.ranks],
+        p.torch_version,
+    )
     with open_output(str(out / INPUTS), force) as f:
         emit.save(obj, f)
     with open_output(str(out / SCRIPT), force) as f:

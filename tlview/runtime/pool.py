@@ -33,27 +33,37 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+# `each`, where given, is called here on each result as it comes back (in finish order), and
+# what it returns is kept: the caller's chance to put a result on disk before the next arrives.
+Each = Callable[[R], R] | None
+
+
 def map_local(
     job: Job[Item, R],
     items: Sequence[Item],
     jobs: int,
     start_bar: Callable[[], Progress] | None = None,
+    each: Each[R] = None,
 ) -> list[R]:
     """Every item's job, on a pool of JOBS processes when there is more than one item."""
     workers = min(jobs, len(items))
     if workers <= 1:
-        return map_each(job, items, start_bar)
-    return map_pool(job, items, workers, start_bar)
+        return map_each(job, items, start_bar, each)
+    return map_pool(job, items, workers, start_bar, each)
 
 
 def map_each(
-    job: Job[Item, R], items: Sequence[Item], start_bar: Callable[[], Progress] | None = None
+    job: Job[Item, R],
+    items: Sequence[Item],
+    start_bar: Callable[[], Progress] | None = None,
+    each: Each[R] = None,
 ) -> list[R]:
     """The jobs one after another in this process."""
     bar = start_bar() if start_bar else None
     out = []
     for item in items:
-        out.append(job(item, bar))
+        r = job(item, bar)
+        out.append(each(r) if each is not None else r)
         if bar is not None:
             bar.log_done()
     return out
@@ -64,6 +74,7 @@ def map_pool(
     items: Sequence[Item],
     workers: int,
     start_bar: Callable[[], Progress] | None = None,
+    each: Each[R] = None,
 ) -> list[R]:
     """The jobs on a pool of WORKERS processes; results come back in the items' order."""
     import multiprocessing as mp
@@ -89,7 +100,7 @@ def map_pool(
         try:
             tasks = [(i, job, item) for i, item in enumerate(items)]
             for i, r in pool.imap_unordered(_pool_job, tasks):
-                results[i] = r
+                results[i] = each(r) if each is not None else r
                 if bar is not None:
                     bar.log_done()
         finally:
@@ -152,6 +163,7 @@ def map_dask(
     items: Sequence[Item],
     size: Callable[[Item], int],
     start_bar: Callable[[], Progress] | None = None,
+    each: Each[R] = None,
 ) -> list[R]:
     """Every item's job on the Dask cluster; workers open the files, this process gets results."""
     from distributed import as_completed
@@ -162,7 +174,7 @@ def map_dask(
     bar = start_bar() if start_bar else None
     for fut, r in as_completed(futures, loop=client.loop, with_results=True):
         i = where[fut.key]
-        results[i] = r
+        results[i] = each(r) if each is not None else r
         if bar is not None:
             bar(size(items[i]))
             bar.log_done()

@@ -392,6 +392,17 @@ class CompileList(Sequence[Compile]):
     def on_disk(self) -> bool:
         return any(isinstance(e, tuple) for e in self.entries)
 
+    @property
+    def in_memory(self) -> int:
+        return sum(isinstance(e, Compile) for e in self.entries)
+
+    def spill(self, into: SpillFile) -> None:
+        """Put every compile still in memory into INTO: a job of many logs keeps few compiles in
+        memory over all of them (read back as the others are)."""
+        for i, e in enumerate(self.entries):
+            if isinstance(e, Compile):
+                self.entries[i] = into.dump(e)
+
     def _raw(self, i: int) -> Compile:
         e = self.entries[i]
         c = e if isinstance(e, Compile) else e[0].load(e[1], e[2])

@@ -349,7 +349,7 @@ class FakeBuilder:
         self.note(p.id, f"{p.layout}: faked as torch fakes it, with no entries")
 
     def dtensor(self, p: TensorPlan, kw: dict[str, Any]) -> tuple[Any, bool, str | None]:
-        """A DTensor's flatten context and mesh (`mesh.world`), or why not."""
+        """A DTensor's flatten context and mesh (`mesh.rebuilt_mesh`), or why not."""
         plan = p.dtensor or {}
         if "error" in plan:
             return None, False, f"DTensor not rebuilt: {plan['error']}"
@@ -360,7 +360,7 @@ class FakeBuilder:
         if not Devices(self.torch, None, "real").available(dev):
             dev = "cpu"
         try:
-            device_mesh, note = mesh.world(self.torch, plan, dev)
+            device_mesh, note = mesh.rebuilt_mesh(self.torch, plan, dev)
             ctx = mesh.flatten_context(self.torch, plan, torch_dtype(local.dtype))
         except Exception as e:
             return None, False, f"DTensor not rebuilt: {type(e).__name__}: {first_line(e)}"

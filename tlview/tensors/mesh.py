@@ -184,7 +184,7 @@ def _contiguous(stride: str | None, shape: list[int]) -> bool:
 # -- built with torch ------------------------------------------------------------------------
 
 
-def world(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, str | None]:
+def rebuilt_mesh(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, str | None]:
     """The DeviceMesh a DTensor of this plan is rebuilt on, and what to note about its world:
     this process's process group when it has one of the mesh's size, else one made here (a
     world of one rank for a mesh of one, torch's fake process group for a larger mesh)."""

@@ -500,7 +500,7 @@ class RealBuilder:
         return self.finish_subclass(p, r)
 
     def dtensor(self, p: TensorPlan) -> Any:
-        """A DTensor over its local tensor, on a mesh of the logged shape (`mesh.world`)."""
+        """A DTensor over its local tensor, on a mesh of the logged shape (`mesh.rebuilt_mesh`)."""
         plan = p.dtensor or {}
         if "error" in plan:
             raise _StandIn(f"DTensor not rebuilt: {plan['error']}")
@@ -514,7 +514,7 @@ class RealBuilder:
         if dev == "meta" or not self.devices.available(dev):
             dev = "cpu"
         try:
-            device_mesh, note = mesh.world(self.torch, plan, dev)
+            device_mesh, note = mesh.rebuilt_mesh(self.torch, plan, dev)
             ctx = mesh.flatten_context(self.torch, plan, local.dtype)
             r = DTensor.__tensor_unflatten__(
                 {"_local_tensor": local, "device_mesh": device_mesh},

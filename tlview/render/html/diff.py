@@ -101,12 +101,6 @@ class DiffPage:
     frames: list[FrameRow]
 
 
-def _num(f: Figure, v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.2f}" if f.seconds else str(int(v))
-
-
 def figure_row(f: Figure) -> FigureRow:
     d = f.delta
     if not d:
@@ -117,7 +111,7 @@ def figure_row(f: Figure) -> FigureRow:
             delta, tone = f"{delta} (noise)", "dim"
         else:
             tone = "" if not f.more_is_worse else ("worse" if d > 0 else "better")
-    return FigureRow(f.name, _num(f, f.base), _num(f, f.new), delta, tone)
+    return FigureRow(f.name, f.value(f.base), f.value(f.new), delta, tone)
 
 
 def _rate(counts: dict[str, int]) -> str:

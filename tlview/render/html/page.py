@@ -7,6 +7,7 @@ from pathlib import PurePath
 from typing import NamedTuple
 
 from tlview import __version__
+from tlview.analyze.divergence import names_text
 from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview, Tally, break_key
 from tlview.model import LogIndex, Report
 from tlview.render.html import budget as kept
@@ -29,7 +30,7 @@ from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
 from tlview.runtime import halves
-from tlview.units import nbytes
+from tlview.units import count, nbytes
 
 
 class LogView(NamedTuple):
@@ -50,7 +51,7 @@ class LogView(NamedTuple):
 def log_view(log: LogIndex) -> LogView:
     return LogView(
         log.name,
-        "" if log.rank is None else str(log.rank),
+        names_text([log.process]) if log.process else "" if log.rank is None else str(log.rank),
         str(log.pid) if log.pid else "",
         log.torch_version or "",
         nbytes(log.size) if log.size else "",
@@ -82,6 +83,7 @@ class Page:
     torch_version: str | None
     logs: list[LogView]
     ranks: list[int]
+    rank_text: str  # `0-1023`, `0, 0#2` (a second log of rank 0)
     o: Overview  # for the caller (--fail-on); the templates read `totals`
     totals: Totals
     figures: list[HeadFigure]
@@ -106,11 +108,33 @@ class Page:
     shared: dict[tuple[str, bytes], tuple[str, str]] = field(default_factory=dict)
 
 
+JOB_PAGE_PROCESSES = 8  # a job of more processes shows rank 0's compiles and those that differ
+
+
+def job_shown(report: Report) -> tuple[Picked | None, str | None]:
+    """Which compiles a job's page shows: with many processes, those of the lowest rank and of
+    every process that differs from the others (the rest agree with it in every check)."""
+    procs = [log.process for log in report.logs if log.process]
+    if len(procs) <= JOB_PAGE_PROCESSES:
+        return None, None
+    differ = {name for d in report.divergence for name in d.processes}
+    keep = {procs[0], *differ}
+    by_log = {(log.name, log.pid) for log in report.logs if log.process in keep}
+    rest = len(procs) - len(keep)
+    note = (
+        f"this page shows the compiles of {count(len(keep), 'process')} "
+        f"({names_text(sorted(keep, key=procs.index))}): the other {rest} agree with "
+        f"{procs[0].replace('rank', 'rank ')} in every check (`--format json` has every compile)"
+    )
+    return (lambda c: (c.log, c.pid) in by_log), note
+
+
 def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = None) -> Page:
     """The page for a report; `full` shows every compile, payload and metric whole; `only`
     (--compile-id, and what it picks) shows those compiles alone, whole, and counts them all."""
     tally = Tally(report)
-    pick = Pick(report, full or only is not None, only=only[1] if only else None)
+    shown, job_note = (None, None) if full or only else job_shown(report)
+    pick = Pick(report, full or only is not None, only=only[1] if only else shown)
     cut = None if only else halves.middle(halves.costs(report), scale=2)
     if cut is None:
         first_pass(report, tally, pick, 0)
@@ -118,7 +142,9 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         # The later compiles are read by a forked copy; what it found is taken in as if read here.
         rest = cut
         later = halves.Later(
-            lambda _: first_pass(report, Tally(report), Pick(report, full, rest), rest).sent()
+            lambda _: first_pass(
+                report, Tally(report), Pick(report, full, rest, only=shown), rest
+            ).sent()
         )
         first_pass(report, tally, pick, 0, cut)
         ok, value = later.result()
@@ -150,6 +176,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         torch_version=report.torch_version,
         logs=[log_view(log) for log in report.logs],
         ranks=report.ranks,
+        rank_text=names_text(log.process for log in report.logs if log.process),
         o=o,
         totals=totals(o, statuses),
         figures=figures(o),
@@ -161,10 +188,16 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         problems=[r for r in rows if r.status in PROBLEMS],
         issues=[(r, x) for r in rows for x in r.export_issues],
         divergence=[
-            DivergenceView(d.kind, ", ".join(map(str, d.ranks)), d.detail)
+            DivergenceView(
+                d.kind,
+                names_text(d.processes) if d.processes else ", ".join(map(str, d.ranks)),
+                d.detail,
+            )
             for d in report.divergence
         ],
-        notes=list(report.notes) + [f"{log.name}: {n}" for log in report.logs for n in log.notes],
+        notes=list(report.notes)
+        + ([job_note] if job_note else [])
+        + [f"{log.name}: {n}" for log in report.logs for n in log.notes],
         bad_lines=[(b.log, b.line, b.reason) for log in report.logs for b in log.bad_lines],
         bad_total=sum(log.bad_count for log in report.logs),
         lanes=page_timeline(rows),

@@ -8,6 +8,7 @@ from typing import IO, Any
 import orjson
 
 from tlview import __version__
+from tlview.analyze.collectives import parity
 from tlview.analyze.names import picker
 from tlview.analyze.summary import Overview, Tally, break_title, kernels
 from tlview.dumps import dumps
@@ -126,6 +127,20 @@ def recompile(c: Compile) -> dict[str, Any] | None:
     }
 
 
+def collectives(c: Compile) -> dict[str, Any] | None:
+    """Collectives parity: what the schedule says, what the output code calls, and whether
+    they match (None: the compile has neither)."""
+    got = parity(c)
+    if got is None:
+        return None
+    return {
+        "schedule": got.schedule,
+        "code": got.code,
+        "matched": got.matched,
+        "problems": got.problems,
+    }
+
+
 def compile_dict(c: Compile) -> dict[str, Any]:
     dynamic = dynamic_dims(c)
     cid = c.id
@@ -196,6 +211,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
         ],
         "guards": None if c.guards is None else payload(c.guards),
         "artifacts": [payload(p) for p in c.artifacts],
+        "collectives": collectives(c),
         "export_issues": [
             {
                 "kind": x.kind,
@@ -275,7 +291,8 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
         "torch_version": report.torch_version,
         "ranks": report.ranks,
         "divergence": [
-            {"kind": d.kind, "ranks": d.ranks, "detail": d.detail} for d in report.divergence
+            {"kind": d.kind, "ranks": d.ranks, "processes": d.processes, "detail": d.detail}
+            for d in report.divergence
         ],
         "logs": [
             {
@@ -283,6 +300,8 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
                 "path": log.path,
                 "pid": log.pid,
                 "rank": log.rank,
+                "rank_from": log.rank_from,
+                "process": log.process or None,
                 "torch_version": log.torch_version,
                 "size": log.size,
                 "lines": log.lines,

@@ -7,6 +7,7 @@ import dataclasses
 from rich.console import Console
 
 from tlview.analyze.changes import change_text
+from tlview.analyze.collectives import parity
 from tlview.analyze.names import Refs, describer_marks
 from tlview.analyze.summary import (
     break_callers,
@@ -202,6 +203,9 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
     if c.non_compliant_ops:
         ops = ", ".join(c.non_compliant_ops)
         console.print(T(f"  custom ops not tagged pt2_compliant_tag: {ops}", "yellow"))
+    got = parity(c)
+    if got is not None:
+        console.print(T(f"  collectives: {got.text()}", "green" if got.matched else "red"))
     inputs_table(c, console, "Inputs", ref, None if full else INPUT_ROWS)
     if full:
         if c.symbols:

@@ -14,12 +14,6 @@ from tlview.runtime.output import Output
 ORDER = {True: 0, None: 1, False: 2}  # worse first, then neutral, then better
 
 
-def _num(f: Figure, v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.2f}" if f.seconds else str(int(v))
-
-
 def _delta(f: Figure) -> Text:
     d = f.delta
     if d is None or d == 0:
@@ -49,12 +43,12 @@ def draw(d: Diff, console: Console, verbose: int = 0) -> None:
         console.print(T(f"note: {n}", "yellow"))
     t = table("Summary", "measure", "BASE", "NEW", "change", console=console)
     for f in d.figures:
-        t.add_row(T(f.name), T(_num(f, f.base)), T(_num(f, f.new)), _delta(f))
+        t.add_row(T(f.name), T(f.value(f.base)), T(f.value(f.new)), _delta(f))
     console.print(t)
     if d.phases:
         t = table("Compile time per phase (s)", "phase", "BASE", "NEW", "change", console=console)
         for f in d.phases:
-            t.add_row(T(f.name), T(_num(f, f.base)), T(_num(f, f.new)), _delta(f))
+            t.add_row(T(f.name), T(f.value(f.base)), T(f.value(f.new)), _delta(f))
         console.print(t)
     if d.cache:
         t = table("Cache hit rate", "cache", "BASE", "NEW", console=console)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from tlview import __version__
+from tlview.analyze.divergence import names_text
 from tlview.analyze.names import Refs, is_named
 from tlview.analyze.summary import (
     Overview,
@@ -53,7 +54,14 @@ def header(report: Report, o: Overview, console: Console) -> None:
     parts = [f"torch {report.torch_version or 'unknown'}"]
     ranks = report.ranks
     parts.append(f"{o.logs} log{'s' if o.logs != 1 else ''}")
-    if ranks:
+    procs = [log.process for log in report.logs if log.process]
+    if len(procs) > len(ranks):  # several logs claim one rank: each is a process of its own
+        parts.append(
+            "rank " + names_text(procs)
+            if len(procs) < 9
+            else f"{len(ranks)} ranks in {len(procs)} logs"
+        )
+    elif ranks:
         parts.append(
             "rank " + ", ".join(str(r) for r in ranks) if len(ranks) < 9 else f"{len(ranks)} ranks"
         )
@@ -170,7 +178,7 @@ def draw(report: Report, console: Console, opts: TextOptions) -> Overview:
     o = tally.done()
     header(report, o, console)
     divergence(report, console)
-    if len(report.ranks) > 1:
+    if sum(1 for log in report.logs if log.process) > 1:
         rank_tables(report, console)
     else:
         compile_table(rows.rows(), console)

@@ -10,7 +10,7 @@ from typing import Generic, TypeVar
 from rich.console import Console
 
 from tlview.analyze.changes import change_text
-from tlview.analyze.divergence import rank_ranges
+from tlview.analyze.divergence import names_text, rank_ranges
 from tlview.analyze.names import Refs, compile_ref
 from tlview.analyze.summary import (
     PHASE_NAMES,
@@ -23,7 +23,7 @@ from tlview.analyze.summary import (
 from tlview.index.recompiles import limit_text
 from tlview.model import Compile, ExportIssue, Report
 from tlview.render.text.console import T, table
-from tlview.units import seconds, short_path
+from tlview.units import count, seconds, short_path
 
 STATUS_STYLE = {
     "ok": "green",
@@ -123,49 +123,68 @@ def compile_time(o: Overview, console: Console) -> None:
 
 
 def divergence(report: Report, console: Console) -> None:
-    """How the ranks of a job differ; agreeing ranks are one group, so 1,000 read as one line."""
-    ranks = report.ranks
-    if len(ranks) < 2:
+    """How the processes of a job differ; agreeing ranks are one group, so 1,000 read as one
+    line. Each log is a process: two logs that claim one rank are compared as two."""
+    procs = [log.process for log in report.logs if log.process]
+    if len(procs) < 2:
         return
+    ranks = report.ranks
+    who = (
+        f"{len(ranks)} ranks"
+        if len(procs) == len(ranks)
+        else f"{len(procs)} logs of {count(len(ranks), 'rank')} ({names_text(procs)})"
+    )
     if not report.divergence:
         console.print(
             T(
-                f"All {len(ranks)} ranks agree: the same compiles, "
+                f"All {who} agree: the same compiles, "
                 + ("graphs, " if report.graphs_compared else "")
-                + "inputs, cache hits, recompiles, graph breaks and collectives",
+                + "inputs, cache hits, recompiles, graph breaks, collectives and runtime "
+                "estimates",
                 "green",
             )
         )
         return
     t = table(
-        # Two ranks have no majority: the lowest is what the other is compared with.
-        f"Divergence between {len(ranks)} ranks (compared with "
-        + (f"rank {min(ranks)})" if len(ranks) == 2 else "the majority)"),
+        # Two processes have no majority: the lowest is what the other is compared with.
+        f"Divergence between {who} (compared with "
+        + (f"rank {names_text(procs[:1])})" if len(procs) == 2 else "the majority)"),
         "what",
         "ranks",
         "how they differ",
         console=console,
     )
+    differ: set[str] = set()
     for d in report.divergence:
-        t.add_row(T(d.kind.replace("_", " "), "yellow"), T(rank_ranges(d.ranks)), T(d.detail))
+        differ.update(d.processes)
+        who_d = names_text(d.processes) if d.processes else rank_ranges(d.ranks)
+        t.add_row(T(d.kind.replace("_", " "), "yellow"), T(who_d), T(d.detail))
     console.print(t)
+    agree = [p for p in procs if p not in differ]
+    odd = [p for p in procs if p in differ]  # in the job's order, as every list of them is
+    if len(procs) > 2 and agree and odd:
+        footnote(
+            f"{'rank' if len(agree) == 1 else 'ranks'} {names_text(agree)} agree in every check; "
+            f"{'rank' if len(odd) == 1 else 'ranks'} {names_text(odd)} "
+            + ("differs" if len(differ) == 1 else "differ"),
+            console,
+        )
 
 
 def rank_tables(report: Report, console: Console) -> None:
-    """Each rank's compile list; ranks with the same list share one table."""
-    logs_of: dict[int | None, int] = {}
+    """Each process's compile list; processes with the same list share one table. Two logs that
+    claim one rank are two processes (`rank1`, `rank1#2`): their compiles are never merged."""
+    rows: dict[str, list[tuple[str, ...]]] = {}
+    times: dict[str, list[float | None]] = {}
     for log in report.logs:
-        logs_of[log.rank] = logs_of.get(log.rank, 0) + 1
-    rows: dict[int | None, list[tuple[str, ...]]] = {}
-    times: dict[int | None, list[float | None]] = {}
-    for log in report.logs:
+        key = log.process  # "" for the logs with no rank: one list, each compile by its log
         for c in log.compiles:
             if c.id is None and not c.inputs and not c.graphs:
                 continue
             status = c.status + (f" ({c.fail_type})" if c.fail_type else "")
-            rows.setdefault(log.rank, []).append(
+            rows.setdefault(key, []).append(
                 (
-                    compile_ref(c, logs_of[log.rank] > 1),
+                    compile_ref(c, not key),
                     status,
                     c.function or "",
                     f"{short_path(c.file)}:{c.firstline}" if c.file else "",
@@ -173,14 +192,14 @@ def rank_tables(report: Report, console: Console) -> None:
                     _inputs_count(c),
                 )
             )
-            times.setdefault(log.rank, []).append(c.compile_time_s)
-    groups: dict[tuple[tuple[str, ...], ...], list[int | None]] = {}
-    for rank, rs in rows.items():
-        groups.setdefault(tuple(rs), []).append(rank)
+            times.setdefault(key, []).append(c.compile_time_s)
+    groups: dict[tuple[tuple[str, ...], ...], list[str]] = {}
+    for key, rs in rows.items():
+        groups.setdefault(tuple(rs), []).append(key)
     for sig, members in groups.items():
-        known = [r for r in members if r is not None]
+        known = [r for r in members if r]
         who = (
-            ("rank " if len(known) == 1 else "ranks ") + rank_ranges(known)
+            ("rank " if len(known) == 1 else "ranks ") + names_text(known)
             if known
             else "logs with no rank"
         )

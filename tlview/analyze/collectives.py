@@ -1,0 +1,115 @@
+"""Collectives parity: each compile's collective schedule against the calls in its output code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlview.index.digests import COLLECTIVE_SCHEDULE
+from tlview.model import Compile
+
+WAIT = "wait_tensor"
+MAX_PROBLEMS = 8  # problems named per compile; the rest are counted
+
+
+@dataclass(slots=True)
+class Parity:
+    """What a compile scheduled and what its output code calls, and where the two part."""
+
+    schedule: list[str] = field(default_factory=list)  # ops, all schedules of the compile
+    code: list[str] = field(default_factory=list)  # collective and wait calls, all output codes
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def matched(self) -> bool:
+        return not self.problems
+
+    def text(self) -> str:
+        """One line: that it matched, or what is wrong."""
+        ops = [op for op in self.schedule if op != WAIT]
+        if self.matched:
+            return (
+                f"{len(ops)} collective{'s' if len(ops) != 1 else ''} "
+                f"({', '.join(ops[:6])}{', ...' if len(ops) > 6 else ''}), "
+                "each waited on: the output code calls what the schedule says"
+            )
+        return "; ".join(self.problems)
+
+
+def parity(c: Compile) -> Parity | None:
+    """The parity of one compile, or None when it neither scheduled nor called a collective."""
+    schedules = [p.meta or {} for p in c.artifacts if p.kind == COLLECTIVE_SCHEDULE]
+    codes = [
+        p.meta or {}
+        for p in c.graphs
+        if p.kind == "inductor_output_code" and (p.meta or {}).get("calls")
+    ]
+    if not schedules and not codes:
+        return None
+    out = Parity()
+    for m in schedules:
+        out.schedule += [str(x) for x in m.get("ops") or ()]
+    for m in codes:
+        out.code += [str(op) for op, _ in _calls(m)]
+    if len(schedules) != len(codes):
+        out.problems.append(
+            f"{_n(len(schedules), 'collective schedule')}, "
+            f"{_n(len(codes), 'output code')} calling collectives"
+        )
+    for k, (sched, code) in enumerate(zip(schedules, codes, strict=False)):
+        where = f"graph {k + 1}: " if len(codes) > 1 else ""
+        out.problems += [where + p for p in _pair(sched, code)]
+    if len(out.problems) > MAX_PROBLEMS:
+        more = len(out.problems) - MAX_PROBLEMS
+        out.problems = out.problems[:MAX_PROBLEMS] + [f"and {more} more"]
+    return out
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _calls(m: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (str(x[0]), str(x[1]))
+        for x in m.get("collectives") or ()
+        if isinstance(x, list) and len(x) == 2
+    ]
+
+
+def _pair(schedule: dict[str, Any], code: dict[str, Any]) -> list[str]:
+    """What differs between one schedule and the output code it was made for."""
+    problems = []
+    sched = [str(x) for x in schedule.get("ops") or ()]
+    calls = _calls(code)
+    ops = [op for op, _ in calls]
+    n_sched, n_code = schedule.get("collectives"), code.get("calls")
+    whole = len(sched) == n_sched and len(calls) == n_code  # neither list was cut short
+    for n, (a, b) in enumerate(zip(sched, ops, strict=False)):
+        if a != b:
+            problems.append(f"collective {n + 1} is {a} in the schedule, {b} in the output code")
+            break
+    else:
+        if whole and len(sched) != len(ops):
+            longer, name = (sched, "schedule") if len(sched) > len(ops) else (ops, "output code")
+            extra = ", ".join(longer[min(len(sched), len(ops)) :][:4])
+            problems.append(
+                f"the schedule has {_n(len(sched), 'collective')} and the output code "
+                f"{len(ops)}: only the {name} has {extra} (from {min(len(sched), len(ops)) + 1})"
+            )
+    # Each collective's buffer is waited on later in the code; each wait is on a collective's.
+    pending: dict[str, tuple[int, str]] = {}
+    for n, (op, buf) in enumerate(calls, 1):
+        if op == WAIT:
+            if pending.pop(buf, None) is None and not _is_input(buf):
+                problems.append(f"wait_tensor {n} ({buf}) waits on no collective")
+        else:
+            pending[buf] = (n, op)
+    if whole:
+        problems += [f"{op} {n} ({buf}) has no wait_tensor" for buf, (n, op) in pending.items()]
+    return problems
+
+
+def _is_input(buf: str) -> bool:
+    """A graph's input: a collective started before this graph (by the caller or another graph)."""
+    return buf.startswith(("arg", "primals_", "tangents_"))
