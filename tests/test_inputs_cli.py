@@ -44,7 +44,7 @@ def test_listing_subclasses_and_notes() -> None:
     r = run_cli("inputs", only_log("subclasses"))
     assert r.exit_code == 0, r.output
     nested = lines_of(r.stdout, "1/0")[2].split()
-    assert nested[:4] == ["L['n']", "[3,", "j1,", "8]"]
+    assert nested[:4] == ["L['n']", "[3,", "s7=j1,", "8]"]  # the graph took j1 as s7
     assert nested[-2:] == ["ok", "ok"] and "(NestedTensor)" in nested
     two = lines_of(r.stdout, "2/1")[2]
     assert "(TwoTensor)" in two and two.split()[-2:] == ["ok", "ok"]

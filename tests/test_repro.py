@@ -735,9 +735,10 @@ def test_a_compiled_optimizer_step_runs_with_grad_off(tmp_path: Path) -> None:
     assert "= self.self___param_groups_0__params___0" in script
     assert "p.add_(buf, alpha = -0.1)" in script
     assert "    with torch.no_grad():  # as torch ran it (see NOTES)" in script
-    assert (
-        "the graph changes L['self'].param_groups[0]['params'][0] in place, a leaf that "
-        "requires grad: torch ran it with grad off (an optimizer step does), and so does run()"
+    assert (  # the weight and the bias: every leaf the step changes is named
+        "the graph changes L['self'].param_groups[0]['params'][0] and "
+        "L['self'].param_groups[0]['params'][1] in place, leaves that require grad: torch ran "
+        "it with grad off (an optimizer step does), and so does run()"
     ) in script
     assert "outputs match the shapes and dtypes in the log" in res.stdout
 

@@ -141,6 +141,9 @@ class Payload:
     cut: int = 0  # bytes of the payload left out of `text`
     meta: dict[str, Any] | None = None  # small metadata beside the payload (e.g. graph `sizes`)
     masked_md5: str | None = None  # graphs: md5 with device indices and addresses masked (ranks)
+    # dynamo's graph: each placeholder of its forward and its annotation, as printed there
+    # (`{"L_x_": "f32[s0, 4][4, 1]cpu"}`): the graph's own symbols, kept without its text.
+    placeholders: dict[str, str] | None = None
     data: builtins.bytes | None = None  # the exact bytes, whole, when asked for (`tlview show`)
 
     @property

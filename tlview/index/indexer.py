@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tlview.index.annotations import forward_params
 from tlview.index.artifacts import ArtifactRecords
 from tlview.index.chromium import ChromiumRecords
 from tlview.index.describe import DescribeRecords
@@ -124,7 +125,10 @@ class Indexer(
                 calls = code_collectives(rec.payload)
                 if calls is not None:
                     meta = {**(meta or {}), **calls}
-            c.graphs.append(self.payload(rec, named, c, meta))
+            g = self.payload(rec, named, c, meta)
+            if kind == "dynamo_output_graph":
+                g.placeholders = forward_params(rec.payload)
+            c.graphs.append(g)
             if (
                 kind == "dynamo_output_graph"
                 and c.stack == []
