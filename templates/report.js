@@ -106,6 +106,10 @@
 
   function colour(code) {
     if (code.dataset.done) return;
+    if ((code.dataset.gz !== undefined || code.dataset.same !== undefined) && !code.dataset.unpacked) {
+      unpack(code);  // coloured once its text is there
+      return;
+    }
     code.dataset.done = "1";
     const lang = code.dataset.lang;
     if (lang !== "py" && lang !== "json") return;
@@ -143,6 +147,150 @@
     code.textContent = "";
     code.appendChild(frag);
   }
+
+  // Long payloads are in the page gzip-compressed, in base64 (data-gz), or are the same text as
+  // another payload's (data-same: its code's id); each is unpacked when first shown, in the
+  // browser, with nothing fetched. <html data-unpacking> counts those still being unpacked.
+  const texts = new Map(); // id of a packed code -> Promise of its text
+  const root = document.documentElement;
+  root.dataset.unpacking = "0";
+
+  function inflate(holder) {
+    let got = texts.get(holder.id);
+    if (got) return got;
+    if (typeof DecompressionStream === "undefined") {
+      got = Promise.reject(new Error("this browser has no DecompressionStream"));
+    } else {
+      const bin = atob(holder.dataset.gz);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i += 1) bytes[i] = bin.charCodeAt(i);
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      got = new Response(stream).text();
+    }
+    if (holder.id) texts.set(holder.id, got);
+    return got;
+  }
+
+  function unpack(code) {
+    if (code.dataset.unpacking) return;
+    code.dataset.unpacking = "1";
+    root.dataset.unpacking = String(Number(root.dataset.unpacking) + 1);
+    const holder = code.dataset.same !== undefined ? document.getElementById(code.dataset.same) : code;
+    const got = holder && holder.dataset.gz !== undefined ? inflate(holder) : Promise.reject(new Error("its text is missing"));
+    got.then((text) => {
+      code.textContent = text;
+      code.dataset.unpacked = "1";
+      colour(code);
+    }, (err) => {
+      code.textContent = `(not shown: ${err.message}; tlview show PATH --compile-id ID NAME writes it)`;
+      code.dataset.unpacked = "1";
+      code.dataset.done = "1";
+    }).finally(() => {
+      root.dataset.unpacking = String(Number(root.dataset.unpacking) - 1);
+    });
+  }
+
+  // The text of a payload's code on the page: as it is, or unpacked.
+  function payloadText(code) {
+    if (code.dataset.gz === undefined && code.dataset.same === undefined) return Promise.resolve(code.textContent);
+    const holder = code.dataset.same !== undefined ? document.getElementById(code.dataset.same) : code;
+    if (!holder || holder.dataset.gz === undefined) return Promise.reject(new Error("its text is missing"));
+    return inflate(holder);
+  }
+
+  // The provenance view (tlparse's -i): three panes of a compile's graphs and code, each line of
+  // a node or kernel marked; a click marks it and what it maps to in the other two panes.
+  const LINKS = {
+    pre: (m, items) => {
+      const post = union(items, m.preToPost);
+      return { pre: items, post, code: union(post, m.postToCode) };
+    },
+    post: (m, items) => ({ pre: union(items, m.postToPre), post: items, code: union(items, m.postToCode) }),
+    code: (m, items) => {
+      const post = union(items, m.codeToPost);
+      return { pre: union(post, m.postToPre), post, code: items };
+    },
+  };
+  const PANE_WORDS = { pre: "pre-grad", post: "post-grad", code: "kernels" };
+
+  function union(names, map) {
+    const out = new Set();
+    for (const n of names) for (const x of (map && map[n]) || []) out.add(x);
+    return Array.from(out);
+  }
+
+  function buildView(view) {
+    if (view.dataset.built) return;
+    view.dataset.built = "1";
+    const map = JSON.parse(view.dataset.map);
+    const panes = {};
+    const jobs = [];
+    for (const pre of $$("pre.prov-text", view)) {
+      const role = pre.dataset.pane;
+      const source = document.getElementById(pre.dataset.source);
+      const code = source && source.querySelector("pre code");
+      root.dataset.unpacking = String(Number(root.dataset.unpacking) + 1);
+      const job = (code ? payloadText(code) : Promise.reject(new Error("its payload is missing"))).then((text) => {
+        const at = new Map(); // line -> the nodes or kernels on it
+        for (const [name, lines] of Object.entries(map[role] || {})) {
+          for (const n of lines) {
+            if (!at.has(n)) at.set(n, []);
+            at.get(n).push(name);
+          }
+        }
+        const frag = document.createDocumentFragment();
+        const spans = [];
+        text.split("\n").forEach((s, i) => {
+          const span = document.createElement("span"); // a line: a block of its own (CSS)
+          span.className = at.has(i + 1) ? "ln mark" : "ln";
+          span.textContent = s;
+          frag.appendChild(span);
+          spans.push(span);
+        });
+        pre.textContent = "";
+        pre.appendChild(frag);
+        panes[role] = { pre, at, spans };
+      }, (err) => {
+        pre.textContent = `(not shown: ${err.message})`;
+      }).finally(() => {
+        root.dataset.unpacking = String(Number(root.dataset.unpacking) - 1);
+      });
+      jobs.push(job);
+    }
+    view.addEventListener("click", (e) => {
+      const span = e.target instanceof Element ? e.target.closest("span.ln") : null;
+      const pre = span && span.closest("pre.prov-text");
+      if (!pre || !panes[pre.dataset.pane]) return;
+      const pane = panes[pre.dataset.pane];
+      const items = pane.at.get(pane.spans.indexOf(span) + 1);
+      if (items) select(view, map, panes, pre.dataset.pane, items);
+    });
+  }
+
+  function select(view, map, panes, role, items) {
+    const chosen = LINKS[role](map, items);
+    const said = [];
+    for (const [name, pane] of Object.entries(panes)) {
+      const names = chosen[name] || [];
+      const lines = new Set();
+      for (const n of names) for (const line of (map[name] && map[name][n]) || []) lines.add(line);
+      let first = null;
+      pane.spans.forEach((span, i) => {
+        const on = lines.has(i + 1);
+        span.classList.toggle("hl", on);
+        if (on && first === null) first = span;
+      });
+      if (first) pane.pre.scrollTop = first.offsetTop - pane.pre.offsetTop - 24;
+      if (names.length) said.push(`${PANE_WORDS[name]}: ${names.join(", ")}`);
+    }
+    const out = $(".prov-said", view);
+    if (out) out.textContent = said.join("; ");
+  }
+
+  document.addEventListener("toggle", (e) => {
+    const d = e.target;
+    if (d instanceof HTMLDetailsElement && d.open && d.classList.contains("prov")) buildView(d);
+  }, true);
 
   function colourIn(details) {
     for (const code of $$("code[data-lang]", details)) {

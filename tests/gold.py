@@ -17,7 +17,9 @@ import argparse
 import base64
 import contextlib
 import difflib
+import gzip
 import hashlib
+import html
 import itertools
 import json
 import os
@@ -132,7 +134,7 @@ def run(out: Output) -> str:
     if out.name.endswith(".json") and out.name != "trace.json":  # the trace is an event a line
         text = json.dumps(json.loads(text), indent=1, ensure_ascii=False) + "\n"
     if out.name.endswith(".html"):
-        text = ASSET.sub(_asset, text)
+        text = PACKED.sub(_unpacked, ASSET.sub(_asset, text))
     return fit(scrub(text))
 
 
@@ -143,6 +145,17 @@ ASSET = re.compile(r"<(style|script)>(.*?)</\1>", re.S)
 def _asset(m: re.Match[str]) -> str:
     digest = base64.b64encode(hashlib.sha256(m[2].encode("utf-8")).digest()).decode()
     return f"<{m[1]}>[gold: {len(m[2]):,} characters, sha256-{digest}]</{m[1]}>"
+
+
+# A payload the page holds gzip-compressed, in base64: kept as its size and the text the page's
+# script shows, so that a golden file reads as the page does.
+PACKED = re.compile(r'data-gz="([A-Za-z0-9+/=]*)">[^<]*</code>')
+
+
+def _unpacked(m: re.Match[str]) -> str:
+    text = gzip.decompress(base64.b64decode(m[1])).decode("utf-8")
+    shown = html.escape(text, quote=False)
+    return f'data-gz="[gold: {len(m[1]):,} characters of base64]">{shown}</code>'
 
 
 def scrub(text: str) -> str:

@@ -6,6 +6,7 @@ What a browser does with the page is in test_html_browser.py.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html as htmllib
 import os
@@ -18,16 +19,18 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import CORPUS, FIXTURES, ROOT, corpus
+from conftest import CORPUS, FIXTURES, ROOT, corpus, only_log
 
+import tlview
 from tlview import __version__
 from tlview.analyze.names import Refs, compile_ref
 from tlview.analyze.summary import overview
 from tlview.load import load
 from tlview.model import Divergence, Report
 from tlview.render.html import budget as kept
-from tlview.render.html import inputs, metrics, page, pick, section, timeline
+from tlview.render.html import inputs, metrics, page, payloads, pick, section, timeline
 from tlview.render.html import report as html
+from tlview.render.html.payloads import section_payloads
 from tlview.runtime import halves, templates
 
 DEMO = FIXTURES / "demo.log"
@@ -61,6 +64,30 @@ def esc(s: str) -> str:
 def esc_text(s: str) -> str:
     """Text as the page writes element content (the `text` filter): quotes stay."""
     return htmllib.escape(s, quote=False)
+
+
+_PAYLOAD = re.compile(
+    r'<details class="payload" id="([^"]+)"[^>]*>.*?(?:<pre class="code"><code([^>]*)>(.*?)</code></pre>)?\s*</details>',
+    re.S,
+)
+_ATTR = re.compile(r'\s(id|data-gz|data-same)="([^"]*)"')
+
+
+def page_payloads(text: str) -> dict[str, str | None]:
+    """Each payload of a page by its anchor: the text it shows (as the page's script shows it:
+    gzip in base64 unpacked, an equal payload's text for data-same), None if it shows none."""
+    packed: dict[str, str] = {}
+    found: list[tuple[str, dict[str, str], str | None]] = []
+    for m in _PAYLOAD.finditer(text):
+        attrs = dict(_ATTR.findall(m.group(2) or ""))
+        body = None if m.group(3) is None else htmllib.unescape(m.group(3))
+        if "data-gz" in attrs:
+            body = gzip.decompress(base64.b64decode(attrs["data-gz"])).decode()
+            packed[attrs["id"]] = body
+        found.append((m.group(1), attrs, body))
+    return {
+        a: packed[attrs["data-same"]] if "data-same" in attrs else body for a, attrs, body in found
+    }
 
 
 # -- hostile text, through real records ----------------------------------------------------------------
@@ -295,6 +322,17 @@ def test_truncated_log_shows_phases_that_never_ended() -> None:
     assert 'data-dur=""' in sec
 
 
+def shown_by_line(rep: Report, text: str) -> dict[int, str | None]:
+    """What the page shows of each payload of a one-log report, by the payload's log line."""
+    shown = page_payloads(text)
+    out: dict[int, str | None] = {}
+    for r in page.build(rep).compiles:
+        c = rep.logs[r.at[0]].compiles[r.at[1]]
+        for pos, (_, p) in enumerate(section_payloads(c)):
+            out[p.line] = shown[f"{r.anchor}-p{pos}"]
+    return out
+
+
 def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus("transformer_inductor")
     whole = {
@@ -313,26 +351,46 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
     noted = {int(c[3]) for c in cuts} | {int(n) for n in left}
     assert len(noted) == len(cuts) + len(left)  # one note per payload
     assert {p.line for p in payloads if p.bytes > 2000} <= noted
+    shown = shown_by_line(rep, text)
     for p in payloads:
         if p.line not in noted and p.bytes:
-            assert esc_text(whole[p.line] or "") in text, p.kind
-    for shown, total, _, line in cuts:
+            assert shown[p.line] == whole[p.line], p.kind  # whole, as the page's script shows it
+    for shown_lines, total, _, line in cuts:
         p = next(p for p in payloads if p.line == int(line))
         assert int(total.replace(",", "")) == p.lines
-        assert int(shown.replace(",", "")) < p.lines
+        assert int(shown_lines.replace(",", "")) < p.lines
+        got = shown[p.line]
+        assert got is not None and (whole[p.line] or "").startswith(got)
+    for line in left:
+        assert shown[int(line)] is None
     banner = re.search(r'<p class="budget" role="note" id="budget">(.*?)</p>', text, re.S)
     assert banner is not None
     assert f"{len(cuts)} payloads cut" in banner.group(1)
     assert f"{len(left)} payloads left out" in banner.group(1)
-    assert "--full" in banner.group(1)
+    assert "--full" in banner.group(1) and "tlview show PATH --compile-id ID NAME" in banner.group(
+        1
+    )
+    # Each payload left out is listed, with the command that writes it whole.
+    listed = re.findall(
+        r'<tr><td class="id"><a href="#([^"]+)">[^<]*</a></td><td><code>([^<]+)</code></td>'
+        r'<td class="num">[^<]*</td><td class="num">(\d+)</td>'
+        r"<td><code>tlview show PATH --compile-id ([^ ]+) ([^<]+)</code></td><td>the page budget</td></tr>",
+        text,
+    )
+    assert sorted(int(line) for _, _, line, _, _ in listed) == sorted(int(n) for n in left)
+    for anchor, name, line, ref, again in listed:
+        assert name == again and anchor.startswith(f"c-{ref}-p")
+        named = dict(tlview.artifacts(rep, ref))
+        assert named[name].line == int(line)
     # --full: every payload whole, no cut, no banner.
     rep, text = render(path, full=True)
     assert "Cut: showing" not in text and "Not on this page" not in text
     assert 'id="budget"' not in text
+    shown = shown_by_line(rep, text)
     for c in rep.compiles:
         for p in c.payloads():
             assert p.text is not None and len(p.text.encode()) == p.bytes
-            assert esc_text(p.text) in text
+            assert shown[p.line] == p.text
 
 
 def test_default_budget_holds_on_real_logs() -> None:
@@ -341,7 +399,7 @@ def test_default_budget_holds_on_real_logs() -> None:
         built = page.build(load(path, kept.page_keep(False)))
         assert built.budget.shown_bytes <= kept.PAGE_PAYLOAD_BYTES
         for v in section.compile_views(built):
-            for pv in v.graphs + v.artifacts + v.errors + ([v.guards] if v.guards else []):
+            for pv in v.graphs + v.artifacts + v.errors + v.guards:
                 assert pv.shown <= kept.PAYLOAD_BYTES
                 assert (pv.note is None) == (pv.shown == pv.bytes or pv.bytes == 0), pv.kind
         shown += built.budget.shown_bytes
@@ -731,14 +789,17 @@ def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) ->
     assert metrics.digest(huge) == metrics.digest("x" * 2_000) and huge not in metrics._DIGESTS
 
 
-def test_compile_id_page_shows_that_compile_alone_and_whole(tmp_path: Path) -> None:
-    # truncated_log 0/1: a recompile whose joint graph (90 KB) is past the page's 64 KiB a payload.
+def test_compile_id_page_shows_that_compile_alone_and_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # truncated_log 0/1: a recompile whose joint graph (90 KB) is past a page budget of 64 KiB
+    # a payload (the whole page's, below).
     log = corpus("truncated_log")
     rep = load(log, kept.page_keep(True))
     c = next(c for c in rep.compiles if c.key == "0/1")
     graph = next(p for p in c.graphs if p.kind == "aot_joint_graph")
-    assert graph.text is not None and len(graph.text) > kept.PAYLOAD_BYTES
-    tail = esc_text(graph.text[-300:])
+    assert graph.text is not None and len(graph.text) > 64 * 1024
+    tail = graph.text[-300:]
     out = tmp_path / "one.html"
     res = subprocess.run(
         [sys.executable, "-m", "tlview", "report", str(log), "--compile-id", "0/1", "-o", str(out)],
@@ -751,15 +812,20 @@ def test_compile_id_page_shows_that_compile_alone_and_whole(tmp_path: Path) -> N
     assert re.findall(r'<section class="compile" id="([^"]*)"', text) == ["c-0/1"]
     assert "This page shows compile <code>0/1</code> alone</strong>" in text
     assert 'id="budget"' not in text  # nothing cut, nothing left out but by choice
-    assert tail in _section(text, "c-0/1")
+    assert any(
+        t and t.endswith(tail)
+        for t in page_payloads(_section(text, "c-0/1") + "</section>").values()
+    )
     # The figures count every compile of the log.
     assert (
         f'<span class="v">{overview(rep).compiles:,}</span> <span class="l">compiles</span>' in text
     )
     assert f"The figures above count all {overview(rep).compiles:,} compiles;" in text
     # The whole page cuts that graph to its budget.
+    monkeypatch.setattr(kept, "PAYLOAD_BYTES", 64 * 1024)
     _, whole = render(log)
-    assert tail not in _section(whole, "c-0/1")
+    shown = page_payloads(_section(whole, "c-0/1"))
+    assert not any(t and t.endswith(tail) for t in shown.values())
 
 
 def test_compile_time_section_links_the_slowest_compiles() -> None:
@@ -827,3 +893,67 @@ def test_timeline_bars_never_cover_each_other(path) -> None:
                 assert float(b.x) >= float(a.x) + float(a.w) - 0.01, (lane.label, a.name, b.name)
                 seen += 1
     assert seen > 0
+
+
+def test_logs_of_one_rank_are_told_apart_in_labels(tmp_path: Path) -> None:
+    """Two logs of rank 1 in one directory (a job run twice): a compile is `rank 1 (a5) 0/0`,
+    not `rank 1 a5 0/0`, where the log's name reads as part of the id."""
+    (rank1,) = corpus("multirank_gloo").glob("*rank_1*.log")
+    for name in ("a5", "b7"):
+        (tmp_path / f"dedicated_log_torch_trace_rank_1_{name}.log").write_bytes(rank1.read_bytes())
+    rep, text = render(tmp_path)
+    assert sorted({r.log_short for r in page.build(rep).compiles}) == ["rank 1 (a5)", "rank 1 (b7)"]
+    assert '<span class="lg">rank 1 (a5)</span> 0/0' in text
+    assert '<span class="lg">rank 1 a5</span>' not in text
+
+
+def test_a_page_over_budget_keeps_what_a_reader_opens_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five real logs in one directory: failed compiles (compile_error), restarts, graph breaks
+    and recompiles (mlp_aot_eager, dynamic_shapes), inductor's slowest compiles
+    (transformer_inductor). With a page budget of 600 KB of their 1.7 MB of payload text, the
+    graphs, code and guards of the failed and recompiled compiles are all on the page; what is
+    left out is of the others, and the page lists exactly that, each with its command."""
+    for src in (
+        corpus("compile_error", "dedicated_log_torch_trace_y1oz5uyn.log"),
+        only_log("mlp_aot_eager"),
+        only_log("transformer_inductor"),
+        only_log("dynamic_shapes"),
+        only_log("views_aliasing"),
+    ):
+        (tmp_path / src.name).write_bytes(src.read_bytes())
+    monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", 600_000)
+    rep, text = render(tmp_path)
+    built = page.build(rep)
+    slowest = {s.ref for s in built.o.slowest}
+    shown = page_payloads(text)
+    tiers = {r.anchor: payloads.compile_tier(r, slowest) for r in built.compiles}
+    assert {tiers[r.anchor] for r in built.compiles} >= {0, 1, 2, 4}
+    missing = set()
+    for r in built.compiles:
+        for pl in r.payloads:
+            anchor = f"{r.anchor}-p{pl.pos}"
+            if shown[anchor] is None and pl.bytes:
+                missing.add(anchor)
+                assert tiers[r.anchor] >= 2 or pl.tier == 2, (r.ref, pl.name)
+            elif tiers[r.anchor] <= 1 and pl.tier <= 1 and pl.bytes:
+                assert shown[anchor] is not None, (r.ref, pl.name)
+    assert missing and built.budget.left_out == len(missing)
+    at = text.index('id="left-out"')
+    table = text[at : text.index("</details>", at)]
+    listed = set(re.findall(r'<tr><td class="id"><a href="#([^"]+)">', table))
+    assert listed == missing
+    summary = re.search(
+        r'<details class="budget" id="left-out">\s*<summary>(.*?)</summary>', text, re.S
+    )
+    assert summary is not None
+    assert summary.group(1).startswith(f"The {len(missing)} payloads left out (")
+    by_tier = [0] * len(payloads.COMPILE_TIERS)
+    for r in built.compiles:
+        by_tier[tiers[r.anchor]] += sum(f"{r.anchor}-p{pl.pos}" in missing for pl in r.payloads)
+    said = ", ".join(
+        f"{n} of {t} compiles" for t, n in zip(payloads.COMPILE_TIERS, by_tier, strict=True) if n
+    )
+    assert f"): {said}, and how to get each" in summary.group(1)
+    assert by_tier[2] > 0  # the budget ran out among the slowest compiles' payloads

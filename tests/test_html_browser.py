@@ -20,14 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus
-from test_html import DEMO, HOSTILE, hostile_log, real_paths
+from conftest import FIXTURES, corpus
+from test_html import DEMO, HOSTILE, hostile_log, page_payloads, real_paths
 
 from tlview.analyze.names import Refs, compile_ref
+from tlview.analyze.provenance import cross_links
 from tlview.load import load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import report as html
+from tlview.render.html.payloads import section_payloads
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.slow  # a headless Chromium loads every page
@@ -237,10 +239,22 @@ def page_for(path: Path, dest: Path, full: bool = False) -> tuple[Report, Path]:
     return rep, dest
 
 
-ALL_TEXT = """(() => {
+# Every block opened, and the payloads the page holds compressed unpacked (the toggle events
+# that start it come as tasks, then <html data-unpacking> counts down to 0).
+SETTLE = """(async () => {
+  await new Promise(r => setTimeout(r, 0));
+  while (document.documentElement.dataset.unpacking !== "0") await new Promise(r => setTimeout(r, 5));
+  return 1;
+})()"""
+ALL_TEXT = (
+    """(async () => {
   for (const d of document.querySelectorAll('details')) d.open = true;
+  await """
+    + SETTLE
+    + """;
   return document.body.innerText;
 })()"""
+)
 
 
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
@@ -470,3 +484,140 @@ def test_one_compile_page(browser: Chromium, tmp_path: Path) -> None:
     assert browser.eval("document.querySelectorAll('#ctable tbody tr').length") == 1
     assert "This page shows compile 0/1 alone" in browser.eval("document.body.innerText")
     assert problems(browser.settled(), dest) == []
+
+
+def test_compressed_payloads_open_as_their_text(browser: Chromium, tmp_path: Path) -> None:
+    """The page holds long payloads gzip-compressed: opened, each shows its exact text (also one
+    that is an equal payload's), coloured, with nothing fetched."""
+    rep, dest = page_for(FIXTURES / "kernels.log", tmp_path / "kernels.html")
+    assert problems(browser.load(dest), dest) == []
+    c = next(c for c in rep.compiles if c.key == "0/0")
+    code = next(p for p in c.graphs if p.kind == "inductor_output_code")
+    pos = next(k for k, (_, p) in enumerate(section_payloads(c)) if p is code)
+    anchor = f"c-0/0-p{pos}"
+    el = f"document.getElementById({anchor!r})"
+    assert browser.eval(f"{el}.querySelector('pre code').dataset.gz.length") > 0
+    browser.eval(
+        f"{el}.closest('section').querySelector('details').open = true; {el}.open = true; 1"
+    )
+    browser.eval(SETTLE)
+    assert browser.eval(f"{el}.querySelector('pre code').textContent") == code.text
+    assert browser.eval(f"{el}.querySelectorAll('pre code span.k').length") > 10  # coloured
+    # Payloads equal to another (same md5) show its text.
+    same = browser.eval(
+        "Array.from(document.querySelectorAll('code[data-same]'), c => c.closest('details').id)"
+    )
+    assert same
+    for a in same:
+        browser.eval(
+            f"(d => {{ d.closest('section').querySelector('details').open = true; d.open = true; }})(document.getElementById({a!r})); 1"
+        )
+    browser.eval(SETTLE)
+    want = page_payloads(dest.read_text())
+    for a in same:
+        got = browser.eval(f"document.getElementById({a!r}).querySelector('pre code').textContent")
+        assert got == want[a] and got
+    assert problems(browser.settled(), dest) == []
+    # A browser without DecompressionStream says what to do instead.
+    assert problems(browser.load(dest), dest) == []
+    browser.eval(f"delete window.DecompressionStream; {el}.open = true; 1")
+    browser.eval(SETTLE)
+    said = browser.eval(f"{el}.querySelector('pre code').textContent")
+    assert said.startswith("(not shown: this browser has no DecompressionStream; tlview show")
+
+
+PROVENANCE_LOGS = [
+    # torch 2.13 (node mapping version 2.0: each kernel call by its debug handle), JIT forward
+    ("kernels", lambda: FIXTURES / "kernels.log", "0/0", "c-0/0", "relu"),
+    # torch 2.8 on CUDA (kernels by name alone), JIT and AOTInductor (outside any compile id)
+    (
+        "jit",
+        lambda: corpus("tlparse-tests", "inductor_provenance_jit_cuda_log.txt"),
+        "0/0",
+        "c-0/0",
+        "x_1",
+    ),
+    (
+        "aot",
+        lambda: corpus("tlparse-tests", "inductor_provenance_aot_cuda_log.txt"),
+        "-/-",
+        "c--/-",
+        "relu",
+    ),
+]
+
+
+def _marked(browser: Chromium, view: str, role: str) -> list[int]:
+    """The 1-based lines the view marks in one pane."""
+    return browser.eval(
+        f"Array.from(document.getElementById({view!r}).querySelector('pre[data-pane={role}]')"
+        ".children).flatMap((s, i) => s.classList.contains('hl') ? [i + 1] : [])"
+    )
+
+
+def _click_line(browser: Chromium, view: str, role: str, line: int) -> None:
+    browser.eval(
+        f"document.getElementById({view!r}).querySelector('pre[data-pane={role}]')"
+        f".children[{line - 1}].click(); 1"
+    )
+
+
+@pytest.mark.parametrize("case", PROVENANCE_LOGS, ids=[c[0] for c in PROVENANCE_LOGS])
+def test_provenance_view_links_nodes_and_kernels(
+    browser: Chromium, tmp_path: Path, case: tuple[Any, ...]
+) -> None:
+    """tlparse's -i view: click a pre-grad node, its post-grad nodes and its kernels' lines are
+    marked; click a kernel's line, its nodes are; click a post-grad node, both others are."""
+    name, log, key, section, node = case
+    rep, dest = page_for(log(), tmp_path / f"{name}.html")
+    c = next(c for c in rep.compiles if c.key == key)
+    (x,) = cross_links(c, lambda p: p.text)
+    assert x.pre and x.post and x.code
+    view = f"{section}-prov1"
+    assert problems(browser.load(dest), dest) == []
+    browser.eval(
+        f"(v => {{ v.closest('section').querySelector('details').open = true; v.open = true; }})"
+        f"(document.getElementById({view!r})); 1"
+    )
+    browser.eval(SETTLE)
+    texts = browser.eval(
+        f"Array.from(document.getElementById({view!r}).querySelectorAll('pre.prov-text'),"
+        " p => [p.dataset.pane, Array.from(p.children, s => s.textContent).join('\\n')])"
+    )
+    assert dict(texts) == {
+        "pre": x.pre.payload.text,
+        "post": x.post.payload.text,
+        "code": x.code.payload.text,
+    }
+
+    def lines_of(pane: Any, names: list[str]) -> list[int]:
+        return sorted({n for k in names for n in pane.lines.get(k, [])})
+
+    # A pre-grad node: its post-grad nodes, and the kernels that compute them.
+    post = x.pre_to_post[node]
+    kernels = sorted({k for p in post for k in x.post_to_code.get(p, [])})
+    assert kernels
+    _click_line(browser, view, "pre", x.pre.lines[node][0])
+    assert _marked(browser, view, "pre") == lines_of(x.pre, [node])
+    assert _marked(browser, view, "post") == lines_of(x.post, post)
+    assert _marked(browser, view, "code") == lines_of(x.code, kernels) != []
+    said = browser.eval(
+        f"document.getElementById({view!r}).querySelector('.prov-said').textContent"
+    )
+    assert said.startswith(f"pre-grad: {node}; post-grad: ") and all(k in said for k in kernels)
+    # And back: a kernel's line marks the post-grad nodes it computes, and their pre-grad nodes.
+    kernel = kernels[0]
+    _click_line(browser, view, "code", x.code.lines[kernel][-1])
+    on_line = [k for k, ls in x.code.lines.items() if x.code.lines[kernel][-1] in ls]
+    nodes = sorted({p for k in on_line for p in x.code_to_post.get(k, [])})
+    assert _marked(browser, view, "post") == lines_of(x.post, nodes) != []
+    pres = sorted({q for p in nodes for q in x.post_to_pre.get(p, [])})
+    assert _marked(browser, view, "pre") == lines_of(x.pre, pres)
+    # A post-grad node: its pre-grad node and its kernels.
+    p = post[0]
+    _click_line(browser, view, "post", x.post.lines[p][0])
+    assert _marked(browser, view, "pre") == lines_of(x.pre, x.post_to_pre[p])
+    assert _marked(browser, view, "code") == lines_of(x.code, x.post_to_code[p])
+    assert problems(browser.settled(), dest) == []
+    browser.eval(f"document.getElementById({view!r}).scrollIntoView(); 1")
+    browser.screenshot(tmp_path / f"provenance-{name}.png")

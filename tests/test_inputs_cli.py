@@ -44,13 +44,14 @@ def test_listing_subclasses_and_notes() -> None:
     r = run_cli("inputs", only_log("subclasses"))
     assert r.exit_code == 0, r.output
     nested = lines_of(r.stdout, "1/0")[2].split()
-    assert nested[:4] == ["L['n']", "[3,", "j1,", "8]"]
+    assert nested[:4] == ["L['n']", "[3,", "s7=j1,", "8]"]  # the graph took j1 as s7
     assert nested[-2:] == ["ok", "ok"] and "(NestedTensor)" in nested
     two = lines_of(r.stdout, "2/1")[2]
     assert "(TwoTensor)" in two and two.split()[-2:] == ["ok", "ok"]
     r = run_cli("inputs", corpus("tlparse-tests", "simple.log"))
     block = lines_of(r.stdout, "0/0")
-    assert block[2].split()[-4:] == ["cuda:0", "-", "ok", "ok"]
+    # Logged on CUDA, which this machine does not have: --emit would build it on cpu.
+    assert block[2].split()[-5:] == ["cuda:0", "-", "ok", "ok", "(cpu)"]
 
 
 def test_listing_takes_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -285,3 +286,26 @@ def test_torch_is_imported_while_the_second_reader_reads(
         assert halves.stderr == whole.stderr.replace("a.pt", "b.pt")
     else:
         assert halves.stdout == whole.stdout
+
+
+def test_listing_says_where_a_cuda_input_would_be_built() -> None:
+    # tlparse's log of a CUDA run, listed on this CPU machine: the real tensors --emit and
+    # repro build go on cpu, and the listing says so instead of a plain "ok".
+    log = corpus("tlparse-tests", "inductor_provenance_jit_cuda_log.txt")
+    r = run_cli("inputs", log, "--compile-id", "0/0")
+    assert r.exit_code == 0, r.output
+    block = lines_of(r.stdout, "0/0")
+    row = block[4].split()
+    assert row[:2] == ["L['x']", "[8, 10]"] or row[0] == "L['x']"
+    assert block[4].endswith("cuda:0  -      ok    ok (cpu)")
+    assert all(ln.endswith("ok (cpu)") for ln in block[2:8])
+    note = (
+        "L['x']: real: logged on cuda:0, which this machine does not have: --emit and repro "
+        "build it on cpu (--device DEV chooses)"
+    )
+    assert note in [ln.strip() for ln in block]
+    # An input on a device this machine has is plainly ok.
+    cpu = lines_of(
+        run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0").stdout, "1/0"
+    )
+    assert cpu[2].split()[-1] == "ok" and "(cpu)" not in "\n".join(cpu)

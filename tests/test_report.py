@@ -1241,6 +1241,17 @@ def test_inputs_say_which_dims_the_graph_took_as_symbols(tmp_path: Path) -> None
     assert shapes[:4] == ["[s5=4, 8]", "[2]", "[s5=6, 8]", "[s27=3]"]
 
 
+def test_a_dim_shows_the_graphs_symbol_beside_its_value() -> None:
+    """A number or a nested int gets the graph's symbol for it; a dim the log wrote as an
+    expression is already symbolic and stays as logged (no `s1=2*s0`)."""
+    from tlview.units import dims
+
+    assert dims([4, "j1", 8], {0: "s97", 1: "s20", 2: "s92"}) == "[s97=4, s20=j1, s92=8]"
+    assert dims(["8*j1", 1], {0: "s20*s92"}) == "[s20*s92=8*j1, 1]"
+    assert dims(["2*s0", 3], {0: "s1", 1: "s2"}) == "[2*s0, s2=3]"
+    assert dims([8, 3], {0: "8"}) == "[8, 3]"
+
+
 @pytest.mark.slow
 def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
     """The fakes rebuilt from dynamic.log have the symbols its tables show, on the dims they

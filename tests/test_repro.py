@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, corpus, run_cli
+from conftest import FIXTURES, ROOT, corpus, run_cli
 
 pytestmark = pytest.mark.slow  # every repro is written, and some run, with torch
 torch = pytest.importorskip("torch")
 
-EXIT_USAGE, EXIT_REFUSED, EXIT_NO_REPRO = 2, 4, 6  # README "Exit status"
+EXIT_USAGE, EXIT_REFUSED, EXIT_NEEDS_EXTRA, EXIT_NO_REPRO = 2, 4, 5, 6  # README "Exit status"
 
 # The functions each case compiles; the check process reads them too, as the eager references.
 CASES = r'''
@@ -735,9 +735,10 @@ def test_a_compiled_optimizer_step_runs_with_grad_off(tmp_path: Path) -> None:
     assert "= self.self___param_groups_0__params___0" in script
     assert "p.add_(buf, alpha = -0.1)" in script
     assert "    with torch.no_grad():  # as torch ran it (see NOTES)" in script
-    assert (
-        "the graph changes L['self'].param_groups[0]['params'][0] in place, a leaf that "
-        "requires grad: torch ran it with grad off (an optimizer step does), and so does run()"
+    assert (  # the weight and the bias: every leaf the step changes is named
+        "the graph changes L['self'].param_groups[0]['params'][0] and "
+        "L['self'].param_groups[0]['params'][1] in place, leaves that require grad: torch ran "
+        "it with grad off (an optimizer step does), and so does run()"
     ) in script
     assert "outputs match the shapes and dtypes in the log" in res.stdout
 
@@ -792,3 +793,55 @@ def test_ids_looked_up_in_a_small_embedding_stay_within_its_rows(tmp_path: Path)
     ids = inputs["L['ids']"]
     assert (ids.shape, ids.dtype) == (torch.Size([1, 3]), torch.int64)
     assert int(ids.min()) >= 0 and int(ids.max()) < 2
+
+
+NO_TORCH = r"""
+import sys
+sys.modules["torch"] = None  # as if torch were not installed
+from tlview.cli import run
+sys.argv = ["tlview", *sys.argv[1:]]
+run()
+"""
+
+
+def test_repro_without_torch_is_exit_5(tmp_path: Path) -> None:
+    # As the README's table says of every command that needs torch; before reading the log.
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_TORCH, "repro", str(FIXTURES / "demo.log"), "--compile-id",
+         "2/0", "-o", str(tmp_path / "r")],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == EXIT_NEEDS_EXTRA
+    assert proc.stderr == "tlview: writing a repro needs torch: pip install 'tlview[torch]'\n"
+    assert not (tmp_path / "r").exists()
+
+
+def test_repro_into_a_file_says_it_is_a_file(tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("mine\n")
+    for out, said in (
+        (f, f"tlview: {f}: is a file, not a directory: -o names the directory"),
+        (
+            f / "sub",
+            f"tlview: {f}: is a file, not a directory, so {f / 'sub'} cannot be made in it",
+        ),
+    ):
+        for how in (("--compile-id", "2/0"), ("--all",)):
+            res = run_cli("repro", FIXTURES / "demo.log", *how, "-o", out)
+            assert res.exit_code == EXIT_REFUSED, res.output
+            assert res.stderr.startswith(said) and len(res.stderr.splitlines()) == 1
+    assert f.read_text() == "mine\n"
+
+
+def test_notes_of_a_repro_that_ran_are_said_once(tmp_path: Path) -> None:
+    # demo's 0/0 was restarted: the note that its graph is in 0/0_1, printed by the repro as it
+    # runs, is not printed again by tlview.
+    res = run_cli("repro", FIXTURES / "demo.log", "--compile-id", "0/0", "-o", tmp_path, "--run")
+    assert res.exit_code == 0, res.output
+    note = "compile 0/0 was restarted; its graph is in attempt 0/0_1"
+    assert res.output.count(note) == 1
+    assert f"note: {note}" in res.stdout
+    # Without --run, tlview says it.
+    res = run_cli("repro", FIXTURES / "demo.log", "--compile-id", "0/0", "-o", tmp_path, "--force")
+    assert res.exit_code == 0, res.output
+    assert res.stderr.count(f"tlview: note: {note}") == 1

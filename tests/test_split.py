@@ -309,6 +309,7 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     path = log()
     if copy_fails:
         monkeypatch.setattr(split, "_later", lambda *a: 1 / 0)
+    monkeypatch.setattr(kept, "READ_BYTES", budget)  # what each reader keeps
     monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", budget)
     monkeypatch.setattr(kept, "PAYLOAD_BYTES", 8_000)
     monkeypatch.setenv("TLVIEW_NO_SPLIT", "1")

@@ -8,6 +8,7 @@ The API the command line calls, and yours (docs/api.md):
     inputs = tlview.load_inputs("example_inputs.pt")["compiles"]["0/1"]
     outcome = tlview.repro("/tmp/trace", "0/1", "out/")  # repro.py and inputs.pt in out/
     changes = tlview.diff("base/", "new/")
+    code = tlview.artifact("/tmp/trace", "0/1", "inductor_output_code").data  # exact bytes
 
 Each function imports what it needs when called: `import tlview` loads neither rich, Jinja,
 orjson nor torch.
@@ -24,7 +25,7 @@ from tlview.errors import TlviewError
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
     from tlview.index.keep import Keep
-    from tlview.model import Compile, Report
+    from tlview.model import Compile, Payload, Report
     from tlview.replay.make import Outcome
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.rebuilt import Rebuilt
@@ -36,6 +37,8 @@ __all__ = [
     "Report",
     "TlviewError",
     "__version__",
+    "artifact",
+    "artifacts",
     "diff",
     "fake_inputs",
     "load_inputs",
@@ -188,7 +191,8 @@ def repro(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
         max_bytes=max_bytes,
     )  # fmt: skip
-    return make_one(_graphs(log, progress), compile_id, _dir(out), opts)
+    where = _dir(out)  # checked, and torch looked for, before the log is read
+    return make_one(_graphs(log, progress), compile_id, where, opts)
 
 
 def repro_all(
@@ -213,7 +217,9 @@ def repro_all(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
         max_bytes=max_bytes, world=world,
     )  # fmt: skip
-    return make_all(_graphs(log, progress), Path(out), opts)
+    where = _dir(out)  # checked, and torch looked for, before the log is read
+    assert where is not None
+    return make_all(_graphs(log, progress), where, opts)
 
 
 def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
@@ -225,6 +231,35 @@ def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any =
         return x if isinstance(x, Report) else read(x, progress=progress)
 
     return compare(report(base), report(new))
+
+
+def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:
+    """A compile's artifacts (its graphs, code, guards and other payloads) in log order, by the
+    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind. Texts are not kept."""
+    from tlview.analyze.names import artifact_names, find_compile
+    from tlview.model import Report
+
+    report = log if isinstance(log, Report) else read(log, progress=progress)
+    return artifact_names(find_compile(report, compile_id))
+
+
+def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = False) -> Payload:
+    """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
+    in `data`; None there when torch logged it without a payload. The log is read for it alone."""
+    from tlview.analyze.names import artifact_kind, find_artifact, find_compile
+    from tlview.index.keep import Keep
+
+    whole = 1 << 62
+    keep = Keep(
+        payload_bytes=whole,
+        total_bytes=whole,
+        kinds=frozenset({artifact_kind(name)}),
+        compile=compile_id.rpartition(":")[2],
+        exact=True,
+    )
+    report = read(log, keep=keep, progress=progress)
+    c = find_compile(report, compile_id)
+    return find_artifact(report, c, name)[1]
 
 
 def _options(
@@ -264,4 +299,13 @@ def _graphs(log: Log, progress: Any) -> Report:
 
 
 def _dir(out: str | Path | None) -> Path | None:
-    return None if out is None else Path(out)
+    """A repro's output directory, checked before the log is read; torch, which every repro
+    needs, looked for first (exit 5 without it)."""
+    from tlview.replay.script import check_dir
+    from tlview.tensors.dtypes import need_torch
+
+    need_torch("writing a repro")
+    if out is None:
+        return None
+    check_dir(Path(out))
+    return Path(out)

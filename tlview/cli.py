@@ -15,6 +15,7 @@ import click
 import tlview
 from tlview import __version__
 from tlview.commands import funnel
+from tlview.commands import show as show_help
 from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
 from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
@@ -408,7 +409,8 @@ def repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
         run=run_now, force=force, progress=bar, max_bytes=limit, world=world,
     )  # fmt: skip
-    for note in o.notes:
+    ran = run_now and o.status in ("ran", "mismatch", "failed")
+    for note in [] if ran else o.notes:  # a repro that ran printed its notes itself
         say(f"tlview: note: {note}", err=True)
     if o.status == "skipped":
         raise TlviewError(f"{path}: compile {o.ref}: no repro: {o.reason}", EXIT_NO_REPRO)
@@ -422,6 +424,28 @@ def repro(
         raise TlviewError(
             f"{path}: compile {o.ref}: the repro {o.status}: {o.reason}", EXIT_NO_REPRO
         )
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.argument("artifact", required=False, shell_complete=show_help.complete_artifacts)
+@click.option(
+    "--compile-id",
+    "compile_id",
+    required=True,
+    shell_complete=show_help.complete_ids,
+    help="The compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
+)
+@latest_option
+def show(path: str, artifact: str | None, compile_id: str, latest: bool) -> None:
+    """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives)."""
+    path = newest(path) if latest else path
+    if artifact is None:
+        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
+        show_help.list_artifacts(path, compile_id, named)
+        return
+    p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
+    show_help.write_artifact(artifact, p)
 
 
 def _progress_reader(path: str) -> object:

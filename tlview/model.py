@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 from collections.abc import Iterator, Sequence, Set
@@ -142,6 +143,15 @@ class Payload:
     cut: int = 0  # bytes of the payload left out of `text`
     meta: dict[str, Any] | None = None  # small metadata beside the payload (e.g. graph `sizes`)
     masked_md5: str | None = None  # graphs: md5 with device indices and addresses masked (ranks)
+    # dynamo's graph: each placeholder of its forward and its annotation, as printed there
+    # (`{"L_x_": "f32[s0, 4][4, 1]cpu"}`): the graph's own symbols, kept without its text.
+    placeholders: dict[str, str] | None = None
+    data: builtins.bytes | None = None  # the exact bytes, whole, when asked for (`tlview show`)
+
+    @property
+    def absent(self) -> bool:
+        """Torch wrote the record without a payload (see index.kinds.PAYLOAD_OPTIONAL)."""
+        return self.md5 is None and self.bytes == 0 and self.lines == 0
 
 
 @pickled_by_fields
@@ -485,6 +495,9 @@ class Provenance:
     line: int
     kind: str  # "nodes" (its cppCodeToPost) or "code" (kernel stack traces)
     by_kernel: dict[str, list[str]]
+    # "nodes": each of its maps between pre-grad nodes, post-grad nodes and kernels (preToPost,
+    # postToPre, cppCodeToPost, postToCppCode), as logged; for the page's provenance view.
+    links: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,7 +535,7 @@ class Compile:
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     graphs: list[Payload] = field(default_factory=list)  # graphs and generated code
     artifacts: list[Payload] = field(default_factory=list)  # every other payload
-    guards: Payload | None = None
+    guards: list[Payload] = field(default_factory=list)  # dynamo_guards, dynamo_cpp_guards_str
     metrics: dict[str, Any] | None = None
     bwd_metrics: list[dict[str, Any]] = field(default_factory=list)
     cache: list[CacheEvent] = field(default_factory=list)
@@ -573,8 +586,7 @@ class Compile:
 
     def payloads(self) -> Iterator[Payload]:
         yield from self.graphs
-        if self.guards is not None:
-            yield self.guards
+        yield from self.guards
         yield from self.artifacts
 
     def shift_lines(self, n: int) -> None:

@@ -53,7 +53,15 @@ def seconds(v: float | None) -> str:
 
 
 def _dim(d: object, symbol: str | None) -> str:
-    return f"{symbol}={d}" if symbol is not None and type(d) is int and symbol != str(d) else str(d)
+    """A dim with the graph's symbol for it and its value here: `s77=8`, `s20=j1` (a jagged
+    dim the graph took as a symbol); a dim logged as an expression stays as logged."""
+    text = str(d)
+    if symbol is None or symbol == text or not (type(d) is int or _NESTED_INT.fullmatch(text)):
+        return text
+    return f"{symbol}={text}"
+
+
+_NESTED_INT = re.compile(r"(?:\d+\*)?j\d+")
 
 
 # Bytes per element of each dtype torch logs, by its name without `torch.`.

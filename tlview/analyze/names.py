@@ -3,6 +3,7 @@
 Every command takes the same names: the id torch logged (`0/1`, `0/0_1`, `!0/1/0`, `0/0@2` in a
 later run), `LOG:ID` or `rankN:ID` when a report holds several logs, `LOG:pidN:ID` in a file
 that several processes wrote to, and `ID#N` for the Nth graph filed under one compile (repro).
+A compile's artifacts (`tlview show`) are named by their kind, `KIND#N` for the Nth of a kind.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tlview.errors import EXIT_NO_REPRO, EXIT_USAGE, TlviewError
-from tlview.model import Compile, CompileId, Input, InputSet, Report
+from tlview.model import Compile, CompileId, Input, InputSet, Payload, Report
 
 
 def rank_ref(c: Compile) -> str | None:
@@ -220,4 +221,35 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
         f"{report.path}: no graph for compile {compile_id!r} (status {have[0].status}, no "
         f"{GRAPH_KIND} record); the log's graphs: {known}",
         EXIT_NO_REPRO,
+    )
+
+
+def artifact_names(c: Compile) -> list[tuple[str, Payload]]:
+    """A compile's payloads in log order, each named by its kind (the artifact's name, the
+    record's kind), the second and later of one kind `KIND#2`, `KIND#3`, ..."""
+    seen: Counter[str] = Counter()
+    out = []
+    for p in sorted(c.payloads(), key=lambda p: p.line):
+        seen[p.kind] += 1
+        out.append((p.kind if seen[p.kind] == 1 else f"{p.kind}#{seen[p.kind]}", p))
+    return out
+
+
+def artifact_kind(name: str) -> str:
+    """The kind an artifact's name (`KIND` or `KIND#N`) stands for."""
+    kind, _, nth = name.rpartition("#")
+    return kind if kind and nth.isdigit() else name
+
+
+def find_artifact(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
+    """The artifact of a compile that NAME names; a usage error listing its names otherwise."""
+    named = artifact_names(c)
+    for n, p in named:
+        if n == name:
+            return n, p
+    have = ", ".join(n for n, _ in named[:40]) or "none"
+    more = f" (and {len(named) - 40} more)" if len(named) > 40 else ""
+    raise TlviewError(
+        f"{report.path}: compile {c.key} has no artifact {name!r}; it has: {have}{more}",
+        EXIT_USAGE,
     )

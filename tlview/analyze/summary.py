@@ -401,10 +401,16 @@ def kernels(c: Compile) -> list[Kernel]:
             else:
                 code.extend(f for f in map(_innermost, values) if f is not None)
     out = []
+    listed: dict[int, int] = {}  # kernels of each graph so far, in the order torch lists them
     for (g, key), (nodes, code) in found.items():
+        listed[g] = listed.get(g, 0) + 1
         name, _, order = key.rpartition(":")
-        n = int(order) if order.isdigit() else 0
-        out.append((g, n, name or key, nodes, list(dict.fromkeys(code))))
+        # torch 2.9 and later number each kernel call ("cpp_fused_relu_0:2", its debug handle
+        # in the code); older torch names kernels alone: their place in torch's list.
+        n = int(order) if name and order.isdigit() else listed[g]
+        out.append(
+            (g, n, name if name and order.isdigit() else key, nodes, list(dict.fromkeys(code)))
+        )
     return [
         Kernel(names[g] if g < len(names) else f"graph {g + 1}", n, name, nodes, code)
         for g, n, name, nodes, code in sorted(out, key=lambda k: k[:2])

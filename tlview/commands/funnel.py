@@ -80,10 +80,10 @@ def _bug(ctx: click.Context, e: Exception) -> None:
     ctx.exit(EXIT_BUG)
 
 
-def say(text: object, err: bool = False) -> None:
+def say(text: object, err: bool = False, nl: bool = True) -> None:
     """One line of a command's own output (stdout, or stderr with `err`): whatever of a log it
     quotes (names, sources, reasons, notes) made inert by render/clean.py, tty or pipe."""
-    click.echo(clean(text), err=err)
+    click.echo(clean(text), err=err, nl=nl)
 
 
 def _warned(

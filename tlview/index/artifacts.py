@@ -35,21 +35,26 @@ class ArtifactRecords(Core):
         if name == "torch_version":
             v = json_of(rec.payload)
             if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
-                self.log.torch_version = v["pytorch_version"]
+                self.saw_version(v["pytorch_version"])
             elif rec.payload_ok:
                 got = v.get("pytorch_version") if isinstance(v, dict) else v
                 self.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
         elif name == "fx_graph_runnable" and self.log.torch_version is None and rec.payload:
-            # torch 2.9 and older log no torch_version record; their runnable graphs name it.
-            named = _RUNNABLE_VERSION.search(rec.payload, 0, 4096)
+            # torch 2.9 and older log no torch_version record; their runnable graphs name it
+            # (after their configs: anywhere in the payload).
+            named = _RUNNABLE_VERSION.search(rec.payload)
             if named:
-                self.log.torch_version = named.group(1).decode("ascii")
-        elif name in _PROVENANCE:
-            got = _provenance(json_of(rec.payload), name)
+                self.saw_version(named.group(1).decode("ascii"))
+        elif name in _PROVENANCE and rec.payload is not None:
+            # Without a payload (an FX graph cache hit with provenance tracking off) it says
+            # nothing, as torch means it to: see PAYLOAD_OPTIONAL.
+            v = json_of(rec.payload)
+            got = _provenance(v, name)
             if got is None:
                 self.bad(rec, f"{name} is not a JSON object of kernels")
             else:
-                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got))
+                links = _links(v) if _PROVENANCE[name] == "nodes" else {}
+                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got, links))
         elif name == "recompile_reasons":
             c.recompile_reasons, problem = _reasons(rec)
             if problem:
@@ -145,12 +150,26 @@ _PROVENANCE = {
 MAX_KERNELS = 20_000  # kernels kept per artifact
 
 
-def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
-    """Kernel -> strings of one provenance artifact, the kernels a log can be trusted to give."""
-    if isinstance(v, dict) and _PROVENANCE[name] == "nodes":
-        v = v.get("cppCodeToPost", {})
+# The maps of a node mapping (both of its formats: torch 2.8's names kernels alone, torch 2.9's
+# "version": 2.0 numbers each kernel call, "cpp_fused_relu_0:2"), kept for the provenance view.
+LINK_MAPS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
+
+
+def _links(v: Any) -> dict[str, dict[str, list[str]]]:
+    """The node mapping's maps, each name -> names, as far as a log can be trusted to give them."""
     if not isinstance(v, dict):
-        return None
+        return {}
+    out = {}
+    for key in LINK_MAPS:
+        m = v.get(key)
+        if isinstance(m, dict) and m:
+            got = _strings(m)
+            if got:
+                out[key] = got
+    return out
+
+
+def _strings(v: dict[Any, Any]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for k, items in v.items():
         if len(out) >= MAX_KERNELS:
@@ -158,3 +177,12 @@ def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
         if isinstance(k, str) and isinstance(items, list):
             out[k] = [x for x in items if isinstance(x, str)]
     return out
+
+
+def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
+    """Kernel -> strings of one provenance artifact, the kernels a log can be trusted to give."""
+    if isinstance(v, dict) and _PROVENANCE[name] == "nodes":
+        v = v.get("cppCodeToPost", {})
+    if not isinstance(v, dict):
+        return None
+    return _strings(v)

@@ -102,6 +102,12 @@ class Core:
             return self.shared.intern(s)
         return self.interned.setdefault(s, s)
 
+    def saw_version(self, version: str) -> None:
+        """The torch version a record names: the log's is the first one it names (a torch_version
+        record, a compile's metrics, a runnable graph's header), wherever that is."""
+        if self.log.torch_version is None and version.strip():
+            self.log.torch_version = self.intern(version.strip()[:64])
+
     def compile_for(self, rec: Record, cid: CompileId | None) -> Compile:
         c = self.compiles.get(cid)
         if c is None:
@@ -186,6 +192,7 @@ class Core:
             masked_md5=graph_md5(compared_kind(kind, meta), rec.payload)
             if self.keep.ranks
             else None,
+            data=rec.payload if self.keep.exact and self.keep.wants(kind, c.key) else None,
         )
 
     def on_str(self, rec: Record) -> None:

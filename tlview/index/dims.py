@@ -1,18 +1,23 @@
-"""Which dims of each input its compile took as symbols, from the graph's sizes or create_symbol."""
+"""The graph's own symbols for every size, stride and offset of a compile's inputs (and of their
+bases and inner tensors): the one place that maps the log's symbols to dims, for plain, view and
+jagged tensors alike. From the graph's placeholder annotations, its `sizes`, `create_symbol`."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-from tlview.model import Compile, Input
+from tlview.index.annotations import sym_expr, tensor_type
+from tlview.model import Compile, Dim, Input, Payload, Symbol, TensorDesc
 
 _NUMBER = re.compile(r"-?\d+")
-
-
+_SYMBOL = re.compile(r"[su]\d+")
+_RANGE = re.compile(r"\[(-?\d+|-?int_oo|-?oo), (-?\d+|-?int_oo|-?oo)\]")
 _SIZE_SOURCE = re.compile(r"(.+)\.size\(\)\[(\d+)\]")
+_UNBACKED = re.compile(r"u\d+")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -24,48 +29,184 @@ def fx_name(source: str) -> str:
     return f"_{name}" if name[:1].isdigit() else name
 
 
+@functools.lru_cache(maxsize=4096)
+def arg_name(source: str) -> str:
+    """The forward argument dynamo names after a source (`L['x']` -> `L_x_`)."""
+    return re.sub(r"[^a-zA-Z0-9]+", "_", source)
+
+
+@dataclass(slots=True)
+class GraphDims:
+    """What the log says about the dynamic dims of one compile (or of one of its fake modes).
+
+    `names` is keyed by the source of each size, stride or offset as torch names it
+    (`L['x'].size()[0]`, `L['x']._base.stride()[1]`, `L['x'].storage_offset()`) and holds the
+    graph's expression for it (`s77`, `s20*s92`), or the value the graph took (`4`).
+    """
+
+    names: dict[str, Dim] = field(default_factory=dict)
+    fresh: set[str] = field(default_factory=set)  # properties with a create_symbol of their own
+    unbacked: set[str] = field(default_factory=set)  # sizes the graph has as unbacked (u0)
+    hints: dict[str, int] = field(default_factory=dict)  # "s77" -> 10
+    ranges: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    renames: dict[str, str] = field(default_factory=dict)  # s98 -> s20: the graph's replacement
+
+
+def traced_graph(c: Compile) -> Payload | None:
+    """Dynamo's graph of the compile, which its first fake mode traced."""
+    for g in c.graphs:
+        if g.kind == "dynamo_output_graph":
+            return g
+    return None
+
+
+def graph_dims(c: Compile, describer: int | None = None) -> GraphDims:
+    """Each size, stride and offset the compile took as a symbol (or pinned to a value), with
+    the graph's own names: its placeholder annotations for the inputs it takes, its `sizes`
+    where it has no annotation, `create_symbol` for the rest (bases, inner tensors, offsets),
+    renamed as the graph shows (`s98: "Sym(s20)"`: s98 was replaced by s20). With
+    `describer`, those of that fake mode alone."""
+    out = GraphDims()
+    symbols: Iterable[Symbol] = c.symbols
+    sets = c.input_sets
+    if describer is not None:
+        symbols = [x for x in c.symbols if x.describer in (None, describer)]
+        sets = [s for s in sets if s.describer == describer]
+    pinned: dict[str, int] = {}
+    for sym in symbols:
+        value = sym.value if sym.value is not None and _NUMBER.fullmatch(sym.value) else None
+        if sym.kind == "specialized" and value is not None:
+            out.hints.setdefault(sym.symbol, int(value))
+            pinned[sym.symbol] = int(value)
+            continue
+        if sym.kind != "created":
+            continue
+        if value is not None:
+            out.hints[sym.symbol] = int(value)
+        if sym.source and _SYMBOL.fullmatch(sym.symbol):
+            out.names.setdefault(sym.source, sym.symbol)
+            out.fresh.add(sym.source)
+            m = _RANGE.fullmatch(sym.range or "")
+            if m and (m.group(1), m.group(2)) != ("2", "int_oo"):
+                out.ranges[sym.source] = (_bound(m.group(1)), _bound(m.group(2)))
+    g = traced_graph(c)
+    params = (g.placeholders or {}) if g is not None else {}
+    for name, ann in params.items():
+        e = sym_expr(ann)
+        if e is not None and e != name and _SYMBOL.fullmatch(name):
+            out.renames[name] = e
+    for prop, made in list(out.names.items()):
+        if isinstance(made, str):
+            if made in pinned:  # made a symbol, then specialized: the graph takes the value
+                out.names[prop] = pinned[made]
+                out.fresh.discard(prop)
+                out.ranges.pop(prop, None)
+            elif made in out.renames:
+                out.names[prop] = out.renames[made]
+    sizes = g.meta.get("sizes") if g is not None and g.meta else None
+    if not params and not isinstance(sizes, dict):
+        return out
+    first = c.input_sets[0].describer if c.input_sets else None
+    for s in sets:
+        if s.describer != first:
+            continue  # the graph's annotations are those of the fake mode that traced it
+        for tid, src in s.sources:
+            tt = tensor_type(params.get(arg_name(src)))
+            if tt is not None:
+                _take(out, src, "size", tt.size)
+                _take(out, src, "stride", tt.stride)
+            elif isinstance(sizes, dict) and isinstance(sizes.get(fx_name(src)), list):
+                _take(out, src, "size", sizes[fx_name(src)])
+            t = s.tensors.get(tid)
+            if t is not None and t.type_name == NJT:
+                _jagged(out, src, t)
+    return out
+
+
+NJT = "torch.nested._internal.nested_tensor.NestedTensor"
+_RAGGED = re.compile(r"'ragged_idx': (\d+)")
+
+
+def _jagged(out: GraphDims, src: str, t: TensorDesc) -> None:
+    """A jagged tensor's values have its dims after the ragged one: the graph's symbols for
+    those are its values' (`(B, j1, D)` over values `(sum, D)`), which duck sizing shared."""
+    ctx = t.fields.get("ctx")
+    m = _RAGGED.search(ctx) if isinstance(ctx, str) else None
+    ragged = int(m.group(1)) if m else 1
+    inner = ["_values"]
+    if t.base is not None and t.base == t.attrs.get("_values"):
+        inner.append("_base")  # dynamo names the values through the view's base
+    for k in range(ragged + 1, len(t.size or [])):
+        v = out.names.get(f"{src}.size()[{k}]")
+        if v is None:
+            continue
+        for name in inner:
+            out.names[f"{src}.{name}.size()[{k - 1}]"] = v
+
+
+def _take(out: GraphDims, src: str, kind: str, dims: list[Any]) -> None:
+    """The graph's dims of one input: values pin, expressions name (u0: unbacked)."""
+    for i, d in enumerate(dims):
+        prop = f"{src}.{kind}()[{i}]"
+        if type(d) is int or isinstance(d, str) and _NUMBER.fullmatch(d):
+            had = out.names.get(prop)
+            out.names[prop] = int(d)
+            if isinstance(had, str):  # made a symbol, then pinned by a guard
+                out.fresh.discard(prop)
+                out.ranges.pop(prop, None)
+        elif isinstance(d, str) and d:
+            if kind == "size" and _UNBACKED.fullmatch(d):
+                out.unbacked.add(prop)
+                out.names.pop(prop, None)
+            else:
+                out.names[prop] = d
+
+
+def _bound(text: str) -> int | None:
+    return None if "oo" in text else int(text)
+
+
 # Per input (describer, source): its dims the compile took as symbols, {dim: symbol}.
 DynamicDims = dict[tuple[int | None, str], dict[int, str]]
 
 
 def dynamic_dims(c: Compile) -> DynamicDims:
-    """Per input (describer, source), the dims its compile took as symbols: from the graph's
-    sizes for the fake mode that traced the graph (the compile's first), else from the
-    `create_symbol` records of its own fake mode (a subclass, such as a jagged tensor, has no
-    sizes in the graph; two exports filed under one id have a fake mode each)."""
-    sizes: dict[str, Any] = {}
-    for g in c.graphs:
-        if g.kind == "dynamo_output_graph" and g.meta and isinstance(g.meta.get("sizes"), dict):
-            sizes = g.meta["sizes"]
-            break
-    created: DynamicDims = {}
-    if c.symbols:
-        specialized = {sym.source for sym in c.symbols if sym.kind == "specialized"}
-        for sym in c.symbols:
-            if sym.kind != "created" or not sym.source or sym.source in specialized:
-                continue
-            m = _SIZE_SOURCE.fullmatch(sym.source)
-            if m:
-                created.setdefault((sym.describer, m.group(1)), {})[int(m.group(2))] = sym.symbol
-    traced = c.input_sets[0].describer if c.input_sets else None
-    get: Callable[[str], Any] = sizes.get
+    """Per input (describer, source), the sizes its compile took as symbols (`graph_dims`): the
+    graph's own for the fake mode that traced it, each fake mode's own when a compile has
+    several (two exports filed under one id)."""
+    if not c.symbols and not any(g.kind == "dynamo_output_graph" for g in c.graphs):
+        return {}
+    several = len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
+    each: dict[int | None, GraphDims] = {}
+    get: Callable[[int | None], GraphDims] = lambda d: each.setdefault(  # noqa: E731
+        d, graph_dims(c, d if several else None)
+    )
     out: DynamicDims = {}
     for i in c.inputs:
-        mine = i.describer == traced
+        gd = get(i.describer)
         for s in i.sources:
-            dims = get(fx_name(s)) if mine else None
-            if type(dims) is list:
-                if str in map(type, dims):  # not all ints: the usual case is static
-                    out[(i.describer, s)] = {
-                        k: d
-                        for k, d in enumerate(dims)
-                        if isinstance(d, str) and not _NUMBER.fullmatch(d)
-                    }
-            elif created:
-                d = created.get((i.describer, s)) or created.get((None, s))
-                if d:
-                    out[(i.describer, s)] = d
+            n = len(i.tensor.size or [])
+            d: dict[int, str] = {}
+            for k in range(n):
+                prop = f"{s}.size()[{k}]"
+                v = gd.names.get(prop)
+                if isinstance(v, str):
+                    d[k] = v
+                elif prop in gd.unbacked:
+                    d[k] = _unbacked_name(c, s, k)
+            if d:
+                out[(i.describer, s)] = d
     return out
+
+
+def _unbacked_name(c: Compile, source: str, k: int) -> str:
+    """The graph's name for an unbacked size (u0), from its annotation or `sizes`."""
+    g = traced_graph(c)
+    tt = tensor_type((g.placeholders or {}).get(arg_name(source))) if g is not None else None
+    dims: Any = tt.size if tt is not None else None
+    if dims is None and g is not None and g.meta and isinstance(g.meta.get("sizes"), dict):
+        dims = g.meta["sizes"].get(fx_name(source))
+    return str(dims[k]) if isinstance(dims, list) and k < len(dims) else "u?"
 
 
 def input_symbols(i: Input, dynamic: DynamicDims) -> dict[int, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tlview.index.annotations import forward_params
 from tlview.index.artifacts import ArtifactRecords
 from tlview.index.chromium import ChromiumRecords
 from tlview.index.describe import DescribeRecords
@@ -115,11 +116,22 @@ class Indexer(
             meta = None
             if isinstance(body, dict) and body:
                 meta = {k: v for k, v in body.items() if k != "stack"}
+            named = kind
+            if (
+                kind == "graph_dump"
+                and isinstance(body, dict)
+                and isinstance(body.get("name"), str)
+            ):
+                # AOTInductor's code, by what it is: inductor_aot_wrapper_code, ..._kernel_code
+                named = self.intern(body["name"][:200])
             if kind == "inductor_output_code":
                 calls = code_collectives(rec.payload)
                 if calls is not None:
                     meta = {**(meta or {}), **calls}
-            c.graphs.append(self.payload(rec, kind, c, meta))
+            g = self.payload(rec, named, c, meta)
+            if kind == "dynamo_output_graph":
+                g.placeholders = forward_params(rec.payload)
+            c.graphs.append(g)
             if (
                 kind == "dynamo_output_graph"
                 and c.stack == []
@@ -127,7 +139,7 @@ class Indexer(
             ):
                 c.stack = self.stack(rec.meta["stack"])
         elif kind in GUARD_KINDS:
-            c.guards = self.payload(rec, kind, c)
+            c.guards.append(self.payload(rec, kind, c))
         elif kind in SYMBOL_KINDS:
             self.on_symbol(rec, c)
         else:

@@ -13,6 +13,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 LINK_FIELDS = (
     "base",
     "grad",
+    "unwrapped",
     "values",
     "crow_indices",
     "col_indices",
@@ -151,7 +152,7 @@ def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
         or t.flag("is_batchedtensor")
         or t.flag("is_gradtrackingtensor")
     ):
-        notes.append("functorch wrapper: its wrapper state is not logged")
+        notes.append(functorch_note(t))
     if t.flag("is_functional"):
         notes.append("functional tensor: logged without its wrapper state")
     if t.storage is not None and storage is None:
@@ -164,6 +165,48 @@ def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
                 "storage of 0 bytes under a non-empty tensor (resized to zero, as FSDP does)"
             )
     return notes
+
+
+def functorch_note(t: TensorDesc) -> str:
+    """What a functorch wrapper is, as logged: vmap's BatchedTensor or grad's GradTrackingTensor,
+    its level and the tensor it wraps."""
+    f = t.fields
+    inner = f.get("unwrapped")
+    level = f.get("level")
+    of = f" of tensor {inner}" if as_id(inner) is not None else ""
+    at = f" at level {level}" if isinstance(level, int | str) else ""
+    if t.flag("is_batchedtensor"):
+        bdim = f.get("bdim")
+        dim = f", batch dim {bdim}" if as_id(bdim) is not None else ""
+        return f"vmap's BatchedTensor{at}{dim}{of}: the graph took one example of the batch"
+    if t.flag("is_gradtrackingtensor"):
+        return f"torch.func's GradTrackingTensor{at}{of}"
+    return "a functorch wrapper" + of
+
+
+def storages_reached(t: TensorDesc, tensors: dict[int, TensorDesc], describer: int) -> list[str]:
+    """The storage keys a tensor reaches: its own, and its inner tensors' (a subclass's,
+    a functorch wrapper's, a sparse tensor's parts), so sharing through them is sharing."""
+    out: list[str] = []
+    seen: set[int] = set()
+    todo = [t]
+    while todo:
+        cur = todo.pop()
+        if cur.id in seen:
+            continue
+        seen.add(cur.id)
+        sid = cur.storage
+        if sid is not None:
+            key = f"{describer}:{sid}"
+            if key not in out:
+                out.append(key)
+        f = cur.fields
+        if LINKING.isdisjoint(f):
+            continue
+        inner = [v for k in LINK_FIELDS if k not in ("base", "grad") and (v := as_id(f.get(k)))]
+        inner += list(cur.attrs.values())
+        todo.extend(tensors[i] for i in reversed(inner) if i in tensors)
+    return out
 
 
 def resolve(c: Compile) -> list[Input]:
@@ -209,13 +252,44 @@ def resolve(c: Compile) -> list[Input]:
             out.append(inp)
         if s.dropped:
             c.events_dropped += s.dropped
-    counts: dict[str, int] = {}
-    for inp in out:
-        if inp.storage_key is not None:
-            counts[inp.storage_key] = counts.get(inp.storage_key, 0) + 1
-    groups: dict[str, int] = {}
-    for inp in out:
-        k = inp.storage_key
-        if k is not None and counts[k] > 1:
-            inp.alias_group = groups.setdefault(k, len(groups) + 1)
+    _alias_groups(out, c)
     return out
+
+
+def _alias_groups(out: list[Input], c: Compile) -> None:
+    """Inputs that reach one storage (themselves or through inner tensors) share a group."""
+    reach: list[list[str]] = []
+    sets = {s.describer: s for s in c.input_sets}
+    for inp in out:
+        t = inp.tensor
+        if LINKING.isdisjoint(t.fields) or inp.describer not in sets:
+            reach.append([inp.storage_key] if inp.storage_key is not None else [])
+        else:
+            reach.append(storages_reached(t, sets[inp.describer].tensors, inp.describer))
+    counts: dict[str, int] = {}
+    for keys in reach:
+        for k in keys:
+            counts[k] = counts.get(k, 0) + 1
+    if not any(n > 1 for n in counts.values()):
+        return
+    # Union of the inputs through every storage two of them reach, in input order.
+    first: dict[str, int] = {}
+    parent = list(range(len(out)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, keys in enumerate(reach):
+        for k in keys:
+            if counts[k] > 1:
+                j = first.setdefault(k, i)
+                a, b = root(i), root(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    groups: dict[int, int] = {}
+    for i, keys in enumerate(reach):
+        if any(counts[k] > 1 for k in keys):
+            out[i].alias_group = groups.setdefault(root(i), len(groups) + 1)

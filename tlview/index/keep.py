@@ -19,21 +19,28 @@ class Keep:
     kinds: frozenset[str] | None = None  # payload kinds to keep (None: all)
     compile: str | None = None  # keep only for this compile id
     ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
+    exact: bool = False  # keep the payloads' exact bytes whole (`data`), not their text
     used: int = 0
     full: bool = False  # a text did not fit: no more are kept
     kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
 
     def fresh(self) -> Keep:
         """The same policy with its budget unspent, so every log gets the whole budget."""
-        return Keep(self.payload_bytes, self.total_bytes, self.kinds, self.compile, self.ranks)
+        return Keep(
+            self.payload_bytes, self.total_bytes, self.kinds, self.compile, self.ranks, self.exact
+        )
+
+    def wants(self, kind: str, compile_key: str) -> bool:
+        """Whether payloads of this kind and compile are among those kept."""
+        return (self.kinds is None or kind in self.kinds) and (
+            self.compile is None or compile_key == self.compile
+        )
 
     def take(self, kind: str, compile_key: str, size: int, line: int) -> int:
         """Bytes of this payload (of `size` bytes, at `line`) to keep as text."""
-        if self.payload_bytes <= 0 or self.full:
+        if self.payload_bytes <= 0 or self.full or self.exact:
             return 0
-        if self.kinds is not None and kind not in self.kinds:
-            return 0
-        if self.compile is not None and compile_key != self.compile:
+        if not self.wants(kind, compile_key):
             return 0
         n = min(self.payload_bytes, size)
         if self.used + n > self.total_bytes:

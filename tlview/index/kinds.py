@@ -53,6 +53,17 @@ EVENT_KINDS = frozenset(
     }
 )
 METRICS_KINDS = frozenset({"compilation_metrics", "compilation_metrics_runtime"})
+# Records torch 2.13 writes with or without a payload (their `payload_fn` can give None; read
+# from every `trace_structured` call site): without one they are whole, not damaged. Every
+# other record kind either always has a payload or never has one (metadata only).
+PAYLOAD_OPTIONAL = {
+    "inductor_provenance_tracking_node_mappings": "an FX graph cache hit, on an entry saved "
+    "with provenance tracking off, logs none (torch/_inductor/codecache.py)",
+    "inductor_provenance_tracking_kernel_stack_traces": "an FX graph cache hit, on an entry "
+    "saved with provenance tracking off, logs none (torch/_inductor/codecache.py)",
+    "dump_file": "torch logs none when it no longer holds the file's source "
+    "(torch/_logging/structured.py)",
+}
 
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: larger numbers in the prefix are thread ids
 MAX_EVENTS = 500  # events kept per compile; the rest are counted

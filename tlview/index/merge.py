@@ -123,7 +123,7 @@ def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) ->
                 sa.sources.extend(sb.sources)
                 sa.dropped += sb.dropped
                 sa.where = sa.where or sb.where
-        elif name in ("guards", "stack"):  # each dynamo_start and guards record replaces it
+        elif name == "stack":  # each dynamo_start record replaces it
             setattr(a, name, vb or va)
         elif isinstance(va, list) and name not in _SET_ONCE:
             va.extend(vb)

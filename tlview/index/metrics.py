@@ -70,6 +70,9 @@ class MetricsRecords(Core):
         problem = wrong_fields(body, METRIC_FIELDS) or wrong_time
         if problem:
             self.bad(rec, problem)
+        version = body.get("pytorch_version")  # torch 2.10 and later
+        if isinstance(version, str) and self.log.torch_version is None:
+            self.saw_version(version)
         return body
 
     def on_runtime_metrics(self, rec: Record, c: Compile) -> None:

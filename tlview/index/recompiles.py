@@ -168,9 +168,11 @@ def by_source(c: Compile) -> dict[str, Input]:
 
 
 def _aliases(c: Compile) -> dict[str, list[str]]:
-    shared: dict[str, list[str]] = {}
-    for i in c.inputs:
-        if i.storage_key is not None:
+    shared: dict[Any, list[str]] = {}
+    for i in c.inputs:  # sharing a storage, their own or through inner tensors
+        if i.alias_group is not None:
+            shared.setdefault(i.alias_group, []).extend(i.sources)
+        elif i.storage_key is not None:
             shared.setdefault(i.storage_key, []).extend(i.sources)
     out: dict[str, list[str]] = {}
     for srcs in shared.values():

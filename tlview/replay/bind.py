@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tlview.index.dims import arg_name
 from tlview.replay import graphcode as gc
 
 if TYPE_CHECKING:
@@ -36,11 +37,6 @@ def lazy_torch() -> Any:
     from tlview.tensors.dtypes import need_torch
 
     return need_torch("tlview repro")
-
-
-def arg_name(source: str) -> str:
-    """The forward argument dynamo names after a source (`L['x']` -> `L_x_`)."""
-    return re.sub(r"[^a-zA-Z0-9]+", "_", source)
 
 
 def attribute_names(source: str) -> set[str]:
@@ -99,6 +95,11 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
                     return
                 p.args.append(Arg(param.name, "[" + ", ".join(map(_item, items)) + "]"))
                 continue
+        if source is None and param.annotation in _MESH_TYPES:
+            mesh = _mesh_of(r)
+            if mesh is not None:  # a DTensor graph takes the mesh its inputs are on
+                p.args.append(Arg(param.name, f"inputs[{mesh!r}].device_mesh"))
+                continue
         if source is None:
             standin = _standin(p, code, param, known)
             if standin is None:
@@ -139,17 +140,24 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
         p.attrs.append((attr, source))
     for path in code.missing:
         p.blockers.append(f"the graph reads self.{path}, a nested graph the log does not print")
+    leaves: list[str] = []
     for what in code.mutated:  # an input or a self.X read
         source = attr_sources.get(what[5:]) if what.startswith("self.") else by_name.get(what)
         t = r.tensors.get(source) if source is not None else None
-        if t is not None and t.is_leaf and t.requires_grad:
-            # Autograd refuses that with grad on, so the graph was traced with it off.
-            p.no_grad = True
-            p.notes.append(
-                f"the graph changes {source} in place, a leaf that requires grad: torch ran it "
-                "with grad off (an optimizer step does), and so does run()"
-            )
-            break
+        if source is not None and t is not None and t.is_leaf and t.requires_grad:
+            leaves.append(source)
+    if leaves:
+        # Autograd refuses that with grad on, so the graph was traced with it off.
+        p.no_grad = True
+        which = (
+            f"{leaves[0]} in place, a leaf"
+            if len(leaves) == 1
+            else f"{', '.join(leaves[:-1])} and {leaves[-1]} in place, leaves"
+        )
+        p.notes.append(
+            f"the graph changes {which} that require{'s' if len(leaves) == 1 else ''} grad: "
+            "torch ran it with grad off (an optimizer step does), and so does run()"
+        )
     _bound_lookups(p, code, by_name)
     p.dynamic = any(param.sym is not None for param in code.params)
     for name in code.outputs:
@@ -159,6 +167,29 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
                 needed += gc.symbols_in(d)
     p.symbols = [(s, known[s]) for s in dict.fromkeys(needed) if s in known]
     p.notes += [logged[s] for s, _ in p.symbols if s in logged]
+    p.notes = _merged(p.notes, set(r.tensors))
+
+
+def _merged(notes: list[str], sources: set[str]) -> list[str]:
+    """One note for what several inputs share (the fake process group all DTensors are on):
+    `A and 3 more inputs: text`, where it was said of A, B, C and D."""
+    by_text: dict[str, list[str]] = {}
+    for n in notes:
+        source, sep, text = n.partition(": ")
+        if sep and source in sources and source not in by_text.get(text, ()):
+            by_text.setdefault(text, []).append(source)
+    out: list[str] = []
+    done: set[str] = set()
+    for n in notes:
+        source, sep, text = n.partition(": ")
+        who = by_text.get(text) if sep and source in sources else None
+        if who is None or len(who) == 1:
+            out.append(n)
+        elif text not in done:
+            done.add(text)
+            more = len(who) - 1
+            out.append(f"{who[0]} and {more} more input{'s' if more > 1 else ''}: {text}")
+    return out
 
 
 _EMBEDDING = re.compile(r"torch\.nn\.functional\.embedding\((\w+), (\w+)[,)]")
@@ -184,6 +215,18 @@ def _bound_lookups(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> None
             f"{source} indexes an embedding of {rows} rows ({w.name}): its random values are "
             f"taken modulo {rows}"
         )
+
+
+_MESH_TYPES = frozenset({"torch.distributed.device_mesh.DeviceMesh", "DeviceMesh"})
+
+
+def _mesh_of(r: Any) -> str | None:
+    """A rebuilt input that is a DTensor, whose mesh a DeviceMesh placeholder takes (all of a
+    compile's DTensors are rebuilt on one mesh per shape)."""
+    for source, t in r.tensors.items():
+        if getattr(t, "device_mesh", None) is not None and hasattr(t, "placements"):
+            return str(source)
+    return None
 
 
 def _take(p: Plan, r: Any, source: str) -> bool:

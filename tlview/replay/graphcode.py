@@ -13,33 +13,10 @@ import keyword
 import re
 from dataclasses import dataclass, field
 
+from tlview.index.annotations import DTYPES, TensorType, sym_expr, tensor_type
 from tlview.model import Dim
 
-# torch's dtype abbreviations in graph annotations (`torch._C._get_all_dtypes()`, `.abbr`).
-DTYPES = {
-    "u8": "uint8",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-    "f16": "float16",
-    "f32": "float32",
-    "f64": "float64",
-    "bf16": "bfloat16",
-    "c32": "complex32",
-    "c64": "complex64",
-    "c128": "complex128",
-    "b8": "bool",
-    "f8e5m2": "float8_e5m2",
-    "f8e4m3fn": "float8_e4m3fn",
-    "f8e5m2fnuz": "float8_e5m2fnuz",
-    "f8e4m3fnuz": "float8_e4m3fnuz",
-    "f8e8m0fnu": "float8_e8m0fnu",
-    "f4e2m1fnx2": "float4_e2m1fn_x2",
-}
+__all__ = ["DTYPES", "TensorType", "sym_expr", "tensor_type"]  # their home: index.annotations
 
 # Globals torch.fx gives the code it generates (`torch/fx/graph.py`, `_register_custom_builtin`).
 FX_GLOBALS = frozenset({"torch", "device", "inf", "nan", "NoneType", "fx_pytree", "pytree"})
@@ -47,32 +24,10 @@ FX_GLOBALS = frozenset({"torch", "device", "inf", "nan", "NoneType", "fx_pytree"
 STD_MODULES = ("_operator", "operator", "math")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SYMBOL = re.compile(r"[a-z]+[0-9]+", re.ASCII)  # s0, u3, j1: shape-env symbols and nested ints
-# A subclass wraps its tensor, with what else it prints after it: `DTensor(f32[8][1]cpu, S(0))`.
-_TENSOR = re.compile(
-    r"(?:(?P<wrap>\w+)\()?(?P<dtype>\w+)\[(?P<size>[^\]]*)\]\[(?P<stride>[^\]]*)\]"
-    r"(?P<device>[\w:]*)(?(wrap)(?:, .*)?\))"
-)
-_SYM = re.compile(r"Sym\((?P<expr>.*)\)")
 
 
 class GraphCodeError(Exception):
     """The payload is not the code of a graph module tlview can rebuild; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class TensorType:
-    """A tensor annotation as fx prints it: `f32[s0, 4][4, 1]cpu`, `TwoTensor(f32[3][1]cpu)`."""
-
-    dtype: str  # the abbreviation as printed: f32, bf16, ...
-    size: list[Dim]
-    stride: list[Dim]
-    device: str
-    wrapper: str | None = None  # the subclass name, for subclass tensors
-
-    @property
-    def torch_dtype(self) -> str | None:
-        """The `torch.<name>` attribute of the dtype, or None for an abbreviation we don't know."""
-        return DTYPES.get(self.dtype)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,57 +62,6 @@ class GraphCode:
 
     def output_type(self, name: str | None) -> TensorType | None:
         return tensor_type(self.annotations.get(name, "")) if name else None
-
-
-def tensor_type(annotation: str | None) -> TensorType | None:
-    """The tensor an fx annotation describes, or None when it is not a tensor annotation."""
-    if not annotation:
-        return None
-    m = _TENSOR.fullmatch(annotation.strip())
-    if not m or m.group("dtype") == "Sym":
-        return None
-    return TensorType(
-        dtype=m.group("dtype"),
-        size=_dims(m.group("size")),
-        stride=_dims(m.group("stride")),
-        device=m.group("device"),
-        wrapper=m.group("wrap"),
-    )
-
-
-def sym_expr(annotation: str | None) -> str | None:
-    """The expression of a `Sym(s0)` annotation."""
-    m = _SYM.fullmatch((annotation or "").strip())
-    return m.group("expr").strip() if m else None
-
-
-def _dims(text: str) -> list[Dim]:
-    out: list[Dim] = []
-    for part in _split_top(text):
-        part = part.strip()
-        if not part:
-            continue
-        out.append(int(part) if re.fullmatch(r"-?\d+", part, re.ASCII) else part)
-    return out
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas outside parentheses: `Max(1, s0), 4` is two dims."""
-    parts: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
 
 
 def is_identifier(name: str) -> bool:

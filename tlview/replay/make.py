@@ -20,7 +20,7 @@ from tlview.index.keep import Keep
 from tlview.model import Compile, Report
 from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, Plan, plan
 from tlview.replay.run import WARNING, run_scripts
-from tlview.replay.script import INPUTS, SCRIPT, slug, write_files
+from tlview.replay.script import INPUTS, SCRIPT, make_dir, slug, write_files
 from tlview.units import nbytes
 
 SUMMARY = "summary.json"
@@ -133,8 +133,11 @@ def default_bytes(out: Path | None) -> int:
 
 
 def rebuilder(opts: ReproOptions, budget: ReproBudget) -> Callable[[Compile], Any]:
+    from tlview.tensors.dtypes import need_torch
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.real import build_real
+
+    need_torch("writing a repro")  # exit 5, as for every command that needs torch
 
     how = RebuildOptions(mode=opts.mode, seed=opts.seed, device=opts.device, max_bytes=1 << 62)
 
@@ -341,7 +344,7 @@ def write_summary(
         "counts": {k: v for k, v in counts.items() if v},
         "graphs": [o.as_json() for o in items],
     }
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out)
     with open_output(str(out / SUMMARY), opts.force) as f:
         f.write(json.dumps(obj, indent=1).encode("utf-8") + b"\n")
 

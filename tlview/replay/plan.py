@@ -218,10 +218,9 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
         if ns in COLLECTIVES:
             p.collectives = True
             continue
-        module = _registered_by(ns, name)
-        if module is not None:  # whether or not this process imported it already
-            if module not in p.registers:
-                p.registers.append(module)
+        modules = _registered_by(ns, name)
+        if modules:  # whether or not this process imported them already
+            p.registers.extend(m for m in modules if m not in p.registers)
             continue
         if not _op_exists(ns, name):
             p.blockers.append(
@@ -269,22 +268,50 @@ def world_of(p: Plan, text: str) -> None:
         )
 
 
-# torch's own modules that register ops of a namespace when imported, not with `import torch`
-# (inductor's prims: fma, random, lookup_seed, ...): a graph that calls one needs its import.
-_OP_MODULES = {"prims": "torch._inductor.inductor_prims"}
+# torch's own modules that define ops of a namespace when imported, not with `import torch`:
+# every `torch.library.Library(NS, "DEF" or "FRAGMENT")` and `custom_op("NS::...")` in torch
+# 2.13's Python source (its tests and examples aside). A graph calling one needs its import.
+_OP_MODULES: dict[str, tuple[str, ...]] = {
+    "prims": ("torch._inductor.inductor_prims",),  # fma, random, lookup_seed, ...
+    "fsdp": (
+        "torch.distributed.fsdp._fully_shard._fsdp_param",  # copy_
+        "torch.distributed.fsdp._fully_shard._fsdp_collectives",  # all_gather_copy_in, ...
+    ),
+    "_dtensor": ("torch.distributed.tensor._collective_utils",),
+    "symm_mem": ("torch.distributed._symmetric_memory",),
+    "device_mesh": ("torch.distributed._ops.device_mesh",),
+    "cplib": ("torch.distributed.tensor.experimental._context_parallel._cp_custom_ops",),
+    "pippy": ("torch.distributed.pipelining._IR",),
+    "ao": ("torch._functorch._activation_offloading.offload_ops",),
+    "bucketing": ("torch._inductor.fx_passes.bucketing",),
+    "_inductor_debug": ("torch._inductor.runtime.debug_utils",),
+    "_inductor_test": ("torch._inductor.test_operators",),
+    "debug_mode_ops": ("torch.utils._debug_mode._mode",),
+    "flex_lib": ("torch._dynamo._trace_wrapped_higher_order_op",),
+    "streams": ("torch._dynamo.variables.streams",),
+    "torch_attn": ("torch.nn.attention.varlen",),
+    "semi_structured": ("torch.sparse.semi_structured",),
+    "export": ("torch.export.custom_ops",),
+    "quantized_decomposed": ("torch.ao.quantization.fx._decomposed",),
+}
 
 
-def _registered_by(ns: str, name: str) -> str | None:
-    """The module of torch's own (`_OP_MODULES`) that defines the op, which a script calling
-    it must import; None for other ops."""
-    module = _OP_MODULES.get(ns)
-    if module is None:
-        return None
-    try:
-        defined = hasattr(importlib.import_module(module), name)
-    except Exception:  # a torch without that module
-        return None
-    return module if defined else None
+def _registered_by(ns: str, name: str) -> list[str]:
+    """The modules of torch's own (`_OP_MODULES`) that define the op, which a script calling
+    it must import (importing them here first: they are torch's, not the log's); [] for
+    other ops."""
+    found: list[str] = []
+    for module in _OP_MODULES.get(ns, ()):
+        try:
+            mod = importlib.import_module(module)
+        except Exception:  # a torch without that module
+            continue
+        if ns == "prims" and not hasattr(mod, name):
+            continue  # torch defines most prims itself; inductor's module the few it adds
+        found.append(module)
+        if _op_exists(ns, name):
+            return found
+    return []
 
 
 def _op_exists(ns: str, name: str) -> bool:

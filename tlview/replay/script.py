@@ -114,14 +114,7 @@ def write_files(
 
     script = script_text(p, backend, mode=mode, world=world)
     verify(p, script, backend, mode, world)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise TlviewError(
-            f"{out}: cannot create the directory: {e.strerror or e}", EXIT_REFUSED
-        ) from None
-    if out.exists() and not out.is_dir():
-        raise TlviewError(f"{out}: not a directory", EXIT_REFUSED)
+    make_dir(out)
     obj = emit.saved(
         [(p.compile.key, p.rebuilt)] + [(rank_key(p, r), rb) for r, rb in p.ranks],
         p.torch_version,
@@ -130,6 +123,31 @@ def write_files(
         emit.save(obj, f)
     with open_output(str(out / SCRIPT), force) as f:
         f.write(script.encode("utf-8"))
+
+
+def check_dir(out: Path) -> None:
+    """Stop with one line when OUT, or a directory it would be made in, is a file."""
+    for at in (out, *out.parents):
+        if at.exists():
+            if not at.is_dir():
+                where = "" if at == out else f", so {out} cannot be made in it"
+                raise TlviewError(
+                    f"{at}: is a file, not a directory{where}: -o names the directory that "
+                    "repro.py and inputs.pt are written into",
+                    EXIT_REFUSED,
+                )
+            return
+
+
+def make_dir(out: Path) -> None:
+    """OUT, made if missing (with its parents)."""
+    check_dir(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TlviewError(
+            f"{out}: cannot create the directory: {e.strerror or e}", EXIT_REFUSED
+        ) from None
 
 
 MAX_SLUG = 100  # characters of a directory name (file systems take 255 bytes)

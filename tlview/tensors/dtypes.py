@@ -14,8 +14,6 @@ from tlview.tensors.plans import TensorPlan
 from tlview.tensors.rebuilt import Failed
 from tlview.units import itemsize
 
-NJT = "torch.nested._internal.nested_tensor.NestedTensor"
-
 
 def need_torch(purpose: str = "rebuilding tensors") -> Any:
     """torch, imported on first use (so `tlview report` never pays for it)."""

@@ -15,6 +15,7 @@ from tlview.model import Compile, Report
 from tlview.runtime.output import output
 from tlview.tensors.dtypes import need_torch
 from tlview.tensors.fill import Devices
+from tlview.tensors.layouts import quiet_sparse
 from tlview.tensors.options import RebuildOptions
 from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
 from tlview.tensors.real import RealBuilder, build_real
@@ -80,7 +81,9 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
                 )
                 continue
             if t.layout != torch.strided:  # sparse: torch.save writes it; no storage to share
-                out[name] = t
+                # (a compressed one's parts are saved as the bytes of their storages too:
+                # torch.save refuses one storage as two types, so a copy goes here)
+                out[name] = t if t.layout == torch.sparse_coo else t.clone()
                 continue
             if p.storage in g.zero:
                 out[name] = _copy(torch, t, zero_bytes=True)
@@ -258,6 +261,7 @@ def load_inputs(
 ) -> dict[str, Any]:
     """Read a `tlview inputs --emit` file; `compiles` then holds the exact tensors and aliasing."""
     torch = need_torch()
+    quiet_sparse(torch)  # a compressed sparse input, rebuilt by torch.load: torch says "beta"
     try:
         obj = torch.load(str(path), weights_only=True, map_location=map_location)
     except FileNotFoundError:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
-import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from tlview.index.dims import NJT, GraphDims
 from tlview.model import Compile
+from tlview.tensors import mesh
 from tlview.tensors.dtypes import (
-    NJT,
     grad_refused,
     logged_literal,
     need_torch,
@@ -21,9 +20,12 @@ from tlview.tensors.dtypes import (
     torch_dtype,
 )
 from tlview.tensors.fill import Devices
-from tlview.tensors.plans import NESTED, GroupPlan, SymbolPlan, TensorPlan, plans_for
+from tlview.tensors.layouts import COMPRESSED, quiet_sparse
+from tlview.tensors.plans import NESTED, GroupPlan, TensorPlan, plans_for
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
+from tlview.tensors.shapes import logged_source, named_shape_env
 
+_PLAIN_SYMBOL = re.compile(r"s\d+")
 _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset\(\))$")
 
 
@@ -60,74 +62,6 @@ def build_fakes(
     return out
 
 
-def named_shape_env(symbols: SymbolPlan) -> Any:
-    """A ShapeEnv that gives each dynamic dim the symbol name it had in the original run."""
-    return _named_shape_env_cls()(symbols.names)
-
-
-@functools.cache
-def _named_shape_env_cls() -> Any:
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
-
-    class NamedShapeEnv(ShapeEnv):
-        """ShapeEnv whose new symbols take the names logged by `create_symbol`.
-
-        A dim with its own record gets a fresh symbol of that name; a dim the graph shows with
-        a symbol made earlier reuses it, as duck sizing did in the original run.
-        """
-
-        def __init__(self, names: Mapping[str, str]) -> None:
-            super().__init__()
-            self.tlview_names = dict(names)
-            self.tlview_made: dict[str, Any] = {}
-            self.tlview_want: int | None = None
-
-        def create_symbol(
-            self, val: Any, source: Any, dynamic_dim: Any = None, *a: Any, **k: Any
-        ) -> Any:
-            if dynamic_dim is None:
-                dynamic_dim = DimDynamic.DUCK
-            name = getattr(source, "name", None)
-            if callable(name):  # an older torch's (2.6) Source.name() is a method
-                name = name()
-            want = self.tlview_names.get(name) if isinstance(name, str) else None
-            if want is None or dynamic_dim is DimDynamic.STATIC or type(val) is not int:
-                return super().create_symbol(val, source, dynamic_dim, *a, **k)
-            made = self.tlview_made.get(want)
-            hints = getattr(self, "backed_var_to_val", None)
-            if hints is None:  # an older torch's name for it
-                hints = self.var_to_val
-            hint = hints.get(made) if made is not None else None
-            if made is not None and hint is not None and int(hint) == val:
-                old = self.val_to_var.get(val)
-                self.val_to_var[val] = made
-                try:
-                    return super().create_symbol(val, source, DimDynamic.DUCK, *a, **k)
-                finally:
-                    if old is None:
-                        self.val_to_var.pop(val, None)
-                    else:
-                        self.val_to_var[val] = old
-            m = re.fullmatch(r"s(\d+)", want)
-            self.tlview_want = int(m.group(1)) if m else None
-            try:
-                out = super().create_symbol(val, source, DimDynamic.DYNAMIC, *a, **k)
-            finally:
-                self.tlview_want = None
-            if str(out) == want:
-                self.tlview_made[want] = out
-            return out
-
-        def _generate_unique_id(self, source_name: str) -> int:
-            w = self.tlview_want
-            if w is not None and w not in self.unique_ids:
-                self.unique_ids.add(w)
-                return w
-            return super()._generate_unique_id(source_name)
-
-    return NamedShapeEnv
-
-
 def _known_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     """The values of a torch dataclass's fields that this torch has: an older one lacks some
     (torch 2.6's MetaTensorDesc has no dynamo_hint_overrides, and dynamo then had no hint
@@ -141,49 +75,6 @@ def _known_fields(cls: type, values: dict[str, Any]) -> dict[str, Any]:
 _FIELDS: dict[type, frozenset[str]] = {}
 
 
-def logged_source(name: str) -> Any:
-    """A dynamo Source whose name is the logged string, so symbols get the logged sources."""
-    global _SOURCE_CLS
-    if _SOURCE_CLS is None:
-        from dataclasses import dataclass as dc
-
-        from torch._guards import GuardSource, Source
-
-        @dc(frozen=True)
-        class LoggedSource(Source):
-            """A source known only by the name the log gave it."""
-
-            text: str
-
-            @property
-            def guard_source(self) -> Any:
-                return GuardSource.LOCAL
-
-            @property
-            def _name_template(self) -> str:
-                return self.text
-
-        @dc(frozen=True)
-        class OldLoggedSource(Source):
-            """The same for an older torch (2.6), whose Source has the methods name() and
-            guard_source() where later ones have properties."""
-
-            text: str
-
-            def guard_source(self) -> Any:  # type: ignore[override]
-                return GuardSource.LOCAL
-
-            def name(self) -> str:  # type: ignore[override]
-                return self.text
-
-        old = inspect.isfunction(inspect.getattr_static(Source, "name", None))
-        _SOURCE_CLS = OldLoggedSource if old else LoggedSource
-    return _SOURCE_CLS(name)
-
-
-_SOURCE_CLS: Any = None
-
-
 class FakeBuilder:
     """Fakes for one describer group: MetaTensorDescs from the plans, one MetaConverter."""
 
@@ -192,7 +83,7 @@ class FakeBuilder:
         group: GroupPlan,
         fake_mode: Any,
         shape_env: Any,
-        symbols: SymbolPlan,
+        symbols: GraphDims,
         allow_import: Sequence[str] = (),
     ) -> None:
         self.torch = need_torch()
@@ -242,6 +133,11 @@ class FakeBuilder:
         if tid in self.errors:
             return None
         try:
+            p = self.g.tensors.get(tid)
+            if p is not None and p.unwrapped is not None and (p.functorch or p.functional):
+                r = self.memo[tid] = self.unwrap(tid, name)
+                self.keep.append(r)
+                return r
             desc = self.desc(tid)
             env = self.shape_env if self.symbolic(tid, name) else None
             ctx = self.context(tid, name) if env is not None else None
@@ -330,7 +226,9 @@ class FakeBuilder:
             if subclass:
                 cls, why = resolve_type(p.type_name, self.allow_import)
                 ctx, ok = logged_literal(p.ctx)
-                if cls is not None and not ok:
+                if cls is not None and p.dtensor is not None:
+                    ctx, ok, why = self.dtensor(p, kw)
+                elif cls is not None and not ok:
                     why = f"its flatten context {p.ctx!r} is only a repr"
                 if cls is None or not ok:
                     if not p.concrete():
@@ -354,12 +252,8 @@ class FakeBuilder:
                     view = False
                 else:
                     kw["view_func"] = vf
-            if p.functorch or p.functional:
-                self.note(
-                    tid,
-                    "functorch or functional wrapper: its wrapper state is not logged; "
-                    "faked as the plain tensor",
-                )
+            if (p.functorch or p.functional) and p.unwrapped is None:
+                self.note(tid, "a functorch or functional wrapper logged without what it wraps")
             if view:
                 assert p.base is not None
                 base = self.g.tensors.get(p.base)
@@ -378,15 +272,20 @@ class FakeBuilder:
                     kw["grad"] = self.desc(p.grad)
                 except Failed as e:
                     self.note(tid, f".grad not faked: {e}")
+            compressed = p.layout in COMPRESSED
             if p.storage is not None:
                 kw["storage"] = self.sdesc(p.storage)
-            elif not p.sparse and not subclass:
+            elif not (p.sparse or compressed or subclass):
                 kw["storage"] = self.sdesc(-1 - tid, p.extent())
             if p.sparse:
                 kw["sparse_dim"] = p.sparse_dim if p.sparse_dim is not None else p.ndim
                 kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
                 kw["is_coalesced"] = bool(p.coalesced)
                 self.note(tid, "sparse: the log has no nnz: faked with nnz 0")
+            elif compressed:
+                self.compressed(p, kw)
+            elif p.mkldnn:
+                self.note(tid, "mkldnn: faked as torch fakes it, a strided tensor")
             elif p.layout not in ("strided", "jagged"):
                 raise Failed(f"layout {p.layout} cannot be faked from the log")
             layout = getattr(torch, p.layout, torch.strided)
@@ -411,7 +310,7 @@ class FakeBuilder:
                 is_leaf=leaf,
                 requires_grad=grad,
                 is_sparse=p.sparse,
-                is_mkldnn=False,
+                is_mkldnn=p.mkldnn,
                 is_view=view,
                 is_nested=p.nested,
                 nested_int=p.nested_int,
@@ -426,12 +325,78 @@ class FakeBuilder:
             d = MetaTensorDesc(**_known_fields(MetaTensorDesc, fields))
             if p.inference:
                 self.note(tid, "inference tensor: faked as a normal tensor")
-            if p.mkldnn:
-                self.note(tid, "mkldnn tensor: faked as a strided tensor")
             self.descs[tid] = d
             return d
         finally:
             self.busy.discard(tid)
+
+    def compressed(self, p: TensorPlan, kw: dict[str, Any]) -> None:
+        """A compressed sparse tensor's parts, as MetaConverter takes them (it fakes one with
+        no entries, as torch does)."""
+        quiet_sparse(self.torch)
+        by_row = p.layout in ("sparse_csr", "sparse_bsr")
+        parts = (
+            ("crow_indices" if by_row else "ccol_indices", p.compressed),
+            ("col_indices" if by_row else "row_indices", p.plain),
+            ("values", p.values),
+        )
+        for field, tid in parts:
+            if tid is None:
+                raise Failed(f"{p.layout}: its {field} are not logged")
+            kw[field] = self.desc(tid)
+        kw["sparse_dim"] = p.sparse_dim if p.sparse_dim is not None else 2
+        kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
+        self.note(p.id, f"{p.layout}: faked as torch fakes it, with no entries")
+
+    def dtensor(self, p: TensorPlan, kw: dict[str, Any]) -> tuple[Any, bool, str | None]:
+        """A DTensor's flatten context and mesh (`mesh.rebuilt_mesh`), or why not."""
+        plan = p.dtensor or {}
+        if "error" in plan:
+            return None, False, f"DTensor not rebuilt: {plan['error']}"
+        local = self.g.tensors.get(p.attrs.get("_local_tensor", -1))
+        if local is None:
+            return None, False, "DTensor not rebuilt: it has no _local_tensor"
+        dev = str(plan["device"]).split(":")[0]
+        if not Devices(self.torch, None, "real").available(dev):
+            dev = "cpu"
+        try:
+            device_mesh, note = mesh.rebuilt_mesh(self.torch, plan, dev)
+            ctx = mesh.flatten_context(self.torch, plan, torch_dtype(local.dtype))
+        except Exception as e:
+            return None, False, f"DTensor not rebuilt: {type(e).__name__}: {first_line(e)}"
+        if note:
+            self.note(p.id, note)
+        kw["opaque_attrs"] = {"device_mesh": device_mesh}
+        return ctx, True, None
+
+    def unwrap(self, tid: int, name: str) -> Any:
+        """A functorch or functional wrapper outside its transform: what the graph took, from
+        the fake of the tensor it wraps (vmap's: one example of the batch, a view of it)."""
+        p = self.g.tensors[tid]
+        assert p.unwrapped is not None
+        inner = self.get(p.unwrapped, f"{name}._unwrapped")
+        if inner is None:
+            raise Failed(f"the tensor it wraps was not faked: {self.errors.get(p.unwrapped)}")
+        at = f" at level {p.level}" if p.level is not None else ""
+        with self.torch.no_grad():
+            if p.batched and p.bdim is not None and 0 <= p.bdim < inner.dim():
+                r = inner.select(p.bdim, 0)
+                self.note(
+                    tid,
+                    f"vmap's BatchedTensor{at} over dim {p.bdim} of a {list(inner.shape)} "
+                    "tensor: faked outside vmap as the batch's first example, a view of it",
+                )
+            else:
+                r = inner.view_as(inner)
+                kind = "GradTrackingTensor" if p.functorch else "functional tensor"
+                self.note(tid, f"a {kind}{at}: faked outside its transform as the tensor it wraps")
+        if (
+            p.requires_grad
+            and not r.requires_grad
+            and (r.dtype.is_floating_point or r.dtype.is_complex)
+        ):
+            r.requires_grad_(True)
+        return r
 
     def dim(self, x: int | str) -> Any:
         if isinstance(x, int):
@@ -499,6 +464,7 @@ class FakeBuilder:
         from torch.utils._sympy.value_ranges import ValueRanges
 
         p = self.g.tensors[tid]
+        names = self.symbols.names
         dyn: list[Any] = []
         cons: list[Any] = []
         for i in range(p.ndim):
@@ -510,7 +476,7 @@ class FakeBuilder:
                     getattr(DimDynamic, "UNBACKED", None) or DimDynamic["SIZE_LIKE_UNBACKED"]
                 )
                 cons.append(None)
-            elif dim in self.symbols.names or nested:
+            elif isinstance(names.get(dim), str) or nested:
                 dyn.append(DimDynamic.DYNAMIC if nested else DimDynamic.DUCK)
                 rng = self.symbols.ranges.get(dim)
                 if rng is not None:
@@ -532,8 +498,21 @@ class FakeBuilder:
             else:
                 dyn.append(DimDynamic.STATIC)
                 cons.append(None)
+        kw: dict[str, Any] = {}
+        steps = [names.get(f"{name}.stride()[{i}]") for i in range(p.ndim)]
+        if any(x is not None for x in steps) and p.stride is not None:
+            # The graph's strides: its symbol where it has one (a stride no size gives, as a
+            # slice of a larger tensor has), else inferred (a value it pinned: create_symbol).
+            static = all(d is DimDynamic.STATIC for d in dyn)
+            kw["dynamic_strides"] = [
+                DimDynamic.DUCK
+                if isinstance(x, str) and (static or _PLAIN_SYMBOL.fullmatch(x))
+                else DimDynamic.INFER_STRIDE
+                for x in steps
+            ]
+            kw["constraint_strides"] = [None] * p.ndim
         base_ctx = None
-        if p.view and p.base is not None and p.base in self.descs and not p.subclass:
+        if p.view and p.base is not None and p.base in self.descs:
             base_ctx = self.context(p.base, f"{name}._base")
         if p.subclass and p.attrs:
             inner = {k: self.context(i, f"{name}.{k}") for k, i in p.attrs.items()}
@@ -543,7 +522,11 @@ class FakeBuilder:
                 view_base_context=base_ctx,
                 tensor_source=logged_source(name),
                 inner_contexts=inner,
+                **_known_fields(SubclassSymbolicContext, kw),
             )
         return StatelessSymbolicContext(
-            dynamic_sizes=dyn, constraint_sizes=cons, view_base_context=base_ctx
+            dynamic_sizes=dyn,
+            constraint_sizes=cons,
+            view_base_context=base_ctx,
+            **_known_fields(StatelessSymbolicContext, kw),
         )

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tlview.index.dims import fx_name
+from tlview.index.dims import GraphDims, graph_dims
 from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
 from tlview.tensors.exprs import eval_expr
+from tlview.tensors.mesh import dtensor_plan, is_dtensor
 from tlview.units import itemsize
 
 _QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
@@ -29,9 +30,6 @@ _SYMBOL = re.compile(r"[su]\d+")
 # Sizes, strides, offsets and storage bytes torch can build: int64. A log may claim more (a
 # symbolic size of `1048575**64` evaluates); such a tensor is refused with its reason.
 MAX_BUILD = 1 << 63
-
-
-_RANGE = re.compile(r"\[(-?\d+|-?int_oo|-?oo), (-?\d+|-?int_oo|-?oo)\]")
 
 
 def dtype_name(text: Any) -> str | None:
@@ -91,6 +89,14 @@ class TensorPlan:
     sparse_dim: int | None = None
     dense_dim: int | None = None
     coalesced: bool | None = None
+    batched: bool = False  # vmap's BatchedTensor (functorch: grad's GradTrackingTensor)
+    unwrapped: int | None = None  # the tensor a functorch or functional wrapper wraps
+    bdim: int | None = None  # a BatchedTensor's batch dim in its unwrapped tensor
+    level: int | None = None  # a functorch wrapper's level
+    compressed: int | None = None  # a compressed sparse tensor's crow_indices or ccol_indices
+    plain: int | None = None  # its col_indices or row_indices
+    values: int | None = None  # its values
+    dtensor: dict[str, Any] | None = None  # a DTensor's mesh and placements (`mesh.py`)
     error: str | None = None  # why this tensor cannot be built at all
     notes: list[str] = field(default_factory=list)
 
@@ -159,6 +165,14 @@ _PLAN_KEYS = [
     "sparse_dim",
     "dense_dim",
     "coalesced",
+    "batched",
+    "unwrapped",
+    "bdim",
+    "level",
+    "compressed",
+    "plain",
+    "values",
+    "dtensor",
     "error",
     "notes",
 ]
@@ -179,83 +193,16 @@ class GroupPlan:
     whole: set[int] = field(default_factory=set)
     # Its own symbols, when the compile's fake modes each made theirs (several exports in
     # `-/-`): their fakes then need a shape env each. None: the compile's symbols.
-    symbols: SymbolPlan | None = None
+    symbols: GraphDims | None = None
 
 
-@dataclass
-class SymbolPlan:
-    """What the log says about the dynamic dims of one compile."""
-
-    names: dict[str, str]  # "L['x'].size()[0]" -> "s77"
-    fresh: set[str]  # dims that had their own create_symbol record
-    unbacked: set[str]  # dims the graph sizes show as unbacked ("u0": mark_unbacked)
-    hints: dict[str, int]  # "s77" -> 10
-    ranges: dict[str, tuple[int | None, int | None]]  # dim source -> (lo, hi) when not default
-
-
-def plan_symbols(c: Compile, describer: int | None = None) -> SymbolPlan:
-    """Dynamic dims and their symbol names from `create_symbol` records and graph `sizes`; with
+def plan_symbols(c: Compile, describer: int | None = None) -> GraphDims:
+    """The compile's symbols as its graph took them (`index.dims.graph_dims`); with
     `describer`, those of that fake mode alone."""
-    names: dict[str, str] = {}
-    fresh: set[str] = set()
-    hints: dict[str, int] = {}
-    ranges: dict[str, tuple[int | None, int | None]] = {}
-    unbacked: set[str] = set()
-    symbols = c.symbols
-    sets = c.input_sets
-    if describer is not None:
-        symbols = [x for x in symbols if x.describer in (None, describer)]
-        sets = [s for s in sets if s.describer == describer]
-    for sym in symbols:
-        if (
-            sym.kind == "specialized"
-            and sym.value is not None
-            and re.fullmatch(r"-?\d+", sym.value)
-        ):
-            hints.setdefault(sym.symbol, int(sym.value))
-        if sym.kind != "created":
-            continue
-        if sym.value is not None and re.fullmatch(r"-?\d+", sym.value):
-            hints[sym.symbol] = int(sym.value)
-        if sym.source and _SYMBOL.fullmatch(sym.symbol):
-            names.setdefault(sym.source, sym.symbol)
-            fresh.add(sym.source)
-            m = _RANGE.fullmatch(sym.range or "")
-            if m and (m.group(1), m.group(2)) != ("2", "int_oo"):
-                ranges[sym.source] = (_bound(m.group(1)), _bound(m.group(2)))
-    sizes: dict[str, Any] = {}
-    for g in c.graphs:
-        if g.kind == "dynamo_output_graph" and g.meta and isinstance(g.meta.get("sizes"), dict):
-            sizes = g.meta["sizes"]
-            break
-    if sizes:
-        for s in sets:
-            for _tid, src in s.sources:
-                graph_dims = sizes.get(fx_name(src))
-                if not isinstance(graph_dims, list):
-                    continue
-                for i, d in enumerate(graph_dims):
-                    if isinstance(d, str) and d.isdecimal() or type(d) is int:
-                        # Made a symbol, then specialized (a guard pinned it): the graph takes
-                        # the value ("4" in its sizes), so the fake does too.
-                        dim = f"{src}.size()[{i}]"
-                        if names.pop(dim, None) is not None:
-                            fresh.discard(dim)
-                            ranges.pop(dim, None)
-                        continue
-                    if isinstance(d, str) and _SYMBOL.fullmatch(d):
-                        if d.startswith("s"):
-                            names.setdefault(f"{src}.size()[{i}]", d)
-                        else:
-                            unbacked.add(f"{src}.size()[{i}]")
-    return SymbolPlan(names=names, fresh=fresh, unbacked=unbacked, hints=hints, ranges=ranges)
+    return graph_dims(c, describer)
 
 
-def _bound(text: str) -> int | None:
-    return None if "oo" in text else int(text)
-
-
-def plan_compile(c: Compile, symbols: SymbolPlan | None = None) -> list[GroupPlan]:
+def plan_compile(c: Compile, symbols: GraphDims | None = None) -> list[GroupPlan]:
     """Concrete plans for every describer group of a compile; problems become notes or errors."""
     symbols = symbols or plan_symbols(c)
     out: list[GroupPlan] = []
@@ -264,7 +211,7 @@ def plan_compile(c: Compile, symbols: SymbolPlan | None = None) -> list[GroupPla
     own = _symbols_per_describer(c)
     for s in c.input_sets:
         mine = plan_symbols(c, s.describer) if own else symbols
-        g = _plan_group(s, mine, taken, unnamed)
+        g = _plan_group(s, mine, taken, unnamed, c.rank)
         g.symbols = mine if own else None
         out.append(g)
     return out
@@ -276,14 +223,14 @@ def _symbols_per_describer(c: Compile) -> bool:
     return len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
 
 
-_PLANS: OrderedDict[int, tuple[Compile, tuple[Any, ...], SymbolPlan, list[GroupPlan]]]
+_PLANS: OrderedDict[int, tuple[Compile, tuple[Any, ...], GraphDims, list[GroupPlan]]]
 _PLANS = OrderedDict()
 
 
 _PLANS_KEPT = 8  # compiles whose plans are kept (each holds its Compile alive)
 
 
-def plans_for(c: Compile) -> tuple[SymbolPlan, list[GroupPlan]]:
+def plans_for(c: Compile) -> tuple[GraphDims, list[GroupPlan]]:
     """The symbols and plans of a compile, made once and reused while its records are unchanged.
 
     The plans are shared by every rebuild of the compile: read them, never change them.
@@ -314,7 +261,11 @@ def _plan_mark(c: Compile) -> tuple[Any, ...]:
 
 
 def _plan_group(
-    s: InputSet, symbols: SymbolPlan, taken: set[str], unnamed: set[tuple[int, int]]
+    s: InputSet,
+    symbols: GraphDims,
+    taken: set[str],
+    unnamed: set[tuple[int, int]],
+    rank: int | None = None,
 ) -> GroupPlan:
     env = dict(symbols.hints)
     if symbols.names:
@@ -335,7 +286,7 @@ def _plan_group(
     extents: dict[int, int] = {}
     reach: dict[int, int] = {}
     for tid, t in s.tensors.items():
-        tensors[tid] = p = _plan_tensor(t, env)
+        tensors[tid] = p = _plan_tensor(t, env, rank)
         reach[tid] = e = p.extent()
         own = p.storage
         if own is not None and p.error is None and e > extents.get(own, -1):
@@ -484,7 +435,7 @@ _FLAG_FIELDS = {
     "is_traceable_wrapper_subclass": "subclass",
     "is_sparse": "sparse",
     "is_functorch_wrapped": "functorch",
-    "is_batchedtensor": "functorch",
+    "is_batchedtensor": "batched",
     "is_gradtrackingtensor": "functorch",
     "is_legacy_batchedtensor": "functorch",
     "is_functional": "functional",
@@ -495,11 +446,12 @@ _FLAG_FIELDS = {
 # Fields most tensors do not log (links, subclass and dynamic-dim details).
 _RARE_FIELDS = frozenset(
     {"layout", "base", "grad", "attrs", "type", "ctx", "creation_meta", "nested_int"}
-    | {"dynamo_dynamic_indices", "sparse_dim", "dense_dim", "is_coalesced"}
+    | {"dynamo_dynamic_indices", "sparse_dim", "dense_dim", "is_coalesced", "unwrapped"}
+    | {"crow_indices", "ccol_indices", "values", "opaque_attrs"}
 )
 
 
-def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
+def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None) -> TensorPlan:
     fields = t.fields
     f = fields.get
     dtype = dtype_name(f("dtype"))
@@ -509,7 +461,9 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int]) -> TensorPlan:
         if fields[k]:
             setattr(p, _FLAG_FIELDS[k], True)
     if not keys.isdisjoint(_RARE_FIELDS):
-        _plan_rare(p, t)
+        _plan_rare(p, t, rank)
+    if p.batched:
+        p.functorch = True
     if dtype is None:
         p.error = f"dtype {f('dtype')!r} is not a torch dtype"
     elif dtype in _QUANTIZED:
@@ -562,16 +516,33 @@ def _ints(dims: list[Any]) -> bool:
     return True
 
 
-def _plan_rare(p: TensorPlan, t: TensorDesc) -> None:
-    """Links, layout, subclass and dynamic-dim fields, for the tensors that log them."""
+def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
+    """Links, layout, subclass, functorch and dynamic-dim fields, for the tensors that log them."""
     fields = t.fields
     f = fields.get
     p.layout = dtype_name(f("layout")) or "strided"
     p.base, p.grad = _link(f("base")), _link(f("grad"))
+    p.unwrapped = _link(f("unwrapped"))
+    if p.unwrapped is not None:
+        p.bdim = _link(f("bdim"))
+        lvl = f("level")
+        p.level = (
+            int(lvl) if isinstance(lvl, int | str) and re.fullmatch(r"-?\d+", str(lvl)) else None
+        )
+    p.compressed = (
+        _link(f("crow_indices")) if "crow_indices" in fields else _link(f("ccol_indices"))
+    )
+    p.plain = _link(f("col_indices")) if "col_indices" in fields else _link(f("row_indices"))
+    p.values = _link(f("values"))
     if "attrs" in fields:
         p.attrs = t.attrs
     if "type" in fields:
         p.type_name = t.type_name
+        if is_dtensor(p.type_name):
+            opaque = f("opaque_attrs")
+            mesh = opaque.get("device_mesh") if isinstance(opaque, dict) else None
+            got = dtensor_plan(f("ctx") if isinstance(f("ctx"), str) else None, mesh, rank)
+            p.dtensor = got if isinstance(got, dict) else {"error": got}
     ctx, cm = f("ctx"), f("creation_meta")
     p.ctx = ctx if isinstance(ctx, str) else None
     p.creation_meta = cm if isinstance(cm, str) else None
@@ -610,7 +581,11 @@ def real_bytes(groups: Sequence[GroupPlan], saved: bool = False) -> int:
         for p in g.tensors.values():
             if p.error is not None:
                 continue  # never built, so never allocated
-            if p.storage is None:
+            if p.unwrapped is not None and (p.functorch or p.functional):
+                continue  # a view of the tensor it wraps
+            if p.mkldnn and p.concrete():
+                total += _numel(p.size) * (itemsize(p.dtype) or 1)  # dense, whatever its strides
+            elif p.storage is None:
                 total += 0 if p.subclass else p.extent()
             elif p.storage in g.storages:
                 used.add(p.storage)

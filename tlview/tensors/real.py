@@ -5,14 +5,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from tlview.errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
+from tlview.index.dims import NJT
 from tlview.model import Compile
+from tlview.tensors import layouts, mesh
 from tlview.tensors.dtypes import (
-    NJT,
     grad_refused,
     logged_literal,
     need_torch,
@@ -192,15 +192,14 @@ class RealBuilder:
             if r is not None:
                 return r
         torch = self.torch
-        if p.functorch:
-            self.note(p.id, "functorch wrapper: its wrapper state is not logged; the plain tensor")
-        if p.functional:
-            self.note(p.id, "functional tensor: rebuilt as the plain tensor it wraps")
         if p.inference:
             self.note(p.id, "inference tensor: rebuilt as a normal tensor")
-        if p.mkldnn:
-            self.note(p.id, "mkldnn tensor: rebuilt as a strided tensor")
-        if p.sparse or p.layout not in ("strided", "jagged"):
+        if p.unwrapped is not None and (p.functorch or p.functional):
+            r = self.unwrap(p)
+        elif p.functorch or p.functional:
+            self.note(p.id, "a functorch or functional wrapper logged without the tensor it wraps")
+            r = self.plain(p)
+        elif p.mkldnn or p.sparse or p.layout not in ("strided", "jagged"):
             r = self.sparse(p)
         elif p.subclass:
             try:
@@ -406,6 +405,7 @@ class RealBuilder:
         return r
 
     def sparse(self, p: TensorPlan) -> Any:
+        """A sparse (COO, compressed) or mkldnn tensor, from its parts where the log has them."""
         torch = self.torch
         if not p.concrete():
             raise Failed("sizes are not concrete")
@@ -413,37 +413,73 @@ class RealBuilder:
         dev, why = self.devices.map(p.device)
         if why:
             self.note(p.id, why)
-        size = [int(d) for d in p.size]
-        if p.layout == "sparse_coo" or p.sparse:
-            sd = p.sparse_dim if p.sparse_dim is not None else len(size)
-            r = torch.sparse_coo_tensor(
-                torch.empty((sd, 0), dtype=torch.int64, device=dev),
-                torch.empty((0, *size[sd:]), dtype=dt, device=dev),
-                size,
-                is_coalesced=bool(p.coalesced),
-                check_invariants=True,  # said, so torch does not warn; nnz 0 passes
-            )
-            self.note(p.id, "sparse COO: the log has no indices, values or nnz: rebuilt with nnz 0")
-        elif p.layout == "sparse_csr" and len(size) == 2:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # "support is in beta state"
-                r = torch.sparse_csr_tensor(
-                    torch.zeros(size[0] + 1, dtype=torch.int64, device=dev),
-                    torch.empty(0, dtype=torch.int64, device=dev),
-                    torch.empty(0, dtype=dt, device=dev),
-                    size,
-                    check_invariants=True,
-                )
-            self.note(p.id, "sparse CSR: the log has no indices or values: rebuilt with nnz 0")
+        note: str | None
+        if p.mkldnn:
+            r, note = layouts.mkldnn(torch, p, dt, dev, lambda t: self.fill(t, dev))
+        elif p.layout == "sparse_coo" or p.sparse:
+            r, note = layouts.coo(torch, p, dt, dev)
+        elif p.layout in layouts.COMPRESSED and None in (p.compressed, p.plain, p.values):
+            r, note = layouts.empty_compressed(torch, p, dt, dev)  # a damaged log's
+        elif p.layout in layouts.COMPRESSED:
+            parts = []
+            for what, tid in (
+                ("indices", p.compressed),
+                ("indices", p.plain),
+                ("values", p.values),
+            ):
+                part = self.get(tid) if tid is not None else None
+                if part is None:
+                    why = self.errors.get(tid) if tid is not None else "not logged"
+                    raise Failed(f"{p.layout}: its {what} were not rebuilt ({why})")
+                parts.append(part)
+            write = self.valid_offsets and self.filler is not None and self.filler.mode != "meta"
+            r, note = layouts.compressed(torch, p, (parts[0], parts[1], parts[2]), write)
         else:
             raise Failed(f"layout {p.layout} cannot be rebuilt from the log")
+        if note:
+            self.note(p.id, note)
         if p.requires_grad:
+            r.requires_grad_(True)
+        return r
+
+    def fill(self, t: Any, dev: str) -> None:
+        if self.filler is None or self.filler.mode == "zeros":
+            t.zero_()
+        elif self.filler.mode != "meta":
+            self.filler.fill(t, dev)
+
+    def unwrap(self, p: TensorPlan) -> Any:
+        """A functorch or functional wrapper outside the transform that made it: the tensor the
+        graph took, from the rebuilt tensor it wraps (vmap's: one example of the batch)."""
+        torch = self.torch
+        assert p.unwrapped is not None
+        inner = self.get(p.unwrapped)
+        if inner is None:
+            raise Failed(f"the tensor it wraps was not rebuilt: {self.errors.get(p.unwrapped)}")
+        at = f" at level {p.level}" if p.level is not None else ""
+        with torch.no_grad():
+            if p.batched and p.bdim is not None and 0 <= p.bdim < inner.dim():
+                r = inner.select(p.bdim, 0)
+                what = (
+                    f"vmap's BatchedTensor{at} over dim {p.bdim} of a {list(inner.shape)} "
+                    "tensor: rebuilt outside vmap as the batch's first example, a view of it"
+                )
+            else:
+                r = inner.view_as(inner) if inner.layout == torch.strided else inner
+                kind = "GradTrackingTensor" if p.functorch else "functional tensor"
+                what = f"a {kind}{at}: rebuilt outside its transform as the tensor it wraps"
+        if p.concrete() and list(r.shape) != p.size:
+            raise Failed(f"it wraps a {list(inner.shape)} tensor, which does not give its size")
+        self.note(p.id, what)
+        if self.can_grad(p, r) and not r.requires_grad:
             r.requires_grad_(True)
         return r
 
     def subclass(self, p: TensorPlan) -> Any:
         if p.type_name == NJT:
             return self.njt(p)
+        if p.dtensor is not None:
+            return self.dtensor(p)
         cls, why = resolve_type(p.type_name, self.opts.allow_import)
         if cls is None:
             raise _StandIn(f"subclass not rebuilt: {why}")
@@ -461,6 +497,35 @@ class RealBuilder:
             raise _StandIn(f"{p.type_name}.__tensor_unflatten__ failed: {first_line(e)}") from e
         if p.view:
             self.note(p.id, "a view of another tensor: rebuilt from its inner tensors, not a view")
+        return self.finish_subclass(p, r)
+
+    def dtensor(self, p: TensorPlan) -> Any:
+        """A DTensor over its local tensor, on a mesh of the logged shape (`mesh.rebuilt_mesh`)."""
+        plan = p.dtensor or {}
+        if "error" in plan:
+            raise _StandIn(f"DTensor not rebuilt: {plan['error']}")
+        from torch.distributed.tensor import DTensor
+
+        inner = self.inner(p)
+        local = inner.get("_local_tensor")
+        if local is None:
+            raise _StandIn("DTensor not rebuilt: it has no _local_tensor")
+        dev = str(plan["device"]).split(":")[0]  # the mesh's, whatever the tensors are on
+        if dev == "meta" or not self.devices.available(dev):
+            dev = "cpu"
+        try:
+            device_mesh, note = mesh.rebuilt_mesh(self.torch, plan, dev)
+            ctx = mesh.flatten_context(self.torch, plan, local.dtype)
+            r = DTensor.__tensor_unflatten__(
+                {"_local_tensor": local, "device_mesh": device_mesh},
+                ctx,
+                self.torch.Size(plan["shape"]),
+                tuple(plan["stride"]),
+            )
+        except Exception as e:
+            raise _StandIn(f"DTensor not rebuilt: {type(e).__name__}: {first_line(e)}") from e
+        if note:
+            self.note(p.id, note)
         return self.finish_subclass(p, r)
 
     def inner(self, p: TensorPlan) -> dict[str, Any]:

@@ -6,10 +6,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tlview.errors import TlviewError
-from tlview.index.dims import dynamic_dims, input_symbols
+from tlview.index.dims import GraphDims, dynamic_dims, input_symbols
 from tlview.model import Compile
 from tlview.tensors.dtypes import need_torch
 from tlview.tensors.fake import build_fakes
+from tlview.tensors.fill import Devices
 from tlview.tensors.options import RebuildOptions
 from tlview.tensors.plans import plans_for
 from tlview.tensors.real import build_real
@@ -27,29 +28,44 @@ def input_rows(
     """Rows for `tlview inputs`: each source with its metadata and how it rebuilds."""
     by_tensor = {(inp.describer, inp.tensor.id): inp for inp in c.inputs}
     dynamic = dynamic_dims(c)
-    _symbols, groups = plans_for(c)
+    taken, groups = plans_for(c)
     fake: Rebuilt | None = None
     real: Rebuilt | None = None
+    devices: Devices | None = None  # where --emit and repro build each input
     problem = None
     try:
-        need_torch()
+        torch = need_torch()
     except TlviewError:
         problem = "torch is not installed: the fake and real rebuilds were not tried"
     else:
         fake = build_fakes(c, allow_import=allow_import)
         real = build_real(c, RebuildOptions(mode="meta", allow_import=allow_import))
+        devices = Devices(torch, None, "random")
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for g in groups:
-        for name, tid, _src in g.sources:
+        for name, tid, src in g.sources:
             p = g.tensors.get(tid)
             inp = by_tensor.get((g.describer, tid))
             alias = f"A{inp.alias_group}" if inp is not None and inp.alias_group else "-"
             shape = stride = offset = dtype = dev = "?"
+            real_status = _status(real, name)
+            if p is not None and devices is not None and real_status.startswith("ok"):
+                # The listing builds meta tensors; --emit builds real ones, on a device here.
+                built_on, why = devices.map(p.device)
+                if why is not None:
+                    real_status += f" ({built_on})"
+                    notes.append(
+                        f"{name}: real: logged on {p.device}, which this machine does not have: "
+                        f"--emit and repro build it on {built_on} (--device DEV chooses)"
+                    )
             if p is not None:
                 symbols = input_symbols(inp, dynamic) if inp is not None else None
-                shape, stride = _fmt_dims(p.size, symbols), _fmt_dims(p.stride)
-                offset, dtype, dev = str(p.offset), p.dtype, p.device
+                steps = _stride_symbols(g.symbols or taken, src, p.ndim)
+                shape, stride = _fmt_dims(p.size, symbols), _fmt_dims(p.stride, steps)
+                sym = (g.symbols or taken).names.get(f"{src}.storage_offset()")
+                offset = f"{sym}={p.offset}" if isinstance(sym, str) else str(p.offset)
+                dtype, dev = p.dtype, p.device
                 if p.type_name and p.subclass:
                     dtype += f" ({p.type_name.rsplit('.', 1)[-1]})"
             rows.append(
@@ -62,11 +78,21 @@ def input_rows(
                     dev,
                     alias,
                     _status(fake, name),
-                    _status(real, name),
+                    real_status,
                 )
             )
             notes.extend(_note_lines(name, fake, real))
     return rows, notes, problem
+
+
+def _stride_symbols(symbols: GraphDims, source: str, ndim: int) -> dict[int, str]:
+    """The strides the graph took as symbols (a slice's, a view's of its base's sizes)."""
+    out: dict[int, str] = {}
+    for k in range(ndim):
+        v = symbols.names.get(f"{source}.stride()[{k}]")
+        if isinstance(v, str):
+            out[k] = v
+    return out
 
 
 def _status(r: Rebuilt | None, name: str) -> str:

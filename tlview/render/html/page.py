@@ -24,7 +24,7 @@ from tlview.render.html.figures import (
 )
 from tlview.render.html.fmt import clock
 from tlview.render.html.metrics import METRIC_BYTES, first_shown
-from tlview.render.html.payloads import Budget, share_budget
+from tlview.render.html.payloads import COMPILE_TIERS, MAX_LISTED, Budget, share_budget
 from tlview.render.html.pick import PROBLEMS, Pick, Picked, first_pass
 from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
@@ -104,6 +104,7 @@ class Page:
     limits: dict[str, str]
     break_anchor: dict[str, str]  # graph-break reason -> its row in the graph-break table
     time: TimeView | None = None  # where the compile time went
+    left_out_by: list[tuple[str, int]] = field(default_factory=list)  # (compile tier, payloads)
     # (metric, digest of a long value) -> (anchor, label) of the first section that shows it
     shared: dict[tuple[str, bytes], tuple[str, str]] = field(default_factory=dict)
 
@@ -157,7 +158,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
     o = tally.done()
     rows, budget = pick.done()
     budget.only = only[0] if only else None
-    share_budget(report, rows, budget, budget.full)
+    share_budget(report, rows, budget, budget.full, {s.ref for s in o.slowest})
     anchors: dict[tuple[str, str], str] = {}
     for r in rows:
         anchors.setdefault((r.log, r.key), r.anchor)
@@ -206,6 +207,8 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         limits={
             "payload": nbytes(kept.PAYLOAD_BYTES),
             "page": nbytes(kept.PAGE_PAYLOAD_BYTES),
+            "read": nbytes(kept.READ_BYTES),
+            "listed": f"{MAX_LISTED:,}",
             "metric": nbytes(METRIC_BYTES),
             "compiles": str(picking.DETAIL_COMPILES),
             "rows": str(picking.PAGE_COMPILES),
@@ -213,6 +216,9 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         },
         break_anchor={break_key(b.reason): b.anchor for b in breaks},
         time=time_view(o, {r.ref: r for r in rows}),
+        left_out_by=[
+            (t, n) for t, n in zip(COMPILE_TIERS, budget.missing_by_tier, strict=True) if n
+        ],
         shared=first_shown(rows),
     )
 

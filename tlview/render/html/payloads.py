@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import re
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 
+from tlview.analyze.names import artifact_names
 from tlview.dumps import dumps
+from tlview.index.kinds import PAYLOAD_OPTIONAL
 from tlview.model import Compile, Payload, Report
 from tlview.render.html import budget as kept
 from tlview.render.html.metrics import METRIC_BYTES
@@ -13,9 +17,15 @@ from tlview.render.html.rows import BudgetItem, Row
 from tlview.units import nbytes
 
 META_CHARS = 4000  # of a payload's metadata its summary shows (`--format json` has all of it)
-# Payloads that get the page budget first: what a reader opens to see what compiled.
-_FIRST_KINDS = ("dynamo_error", "dynamo_output_graph", "dynamo_cpp_guards_str", "dynamo_guards")
+PLAIN_BYTES = 2 * kept.KiB  # payloads up to this long are written as text, longer ones packed
+MIN_CUT = 64 * kept.KiB  # a payload is cut to what budget is left only if this much is left
+MAX_LISTED = 1000  # payloads left out that the page lists one by one (the rest are counted)
+GZIP_LEVEL = 6
 _PY_KINDS = re.compile(r"graph|_code$|runnable|wrapper|forward|backward|prologue|epilogue|guards")
+# What makes a compile an inductor one: the code inductor generated, or its post-grad graph.
+_INDUCTOR_KINDS = re.compile(r"^(inductor_output_code|inductor_aot_\w+|inductor_post_grad_graph)$")
+# The compiles whose payloads the page keeps first, in this order (docs/html.md).
+COMPILE_TIERS = ("failed", "recompiled, restarted or broken", "slowest", "inductor", "other")
 
 
 @dataclass(slots=True)
@@ -32,9 +42,29 @@ class PayloadView:
     lang: str  # py | json | text
     meta: str = ""  # its metadata as JSON, the first META_CHARS characters of it
     meta_more: int = 0  # characters of the metadata past those
-    text: str | None = None
+    text: str | None = None  # shown as it is (short payloads, errors)
+    packed: str | None = None  # gzip, in base64: the page's script shows it when opened
+    same: str | None = None  # the id of an equal payload's code, whose packed text it shows
     shown: int = 0  # bytes of text shown
+    absent: str | None = None  # why torch logged the record without a payload
     note: str | None = None  # what was cut or left out, and how to get it
+
+    @property
+    def on_page(self) -> bool:
+        return self.text is not None or self.packed is not None or self.same is not None
+
+
+@dataclass(slots=True)
+class Missing:
+    """A payload the page leaves out, as the page's list of them shows it."""
+
+    label: str  # its compile, as the page names it
+    anchor: str  # the payload's place in its compile's section
+    ref: str  # its compile, as `tlview show --compile-id` takes it
+    name: str  # the artifact, as `tlview show` takes it
+    bytes: int
+    line: int  # of its compile's log
+    why: str  # what left it out: reading (no more text kept) or the page budget
 
 
 @dataclass(slots=True)
@@ -46,12 +76,16 @@ class Budget:
     light: int = 0  # compiles shown without stack, graphs, metrics, timeline (DETAIL_COMPILES)
     shown_bytes: int = 0
     total_bytes: int = 0
+    same: int = 0  # payloads shown by the compressed text of an equal one
     metrics_cut: int = 0
     compiles: int = 0  # compiles in the report (records outside any compile included)
     hidden: int = 0  # compiles beyond PAGE_COMPILES: no row, no section
     hidden_problems: int = 0  # of them failed, unfinished or restarted
     hidden_recompiles: int = 0  # of them recompiles
     only: str | None = None  # --compile-id: the page shows this compile alone, whole
+    missing: list[Missing] = field(default_factory=list)  # the first MAX_LISTED left out
+    missing_bytes: int = 0  # of all left out
+    missing_by_tier: list[int] = field(default_factory=lambda: [0] * len(COMPILE_TIERS))
 
     @property
     def limited(self) -> bool:
@@ -62,21 +96,20 @@ class Budget:
 def section_payloads(c: Compile) -> list[tuple[str, Payload]]:
     """A compile's payloads in the order its section shows them, with where each goes."""
     kinds = [("graph", p) for p in c.graphs] + [("artifact", p) for p in c.artifacts]
-    if c.guards is not None:
-        kinds.append(("guards", c.guards))
-    return kinds
+    return kinds + [("guards", p) for p in c.guards]
 
 
 def budget_items(c: Compile, errors_only: bool) -> list[BudgetItem]:
     """What the budget needs of the payloads a compile's section shows (light: its errors)."""
-    problem = c.status in ("failed", "incomplete")
+    names = {id(p): n for n, p in artifact_names(c)}
     out = []
-    for pos, (_, p) in enumerate(section_payloads(c)):
+    for pos, (where, p) in enumerate(section_payloads(c)):
         if errors_only and p.kind != "dynamo_error":
             continue
-        first = p.kind in _FIRST_KINDS
+        tier = 0 if p.kind == "dynamo_error" else 1 if where in ("graph", "guards") else 2
         size = None if p.text is None else _utf8_len(p.text)
-        out.append(BudgetItem(pos, p.kind, (0 if problem else 1) if first else 2, p.bytes, size))
+        md5 = p.md5 if p.ok and not p.cut else None
+        out.append(BudgetItem(pos, p.kind, names[id(p)], tier, p.bytes, size, md5, p.line))
     return out
 
 
@@ -84,35 +117,63 @@ def _utf8_len(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode("utf-8", "replace"))
 
 
-def payload_view(p: Payload, pl: BudgetItem, anchor: str, log: str, full: bool) -> PayloadView:
+def compile_tier(r: Row, slowest: set[str]) -> int:
+    """Which of COMPILE_TIERS a compile is in: what a reader opens the page for comes first."""
+    if r.problem:
+        return 0
+    if r.status in ("restarted", "graph_break") or r.listed_recompile:
+        return 1
+    if r.ref in slowest:
+        return 2
+    if any(_INDUCTOR_KINDS.match(pl.kind) for pl in r.payloads):
+        return 3
+    return 4
+
+
+def pack(text: str) -> str:
+    """Text as the page holds it: gzip (no timestamp: the same page for the same log), base64."""
+    z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: the gzip format
+    data = z.compress(text.encode("utf-8", "replace")) + z.flush()
+    return base64.b64encode(data).decode("ascii")
+
+
+def payload_view(
+    p: Payload, pl: BudgetItem, anchor: str, log: str, full: bool, ref: str
+) -> PayloadView:
     """A payload with the text the plan gave it, and a note for whatever it could not show."""
     pv = PayloadView(p.kind, p.line, p.lines, p.bytes, p.ok, anchor, log, _lang(p))
+    if p.absent:
+        pv.absent = PAYLOAD_OPTIONAL.get(p.kind, "torch wrote this record without one")
     if p.meta:
         meta = dumps(p.meta, default=str).decode()
         pv.meta, pv.meta_more = meta[:META_CHARS], max(0, len(meta) - META_CHARS)
     where = f"line {p.line} of {log}"
+    show = f"`tlview show PATH --compile-id {ref} {pl.name}` writes it whole"
     if pl.state == "reader":
         pv.note = (
-            f"Not on this page: the reader kept no more text; it is at {where}. "
-            "`--full` keeps every payload."
+            f"Not on this page: reading kept no more text ({nbytes(kept.READ_BYTES)} a log); "
+            f"it is at {where}. {show}; `--full` keeps every payload."
         )
     elif pl.state == "spent":
         pv.note = (
-            f"Not on this page: the page budget was spent before it; it is at {where}. "
-            "`--full` keeps every payload."
+            f"Not on this page: the page budget went to the compiles a reader opens first; it "
+            f"is at {where}. {show}; `--full` keeps every payload."
         )
     elif pl.state in ("whole", "cut"):
-        pv.text = p.text if pl.state == "whole" else pl.text
+        text = p.text if pl.state == "whole" else pl.text
+        assert text is not None
+        if pl.same is not None:
+            pv.same = pl.same
+        elif len(text) <= PLAIN_BYTES or p.kind == "dynamo_error":
+            pv.text = text
+        else:
+            pv.packed = pack(text)
         pv.shown = pl.shown
-        if pl.shown < p.bytes and pv.text is not None:
+        if pl.shown < p.bytes:
             pv.note = (
-                f"Cut: showing the first {pv.text.count(chr(10)) + 1:,} of {p.lines:,} lines "
-                f"({nbytes(pv.shown)} of {nbytes(p.bytes)}); the rest is at {where}. "
-                + (
-                    "`--full` keeps every payload whole."
-                    if not full
-                    else "tlview keeps at most this much of this payload."
-                )
+                f"Cut: showing the first {text.count(chr(10)) + 1:,} of {p.lines:,} lines "
+                f"({nbytes(pv.shown)} of {nbytes(p.bytes)}); the rest is at {where}. {show}"
+                + ("; `--full` keeps every payload whole." if not full else ".")
             )
     return pv
 
@@ -124,29 +185,52 @@ def _lang(p: Payload) -> str:
     m = _NOT_SPACE.search(p.text or "")
     if p.encoding == "json" or (m is not None and m.group() in ("{", "[")):
         return "json"
+    if p.meta and p.meta.get("type") == "cpp":
+        return "text"  # AOTInductor's C++: Python's colours would mislead
     if _PY_KINDS.search(p.kind):
         return "py"
     return "text"
 
 
-def share_budget(report: Report, rows: list[Row], budget: Budget, full: bool) -> None:
-    """Give payloads their share of the page budget: problems and dynamo's graphs first."""
-    payloads = [(r, pl) for r in rows for pl in r.payloads]
-    order = sorted(range(len(payloads)), key=lambda k: (payloads[k][1].priority, k))
+def share_budget(
+    report: Report, rows: list[Row], budget: Budget, full: bool, slowest: set[str]
+) -> None:
+    """Give payloads their share of the page budget: the graphs and code of failed, recompiled,
+    slowest and inductor compiles first, then their other artifacts, then the rest's; a payload
+    equal to one already given its share (same md5) shows that one's text, for nothing."""
+    tiers = [compile_tier(r, slowest) for r in rows]
+    payloads = [(ri, pl) for ri, r in enumerate(rows) for pl in r.payloads]
+    order = sorted(
+        range(len(payloads)),
+        key=lambda k: (
+            payloads[k][1].tier == 2,
+            tiers[payloads[k][0]],
+            payloads[k][1].tier,
+            k,
+        ),
+    )
     left = kept.PAGE_PAYLOAD_BYTES
+    holders: dict[str, str] = {}  # md5 -> the anchor of the code element that holds its text
     for k in order:
-        r, pl = payloads[k]
+        ri, pl = payloads[k]
+        r = rows[ri]
         budget.payloads += 1
         budget.total_bytes += pl.bytes
         if pl.size is None:
             if pl.bytes:
-                budget.left_out += 1
-                pl.state = "reader"
+                _leave_out(budget, r, pl, "reader", tiers[ri])
+            else:
+                pl.state = "none"  # torch wrote it without a payload, or an empty one
+            continue
+        holder = holders.get(pl.md5) if pl.md5 is not None else None
+        if holder is not None:
+            pl.state, pl.shown, pl.same = "whole", pl.size, holder
+            budget.same += 1
+            budget.shown_bytes += pl.shown
             continue
         cap = pl.size if full else min(kept.PAYLOAD_BYTES, left)
-        if cap <= 0 and pl.size:
-            budget.left_out += 1
-            pl.state = "spent"
+        if pl.size > cap and (cap < MIN_CUT or pl.size <= kept.PAYLOAD_BYTES) and not full:
+            _leave_out(budget, r, pl, "spent", tiers[ri])
             continue
         if pl.size > cap:
             pl.state = "cut"
@@ -155,6 +239,8 @@ def share_budget(report: Report, rows: list[Row], budget: Budget, full: bool) ->
         else:
             pl.state = "whole"
             pl.shown = pl.size
+            if pl.md5 is not None and pl.size > PLAIN_BYTES and pl.kind != "dynamo_error":
+                holders[pl.md5] = f"{r.anchor}-p{pl.pos}-z"
         left -= pl.shown
         budget.shown_bytes += pl.shown
         if pl.shown < pl.bytes:
@@ -166,6 +252,25 @@ def share_budget(report: Report, rows: list[Row], budget: Budget, full: bool) ->
         for name, d, n in r.long_metrics:
             if n > METRIC_BYTES and seen.setdefault((name, d), r.anchor) == r.anchor:
                 budget.metrics_cut += 1
+
+
+def _leave_out(budget: Budget, r: Row, pl: BudgetItem, why: str, tier: int) -> None:
+    pl.state = why
+    budget.left_out += 1
+    budget.missing_bytes += pl.bytes
+    budget.missing_by_tier[tier] += 1
+    if len(budget.missing) < MAX_LISTED:
+        budget.missing.append(
+            Missing(
+                r.label,
+                f"{r.anchor}-p{pl.pos}",
+                r.ref,
+                pl.name,
+                pl.bytes,
+                pl.line,
+                "reading" if why == "reader" else "the page budget",
+            )
+        )
 
 
 def _text_of(report: Report, r: Row, pl: BudgetItem) -> str:

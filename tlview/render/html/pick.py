@@ -265,7 +265,9 @@ def log_labels(logs: list[LogIndex]) -> dict[int, str]:
         if names.count(log.name) > 1:
             label += f" pid {log.pid}"
         if log.rank is not None:
-            label = f"rank {log.rank} {label}"
+            # Ranks that several logs share (a job run twice into one directory): the rank,
+            # then which log, apart from the compile id the label is put before.
+            label = f"rank {log.rank} ({label})"
         out[id(log)] = label
     return out
 

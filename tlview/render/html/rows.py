@@ -16,12 +16,16 @@ class BudgetItem:
 
     pos: int  # its place among the compile's graphs, artifacts and guards
     kind: str
-    priority: int  # 0: a failure's; 1: dynamo's graph or guards; 2: the rest
+    name: str  # as `tlview show` names it: its kind, KIND#N for the Nth of a kind
+    tier: int  # what a reader opens first: 0 a failure's error, 1 graphs, code, guards, 2 the rest
     bytes: int  # the whole payload
     size: int | None  # bytes of text the reader kept (None: none)
-    state: str = ""  # whole | cut | reader (no text kept) | spent (the page budget was)
+    md5: str | None = None  # its logged md5, when it matched: equal payloads are written once
+    line: int = 0  # of the log
+    state: str = ""  # whole | cut | reader (no text kept) | spent (the page budget was) | none
     shown: int = 0
     text: str | None = None  # the text shown, when the page cut it
+    same: str | None = None  # the anchor of an equal payload, whose compressed text it shows
 
 
 class IssueView(NamedTuple):

@@ -15,6 +15,7 @@ from tlview.render.html.inputs import InputView, StorageView, input_view, storag
 from tlview.render.html.metrics import MetricView, metric_views
 from tlview.render.html.page import Page
 from tlview.render.html.payloads import PayloadView, payload_view, section_payloads
+from tlview.render.html.provenance import ProvenanceView, provenance_views
 from tlview.render.html.rows import IssueView, RecompileView, Row, issue_view, recompile_view
 from tlview.render.html.timeline import Timeline, compile_timeline
 from tlview.runtime import halves
@@ -98,7 +99,7 @@ class CompileView:
     storages: list[StorageView] = field(default_factory=list)
     plain_storages: int = 0  # storages holding exactly one input, whole: counted, not drawn
     graphs: list[PayloadView] = field(default_factory=list)
-    guards: PayloadView | None = None
+    guards: list[PayloadView] = field(default_factory=list)
     artifacts: list[PayloadView] = field(default_factory=list)
     errors: list[PayloadView] = field(default_factory=list)
     metrics: list[MetricView] = field(default_factory=list)
@@ -108,6 +109,7 @@ class CompileView:
     breaks: list[BreakNote] = field(default_factory=list)
     symbols: list[SymbolView] = field(default_factory=list)
     kernels: list[KernelView] = field(default_factory=list)
+    provenance: list[ProvenanceView] = field(default_factory=list)
     events: list[EventView] = field(default_factory=list)
 
     anchor = property(lambda self: self.row.anchor)
@@ -139,11 +141,14 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
     v.inputs = [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
     v.breaks = [_break(g, page.break_anchor.get(break_key(g.reason), "")) for g in c.graph_breaks]
     kinds = section_payloads(c)
+    on_page: dict[int, tuple[str, str | None]] = {}  # payload -> its anchor, the text it shows
     for pl in r.payloads:
         where, p = kinds[pl.pos]
-        pv = payload_view(p, pl, f"{r.anchor}-p{pl.pos}", c.log, page.full)
+        pv = payload_view(p, pl, f"{r.anchor}-p{pl.pos}", c.log, page.full, r.ref)
+        text = p.text if pl.state == "whole" else pl.text if pl.state == "cut" else None
+        on_page[id(p)] = (pv.anchor, text)
         if where == "guards":
-            v.guards = pv
+            v.guards.append(pv)
         elif p.kind == "dynamo_error":
             v.errors.append(pv)
         elif where == "graph":
@@ -155,6 +160,8 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
     v.storages, v.plain_storages = storages(c)
     v.symbols = [_symbol(s) for s in c.symbols]
     v.kernels = [_kernel(k) for k in kernels(c)]
+    if c.provenance:
+        v.provenance = provenance_views(c, r.anchor, lambda p: on_page.get(id(p)))
     v.events = [_event(e) for e in c.events]
     if c.metrics:
         v.metrics, v.null_metrics = metric_views(c.metrics, r, page.shared, page.full)

@@ -48,6 +48,12 @@ def tensor(t: TensorDesc) -> dict[str, Any]:
     }
 
 
+def inner_tensor(t: TensorDesc, describer: int) -> dict[str, Any]:
+    d = tensor(t)
+    d["storage"] = None if t.storage is None else f"{describer}:{t.storage}"
+    return d
+
+
 def input_dict(i: Input, dynamic: DynamicDims) -> dict[str, Any]:
     t = i.tensor
     f = t.fields  # read directly (as TensorDesc.flag and .get do): this runs for every input
@@ -73,7 +79,8 @@ def input_dict(i: Input, dynamic: DynamicDims) -> dict[str, Any]:
         "type": t.type_name if "type" in f else None,
         "base": None if i.base is None else i.base.id,
         "grad": None if i.grad is None else i.grad.id,
-        "inner": {k: tensor(v) for k, v in i.inner.items()} if i.inner else {},
+        # each inner tensor's storage key, as `storage` names them: sharing through them shows
+        "inner": {k: inner_tensor(v, i.describer) for k, v in i.inner.items()} if i.inner else {},
         "tensor_id": t.id,
         "describer_id": i.describer,
         "superseded": i.superseded,
@@ -202,7 +209,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
             }
             for k in kernels(c)
         ],
-        "guards": None if c.guards is None else payload(c.guards),
+        "guards": [payload(p) for p in c.guards],
         "artifacts": [payload(p) for p in c.artifacts],
         "collectives": collectives(c),
         "export_issues": [

@@ -1,0 +1,106 @@
+"""`tlview show`: a compile's artifacts listed, or one written whole; and their completions."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from tlview.commands.funnel import say  # text from the log, made inert
+from tlview.model import Payload
+from tlview.runtime.output import stdout
+from tlview.units import nbytes
+
+
+def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> None:
+    """One line per artifact: its name, log line, size, and what is odd about it."""
+    stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
+    say(f"compile {ref} of {path}: {len(named)} artifact(s)")
+    if not named:
+        return
+    rows = [("name", "line", "lines", "size", "")]
+    for name, p in named:
+        odd = "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
+        rows.append((name, str(p.line), f"{p.lines:,}", nbytes(p.bytes), odd))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        cells = [v.ljust(w) for v, w in zip(r[:4], widths, strict=True)]
+        say("  " + "  ".join([*cells, r[4]]).rstrip())
+    say(f"tlview show {path} --compile-id {ref} NAME writes one whole")
+
+
+def write_artifact(name: str, p: Payload) -> None:
+    """The artifact whole: its exact bytes to a file or a pipe; on a terminal its text, with
+    control characters shown as escapes (a log is untrusted: nothing in it drives the terminal)."""
+    if p.absent:
+        say(f"tlview: {name}: torch logged this record without a payload", err=True)
+        return
+    if not p.ok:
+        say(
+            f"tlview: {name}: its md5 does not match (cut short or altered): "
+            "written as the log holds it",
+            err=True,
+        )
+    data = p.data or b""
+    if sys.stdout is not None and sys.stdout.isatty():
+        text = data.decode("utf-8", errors="replace")
+        say(text, nl=not text.endswith("\n"))
+        return
+    out = stdout()
+    out.write(data)
+    out.flush()
+
+
+def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """The compile ids of the log being typed: shell completion of --compile-id."""
+    from click.shell_completion import CompletionItem
+
+    import tlview
+    from tlview.analyze.names import Refs
+
+    path = ctx.params.get("path") or _typed_path()
+    if not path:
+        return []
+    try:
+        report = tlview.read(path, jobs=1)
+    except Exception:  # a completion never fails the shell; it offers nothing
+        return []
+    refs = Refs.of(report)
+    names = dict.fromkeys(refs(c) for c in report.compiles)
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def _typed_path() -> str | None:
+    """The PATH typed before `--compile-id <TAB>`: click leaves the arguments unparsed while an
+    option waits for its value, so it is read from the words the shell gave (COMP_WORDS)."""
+    import os
+    import shlex
+
+    try:
+        words = shlex.split(os.environ.get("COMP_WORDS", ""))
+    except ValueError:
+        return None
+    if "show" not in words:
+        return None
+    rest = words[words.index("show") + 1 :]
+    for k, w in enumerate(rest):
+        if not w.startswith("-") and (k == 0 or rest[k - 1] != "--compile-id"):
+            return w
+    return None
+
+
+def complete_artifacts(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """The artifact names of the compile being typed: shell completion of ARTIFACT."""
+    from click.shell_completion import CompletionItem
+
+    import tlview
+
+    path, ref = ctx.params.get("path"), ctx.params.get("compile_id")
+    if not path or not ref:
+        return []
+    try:
+        named = tlview.artifacts(path, ref)
+    except Exception:  # a completion never fails the shell; it offers nothing
+        return []
+    return [CompletionItem(n) for n, _ in named if n.startswith(incomplete)]
