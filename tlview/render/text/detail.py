@@ -138,12 +138,11 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         hidden = 0
         if len(user) > 3 and not full:
             hidden, user = len(user) - 3, [user[0], *user[-2:]]
-        for i, f in enumerate(user):
-            if hidden and i == 1:
-                console.print(
-                    T(f"  ... {hidden} more frame(s): --compile-id {ref} shows them", "dim")
-                )
-            console.print(T(f"  {_frame_line(f)}", "dim"))
+        lines = [f"  {_frame_line(f)}" for f in user]
+        if hidden:
+            lines.insert(1, f"  ... {hidden} more frame(s): --compile-id {ref} shows them")
+        # One print for the whole stack: rich's cost is per call, and a stack can be long.
+        console.print(T("\n".join(lines), "dim"))
     for o in c.outside:
         took = "time not logged" if o.seconds is None else f"{o.seconds:.2f} s"
         console.print(T(f"  compiled outside dynamo (log line {o.line}): {took}"))
