@@ -1,5 +1,6 @@
-"""`tlview show`: a compile's artifacts listed, one written whole (its exact bytes to a file or a
-pipe, its text made inert on a terminal), every refusal one line, and shell completion."""
+"""`tlview show`: a compile's artifacts listed, one written whole (its exact bytes into a file or
+with --raw, its text made inert on a pipe or a terminal), every refusal one line, and shell
+completion."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def test_listing_names_each_artifact_once() -> None:
 
 
 def test_every_artifact_is_written_byte_for_byte() -> None:
-    # Piped (not a terminal): the payload's exact bytes, whose md5 is the one torch logged.
+    # Text without control characters: the payload's exact bytes even when not into a file,
+    # whose md5 is the one torch logged.
     log = FIXTURES / "demo.log"
     want = logged_md5s(log)
     for ref in ("0/0_1", "2/0"):
@@ -73,7 +75,7 @@ def test_every_artifact_is_written_byte_for_byte() -> None:
             assert md5(res.stdout_bytes) == want[p.line], (ref, name)
 
 
-def test_odd_text_is_exact_in_a_file_and_inert_on_a_terminal(tmp_path: Path) -> None:
+def test_odd_text_is_exact_in_a_file_and_inert_on_a_pipe_or_terminal(tmp_path: Path) -> None:
     # Line breaks other than \n, form feeds, TABs of the payload's own, non-ASCII text.
     log = FIXTURES / "payloads.log"
     want = logged_md5s(log)
@@ -90,6 +92,13 @@ def test_odd_text_is_exact_in_a_file_and_inert_on_a_terminal(tmp_path: Path) -> 
     assert "\u2028".encode() in data and b"\x0c" in data
     tabs = tlview.artifact(log, "-/-", "tabs_inside").data
     assert tabs is not None and md5(tabs) == want[11] and b"\treturn x\t#" in tabs
+    # Through a pipe (`| less`): the same text made inert; with --raw, the exact bytes.
+    inert = "line one\\u2028still one\\x0cform feed\\x85next\nline two: caf\u00e9 \u2603"
+    cmd = [sys.executable, "-m", "tlview", "show", str(log), "--compile-id", "-/-", "odd_breaks"]
+    piped = subprocess.run(cmd, capture_output=True, cwd=ROOT, check=True)
+    assert piped.stdout.decode() == inert and piped.stderr == b""
+    raw = subprocess.run([*cmd, "--raw"], capture_output=True, cwd=ROOT, check=True)
+    assert raw.stdout == data
     # On a terminal: the text, its control characters shown as escapes, not obeyed.
     main_fd, child_fd = pty.openpty()
     cmd = [sys.executable, "-m", "tlview", "show", str(log), "--compile-id", "-/-", "odd_breaks"]

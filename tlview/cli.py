@@ -436,8 +436,14 @@ def repro(
     shell_complete=show_help.complete_ids,
     help="The compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Write the exact bytes to a pipe or a terminal too, control characters and all "
+    "(into a file they always are).",
+)
 @latest_option
-def show(path: str, artifact: str | None, compile_id: str, latest: bool) -> None:
+def show(path: str, artifact: str | None, compile_id: str, raw: bool, latest: bool) -> None:
     """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives)."""
     path = newest(path) if latest else path
     if artifact is None:
@@ -445,7 +451,7 @@ def show(path: str, artifact: str | None, compile_id: str, latest: bool) -> None
         show_help.list_artifacts(path, compile_id, named)
         return
     p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
-    show_help.write_artifact(artifact, p)
+    show_help.write_artifact(artifact, p, raw)
 
 
 def _progress_reader(path: str) -> object:

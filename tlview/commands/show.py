@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from typing import Any
 
@@ -30,9 +32,10 @@ def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> Non
     say(f"tlview show {path} --compile-id {ref} NAME writes one whole")
 
 
-def write_artifact(name: str, p: Payload) -> None:
-    """The artifact whole: its exact bytes to a file or a pipe; on a terminal its text, with
-    control characters shown as escapes (a log is untrusted: nothing in it drives the terminal)."""
+def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
+    """The artifact whole: its exact bytes into a file (`> out.py`) or with RAW; to a pipe or a
+    terminal its text, control characters shown as escapes (a log is untrusted: nothing in it
+    drives a terminal, also through `| less`). Text without such characters is the same bytes."""
     if p.absent:
         say(f"tlview: {name}: torch logged this record without a payload", err=True)
         return
@@ -43,13 +46,22 @@ def write_artifact(name: str, p: Payload) -> None:
             err=True,
         )
     data = p.data or b""
-    if sys.stdout is not None and sys.stdout.isatty():
+    if not (raw or _into_file()):
         text = data.decode("utf-8", errors="replace")
-        say(text, nl=not text.endswith("\n"))
+        tty = sys.stdout is not None and sys.stdout.isatty()
+        say(text, nl=tty and not text.endswith("\n"))  # a prompt after it, on a terminal
         return
     out = stdout()
     out.write(data)
     out.flush()
+
+
+def _into_file() -> bool:
+    """Whether standard output is a regular file, not a pipe or a terminal."""
+    try:
+        return stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):  # closed, or not a file at all (a test's)
+        return False
 
 
 def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
