@@ -109,6 +109,7 @@ def test_nothing_prints_but_through_the_sanitiser() -> None:
     assert not found, "\n".join(found)
 
 
+@pytest.mark.slow  # over a second
 def test_messages_of_every_command_are_inert(tmp_path: Path) -> None:
     """A command's one-line failures and notes name the log's text escaped, tty or pipe."""
     bad = _log(tmp_path, f"x{ESC}.log", b"")
@@ -316,6 +317,7 @@ def _bounded_cases(tmp: Path) -> dict[str, tuple[Path, int, str]]:
     return out
 
 
+@pytest.mark.slow  # over a second
 def test_one_record_over_the_bound_is_one_bad_line(tmp_path: Path) -> None:
     """TLVIEW_MAX_RECORD=1M, a 3 MB line, payload or run of blank lines: one bad line at its
     line with its size and the bound; both compiles and the lines after it are read; mapped,
@@ -446,6 +448,7 @@ def test_slugs_are_bounded_and_folders_unique() -> None:
 
 
 # -- 8. output in proportion to the log -----------------------------------------------------------
+@pytest.mark.slow  # over a second
 def test_a_long_interned_name_is_cut_with_its_length(tmp_path: Path) -> None:
     """A 64 KB file name interned once and named by 20 stacks of 500 frames: JSON, HTML and
     -v text stay within a few times the log, the name shown cut, with its length."""
@@ -590,6 +593,7 @@ def _grows_linearly(measure: Any, n: int) -> None:
     assert (c - b) < 2.6 * (b - a), (a, b, c)
 
 
+@pytest.mark.slow  # over a second
 def test_reading_and_reporting_stay_linear(tmp_path: Path) -> None:
     """The index, the JSON and the -v text reports over many inputs, many frames in one stack,
     and many compiles' stacks (-v prints every frame)."""
