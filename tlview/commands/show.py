@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tlview.commands.funnel import say  # text from the log, made inert
+from tlview.commands.funnel import on_terminal, say  # say: text from the log, made inert
 from tlview.model import Payload
 from tlview.runtime.output import stdout
 from tlview.units import nbytes
@@ -48,8 +48,8 @@ def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
     data = p.data or b""
     if not (raw or _into_file()):
         text = data.decode("utf-8", errors="replace")
-        tty = sys.stdout is not None and sys.stdout.isatty()
-        say(text, nl=tty and not text.endswith("\n"))  # a prompt after it, on a terminal
+        # On a terminal, a line end after it, so the prompt starts on a line of its own.
+        say(text, nl=on_terminal(sys.stdout) and not text.endswith("\n"))
         return
     out = stdout()
     out.write(data)
