@@ -4,7 +4,9 @@ expressions over known symbols: read with `ast`, never run as code."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 
@@ -12,84 +14,114 @@ class _Unknown(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class _Algebra:
+    """What the one grammar of logged sizes means over ints or over sympy: `+ - *` are Python's
+    on both; the rest each defines (a call raises _Unknown when its arguments do not fit)."""
+
+    const: Callable[[int], Any]
+    floordiv: Callable[[Any, Any], Any]
+    mod: Callable[[Any, Any], Any]
+    power: Callable[[Any, Any], Any]
+    calls: Mapping[str, Callable[[list[Any]], Any]]
+
+
+def _unknown(what: str) -> Any:
+    raise _Unknown(what)
+
+
+def _int_power(a: int, b: int) -> int:
+    return int(a**b) if 0 <= b <= 64 and abs(a) < 1 << 20 else _unknown("power")
+
+
+def _some(fn: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+    """A call of one or more arguments, given as a list, else unknown."""
+    return lambda args: fn(args) if args else _unknown("call")
+
+
+def _two(fn: Callable[[Any, Any], Any]) -> Callable[[list[Any]], Any]:
+    """A call of exactly two arguments, else unknown."""
+    return lambda args: fn(*args) if len(args) == 2 else _unknown("call")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_INTS = _Algebra(
+    const=int,
+    floordiv=lambda a, b: a // b,
+    mod=lambda a, b: a % b,
+    power=_int_power,
+    calls={
+        "Max": _some(max),
+        "Min": _some(min),
+        "FloorDiv": _two(lambda a, b: a // b),
+        "CeilDiv": _two(_ceil_div),
+        "CeilToInt": _two(_ceil_div),
+        "Mod": _two(lambda a, b: a % b),
+        "PythonMod": _two(lambda a, b: a % b),
+    },
+)
+
+
+@cache
+def _sympy() -> _Algebra:
+    """sympy with torch's own FloorDiv and PythonMod (imported here: reading never needs torch)."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, PythonMod
+
+    def power(a: Any, b: Any) -> Any:
+        return a**b if isinstance(b, sympy.Integer) and 0 <= int(b) <= 64 else _unknown("power")
+
+    return _Algebra(
+        const=sympy.Integer,
+        floordiv=FloorDiv,
+        mod=PythonMod,
+        power=power,
+        calls={
+            "Max": _some(lambda xs: sympy.Max(*xs)),
+            "Min": _some(lambda xs: sympy.Min(*xs)),
+            "FloorDiv": _two(FloorDiv),
+            "Mod": _two(PythonMod),
+            "PythonMod": _two(PythonMod),
+        },
+    )
+
+
 def eval_expr(text: str, env: Mapping[str, int]) -> int | None:
     """The value of a logged size expression (`16*s77`), or None; never runs code from the log."""
-    if len(text) > 300:
-        return None
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-        return _ev(tree.body, env)
-    except (SyntaxError, _Unknown, ZeroDivisionError, OverflowError, RecursionError, ValueError):
-        return None
-
-
-def _ev(n: ast.AST, env: Mapping[str, int]) -> int:
-    if isinstance(n, ast.Constant) and type(n.value) is int:
-        return n.value
-    if isinstance(n, ast.Name):
-        if n.id in env:
-            return env[n.id]
-        raise _Unknown(n.id)
-    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub | ast.UAdd):
-        v = _ev(n.operand, env)
-        return -v if isinstance(n.op, ast.USub) else v
-    if isinstance(n, ast.BinOp):
-        a, b = _ev(n.left, env), _ev(n.right, env)
-        if isinstance(n.op, ast.Add):
-            return a + b
-        if isinstance(n.op, ast.Sub):
-            return a - b
-        if isinstance(n.op, ast.Mult):
-            return a * b
-        if isinstance(n.op, ast.FloorDiv):
-            return a // b
-        if isinstance(n.op, ast.Mod):
-            return a % b
-        if isinstance(n.op, ast.Pow) and 0 <= b <= 64 and abs(a) < 1 << 20:
-            return int(a**b)
-    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
-        args = [_ev(a, env) for a in n.args]
-        name = n.func.id
-        if name == "Max" and args:
-            return max(args)
-        if name == "Min" and args:
-            return min(args)
-        if name == "FloorDiv" and len(args) == 2:
-            return args[0] // args[1]
-        if name in ("CeilDiv", "CeilToInt") and len(args) == 2:
-            return -(-args[0] // args[1])
-        if name in ("Mod", "PythonMod") and len(args) == 2:
-            return args[0] % args[1]
-    raise _Unknown(ast.dump(n)[:40])
+    return _read(text, env, _INTS)
 
 
 def sympy_expr(text: str, symbols: Mapping[str, Any]) -> Any:
     """The sympy expression of a logged size (`s20*s92`, `(s0 + 1)//2`) over the given
     symbols, built as torch builds them (FloorDiv, Max); None when it names others."""
+    return _read(text, symbols, _sympy())
+
+
+def _read(text: str, names: Mapping[str, Any], alg: _Algebra) -> Any:
     if len(text) > 300:
         return None
     try:
         tree = ast.parse(text.strip(), mode="eval")
-        return _sym(tree.body, symbols)
+        return _ev(tree.body, names, alg)
     except (SyntaxError, _Unknown, ZeroDivisionError, OverflowError, RecursionError, ValueError):
         return None
 
 
-def _sym(n: ast.AST, symbols: Mapping[str, Any]) -> Any:
-    import sympy
-    from torch.utils._sympy.functions import FloorDiv, PythonMod
-
+def _ev(n: ast.AST, names: Mapping[str, Any], alg: _Algebra) -> Any:
     if isinstance(n, ast.Constant) and type(n.value) is int:
-        return sympy.Integer(n.value)
+        return alg.const(n.value)
     if isinstance(n, ast.Name):
-        if n.id in symbols:
-            return symbols[n.id]
+        if n.id in names:
+            return names[n.id]
         raise _Unknown(n.id)
     if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub | ast.UAdd):
-        v = _sym(n.operand, symbols)
+        v = _ev(n.operand, names, alg)
         return -v if isinstance(n.op, ast.USub) else v
     if isinstance(n, ast.BinOp):
-        a, b = _sym(n.left, symbols), _sym(n.right, symbols)
+        a, b = _ev(n.left, names, alg), _ev(n.right, names, alg)
         if isinstance(n.op, ast.Add):
             return a + b
         if isinstance(n.op, ast.Sub):
@@ -97,20 +129,14 @@ def _sym(n: ast.AST, symbols: Mapping[str, Any]) -> Any:
         if isinstance(n.op, ast.Mult):
             return a * b
         if isinstance(n.op, ast.FloorDiv):
-            return FloorDiv(a, b)
+            return alg.floordiv(a, b)
         if isinstance(n.op, ast.Mod):
-            return PythonMod(a, b)
-        if isinstance(n.op, ast.Pow) and isinstance(b, sympy.Integer) and 0 <= int(b) <= 64:
-            return a**b
+            return alg.mod(a, b)
+        if isinstance(n.op, ast.Pow):
+            return alg.power(a, b)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
-        args = [_sym(a, symbols) for a in n.args]
-        name = n.func.id
-        if name == "Max" and args:
-            return sympy.Max(*args)
-        if name == "Min" and args:
-            return sympy.Min(*args)
-        if name == "FloorDiv" and len(args) == 2:
-            return FloorDiv(*args)
-        if name in ("Mod", "PythonMod") and len(args) == 2:
-            return PythonMod(*args)
+        args = [_ev(a, names, alg) for a in n.args]
+        call = alg.calls.get(n.func.id)
+        if call is not None:
+            return call(args)
     raise _Unknown(ast.dump(n)[:40])
