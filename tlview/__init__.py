@@ -96,12 +96,11 @@ def fake_inputs(
     `fake_mode` and `shape_env`, a new FakeTensorMode over a ShapeEnv that names each dynamic
     dim's symbol as the original run did.
     """
-    from tlview.rebuild import fake_rebuild
+    from tlview.rebuild import fake_inputs as build  # torch is imported only here
 
-    got = fake_rebuild(
+    return build(
         log, compile_id, fake_mode=fake_mode, shape_env=shape_env, allow_import=allow_import
     )
-    return got.tensors
 
 
 def real_inputs(
