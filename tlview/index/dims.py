@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,12 +178,12 @@ def dynamic_dims(c: Compile) -> DynamicDims:
         return {}
     several = len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
     each: dict[int | None, GraphDims] = {}
-    get: Callable[[int | None], GraphDims] = lambda d: each.setdefault(  # noqa: E731
-        d, graph_dims(c, d if several else None)
-    )
     out: DynamicDims = {}
     for i in c.inputs:
-        gd = get(i.describer)
+        key = i.describer if several else None
+        gd = each.get(key)
+        if gd is None:  # once per fake mode: each build walks every input
+            gd = each[key] = graph_dims(c, key)
         for s in i.sources:
             n = len(i.tensor.size or [])
             d: dict[int, str] = {}
