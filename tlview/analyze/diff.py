@@ -25,7 +25,7 @@ from tlview.analyze.summary import (
     short_place,
 )
 from tlview.index.recompiles import input_changes, limit_text
-from tlview.model import Compile, InputChange, LogIndex, Report
+from tlview.model import Compile, CompileId, InputChange, LogIndex, Report
 
 TIME_NOISE_S = 1.0  # compile-time differences smaller than this are noise
 TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE
@@ -289,27 +289,28 @@ def _first_line(p: FrameDiff) -> int:
     return min((c.first_line for c in side.attempts), default=0)
 
 
-def _described(c: Compile, frame: Frame) -> Compile | None:
-    """The attempt of C's compile that described its inputs last (a restart describes again)."""
-    if c.id is None:
-        return None
-    tries = [a for a in frame.attempts if a.id is not None and a.id.base == c.id.base]
-    for a in reversed(tries):
-        if a.input_sets:
-            return a
-    return None
+def _described(frame: Frame) -> dict[CompileId, Compile]:
+    """Per compile of FRAME (its base id), the attempt that described its inputs last (a
+    restart describes again): one pass over the frame's attempts, however many there are."""
+    out: dict[CompileId, Compile] = {}
+    for a in frame.attempts:
+        if a.id is not None and a.input_sets:
+            out[a.id.base] = a  # attempts are in order: the last one wins
+    return out
 
 
 def _pair_compiles(p: FrameDiff) -> list[ComparedCompile]:
     bs = p.base.compiles if p.base else []
     ns = p.new.compiles if p.new else []
+    left = _described(p.base) if p.base and p.new else {}
+    right = _described(p.new) if p.base and p.new else {}
     out = []
     for i in range(max(len(bs), len(ns))):
         b = bs[i] if i < len(bs) else None
         n = ns[i] if i < len(ns) else None
         cc = ComparedCompile(i, b, n)
-        if b is not None and n is not None and p.base and p.new:
-            db, dn = _described(b, p.base), _described(n, p.new)
+        if b is not None and n is not None and b.id is not None and n.id is not None:
+            db, dn = left.get(b.id.base), right.get(n.id.base)
             if db is not None and dn is not None:
                 cc.input_changes = input_changes(db, dn)
                 cc.compared = True
