@@ -43,6 +43,21 @@ for _ in range(2):
     opt.zero_grad()
 """
 
+# A transformer whose parameters are its graph's inputs, with dynamic batch and sequence sizes
+# (a symbol and a placeholder annotation per dynamic input) and a recompile: the log users have
+# of a real model, hundreds of inputs per compile (issue 33's quadratic path was per input).
+DYNAMIC = r"""
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True, dropout=0.0)
+model = nn.TransformerEncoder(layer, num_layers=48, enable_nested_tensor=False)
+cm = torch.compile(model, dynamic=True)
+for b, t in ((4, 16), (6, 24), (2, 9)):
+    cm(torch.randn(b, t, 64)).sum().backward()
+"""
+
 
 def shift(line: bytes, frames: int, describers: int) -> bytes:
     """A record line with its ids moved past the earlier copies."""
@@ -82,12 +97,22 @@ def repeat(src: Path, dest: Path, target_mb: int) -> None:
 
 def deep_log() -> Path:
     """The log of the deep inductor model, made once by running torch."""
-    dest = DATA / "deep_inductor.log"
+    return torch_log("deep_inductor.log", DEEP)
+
+
+def dynamic_log() -> Path:
+    """The log of the dynamic transformer, made once by running torch."""
+    return torch_log("dynamic_params.log", DYNAMIC)
+
+
+def torch_log(name: str, program: str) -> Path:
+    """The log torch writes running PROGRAM, kept in DATA once made."""
+    dest = DATA / name
     if dest.exists():
         return dest
     with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "deep.py"
-        script.write_text(DEEP)
+        script = Path(tmp) / "program.py"
+        script.write_text(program)
         env = dict(os.environ, TORCH_TRACE=str(Path(tmp) / "trace"))
         subprocess.run([sys.executable, str(script)], env=env, check=True, cwd=tmp)
         (log,) = (Path(tmp) / "trace").glob("*.log")
@@ -103,13 +128,17 @@ def sources() -> dict[str, Path]:
         "small_records": next((CORPUS / "mlp_aot_eager").glob("*.log")),
         # Large payloads and many inputs: inductor on a deep model.
         "deep_inductor": deep_log(),
+        # Hundreds of inputs per compile, each dynamic input with a symbol: a real model's log.
+        "dynamic_params": dynamic_log(),
     }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 500], help="sizes in MB")
-    ap.add_argument("--kinds", nargs="+", default=["small_records", "deep_inductor"])
+    ap.add_argument(
+        "--kinds", nargs="+", default=["small_records", "deep_inductor", "dynamic_params"]
+    )
     args = ap.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     src = sources()
