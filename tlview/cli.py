@@ -320,6 +320,13 @@ def diff(
 
     checks = parse_checks(fail_on, against_base=True)
     _junit_needs_checks(junit_xml, checks)
+    from tlview.analyze.baseline import NEEDS_LOG, is_report
+
+    for p, c in ((p, c) for p in (base, new) if is_report(p) for c in checks):
+        if c.measure in NEEDS_LOG:
+            raise TlviewError(
+                f"--fail-on {c.text!r}: needs the log of {p}, not a stored report", EXIT_USAGE
+            )
     d = tlview.diff(base, new, progress=on_terminal(sys.stderr))
     verdicts = evaluate_diff(d, checks) if checks else []
     failures = [v.failure for v in verdicts if v.failure is not None] if checks else None

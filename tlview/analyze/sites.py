@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tlview.analyze.diff import norm
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import break_title
 from tlview.model import Compile, Report, StackFrame
@@ -72,7 +73,7 @@ def problems(c: Compile) -> Iterable[tuple[str, str, str | None, str, str]]:
         yield "warning", "graph-break", g.where, f"graph break in {fn}", break_title(g.reason)
     r = c.recompile
     if r is not None and c.id is not None and not c.is_retry:
-        guard = _first(r.reasons[0]) if r.reasons else "no reason logged"
+        guard = norm(_first(r.reasons[0])) if r.reasons else "no reason logged"
         yield "warning", "recompile", None, f"recompile of {fn}", f"failed guard: {guard}"
     if c.status == "failed":
         why = f"{c.fail_type or 'failed'}: {_first(c.fail_reason)}".rstrip(": ")
