@@ -198,11 +198,11 @@ def _report(doc: dict[str, Any], path: str) -> Report:
         logs[log.name] = log
     for d in doc.get("compiles") or []:
         c = compile_of(d)
-        log = logs.get(c.log)
-        if log is None:  # a compile of a log the file does not list: a log of its own
-            log = logs[c.log] = LogIndex(path=c.log, name=c.log, compiles=[])
-        assert isinstance(log.compiles, list)
-        log.compiles.append(c)
+        if c.log not in logs:  # a compile of a log the file does not list: a log of its own
+            logs[c.log] = LogIndex(path=c.log, name=c.log, compiles=[])
+        kept = logs[c.log].compiles
+        assert isinstance(kept, list)
+        kept.append(c)
     stats = doc.get("stats") or {}
     first = next(iter(logs.values()), None)
     if first is not None:  # the record kinds are in the run's figures only, not per log
