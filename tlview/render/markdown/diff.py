@@ -8,7 +8,7 @@ from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
 from tlview.render.markdown.report import verdict
 from tlview.runtime.output import Output
 
-MORE = "`tlview diff`"
+MORE = "tlview diff"
 
 
 def lines(d: Diff, opts: Options, to_file: bool) -> list[str]:

@@ -12,7 +12,7 @@ from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
 from tlview.runtime.output import Output
 from tlview.units import count
 
-MORE = "`tlview report`"
+MORE = "tlview report"
 
 
 @dataclass(slots=True)
@@ -50,9 +50,9 @@ def verdict(checked: list[tuple[str, str, bool]]) -> list[str]:
         return []
     bad = sum(failed for _, _, failed in checked)
     head = (
-        f"**--fail-on: failed** ({bad} of {count(len(checked), 'check')})"
+        f"--fail-on: failed ({bad} of {count(len(checked), 'check')})"
         if bad
-        else (f"**--fail-on: passed** ({count(len(checked), 'check')})")
+        else (f"--fail-on: passed ({count(len(checked), 'check')})")
     )
     lines = [head, ""]
     for name, figs, failed in checked:
