@@ -392,3 +392,30 @@ def test_a_partial_or_damaged_stored_report_is_refused(tmp_path: Path) -> None:
     r = run_cli("diff", bad, FIXTURES / "demo.log")
     assert r.exit_code == 1 and f"{bad}: a damaged tlview.report/1 file" in r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+# -- growth -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # over a second
+def test_ci_formats_grow_linearly_with_compiles(tmp_path: Path) -> None:
+    from growth import assert_linear
+
+    from tlview.analyze.sites import sites
+    from tlview.render import Options
+    from tlview.render.annotate import lines as annotations
+    from tlview.render.markdown.report import lines as summary
+
+    def build(n: int) -> tuple[tlview.Report, Path]:
+        where = tmp_path / str(n)
+        where.mkdir()
+        rep = tlview.read(_hostile_log(where, n))
+        return rep, _stored(where / "hostile.log", where)
+
+    def run(got: tuple[tlview.Report, Path]) -> None:
+        rep, stored = got
+        summary(rep, Options(), False)
+        annotations(sites(rep), "github")
+        read_report(stored)
+
+    assert_linear(build, run, 150, "markdown, annotations and a stored report")
