@@ -169,10 +169,9 @@ def report(
     if annotations is not None:
         from tlview.analyze.sites import sites
         from tlview.render import annotate
-        from tlview.runtime.output import output as stream
 
-        with stream(None) as out:
-            annotate.write(sites(rep), annotations, out)
+        for line in annotate.lines(sites(rep), annotations):
+            say(line)
     if checks:
         from tlview.analyze.gate import evaluate_report
         from tlview.analyze.summary import overview

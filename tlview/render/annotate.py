@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from typing import IO
 
 from tlview.analyze.sites import MAX_PER_LEVEL, Site, relative
 from tlview.inert import clean
@@ -58,8 +57,3 @@ def lines(found: list[Site], style: str, root: str | None = None) -> list[str]:
             f"::notice title=tlview::{data(more)}" if style == "github" else f"tlview: {more}"
         )
     return out
-
-
-def write(found: list[Site], style: str, out: IO[bytes], root: str | None = None) -> None:
-    for line in lines(found, style, root):
-        out.write(line.encode("utf-8") + b"\n")
