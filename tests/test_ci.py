@@ -170,6 +170,17 @@ def test_markdown_escape_keeps_the_text_and_links_nothing() -> None:
     assert got.count(re.sub(r"\s+", " ", line).strip()) == 2
 
 
+def test_markdown_cells_and_documents_are_bounded() -> None:
+    from tlview.render.markdown.md import MAX_CELL, MAX_CHARS, fit
+
+    cell = text("a" * 1000 + "_" * 1000)
+    assert cell == "a" * (MAX_CELL - 1) + "…"
+    wide = text("_" * 1000)  # escaping at most doubles a cut cell
+    assert wide.count("\\_") == MAX_CELL - 1
+    doc = fit([f"| {text('x' * 1000)} |"] * 1000)
+    assert len(doc) < MAX_CHARS and doc.endswith("… cut at 60,000 characters\n")
+
+
 def test_markdown_cuts_long_lists_with_a_count(tmp_path: Path) -> None:
     doc = markdown(_hostile_log(tmp_path, 14))
     assert len(tables(doc)[-2]) == 10
