@@ -68,18 +68,26 @@ def run_github(where: Path) -> dict[str, str]:
     return out
 
 
-def test_the_github_workflow_runs_as_written(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def github(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The workflow run on main (no baseline yet), then on a pull request gated against the
+    report main stored: each checkout, and the pull request's step outputs."""
+    root = tmp_path_factory.mktemp("github")
+    main, pr = root / "main", root / "pr"
+    first = run_github(main)
+    (pr / "baseline").mkdir(parents=True)  # what `gh run download` leaves
+    shutil.copy(main / "tlview-report.json", pr / "baseline" / "tlview-report.json")
+    return {"main": main, "pr": pr, "first": first, "steps": run_github(pr)}
+
+
+def test_the_github_workflow_runs_as_written(github: dict[str, Any]) -> None:
     names = [s["name"] for s in github_steps()]
     assert names == ["run the program with TORCH_TRACE", "report, summary and annotations",
                      "gate against the baseline"]  # fmt: skip
-    main, pr = tmp_path / "main", tmp_path / "pr"
-    first = run_github(main)
-    assert "gate against the baseline" not in first  # no baseline yet
+    main, pr, got = github["main"], github["pr"], github["steps"]
+    assert "gate against the baseline" not in github["first"]  # no baseline yet
     for name in ("tlview-report.json", "tlview-report.html"):
         assert (main / name).stat().st_size > 0
-    (pr / "baseline").mkdir(parents=True)  # what `gh run download` leaves
-    shutil.copy(main / "tlview-report.json", pr / "baseline" / "tlview-report.json")
-    got = run_github(pr)
     # Annotations at the doc program's graph break (line 6) and its recompile (def f, line 4),
     # named as the checkout names the file.
     notes = got["report, summary and annotations"].splitlines()
@@ -95,17 +103,20 @@ def test_the_github_workflow_runs_as_written(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
-def test_the_gitlab_job_runs_as_written(tmp_path: Path) -> None:
+def test_the_gitlab_job_runs_as_written(github: dict[str, Any], tmp_path: Path) -> None:
     job = yaml.safe_load(blocks("yaml")[1])["compile"]
     lines = [x for x in job["script"] if ours(x)]
     assert len(lines) == 4
+    # The program runs as in the GitHub job (its traces are reused: torch compiles for seconds).
+    assert lines[0] == github_steps()[0]["run"].strip()
     main, pr = tmp_path / "main", tmp_path / "pr"
     for where in (main, pr):
         env = checkout(where)
+        shutil.copytree(github[where.name] / "trace", where / "trace")
         if where is pr:
             (pr / "baseline").mkdir()
             shutil.copy(main / "tlview-report.json", pr / "baseline" / "tlview-report.json")
-        for line in lines:
+        for line in lines[1:]:
             got = shell(line, where, env)
             assert got.returncode == 0, (line, got.stdout, got.stderr)
         assert (where / "tlview-report.html").exists()
