@@ -49,12 +49,8 @@ def verdict(checked: list[tuple[str, str, bool]]) -> list[str]:
     if not checked:
         return []
     bad = sum(failed for _, _, failed in checked)
-    head = (
-        f"--fail-on: failed ({bad} of {count(len(checked), 'check')})"
-        if bad
-        else (f"--fail-on: passed ({count(len(checked), 'check')})")
-    )
-    lines = [head, ""]
+    n = count(len(checked), "check")
+    lines = [f"--fail-on: failed ({bad} of {n})" if bad else f"--fail-on: passed ({n})", ""]
     for name, figs, failed in checked:
         lines.append(f"- {'❌ failed' if failed else '✅ passed'}: {text(name)}: {text(figs)}")
     return [*lines, ""]
