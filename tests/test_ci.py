@@ -324,6 +324,28 @@ def test_annotations_of_failed_compiles_and_plain_lines() -> None:
         "TorchRuntimeError: RuntimeError when making fake tensor call" in plain[2]  # fmt: skip
 
 
+def test_a_guard_is_annotated_where_torch_says_it_came_from() -> None:
+    log = FIXTURES / "recomp.log"
+    got = _annotations(log)
+    # torch 2.13 logs the guard's own stack under it: the line that made the guard.
+    said = re.findall(r'File \\"([^\\]+)\\", line (\d+), in torch_dynamo_resume_in_f_at_8',
+                      log.read_text("utf-8"))  # fmt: skip
+    assert said == [("/tmp/tmp_b5cy83f/recomp.py", "9")]
+    guard = [g for g in got if g[3] == "recompile of torch_dynamo_resume_in_f_at_8"]
+    assert [(f, str(n)) for _, f, n, _, _ in guard] == said
+    assert guard[0][4] == "failed guard: n == 2 (1/1)"
+    # A compile torch logged no stack for (2/2 hit the recompile limit): its frame's line, as
+    # the frame's first compile logged it.
+    recs = records(log)
+    names = {r["str"][1]: r["str"][0] for r in recs if "str" in r}
+    start = next(r["dynamo_start"]["stack"][-1] for r in recs
+                 if "dynamo_start" in r and (r["frame_id"], r["frame_compile_id"]) == (2, 0))  # fmt: skip
+    assert not any("dynamo_start" in r and (r["frame_id"], r["frame_compile_id"]) == (2, 2)
+                   for r in recs)  # fmt: skip
+    failed = [g for g in got if g[0] == "error"]
+    assert [(f, n) for _, f, n, _, _ in failed] == [(names[start["filename"]], start["line"])]
+
+
 def test_annotations_are_escaped_and_capped(tmp_path: Path) -> None:
     assert data("50% done\r\n::error::x") == "50%25 done%0D%0A::error::x"
     assert prop("a:b,c%\n") == "a%3Ab%2Cc%25%0A"

@@ -1,5 +1,6 @@
 """Where in the user's source each problem is: a graph break, a recompile's failed guard, a failed
-compile, at the innermost frame outside torch, deduplicated, for CI annotations."""
+compile, at the line torch names (the break's, the guard's, the error's) when it is the user's,
+else the innermost frame outside torch of the compile's stack; deduplicated, for annotations."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ _TORCH = re.compile(
     r"|^<"
 )
 _PLACE = re.compile(r"(.+):(\d+)$")
+# A frame of the stack torch adds under a failed guard (torch 2.9 on): where the guard came from.
+_GUARD_COMMENT = re.compile(r"\s+#\s.*")  # the source torch quotes after a guard: its line says it
+_GUARD_FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+), in ', re.M)
 
 
 @dataclass(slots=True)
@@ -54,12 +58,24 @@ def user_frame(stack: list[StackFrame]) -> StackFrame | None:
 
 
 def _place(where: str | None, c: Compile) -> tuple[str, int] | None:
-    """A place torch named (`file:line`) when it is the user's, else the compile's user frame."""
+    """A place torch named (`file:line`) when it is the user's, else the compile's user frame,
+    else the first line of the frame it compiled (torch logged no stack)."""
     m = _PLACE.match(where or "")
     if m and not is_torch(m.group(1)):
         return m.group(1), int(m.group(2))
     f = user_frame(c.stack)
-    return None if f is None else (f.file, f.line)
+    if f is not None:
+        return f.file, f.line
+    if c.file and c.firstline is not None and not is_torch(c.file):  # a stack not logged
+        return c.file, c.firstline
+    return None
+
+
+def _guard_place(reason: str) -> str | None:
+    """The user line a failed guard came from (`file:line`), the innermost of the stack torch
+    logged under it outside torch; None when it logged none."""
+    user = [f"{m[1]}:{m[2]}" for m in _GUARD_FRAME.finditer(reason) if not is_torch(m[1])]
+    return user[-1] if user else None
 
 
 def _first(text: str | None) -> str:
@@ -73,8 +89,9 @@ def problems(c: Compile) -> Iterable[tuple[str, str, str | None, str, str]]:
         yield "warning", "graph-break", g.where, f"graph break in {fn}", break_title(g.reason)
     r = c.recompile
     if r is not None and c.id is not None and not c.is_retry:
-        guard = norm(_first(r.reasons[0])) if r.reasons else "no reason logged"
-        yield "warning", "recompile", None, f"recompile of {fn}", f"failed guard: {guard}"
+        guard = _GUARD_COMMENT.sub("", norm(_first(r.reasons[0]))) if r.reasons else "none logged"
+        where = _guard_place(r.reasons[0]) if r.reasons else None
+        yield "warning", "recompile", where, f"recompile of {fn}", f"failed guard: {guard}"
     if c.status == "failed":
         why = f"{c.fail_type or 'failed'}: {_first(c.fail_reason)}".rstrip(": ")
         yield "error", "failure", c.fail_where, f"compile of {fn} failed", why
