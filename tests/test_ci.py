@@ -359,6 +359,23 @@ def test_annotations_are_escaped_and_capped(tmp_path: Path) -> None:
     assert {int(_GITHUB.fullmatch(x)[3]) for x in lines[:10]} == set(range(40, 50))  # type: ignore[index]
 
 
+def test_diff_annotates_only_what_new_brings(tmp_path: Path) -> None:
+    def diff(base: Path, new: Path) -> list[str]:
+        r = run_cli("diff", base, new, "-o", "/dev/null", "--annotations", "plain")
+        assert r.exit_code == 0, r.output
+        return r.stdout.splitlines()
+
+    mlp = next(corpus("mlp_aot_eager").glob("*.log"))
+    assert diff(mlp, mlp) == []
+    assert diff(_stored(mlp, tmp_path), mlp) == []  # a stored BASE keeps its stacks and breaks
+    # The same program under torch 2.8 and 2.13: the break, the failure and the tensor guards
+    # are at the same lines; only 2.13 logs the stack of the guard on n, so its line (9) is new.
+    assert diff(FIXTURES / "torch28.log", FIXTURES / "recomp.log") == [
+        "/tmp/tmp_b5cy83f/recomp.py:9: warning: recompile of torch_dynamo_resume_in_f_at_8: "
+        "failed guard: n == 2 (1/1)"
+    ]
+
+
 # -- a stored baseline ------------------------------------------------------------------------
 
 

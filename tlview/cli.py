@@ -301,6 +301,12 @@ def _import_fake() -> None:
     help=f"Exit {EXIT_STRICT} when NEW is worse, e.g. graph-breaks,recompiles,failures,compile-time:+20%.",
 )
 @junit_option
+@click.option(
+    "--annotations",
+    type=click.Choice(("github", "plain")),
+    help="Also print what NEW brings (graph breaks, recompiles, failed compiles at lines where "
+    "BASE had none of them) at its user source line: GitHub's ::warning commands, or plain lines.",
+)
 @click.option("-v", "--verbose", count=True, help="Text: list every frame, however many.")
 @force_option
 def diff(
@@ -310,6 +316,7 @@ def diff(
     output: str | None,
     fail_on: tuple[str, ...],
     junit_xml: str | None,
+    annotations: str | None,
     verbose: int,
     force: bool,
 ) -> None:
@@ -333,6 +340,12 @@ def diff(
     f.renderer()(d, Output(output, force), opts)
     if output not in (None, "-"):
         say(f"tlview: wrote {output}", err=True)
+    if annotations is not None:
+        from tlview.analyze.sites import added
+        from tlview.render import annotate
+
+        for line in annotate.lines(added(d), annotations):
+            say(line)
     if junit_xml is not None:
         from tlview.render import junit
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tlview.analyze.diff import norm
+from tlview.analyze.diff import Diff, norm
 from tlview.analyze.names import Refs
-from tlview.analyze.summary import break_title
+from tlview.analyze.summary import break_title, short
 from tlview.model import Compile, Report, StackFrame
 
 # The most annotations of each level written: GitHub shows 10 errors and 10 warnings of a step.
@@ -102,9 +102,24 @@ def problems(c: Compile) -> Iterable[tuple[str, str, str | None, str, str]]:
 def sites(report: Report) -> list[Site]:
     """Every problem of the report at its user line, one Site per (kind, line, title,
     message), most frequent first; problems with no user frame are left out."""
-    refs = Refs.of(report)
+    return sites_of(report.compiles, Refs.of(report))
+
+
+def added(d: Diff) -> list[Site]:
+    """The sites of NEW with nothing of their kind at that line (by file name) in BASE: what
+    a change brought, for `tlview diff --annotations`."""
+    base = sites_of(c for p in d.frames if p.base for c in p.base.attempts)
+    had = {(s.kind, short(s.file), s.line) for s in base}
+    new = sites_of(c for p in d.frames if p.new for c in p.new.attempts)
+    return [s for s in new if (s.kind, short(s.file), s.line) not in had]
+
+
+def sites_of(
+    compiles: Iterable[Compile], refs: Callable[[Compile], str] | None = None
+) -> list[Site]:
+    """The sites of these compiles (named by REFS, else by their keys)."""
     out: dict[tuple[str, str, int, str, str], Site] = {}
-    for c in report.compiles:
+    for c in compiles:
         for level, kind, where, title, message in problems(c):
             place = _place(where, c)
             if place is None:
@@ -115,7 +130,7 @@ def sites(report: Report) -> list[Site]:
                 s = out[key] = Site(level, kind, place[0], place[1], title, message)
             s.count += 1
             if len(s.compiles) < 8:
-                s.compiles.append(refs(c))
+                s.compiles.append(refs(c) if refs is not None else c.key)
     return sorted(out.values(), key=lambda s: (s.level != "error", -s.count))
 
 
