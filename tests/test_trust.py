@@ -429,13 +429,17 @@ def test_no_escape_sequence_from_the_log_reaches_the_terminal(evil: Hostile, col
         ("report", str(evil.log), "-q"),
         ("diff", str(DEMO), str(evil.log)),
         ("diff", str(DEMO), str(evil.log), "-v"),
+        ("report", str(evil.log), "--format", "markdown"),
+        ("report", str(evil.log), "-o", os.devnull, "--annotations", "github"),
+        ("report", str(evil.log), "-o", os.devnull, "--annotations", "plain"),
+        ("diff", str(DEMO), str(evil.log), "--format", "markdown"),
     ]
     for args in cases:
         res = run(*args, env=env)
         assert_clean_exit(res, EXIT_OK, " ".join(args))
         for stream in (res.stdout, res.stderr):
             assert _obeyed(stream) == [], (args, _obeyed(stream))
-        if args[0] == "report" and "-q" not in args:
+        if args[0] == "report" and "-q" not in args and len(args) < 4:
             # the text is shown, its control characters as escapes
             assert "\\x1b]0;TITLE" in res.stdout and "REVERSED" in res.stdout, args
 
@@ -625,7 +629,7 @@ def test_memory_stays_flat_over_many_tiny_records(
 def test_output_replaces_only_what_tlview_wrote(tmp_path: Path) -> None:
     """A file tlview did not write is refused (exit 4, untouched) unless --force; its own files
     (every format) are replaced; nothing is left behind under a temporary name."""
-    for fmt in ("text", "json", "html", "perfetto"):
+    for fmt in ("text", "json", "html", "perfetto", "markdown"):
         dest = tmp_path / f"report.{fmt}"
         for _ in range(2):  # the second run replaces tlview's own file
             assert_clean_exit(run("report", str(DEMO), "--format", fmt, "-o", str(dest)), 0, fmt)

@@ -222,14 +222,26 @@ def repro_all(
 
 
 def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
-    """What NEW compiles, breaks and fails differently from BASE (two runs: logs or folders)."""
+    """What NEW compiles, breaks and fails differently from BASE (two runs: logs or folders,
+    or a `tlview.report/1` file an earlier run stored)."""
+    from tlview.analyze.baseline import is_report, read_report
     from tlview.analyze.diff import compare
     from tlview.model import Report
 
-    def report(x: str | Path | Report) -> Report:
-        return x if isinstance(x, Report) else read(x, progress=progress)
+    stored: list[str] = []
 
-    return compare(report(base), report(new))
+    def report(x: str | Path | Report, side: str) -> Report:
+        if isinstance(x, Report):
+            return x
+        if is_report(x):
+            stored.append(side)
+            return read_report(x)
+        return read(x, progress=progress)
+
+    d = compare(report(base, "BASE"), report(new, "NEW"))
+    for side in stored:
+        d.notes.append(f"{side} is a stored report: input changes are not compared")
+    return d
 
 
 def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:

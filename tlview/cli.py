@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +24,9 @@ from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
 from tlview.runtime.cores import meanwhile
 from tlview.runtime.output import Output
 
+if TYPE_CHECKING:
+    from tlview.analyze.gate import Check
+
 # Importing torch alone, and torch with dynamo (what FakeTensorMode needs), on this machine with
 # both cores busy: done while a second reader still reads a large log.
 TORCH_IMPORT_NS, FAKE_IMPORT_NS = 1.0e9, 1.9e9
@@ -34,6 +38,13 @@ latest_option = click.option(
     "--latest",
     is_flag=True,
     help="PATH is a directory: read only its newest log (as tlparse --latest does).",
+)
+junit_option = click.option(
+    "--junit-xml",
+    "junit_xml",
+    type=click.Path(),
+    metavar="FILE",
+    help="With --fail-on: write each check as a JUnit test case to FILE, failed with its figures.",
 )
 force_option = click.option(
     "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
@@ -52,8 +63,9 @@ def main() -> None:
     "--format",
     "fmt",
     type=click.Choice(tuple(REPORT_FORMATS)),
-    help="text for the terminal, json for machines, html for a page, perfetto for a trace "
-    "(default: what -o's name ends with, .html or .json, else text).",
+    help="text for the terminal, json for machines, html for a page, perfetto for a trace, "
+    "markdown for a CI job summary (default: what -o's name ends with, .html, .json or .md, "
+    "else text).",
 )
 @output_option
 @click.option(
@@ -83,6 +95,13 @@ def main() -> None:
     metavar="CHECKS",
     help=f"Exit {EXIT_STRICT} past these limits, e.g. graph-breaks:0,recompiles:3,compile-time:60s.",
 )
+@junit_option
+@click.option(
+    "--annotations",
+    type=click.Choice(("github", "plain")),
+    help="Also print each graph break, recompile and failed compile at its user source line: "
+    "GitHub's ::warning commands, or plain file:line: lines.",
+)
 @click.option(
     "-j",
     "--jobs",
@@ -107,6 +126,8 @@ def report(
     force: bool,
     full: bool,
     fail_on: tuple[str, ...],
+    junit_xml: str | None,
+    annotations: str | None,
     jobs: int | None,
     scheduler: str | None,
     latest: bool,
@@ -117,12 +138,15 @@ def report(
     source = path
     if f.rereads:  # the trace reads the log again: a pipe is read once, into a file
         source = click.get_current_context().with_resource(rereadable(path))
-    checks = []
+    checks: list[Check] = []
     if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
         from tlview.analyze.gate import parse_checks
 
         checks = parse_checks(fail_on, against_base=False)
-    opts = Options(compile_id=compile_id, verbosity=-1 if brief else verbose, full=full)
+    _junit_needs_checks(junit_xml, checks)
+    opts = Options(
+        compile_id=compile_id, verbosity=-1 if brief else verbose, full=full, checks=tuple(checks)
+    )
     # The renderer (rich, or Jinja and all) is imported while a second reader still reads.
     warm = meanwhile(f.warm, f.import_ns) if f.import_ns else contextlib.nullcontext()
     with warm:
@@ -142,11 +166,23 @@ def report(
     if output not in (None, "-"):
         say(f"tlview: wrote {output}", err=True)
     bad = sum(log.bad_count for log in rep.logs)
+    if annotations is not None:
+        from tlview.analyze.sites import sites
+        from tlview.render import annotate
+
+        for line in annotate.lines(sites(rep), annotations):
+            say(line)
     if checks:
-        from tlview.analyze.gate import check_report
+        from tlview.analyze.gate import evaluate_report
         from tlview.analyze.summary import overview
 
-        gate(check_report(figures or overview(rep), checks))
+        verdicts = evaluate_report(figures or overview(rep), checks)
+        if junit_xml is not None:
+            from tlview.render import junit
+
+            junit.write(junit_xml, force, f"tlview report {path}", verdicts)
+            say(f"tlview: wrote {junit_xml}", err=True)
+        gate([v.failure for v in verdicts if v.failure is not None])
     if strict and bad:
         raise TlviewError(f"{path}: {bad} bad line(s) (--strict)", EXIT_STRICT)
 
@@ -253,8 +289,8 @@ def _import_fake() -> None:
     "--format",
     "fmt",
     type=click.Choice(tuple(DIFF_FORMATS)),
-    help="text for the terminal, json for machines (tlview.diff/1), html for a page "
-    "(default: what -o's name ends with, .html or .json, else text).",
+    help="text for the terminal, json for machines (tlview.diff/1), html for a page, markdown "
+    "for a CI job summary (default: what -o's name ends with, .html, .json or .md, else text).",
 )
 @output_option
 @click.option(
@@ -264,6 +300,13 @@ def _import_fake() -> None:
     metavar="CHECKS",
     help=f"Exit {EXIT_STRICT} when NEW is worse, e.g. graph-breaks,recompiles,failures,compile-time:+20%.",
 )
+@junit_option
+@click.option(
+    "--annotations",
+    type=click.Choice(("github", "plain")),
+    help="Also print what NEW brings (graph breaks, recompiles, failed compiles at lines where "
+    "BASE had none of them) at its user source line: GitHub's ::warning commands, or plain lines.",
+)
 @click.option("-v", "--verbose", count=True, help="Text: list every frame, however many.")
 @force_option
 def diff(
@@ -272,20 +315,50 @@ def diff(
     fmt: str | None,
     output: str | None,
     fail_on: tuple[str, ...],
+    junit_xml: str | None,
+    annotations: str | None,
     verbose: int,
     force: bool,
 ) -> None:
-    """Compare two runs (logs or directories): what NEW compiles, breaks and fails differently."""
+    """Compare two runs (logs, directories, or a BASE report saved with --format json)."""
     f = DIFF_FORMATS[format_for(fmt, output)]
-    from tlview.analyze.gate import check_diff, parse_checks
+    from tlview.analyze.gate import evaluate_diff, parse_checks
 
     checks = parse_checks(fail_on, against_base=True)
+    _junit_needs_checks(junit_xml, checks)
+    from tlview.analyze.baseline import NEEDS_LOG, is_report
+
+    for p, c in ((p, c) for p in (base, new) if is_report(p) for c in checks):
+        if c.measure in NEEDS_LOG:
+            raise TlviewError(
+                f"--fail-on {c.text!r}: needs the log of {p}, not a stored report", EXIT_USAGE
+            )
     d = tlview.diff(base, new, progress=on_terminal(sys.stderr))
-    failures = check_diff(d, checks) if checks else None
-    f.renderer()(d, Output(output, force), Options(verbosity=verbose, gate=failures))
+    verdicts = evaluate_diff(d, checks) if checks else []
+    failures = [v.failure for v in verdicts if v.failure is not None] if checks else None
+    opts = Options(verbosity=verbose, gate=failures, checks=tuple(checks))
+    f.renderer()(d, Output(output, force), opts)
     if output not in (None, "-"):
         say(f"tlview: wrote {output}", err=True)
+    if annotations is not None:
+        from tlview.analyze.sites import added
+        from tlview.render import annotate
+
+        for line in annotate.lines(added(d), annotations):
+            say(line)
+    if junit_xml is not None:
+        from tlview.render import junit
+
+        junit.write(junit_xml, force, f"tlview diff {base} {new}", verdicts)
+        say(f"tlview: wrote {junit_xml}", err=True)
     gate(failures or [])
+
+
+def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
+    if junit_xml is not None and not checks:
+        raise TlviewError(
+            "--junit-xml writes the --fail-on checks: give --fail-on CHECKS too", EXIT_USAGE
+        )
 
 
 @main.command()

@@ -11,6 +11,7 @@ check; an absolute or `+Ns` limit is taken as given.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tlview.analyze.diff import TIME_NOISE_S, Diff, change_words
@@ -109,43 +110,66 @@ def _show(measure: str, v: float) -> str:
     return f"{v:.2f} s" if measure == "compile-time" else str(int(v))
 
 
-def check_report(o: Overview, checks: list[Check]) -> list[str]:
-    """One line per check the run fails."""
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One check evaluated: its figures in words, and why it failed (None: it passed)."""
+
+    check: Check
+    figures: str  # "2 (limit 0)", "3 -> 5 (no more than BASE)"
+    failure: str | None  # the line `--fail-on` prints, e.g. "graph-breaks: 2 (limit 0)"
+
+    @property
+    def name(self) -> str:
+        """The check as the user wrote it (its measure when written bare)."""
+        return self.check.text or self.check.measure
+
+
+def evaluate_report(o: Overview, checks: Sequence[Check]) -> list[Verdict]:
+    """Every check on one run, passed or failed, in the order given."""
     out = []
     for c in checks:
         v = value(o, c.measure)
         limit = 0.0 if c.limit is None else c.limit
-        if v > limit:
-            out.append(f"{c.measure}: {_show(c.measure, v)} (limit {_show(c.measure, limit)})")
+        figures = f"{_show(c.measure, v)} (limit {_show(c.measure, limit)})"
+        out.append(Verdict(c, figures, f"{c.measure}: {figures}" if v > limit else None))
     return out
 
 
-def check_diff(d: Diff, checks: list[Check]) -> list[str]:
+def check_report(o: Overview, checks: Sequence[Check]) -> list[str]:
+    """One line per check the run fails."""
+    return [v.failure for v in evaluate_report(o, checks) if v.failure is not None]
+
+
+def evaluate_diff(d: Diff, checks: Sequence[Check]) -> list[Verdict]:
+    """Every check of NEW against BASE, passed or failed, in the order given."""
+    return [_diff_verdict(d, c) for c in checks]
+
+
+def check_diff(d: Diff, checks: Sequence[Check]) -> list[str]:
     """One line per check NEW fails against BASE."""
-    out = []
-    for c in checks:
-        if c.measure == "input-changes":
-            inputs = [x for x in d.changes if x.kind == "input"]
-            if len(inputs) > (c.limit or 0):
-                first = inputs[0]
-                out.append(
-                    f"input-changes: {len(inputs)} input change(s) in matched compiles "
-                    f"(limit {int(c.limit or 0)}), first: {first.frame}: {change_words(first)}"
-                )
-            continue
-        b, n = value(d.base, c.measure), value(d.new, c.measure)
-        was = f"{_show(c.measure, b)} -> {_show(c.measure, n)}"
-        if c.limit is not None and not c.relative:
-            if n > c.limit:
-                out.append(f"{c.measure}: {was} (limit {_show(c.measure, c.limit)})")
-            continue
-        allowed = 0.0 if c.limit is None else (b * c.limit / 100 if c.percent else c.limit)
-        if c.measure == "compile-time" and (c.limit is None or c.percent):
-            allowed = max(allowed, TIME_NOISE_S - 1e-9)
-        if n - b > allowed:
-            extra = f"+{c.limit:g}%" if c.percent else f"+{_show(c.measure, allowed)}"
-            why = "no more than BASE" if c.limit is None else f"allowed {extra}"
-            if c.measure == "compile-time" and c.limit is None:
-                why = f"no more than BASE, {TIME_NOISE_S:g} s noise allowed"
-            out.append(f"{c.measure}: {was} ({why})")
-    return out
+    return [v.failure for v in evaluate_diff(d, checks) if v.failure is not None]
+
+
+def _diff_verdict(d: Diff, c: Check) -> Verdict:
+    if c.measure == "input-changes":
+        inputs = [x for x in d.changes if x.kind == "input"]
+        figures = f"{len(inputs)} input change(s) in matched compiles (limit {int(c.limit or 0)})"
+        if len(inputs) > (c.limit or 0):
+            first = inputs[0]
+            why = f"input-changes: {figures}, first: {first.frame}: {change_words(first)}"
+            return Verdict(c, figures, why)
+        return Verdict(c, figures, None)
+    b, n = value(d.base, c.measure), value(d.new, c.measure)
+    was = f"{_show(c.measure, b)} -> {_show(c.measure, n)}"
+    if c.limit is not None and not c.relative:
+        figures = f"{was} (limit {_show(c.measure, c.limit)})"
+        return Verdict(c, figures, f"{c.measure}: {figures}" if n > c.limit else None)
+    allowed = 0.0 if c.limit is None else (b * c.limit / 100 if c.percent else c.limit)
+    if c.measure == "compile-time" and (c.limit is None or c.percent):
+        allowed = max(allowed, TIME_NOISE_S - 1e-9)
+    extra = f"+{c.limit:g}%" if c.percent else f"+{_show(c.measure, allowed)}"
+    why = "no more than BASE" if c.limit is None else f"allowed {extra}"
+    if c.measure == "compile-time" and c.limit is None:
+        why = f"no more than BASE, {TIME_NOISE_S:g} s noise allowed"
+    figures = f"{was} ({why})"
+    return Verdict(c, figures, f"{c.measure}: {figures}" if n - b > allowed else None)

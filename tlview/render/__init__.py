@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from tlview.analyze.gate import Check
     from tlview.analyze.summary import Overview
     from tlview.index.keep import Keep
     from tlview.runtime.output import Output
@@ -26,6 +27,7 @@ class Options:
     verbosity: int = 0  # -1 for -q, 0 by default, 1 and more for -v
     full: bool = False  # --full: every payload whole (the page)
     gate: list[str] | None = None  # diff: the --fail-on checks that failed
+    checks: tuple[Check, ...] = ()  # --fail-on's checks, for a format that shows the verdict
 
 
 class Renderer(Protocol):
@@ -73,6 +75,7 @@ REPORT_FORMATS: dict[str, Format] = {
             keep="tlview.render.html.budget:keep",
         ),
         Format("perfetto", "tlview.render.perfetto", rereads=True),
+        Format("markdown", "tlview.render.markdown.report"),
     )
 }
 DIFF_FORMATS: dict[str, Format] = {
@@ -81,6 +84,7 @@ DIFF_FORMATS: dict[str, Format] = {
         Format("text", "tlview.render.text.diff"),
         Format("json", "tlview.render.json.diff"),
         Format("html", "tlview.render.html.diff"),
+        Format("markdown", "tlview.render.markdown.diff"),
     )
 }
 
@@ -95,4 +99,6 @@ def format_for(fmt: str | None, output: str | None) -> str:
         return "html"
     if name.endswith(".json"):
         return "json"
+    if name.endswith(".md"):
+        return "markdown"
     return "text"

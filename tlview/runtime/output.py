@@ -20,6 +20,8 @@ MARKER = b"tlview"  # every file tlview writes names it in its first bytes, as o
 # (in a payload, in its first 4 KB) is no file of tlview's.
 SIGNATURE = re.compile(
     rb"# written by tlview \d"  # text reports
+    rb"|<!-- written by tlview \d"  # Markdown
+    rb'|<\?xml version="1\.0" encoding="utf-8"\?>\n<!-- written by tlview \d'  # JUnit XML
     rb'|\{\s*"format": ?"tlview\.'  # JSON: report, diff, repro summary
     rb'|<!doctype html>\s*<html[^>]*>\s*<head>\s*<meta charset="utf-8">\s*'
     rb'<meta name="generator" content="tlview \d'  # HTML

@@ -1,0 +1,143 @@
+"""Where in the user's source each problem is: a graph break, a recompile's failed guard, a failed
+compile, at the line torch names (the break's, the guard's, the error's) when it is the user's,
+else the innermost frame outside torch of the compile's stack; deduplicated, for annotations."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tlview.analyze.diff import Diff, norm
+from tlview.analyze.names import Refs
+from tlview.analyze.summary import break_title, short
+from tlview.model import Compile, Report, StackFrame
+
+# The most annotations of each level written: GitHub shows 10 errors and 10 warnings of a step.
+MAX_PER_LEVEL = 10
+# A frame in torch's own code (an install, or a checkout of torch), or no file at all.
+_TORCH = re.compile(
+    r"(?:^|[/\\])(?:site|dist)-packages[/\\]torch[/\\]"
+    r"|(?:^|[/\\])torch[/\\](?:_[A-Za-z]\w*|nn|fx|utils|distributed|export|autograd|cuda|optim"
+    r"|ao|amp|profiler|testing|compiler|func|library)[/\\]"
+    r"|^<"
+)
+_PLACE = re.compile(r"(.+):(\d+)$")
+# A frame of the stack torch adds under a failed guard (torch 2.9 on): where the guard came from.
+_GUARD_COMMENT = re.compile(r"\s+#\s.*")  # the source torch quotes after a guard: its line says it
+_GUARD_FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+), in ', re.M)
+
+
+@dataclass(slots=True)
+class Site:
+    """One problem at one line: what it is, how often, and in which compiles."""
+
+    level: str  # "error" (a failed compile) or "warning"
+    kind: str  # graph-break | recompile | failure
+    file: str
+    line: int
+    title: str
+    message: str
+    count: int = 0
+    compiles: list[str] = field(default_factory=list)
+
+
+def is_torch(file: str) -> bool:
+    """Whether FILE is torch's own code, not the user's."""
+    return _TORCH.search(file) is not None
+
+
+def user_frame(stack: list[StackFrame]) -> StackFrame | None:
+    """The innermost frame of a compile's stack outside torch (the stack ends innermost)."""
+    for f in reversed(stack):
+        if f.file and not is_torch(f.file):
+            return f
+    return None
+
+
+def _place(where: str | None, c: Compile) -> tuple[str, int] | None:
+    """A place torch named (`file:line`) when it is the user's, else the compile's user frame,
+    else the first line of the frame it compiled (torch logged no stack)."""
+    m = _PLACE.match(where or "")
+    if m and not is_torch(m.group(1)):
+        return m.group(1), int(m.group(2))
+    f = user_frame(c.stack)
+    if f is not None:
+        return f.file, f.line
+    if c.file and c.firstline is not None and not is_torch(c.file):  # a stack not logged
+        return c.file, c.firstline
+    return None
+
+
+def _guard_place(reason: str) -> str | None:
+    """The user line a failed guard came from (`file:line`), the innermost of the stack torch
+    logged under it outside torch; None when it logged none."""
+    user = [f"{m[1]}:{m[2]}" for m in _GUARD_FRAME.finditer(reason) if not is_torch(m[1])]
+    return user[-1] if user else None
+
+
+def _first(text: str | None) -> str:
+    return (text or "").strip().partition("\n")[0]
+
+
+def problems(c: Compile) -> Iterable[tuple[str, str, str | None, str, str]]:
+    """A compile's problems: (level, kind, place torch named, title, message)."""
+    fn = c.function or "?"
+    for g in c.graph_breaks:
+        yield "warning", "graph-break", g.where, f"graph break in {fn}", break_title(g.reason)
+    r = c.recompile
+    if r is not None and c.id is not None and not c.is_retry:
+        guard = _GUARD_COMMENT.sub("", norm(_first(r.reasons[0]))) if r.reasons else "none logged"
+        where = _guard_place(r.reasons[0]) if r.reasons else None
+        yield "warning", "recompile", where, f"recompile of {fn}", f"failed guard: {guard}"
+    if c.status == "failed":
+        why = f"{c.fail_type or 'failed'}: {_first(c.fail_reason)}".rstrip(": ")
+        yield "error", "failure", c.fail_where, f"compile of {fn} failed", why
+    elif c.status == "incomplete":
+        yield "error", "failure", None, f"compile of {fn} never finished", "the run stopped"
+
+
+def sites(report: Report) -> list[Site]:
+    """Every problem of the report at its user line, one Site per (kind, line, title,
+    message), most frequent first; problems with no user frame are left out."""
+    return sites_of(report.compiles, Refs.of(report))
+
+
+def added(d: Diff) -> list[Site]:
+    """The sites of NEW with nothing of their kind at that line (by file name) in BASE: what
+    a change brought, for `tlview diff --annotations`."""
+    base = sites_of(c for p in d.frames if p.base for c in p.base.attempts)
+    had = {(s.kind, short(s.file), s.line) for s in base}
+    new = sites_of(c for p in d.frames if p.new for c in p.new.attempts)
+    return [s for s in new if (s.kind, short(s.file), s.line) not in had]
+
+
+def sites_of(
+    compiles: Iterable[Compile], refs: Callable[[Compile], str] | None = None
+) -> list[Site]:
+    """The sites of these compiles (named by REFS, else by their keys)."""
+    out: dict[tuple[str, str, int, str, str], Site] = {}
+    for c in compiles:
+        for level, kind, where, title, message in problems(c):
+            place = _place(where, c)
+            if place is None:
+                continue
+            key = (kind, *place, title, message)
+            s = out.get(key)
+            if s is None:
+                s = out[key] = Site(level, kind, place[0], place[1], title, message)
+            s.count += 1
+            if len(s.compiles) < 8:
+                s.compiles.append(refs(c) if refs is not None else c.key)
+    return sorted(out.values(), key=lambda s: (s.level != "error", -s.count))
+
+
+def relative(file: str, root: str | None = None) -> str:
+    """FILE as a path under ROOT (default: the current directory) when it is under it, which
+    is how a CI system names a file of the checkout; else as logged."""
+    try:
+        return Path(file).relative_to(Path(root or os.getcwd())).as_posix()
+    except ValueError:
+        return file

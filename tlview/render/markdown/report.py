@@ -1,0 +1,135 @@
+"""`tlview report --format markdown`: one screen for a job summary or a pull-request comment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tlview.analyze.names import Refs
+from tlview.analyze.summary import Overview, Tally, break_title, short_place
+from tlview.model import Compile, Report
+from tlview.render import Options
+from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
+from tlview.runtime.output import Output
+from tlview.units import count
+
+MORE = "tlview report"
+
+
+@dataclass(slots=True)
+class Rows:
+    """The first MAX_ROWS rows of a table, and how many there were."""
+
+    rows: list[list[str]] = field(default_factory=list)
+    total: int = 0
+
+    def add(self, row: list[str]) -> None:
+        self.total += 1
+        if len(self.rows) < MAX_ROWS:
+            self.rows.append(row)
+
+
+def seconds(v: float) -> str:
+    return f"{v:.2f} s"
+
+
+def figures(o: Overview) -> list[str]:
+    """The headline numbers as a one-row table."""
+    time = seconds(o.compile_time_s + o.outside_s) if o.timed or o.outside_timed else "not logged"
+    failed = o.failures + o.incomplete + o.outside_failed
+    return table(
+        ("compiles", "graph breaks", "recompiles", "failed", "restarts", "compile time"),
+        [[str(o.compiles), str(o.graph_breaks), str(o.recompiles), str(failed), str(o.restarts),
+          time]],
+        1, "", "",
+    )  # fmt: skip
+
+
+def verdict(checked: list[tuple[str, str, bool]]) -> list[str]:
+    """The gate's verdict: each check (as written, its figures, failed) on a line."""
+    if not checked:
+        return []
+    bad = sum(failed for _, _, failed in checked)
+    n = count(len(checked), "check")
+    lines = [f"--fail-on: failed ({bad} of {n})" if bad else f"--fail-on: passed ({n})", ""]
+    for name, figs, failed in checked:
+        lines.append(f"- {'❌ failed' if failed else '✅ passed'}: {text(name)}: {text(figs)}")
+    return [*lines, ""]
+
+
+def _recompile(c: Compile, refs: Refs, rows: Rows) -> None:
+    r = c.recompile
+    if r is None or c.id is None or c.is_retry:
+        return
+    guard = r.reasons[0].strip().partition("\n")[0] if r.reasons else "(no reason logged)"
+    more = f" (and {len(r.reasons) - 1} more)" if len(r.reasons) > 1 else ""
+    rows.add([text(refs(c)), text(c.function or ""), text(guard) + more])
+
+
+def _failure(c: Compile, refs: Refs, rows: Rows) -> None:
+    if c.status not in ("failed", "incomplete"):
+        return
+    first = (c.fail_reason or "").strip().partition("\n")[0]
+    if c.status == "incomplete" and not first:
+        first = "no compilation_metrics: the run stopped during this compile"
+    rows.add([text(refs(c)), c.status, text(c.fail_type or ""), text(first),
+              text(short_place(c.fail_where) if c.fail_where else "")])  # fmt: skip
+
+
+def lines(report: Report, opts: Options, to_file: bool) -> tuple[list[str], Overview]:
+    """The summary's lines, and the figures counted on the way."""
+    refs = Refs.of(report)
+    tally = Tally(report)
+    recompiles, failures = Rows(), Rows()
+    for c in report.compiles:
+        tally.add(c)
+        _recompile(c, refs, recompiles)
+        _failure(c, refs, failures)
+    o = tally.done()
+    out = marker(to_file)
+    out += [f"### tlview: {text(report.path)}", ""]
+    head = [f"torch {text(report.torch_version or 'unknown')}", count(o.logs, "log")]
+    head.append(f"{o.lines:,} lines, {o.bad_lines:,} bad")
+    out += [" · ".join(head), ""]
+    out += [*figures(o), ""]
+    if opts.checks:
+        from tlview.analyze.gate import evaluate_report
+
+        out += verdict(
+            [(v.name, v.figures, v.failure is not None) for v in evaluate_report(o, opts.checks)]
+        )
+    if o.breaks:
+        out += [f"#### Graph breaks ({o.graph_breaks:,}, {count(len(o.breaks), 'reason')})", ""]
+        rows = []
+        for s in o.breaks[:MAX_ROWS]:
+            where = ", ".join(
+                text(short_place(w)) + (f" ×{n}" if n > 1 else "")
+                for w, n in list(s.where.items())[:3]
+            )
+            if len(s.where) > 3:
+                where += f" and {len(s.where) - 3} more"
+            rows.append([str(s.count), text(break_title(s.reason)), where])
+        out += [*table(("count", "reason", "where"), rows, len(o.breaks), "reasons", MORE), ""]
+    if recompiles.total:
+        out += [f"#### Recompiles ({recompiles.total:,})", ""]
+        out += table(("compile", "function", "failed guard"), recompiles.rows, recompiles.total,
+                     "recompiles", MORE)  # fmt: skip
+        out.append("")
+    if failures.total:
+        out += [f"#### Failures ({failures.total:,})", ""]
+        out += table(("compile", "status", "type", "reason", "where"), failures.rows,
+                     failures.total, "failures", MORE)  # fmt: skip
+        out.append("")
+    if o.slowest:
+        out += ["#### Slowest compiles", ""]
+        rows = [[text(s.ref), text(s.function or ""), seconds(s.phases.get("total", 0.0))]
+                for s in o.slowest]  # fmt: skip
+        out += [*table(("compile", "function", "time"), rows, len(rows), "", ""), ""]
+    return out, o
+
+
+def write(report: Report, out: Output, opts: Options) -> Overview:
+    """The report as Markdown (the renderer of `--format markdown`)."""
+    got, o = lines(report, opts, not out.is_stdout)
+    with out.open() as f:
+        f.write(fit(got).encode("utf-8"))
+    return o
