@@ -206,10 +206,12 @@ def _notes(v: CompileView, c: Compile, full: bool = False) -> None:
     v.recompile_reasons = c.recompile_reasons
     frames = c.stack
     v.stack_frames = len(frames)
-    if len(frames) > STACK_FRAMES and not full:
-        # The outermost frames and the innermost ones, where the compile started.
-        v.stack_cut = STACK_HEAD
-        frames = [*frames[:STACK_HEAD], *frames[-(STACK_FRAMES - STACK_HEAD) :]]
+    # A section shown with every detail lists STACK_FRAMES, another the outermost frame and the
+    # two innermost, as the terminal does: the outermost ones and those where it started.
+    keep, head = (STACK_FRAMES, STACK_HEAD) if v.detail else (3, 1)
+    if len(frames) > keep and not full:
+        v.stack_cut = head
+        frames = [*frames[:head], *frames[-(keep - head) :]]
     v.stack = [frame_view(f) for f in frames]
     v.cache = [CacheView(e.cache, e.outcome, e.key or "", e.reason or "") for e in c.cache]
     v.events_dropped = c.events_dropped
