@@ -106,6 +106,8 @@ def check(tmp: Path, log: Path, depth: int, monkeypatch: pytest.MonkeyPatch) -> 
     assert len(re.findall(re.escape(ref) + r":\d+ in f\n", verbose)) == compiles * depth - 1
     page = out["html"].read_text()
     assert 1 <= page.count(kept) <= 2 and page.count("[name 1]...") >= min(depth, 40)
+    if depth > 40:  # a detailed section lists 40 frames, says how many there are and how to see all
+        assert f"({depth} frames)" in page and f"... {depth - 40} more frames: <code>--full" in page
 
 
 def test_a_long_interned_name_keeps_every_format_within_twice_the_log(
