@@ -118,18 +118,18 @@ def payload(p: Payload) -> dict[str, Any]:
 
 def recompile(c: Compile) -> dict[str, Any] | None:
     """Why this compile of a frame happened again (index/recompiles.py), or None for a first compile."""
-    rc = c.recompile
-    if rc is None:
+    r = c.recompile
+    if r is None:
         return None
     return {
-        "previous": rc.previous,
-        "reasons": rc.reasons,
+        "previous": r.previous,
+        "reasons": r.reasons,
         "input_changes": [
             {"source": x.source, "field": x.field, "before": x.before, "after": x.after}
-            for x in rc.input_changes
+            for x in r.input_changes
         ],
-        "inputs_compared": rc.compared,
-        "limit_hit": rc.limit_hit,
+        "inputs_compared": r.compared,
+        "limit_hit": r.limit_hit,
         "limit": limit_text(c),
         "retry": c.is_retry,  # nothing was cached before it: not counted as a recompile
     }
