@@ -117,6 +117,10 @@ def check(tmp: Path, log: Path, depth: int, monkeypatch: pytest.MonkeyPatch) -> 
     assert 1 <= page.count(kept) <= 2 and page.count("...[name ") >= min(depth, 40)
     if depth > 40:  # a detailed section lists 40 frames, says how many there are and how to see all
         assert f"({depth} frames)" in page and f"... {depth - 40} more frames: <code>--full" in page
+    if compiles > 500 and depth > 3:  # the sections past the 500 in detail list 3 frames
+        assert f"... {depth - 3} more frames: <code>--full" in page
+    if depth > 1:  # one stack, the same in every compile: the tree lists its outermost 40
+        assert page.count('<div class="fr') == min(depth, 40)
     return {label: path.stat().st_size for label, path in out.items()}
 
 
