@@ -15,7 +15,17 @@ MAX_LINES = 700
 
 # Low to high: a module may import its own layer and the layers before it, never a later one.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("tlview.errors", "tlview.model", "tlview.units", "tlview.dumps", "tlview.inert")),
+    (
+        "base",
+        (
+            "tlview.errors",
+            "tlview.model",
+            "tlview.units",
+            "tlview.dumps",
+            "tlview.inert",
+            "tlview.strings",
+        ),
+    ),
     ("runtime", ("tlview.runtime",)),
     ("logs", ("tlview.logs",)),
     ("parse", ("tlview.parse",)),

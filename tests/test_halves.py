@@ -107,10 +107,10 @@ def test_a_failed_renderer_is_replaced_by_this_process(monkeypatch: pytest.Monke
             raise MemoryError
         return real_section(*a)
 
-    def broken_dict(c: Any) -> Any:
+    def broken_dict(c: Any, *a: Any) -> Any:
         if os.getpid() != here:
             os._exit(9)  # dies without a word
-        return compile_dict(c)
+        return compile_dict(c, *a)
 
     monkeypatch.setattr(section, "section", broken_section)
     monkeypatch.setattr(json_mod, "compile_dict", broken_dict)

@@ -40,6 +40,7 @@ __all__ = [
     "artifact",
     "artifacts",
     "diff",
+    "expand_report",
     "fake_inputs",
     "load_inputs",
     "read",
@@ -242,6 +243,16 @@ def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any =
     for side in stored:
         d.notes.append(f"{side} is a stored report: input changes are not compared")
     return d
+
+
+def expand_report(doc: Any) -> Any:
+    """A stored `tlview.report/1` or `tlview.diff/1` document, as `json.load` gives it, with
+    every reference to its strings table (`{"$s": key}`) replaced by the string and the table
+    removed (docs/formats.md#the-strings-table); the caller's document is left as it was.
+    Raises TlviewError when a reference names no entry of the table."""
+    from tlview.strings import expand
+
+    return expand(doc)
 
 
 def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:

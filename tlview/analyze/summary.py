@@ -103,9 +103,16 @@ def short_place(where: str) -> str:
     return f"{short(file)}:{line}" if file else where
 
 
+LABEL_FILE = 100
+
+
 def frame_label(function: str, file: str | None, line: int | None) -> str:
-    """A frame by its function and place, `f (f.py:12)`, the same in every run and rank."""
-    where = short(file) + (f":{line}" if line is not None else "")
+    """A frame by its function and place, `f (f.py:12)`, the same in every run and rank (a file
+    name over LABEL_FILE characters by its start and end: a label is written once per frame)."""
+    name = short(file)
+    if len(name) > LABEL_FILE:
+        name = f"{name[:24]}...{name[-(LABEL_FILE - 27) :]}"
+    where = name + (f":{line}" if line is not None else "")
     return f"{function} ({where})" if where else function
 
 

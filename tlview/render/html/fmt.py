@@ -7,6 +7,11 @@ from typing import NamedTuple
 from tlview.model import StackFrame
 from tlview.units import short_path
 
+# Frames of a stack the page lists (a section with every detail: the outermost STACK_HEAD and
+# the innermost rest, another section three; the stacks' tree: the outermost), so a page stays
+# in proportion to its log however deep a crafted stack is; --full lists every frame.
+STACK_FRAMES, STACK_HEAD = 40, 8
+
 
 def ms(us: float) -> str:
     v = us / 1000

@@ -19,6 +19,7 @@ from tlview.render.html.page import Page, build
 from tlview.render.html.pick import Picked
 from tlview.runtime import halves, templates
 from tlview.runtime.output import Output
+from tlview.strings import forked, numbering, shown
 from tlview.units import nbytes, short_path
 
 BATCH = 1 << 16  # characters of the page encoded and written at a time
@@ -28,7 +29,7 @@ Only = tuple[str, Picked] | None  # --compile-id, and whether it names a compile
 def page_environment() -> jinja2.Environment:
     """The templates' environment, with the page's filters (the diff page uses them too)."""
     env = templates.environment()
-    env.filters.update(nbytes=nbytes, short_path=short_path, text=text)
+    env.filters.update(nbytes=nbytes, short_path=short_path, text=text, name=shown)
     return env
 
 
@@ -84,6 +85,7 @@ def sections(env: jinja2.Environment, page: Page) -> Iterator[Markup]:
         return
 
     def later(f: IO[bytes]) -> None:
+        forked("b")  # names first shown here are numbered apart from this process's
         for text in render(cut, None):
             f.write(text.encode("utf-8", "replace"))
 
@@ -113,6 +115,11 @@ def _middle(page: Page) -> int | None:
 def stream(report: Report, out: IO[bytes], full: bool = False, only: Only = None) -> Overview:
     """Write the page to a binary stream, BATCH characters or more at a time; return its
     figures (for `--fail-on`). `only`: --compile-id and the compiles it picks, shown alone."""
+    with numbering():  # a long name is written whole once, then referred to (tlview/strings.py)
+        return _stream(report, out, full, only)
+
+
+def _stream(report: Report, out: IO[bytes], full: bool, only: Only) -> Overview:
     page, chunks = _chunks(report, full, only)
     batch: list[str] = []
     size = 0

@@ -10,7 +10,14 @@ from tlview.analyze.names import describer_marks
 from tlview.analyze.summary import break_key, input_names, kernels
 from tlview.index.dims import dynamic_dims
 from tlview.model import Compile, Event, GraphBreak, Kernel, OutsideCompile, Symbol
-from tlview.render.html.fmt import FrameView, clock, frame_view, short_frame
+from tlview.render.html.fmt import (
+    STACK_FRAMES,
+    STACK_HEAD,
+    FrameView,
+    clock,
+    frame_view,
+    short_frame,
+)
 from tlview.render.html.inputs import InputView, StorageView, input_view, storages
 from tlview.render.html.metrics import MetricView, metric_views
 from tlview.render.html.page import Page
@@ -93,6 +100,8 @@ class CompileView:
     recompile: RecompileView | None = None
     recompile_reasons: list[str] = field(default_factory=list)
     stack: list[FrameView] = field(default_factory=list)
+    stack_frames: int = 0  # frames in the stack; past STACK_FRAMES its middle is left out
+    stack_cut: int = 0  # where the frames left out were: after the first `stack_cut` shown
     cache: list[CacheView] = field(default_factory=list)
     events_dropped: int = 0
     inputs: list[InputView] = field(default_factory=list)
@@ -134,7 +143,7 @@ class CompileView:
 def section(r: Row, c: Compile, page: Page) -> CompileView:
     """Everything one compile's section shows."""
     v = CompileView(row=r, facts=_facts(r, c))
-    _notes(v, c)
+    _notes(v, c, page.full)
     marks = describer_marks(c.inputs)
     names = input_names(c.inputs)
     dynamic = dynamic_dims(c)
@@ -183,7 +192,7 @@ def _facts(r: Row, c: Compile) -> str:
     return " · ".join(facts)
 
 
-def _notes(v: CompileView, c: Compile) -> None:
+def _notes(v: CompileView, c: Compile, full: bool = False) -> None:
     """What every section shows, with every detail or not: its callouts, stack and cache."""
     v.fail_type, v.fail_where = c.fail_type, c.fail_where
     v.fail_reason = (c.fail_reason or "").strip()
@@ -195,7 +204,15 @@ def _notes(v: CompileView, c: Compile) -> None:
     v.restart_reasons = c.restart_reasons
     v.recompile = None if c.recompile is None else recompile_view(c.recompile)
     v.recompile_reasons = c.recompile_reasons
-    v.stack = [frame_view(f) for f in c.stack]
+    frames = c.stack
+    v.stack_frames = len(frames)
+    # A section shown with every detail lists STACK_FRAMES, another the outermost frame and the
+    # two innermost, as the terminal does: the outermost ones and those where it started.
+    keep, head = (STACK_FRAMES, STACK_HEAD) if v.detail else (3, 1)
+    if len(frames) > keep and not full:
+        v.stack_cut = head
+        frames = [*frames[:head], *frames[-(keep - head) :]]
+    v.stack = [frame_view(f) for f in frames]
     v.cache = [CacheView(e.cache, e.outcome, e.key or "", e.reason or "") for e in c.cache]
     v.events_dropped = c.events_dropped
 

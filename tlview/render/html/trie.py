@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tlview.render.html.fmt import FrameView, frame_view
+from tlview.render.html.fmt import STACK_FRAMES, FrameView, frame_view
 from tlview.render.html.rows import Row
 
 
@@ -28,7 +28,7 @@ def trie(rows: Iterable[Row]) -> list[TrieNode]:
             nostack.compiles.append(r)
             continue
         node = root
-        for f in r.stack:
+        for f in r.stack[:STACK_FRAMES]:
             kids = index.setdefault(id(node), {})
             k = (f.file, f.line, f.name)
             nxt = kids.get(k)

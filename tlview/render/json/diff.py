@@ -12,6 +12,7 @@ from tlview.dumps import dumps
 from tlview.render import Options
 from tlview.render.json.report import stats
 from tlview.runtime.output import Output
+from tlview.strings import TABLE, Table
 
 FORMAT = "tlview.diff/1"
 
@@ -20,8 +21,8 @@ def figure(f: Figure) -> dict[str, Any]:
     return {"name": f.name, "base": f.base, "new": f.new, "delta": f.delta, "changed": f.changed}
 
 
-def frame_key(k: FrameKey) -> dict[str, Any]:
-    return {"process": k.process, "function": k.function, "file": k.file, "line": k.line}
+def frame_key(k: FrameKey, table: Table) -> dict[str, Any]:
+    return {"process": k.process, "function": k.function, "file": table.ref(k.file), "line": k.line}
 
 
 def change(c: Change) -> dict[str, Any]:
@@ -65,18 +66,21 @@ def compiled(cc: ComparedCompile) -> dict[str, Any]:
     }
 
 
-def frame_diff(p: FrameDiff) -> dict[str, Any]:
+def frame_diff(p: FrameDiff, table: Table) -> dict[str, Any]:
     return {
         "frame": str(p.key),
-        "base_frame": None if p.base is None else frame_key(p.base.key),
-        "new_frame": None if p.new is None else frame_key(p.new.key),
+        "base_frame": None if p.base is None else frame_key(p.base.key, table),
+        "new_frame": None if p.new is None else frame_key(p.new.key, table),
         "match": p.match,
         "compiles": [compiled(cc) for cc in p.compiles],
     }
 
 
 def to_dict(d: Diff, gate: list[str] | None = None) -> dict[str, Any]:
-    return {
+    """The comparison as written: a long file name after its first time refers to the strings
+    table, as in `tlview.report/1` (tlview/strings.py)."""
+    table = Table()
+    out = {
         "format": FORMAT,
         "tlview_version": __version__,
         "base": {"path": d.base_path, "torch_version": d.base_torch, "stats": stats(d.base)},
@@ -94,9 +98,12 @@ def to_dict(d: Diff, gate: list[str] | None = None) -> dict[str, Any]:
             for c in d.cache
         ],
         "changes": [change(c) for c in d.changes],
-        "frames": [frame_diff(p) for p in d.frames],
+        "frames": [frame_diff(p, table) for p in d.frames],
         "gate": {"checked": gate is not None, "failures": gate or []},
     }
+    if table.entries:
+        out[TABLE] = table.entries
+    return out
 
 
 def stream(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:

@@ -18,15 +18,23 @@ from tlview.model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, Stack
 from tlview.render import Options
 from tlview.runtime import halves
 from tlview.runtime.output import Output
+from tlview.strings import TABLE, Table
+
+Ref = Callable[[str | None], Any]  # a string as written: itself, or a reference to the table
+
+
+def _same(s: str | None) -> str | None:
+    return s
+
 
 FORMAT = "tlview.report/1"
 _OPTS = orjson.OPT_NON_STR_KEYS
 
 
-def frame(f: StackFrame | None) -> dict[str, Any] | None:
+def frame(f: StackFrame | None, r: Ref = _same) -> dict[str, Any] | None:
     if f is None:
         return None
-    return {"file": f.file, "line": f.line, "name": f.name, "loc": f.loc}
+    return {"file": r(f.file), "line": f.line, "name": f.name, "loc": f.loc}
 
 
 def tensor(t: TensorDesc) -> dict[str, Any]:
@@ -141,7 +149,10 @@ def collectives(c: Compile) -> dict[str, Any] | None:
     }
 
 
-def compile_dict(c: Compile) -> dict[str, Any]:
+def compile_dict(c: Compile, table: Table | None = None) -> dict[str, Any]:
+    """A compile as written; with `table`, a long file name after its first time as a reference
+    (the one string a log holds once and a report as often as frames name it)."""
+    r: Ref = _same if table is None else table.ref
     dynamic = dynamic_dims(c)
     cid = c.id
     return {
@@ -157,7 +168,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
         "attempt": 0 if cid is None else cid.attempt,
         "compiled_autograd_id": None if cid is None else cid.autograd,
         "function": c.function,
-        "file": c.file,
+        "file": r(c.file),
         "line": c.firstline,
         "first_log_line": c.first_line,
         "last_log_line": c.last_line,
@@ -180,7 +191,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
             }
             for g in c.graph_breaks
         ],
-        "stack": [frame(f) for f in c.stack],
+        "stack": [frame(f, r) for f in c.stack],
         "inputs": [input_dict(i, dynamic) for i in c.inputs],
         "symbols": [
             {
@@ -190,7 +201,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
                 "range": s.range,
                 "source": s.source,
                 "reason": s.reason,
-                "where": frame(s.where),
+                "where": frame(s.where, r),
             }
             for s in c.symbols
         ],
@@ -205,7 +216,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
                 "order": k.order,
                 "kernel": k.name,
                 "nodes": k.nodes,
-                "code": [frame(f) for f in k.code],
+                "code": [frame(f, r) for f in k.code],
             }
             for k in kernels(c)
         ],
@@ -218,7 +229,7 @@ def compile_dict(c: Compile) -> dict[str, Any]:
                 "log_line": x.line,
                 "subject": x.subject,
                 "detail": x.detail,
-                "where": frame(x.where),
+                "where": frame(x.where, r),
             }
             for x in c.export_issues
         ],
@@ -232,7 +243,12 @@ def compile_dict(c: Compile) -> dict[str, Any]:
             for o in c.outside
         ],
         "events": [
-            {"kind": e.kind, "log_line": e.line, "summary": e.summary, "where": frame(e.where)}
+            {
+                "kind": e.kind,
+                "log_line": e.line,
+                "summary": e.summary,
+                "where": frame(e.where, r),
+            }
             for e in c.events
         ],
         "events_dropped": c.events_dropped,
@@ -338,6 +354,7 @@ def _compiles(
     out: IO[bytes],
     tally: Tally,
     after: bool,
+    table: Table,
     only: Callable[[Compile], bool] | None = None,
 ) -> Tally:
     """Write compiles as array items (`after`: some were written before them); count them.
@@ -349,7 +366,7 @@ def _compiles(
         if after:
             out.write(b",")
         after = True
-        out.write(dumps(compile_dict(c), option=_OPTS, default=str))
+        out.write(dumps(compile_dict(c, table), option=_OPTS, default=str))
     return tally
 
 
@@ -364,28 +381,37 @@ def stream(
 
     Returns the figures, so a gate (`--fail-on`) needs no second pass."""
     tally = Tally(report)
+    table = Table()
     out.write(b'{"format":' + orjson.dumps(FORMAT) + b',"compiles":[')
     cut = None if only is not None else halves.middle(halves.costs(report))
     if cut is None:
-        _compiles(report.compiles, out, tally, False, only)
+        _compiles(report.compiles, out, tally, False, table, only)
     else:
         rest = cut
-        later = halves.Later(
-            lambda f: _compiles(halves.compiles(report, rest), f, Tally(report), True)
-        )
-        _compiles(halves.compiles(report, 0, cut), out, tally, False)
+
+        def job(f: IO[bytes]) -> tuple[Tally, dict[str, str]]:
+            mine = Table("b")  # its own keys: the two halves' tables are joined below
+            return _compiles(halves.compiles(report, rest), f, Tally(report), True, mine), (
+                mine.entries
+            )
+
+        later = halves.Later(job)
+        _compiles(halves.compiles(report, 0, cut), out, tally, False, table)
         ok, value = later.result()
         if ok:
             later.copy_to(out)
-            tally.merge(value)
+            tally.merge(value[0])
+            table.merge(value[1])
         else:
-            _compiles(halves.compiles(report, cut), out, tally, True)
+            _compiles(halves.compiles(report, cut), out, tally, True, table)
     o = tally.done()
     top = head(report, o)
     del top["format"]
     if extra:
         top.update(extra)
     top.setdefault("divergence", [])
+    if table.entries:  # only then: a report of no long repeated string is as it always was
+        top[TABLE] = table.entries
     out.write(b"]," + dumps(top, option=_OPTS)[1:] + b"\n")
     return o
 

@@ -28,6 +28,7 @@ from tlview.render.text.tables import (
     Capped,
     footnote,
 )
+from tlview.strings import shown as named
 from tlview.units import dims, nbytes, short_path
 
 INPUT_ROWS = 40  # inputs listed per compile by default (-v and --compile-id: all of them)
@@ -107,7 +108,7 @@ def kernels_table(c: Compile, console: Console) -> None:
     t = table("Kernels", "graph", "#", "kernel", "FX nodes", "user code", console=console)
     for k in found:
         code = "\n".join(
-            f"{short_path(f.file)}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
+            f"{named(short_path(f.file))}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
             for f in k.code
         )
         t.add_row(T(k.graph), T(k.order), T(k.name), T(", ".join(k.nodes)), T(code))
@@ -116,7 +117,7 @@ def kernels_table(c: Compile, console: Console) -> None:
 
 def _frame_line(f: StackFrame) -> str:
     """A frame as the terminal lists it: `file:line in name: code`."""
-    return str(f) + (f": {f.loc}" if f.loc else "")
+    return f"{named(f.file)}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
 
 
 def _outside_has(c: Compile) -> bool:
@@ -164,7 +165,8 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             )
         )
     for g in c.graph_breaks:
-        console.print(T(f"  graph break at {g.where or '?'}: {break_title(g.reason)}", "yellow"))
+        at = named(g.where or "?")
+        console.print(T(f"  graph break at {at}: {break_title(g.reason)}", "yellow"))
         why = break_explanation(g.reason)
         if why:
             console.print(T(f"    {why}", "yellow"))
@@ -195,7 +197,8 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         if c.recompile.limit_hit:
             console.print(T(f"  hit {limit_text(c)}: dynamo stopped compiling this frame", "red"))
     for issue in c.export_issues:
-        where = f" at {issue.where.file}:{issue.where.line}" if issue.where is not None else ""
+        w = issue.where
+        where = f" at {named(w.file)}:{w.line}" if w is not None else ""
         console.print(
             T(f"  export issue, {issue.kind}{where}: {issue.subject}: {issue.detail}", "yellow")
         )

@@ -38,6 +38,7 @@ from tlview.render.text.tables import (
     table_row,
 )
 from tlview.runtime.output import Output
+from tlview.strings import numbering
 from tlview.units import count
 
 
@@ -139,6 +140,11 @@ def bad_lines(report: Report, console: Console, limit: int) -> None:
 
 def draw(report: Report, console: Console, opts: TextOptions) -> Overview:
     """Draw the terminal report on CONSOLE; return its figures (for `--fail-on`)."""
+    with numbering():
+        return _draw(report, console, opts)
+
+
+def _draw(report: Report, console: Console, opts: TextOptions) -> Overview:
     if opts.compile_id is not None:
         chosen = [c for c in report.compiles if is_named(c, opts.compile_id)]
         o = overview(report)

@@ -23,6 +23,7 @@ from tlview.analyze.summary import (
 from tlview.index.recompiles import limit_text
 from tlview.model import Compile, ExportIssue, Report
 from tlview.render.text.console import T, table
+from tlview.strings import shown as named
 from tlview.units import count, seconds, short_path
 
 STATUS_STYLE = {
@@ -85,7 +86,7 @@ def table_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
         refs(c),
         c.status + (f" ({c.fail_type})" if c.fail_type else ""),
         c.function or "",
-        f"{short_path(c.file)}:{c.firstline}" if c.file else "",
+        f"{named(short_path(c.file))}:{c.firstline}" if c.file else "",
         "" if c.graph_ops is None else str(c.graph_ops),
         seconds(c.compile_time_s) if c.compile_time_s is not None else "",
         _inputs_count(c),
@@ -187,7 +188,7 @@ def rank_tables(report: Report, console: Console) -> None:
                     compile_ref(c, not key),
                     status,
                     c.function or "",
-                    f"{short_path(c.file)}:{c.firstline}" if c.file else "",
+                    f"{named(short_path(c.file))}:{c.firstline}" if c.file else "",
                     "" if c.graph_ops is None else str(c.graph_ops),
                     _inputs_count(c),
                 )
@@ -255,7 +256,7 @@ def breaks(o: Overview, console: Console) -> None:
     )
     for s in o.breaks:
         where = ", ".join(
-            f"{short_path(w)}" + (f" x{n}" if n > 1 else "") for w, n in s.where.items()
+            named(short_path(w)) + (f" x{n}" if n > 1 else "") for w, n in s.where.items()
         )
         t.add_row(T(s.count), T(_break_text(s.reason)), T(where), T(", ".join(s.compiles[:8])))
     console.print(t)
@@ -346,7 +347,7 @@ def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
             if c.status == "incomplete"
             else ""
         ),
-        short_path(c.fail_where, 3) if c.fail_where else "",
+        named(short_path(c.fail_where, 3)) if c.fail_where else "",
     )
 
 
@@ -368,7 +369,7 @@ def failures(rows: list[tuple[str, ...]], console: Console) -> None:
 
 
 def issue_row(ref: str, x: ExportIssue) -> tuple[str, ...]:
-    where = f"{short_path(x.where.file, 3)}:{x.where.line}" if x.where is not None else ""
+    where = f"{named(short_path(x.where.file, 3))}:{x.where.line}" if x.where is not None else ""
     return (ref, x.kind, x.subject, x.detail, where)
 
 
