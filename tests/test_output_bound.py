@@ -212,3 +212,19 @@ def test_the_diff_refers_to_a_long_file_name_once(tmp_path: Path) -> None:
     kept = got["frames"][0]["base_frame"]["file"]
     assert kept.endswith("/model.py") and "characters]..." in kept
     assert all(p[k]["file"] == kept for p in got["frames"] for k in ("base_frame", "new_frame"))
+
+
+def test_a_stored_report_with_a_strings_table_diffs_as_its_log(tmp_path: Path) -> None:
+    """`tlview diff BASE.json NEW` reads a stored report's strings table back (issue 36's
+    baseline through issue 33's table): the same frames and changes as the log itself."""
+    log = crafted(tmp_path, 256 << 10, 1, timed=False)
+    base = tmp_path / "base.json"
+    assert run_cli("report", log, "-o", base).exit_code == 0
+    assert '"strings"' in base.read_text() and '{"$s"' in base.read_text()
+    stored = run_cli("diff", base, log, "--format", "json")
+    direct = run_cli("diff", log, log, "--format", "json")
+    assert stored.exit_code == direct.exit_code == 0, stored.output
+    got, want = (strings.expand(json.loads(r.stdout)) for r in (stored, direct))
+    assert got["frames"] == want["frames"] and got["changes"] == want["changes"]
+    files = {f["base_frame"]["file"] for f in got["frames"]}
+    assert len(got["frames"]) > 10 and len(files) == 1 and len(files.pop()) > 200

@@ -29,6 +29,7 @@ from tlview.model import (
     StackFrame,
     TensorDesc,
 )
+from tlview.strings import expand
 
 FORMAT = "tlview.report/1"
 # The start of a file `tlview report --format json` wrote: how `diff` tells one from a log.
@@ -55,7 +56,10 @@ def read_report(path: str | Path) -> Report:
         raise TlviewError(f"{path}: not a readable {FORMAT} file: {e}", EXIT_NO_TRACE) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise TlviewError(f"{path}: not a {FORMAT} file", EXIT_NO_TRACE)
-    doc = expand(doc)
+    try:
+        doc = expand(doc)  # long strings written once, put back where they were referred to
+    except TlviewError as e:
+        raise TlviewError(f"{path}: {e.message}", EXIT_NO_TRACE) from None
     try:
         report = _report(doc, str(path))
     except (TypeError, ValueError, KeyError, AttributeError) as e:
@@ -69,12 +73,6 @@ def read_report(path: str | Path) -> Report:
             EXIT_NO_TRACE,
         )
     return report
-
-
-def expand(doc: dict[str, Any]) -> dict[str, Any]:
-    """The document with every value whole: where strings written once and referred to (a
-    strings table) are put back in place, before anything reads a value."""
-    return doc
 
 
 def _frame(d: Any) -> StackFrame | None:
