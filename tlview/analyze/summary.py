@@ -20,6 +20,7 @@ from tlview.model import (
     StackFrame,
     seconds_of,
 )
+from tlview.units import number
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
@@ -407,10 +408,9 @@ def kernels(c: Compile) -> list[Kernel]:
         name, _, order = key.rpartition(":")
         # torch 2.9 and later number each kernel call ("cpp_fused_relu_0:2", its debug handle
         # in the code); older torch names kernels alone: their place in torch's list.
-        n = int(order) if name and order.isdigit() else listed[g]
-        out.append(
-            (g, n, name if name and order.isdigit() else key, nodes, list(dict.fromkeys(code)))
-        )
+        called = number(order) if name and order.isdecimal() else None
+        n = listed[g] if called is None else called
+        out.append((g, n, key if called is None else name, nodes, list(dict.fromkeys(code))))
     return [
         Kernel(names[g] if g < len(names) else f"graph {g + 1}", n, name, nodes, code)
         for g, n, name, nodes, code in sorted(out, key=lambda k: k[:2])
@@ -426,8 +426,9 @@ def _innermost(trace: str) -> StackFrame | None:
 def _trace_frames(trace: str) -> list[StackFrame]:
     """The frames of a Python stack as text, outermost first, each with its line of code."""
     return [
-        StackFrame(file, int(line), name.strip(), code.strip() or None)
+        StackFrame(file, at, name.strip(), code.strip() or None)
         for file, line, name, code in _TRACE_FRAME.findall(trace)
+        if (at := number(line)) is not None
     ]
 
 

@@ -17,6 +17,7 @@ from tlview.model import Compile, Payload, Report
 from tlview.replay import bind
 from tlview.replay import graphcode as gc
 from tlview.replay.bind import Arg, lazy_torch
+from tlview.units import number
 
 MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
 MAX_TOTAL_BYTES = 512 << 20  # graph code kept over a whole log
@@ -245,7 +246,7 @@ WORLD_GROUP = "0"  # the name torch gives the default group's (dist.group.WORLD)
 def world_of(p: Plan, text: str) -> None:
     """The ranks the graph's collectives ran on, read off their calls (the group size that
     all_gather_into_tensor and reduce_scatter_tensor take), else the job's ranks."""
-    sizes = {int(a or b) for a, b in _SIZED.findall(text)}
+    sizes = {v for a, b in _SIZED.findall(text) if (v := number(a or b)) is not None}
     p.groups = sorted(set(_GROUP.findall(text)))
     if len(sizes) > 1:
         p.blockers.append(

@@ -9,6 +9,8 @@ import functools
 import re
 from typing import Any
 
+from tlview.units import MAX_DIGITS, number
+
 DTENSOR = "torch.distributed.tensor.DTensor"
 _DTENSOR_TYPES = {
     DTENSOR,
@@ -19,7 +21,7 @@ _DTENSOR_TYPES = {
 _MESH = re.compile(
     r"DeviceMesh\(\((?P<dims>[^)]*)\), '(?P<device>[\w:]+)'(?:, stride=(?P<stride>.*))?\)"
 )
-_MESH_DIM = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)=)?(?P<size>\d+)\s*")
+_MESH_DIM = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)=)?(?P<size>[0-9]+)\s*")
 _PLACEMENTS = {"Shard", "Replicate", "Partial", "_StridedShard"}
 
 
@@ -44,7 +46,10 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
         d = _MESH_DIM.fullmatch(part)
         if d is None:
             return f"its device mesh {mesh[:80]!r} has a dim tlview does not read"
-        shape.append(int(d.group("size")))
+        size = number(d.group("size"))
+        if size is None:
+            return f"its device mesh {mesh[:80]!r} has a dim of over {MAX_DIGITS} digits"
+        shape.append(size)
         if d.group("name"):
             names.append(d.group("name"))
     if not shape or (names and len(names) != len(shape)):

@@ -16,12 +16,12 @@ from tlview.index.dims import GraphDims, graph_dims
 from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
 from tlview.tensors.exprs import eval_expr
 from tlview.tensors.mesh import dtensor_plan, is_dtensor
-from tlview.units import itemsize
+from tlview.units import itemsize, number
 
 _QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
 
 
-NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
+NESTED = re.compile(r"(?:([0-9]+)\*)?j([0-9]+)")
 
 
 _SYMBOL = re.compile(r"[su]\d+")
@@ -476,8 +476,9 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None)
     hov = f("dynamo_hint_overrides")
     if hov and isinstance(hov, dict):
         for k, v in hov.items():
-            if re.fullmatch(r"\d+", str(k)) and type(v) is int:
-                p.hint_overrides[int(k)] = v
+            dim = number(str(k))
+            if dim is not None and dim >= 0 and type(v) is int:
+                p.hint_overrides[dim] = v
     size, stride, off = f("size"), f("stride"), f("storage_offset", 0)
     if (
         type(size) is list
@@ -548,8 +549,9 @@ def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
     p.creation_meta = cm if isinstance(cm, str) else None
     if "nested_int" in fields:
         ni = f("nested_int")
-        if isinstance(ni, int | str) and re.fullmatch(r"\d+", str(ni)):
-            p.nested_int = int(ni)
+        nested = ni if type(ni) is int else number(ni) if isinstance(ni, str) else None
+        if nested is not None and nested >= 0:
+            p.nested_int = nested
     dyn = f("dynamo_dynamic_indices")
     if dyn and isinstance(dyn, list):
         p.dynamic_indices = [i for i in dyn if type(i) is int]

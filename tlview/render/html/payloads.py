@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tlview.analyze.names import artifact_names
 from tlview.dumps import dumps
 from tlview.index.kinds import PAYLOAD_OPTIONAL
+from tlview.inert import command
 from tlview.model import Compile, Payload, Report
 from tlview.render.html import budget as kept
 from tlview.render.html.metrics import METRIC_BYTES
@@ -148,7 +149,7 @@ def payload_view(
         meta = dumps(p.meta, default=str).decode()
         pv.meta, pv.meta_more = meta[:META_CHARS], max(0, len(meta) - META_CHARS)
     where = f"line {p.line} of {log}"
-    show = f"`tlview show PATH --compile-id {ref} {pl.name}` writes it whole"
+    show = f"`{command('tlview', 'show', 'PATH', '--compile-id', ref, pl.name)}` writes it whole"
     if pl.state == "reader":
         pv.note = (
             f"Not on this page: reading kept no more text ({nbytes(kept.READ_BYTES)} a log); "
