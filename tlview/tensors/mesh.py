@@ -25,6 +25,20 @@ _MESH_DIM = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)=)?(?P<size>[0-9]+)\s*")
 _PLACEMENTS = {"Shard", "Replicate", "Partial", "_StridedShard"}
 
 
+MAX_MESH_RANKS = 1 << 16  # ranks of a mesh (its dims' product) a DTensor is rebuilt on
+MESH_BYTES_PER_RANK = 8  # the mesh's int64 tensor of ranks: counted by --max-bytes
+
+
+def mesh_ranks(shape: list[int]) -> int:
+    """The ranks of a mesh of SHAPE, or MAX_MESH_RANKS + 1 once past it (never a huge int)."""
+    size = 1
+    for k in shape:
+        size *= max(k, 0)
+        if size > MAX_MESH_RANKS:
+            return MAX_MESH_RANKS + 1
+    return size
+
+
 def is_dtensor(type_name: str | None) -> bool:
     return type_name in _DTENSOR_TYPES
 
@@ -71,9 +85,12 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
         return f"its flatten context {ctx[:80]!r}: {e}"
     if len(placements) != len(shape) or not isinstance(grad, bool):
         return f"its flatten context {ctx[:80]!r} does not fit a mesh of {len(shape)} dims"
-    size = 1
-    for k in shape:
-        size *= k
+    size = mesh_ranks(shape)
+    if size > MAX_MESH_RANKS:
+        return (
+            f"its device mesh {mesh[:80]!r} has over {MAX_MESH_RANKS:,} ranks, the largest world "
+            "tlview rebuilds a DTensor on"
+        )
     return {
         "mesh": shape,
         "device": m.group("device"),
