@@ -106,3 +106,34 @@ def test_numbers_of_5000_digits_in_inputs_and_repro(tmp_path: Path) -> None:
     res = run("repro", str(log), "--all", "-o", str(tmp_path / "r"))
     assert res.exit_code in (EXIT_OK, 6), res.stderr
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+
+
+EVENT = {"name": "dynamo", "cat": "dynamo_timed", "ph": "B", "ts": 1000, "pid": 0, "tid": 0}
+
+
+def test_perfetto_sums_estimates_as_ints_and_never_writes_null(tmp_path: Path) -> None:
+    """Estimated runtimes of 1e308 ns (their float sum overflows to inf, written as null), below
+    zero or of the wrong type: each slice's ts and dur are finite numbers, ordered."""
+    ops = [
+        {"name": f"k{i}", "type": "compute", "estimated_runtime_ns": ns}
+        for i, ns in enumerate([1e308, 1e308, 5000, -1, "x", True, 2**70, 1500.5])
+    ]
+    log = tmp_path / "est.log"
+    log.write_bytes(
+        interned("/m.py")
+        + start()
+        + record("chromium_event", {}, (0, 0), payload=json.dumps(EVENT))
+        + _artifact("inductor_runtime_and_tensor_meta", {"ops": ops}, (0, 0))
+        + metrics()
+    )
+    res = run("report", str(log), "--format", "perfetto")
+    assert_clean_exit(res, EXIT_OK, "perfetto")
+    events = json.loads(res.stdout_bytes)["traceEvents"]
+    slices = [e for e in events if e.get("cat") == "estimated_runtime"]
+    assert [e["name"] for e in slices] == [f"k{i}" for i in range(8)]
+    assert all(
+        isinstance(e["ts"], int | float) and isinstance(e["dur"], int | float) for e in slices
+    )
+    assert [e["dur"] for e in slices] == [0, 0, 5.0, 0, 0, 0, 0, 1.5]
+    ts = [e["ts"] for e in slices]
+    assert ts == sorted(ts) and ts[-1] - ts[0] == 5.0
