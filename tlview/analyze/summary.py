@@ -371,7 +371,9 @@ def break_key(reason: str) -> str:
     return f"{break_title(reason)}\n{context}"
 
 
-_TRACE_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([^\n]+)\n([^\n]*)')
+# A frame starts its line (as traceback writes it): a search from every `File "` inside a line
+# would read the rest of the line once for each.
+_TRACE_FRAME = re.compile(r'^[ \t]*File "([^"\n]+)", line (\d+), in ([^\n]+)\n([^\n]*)', re.M)
 
 
 def kernels(c: Compile) -> list[Kernel]:
@@ -384,9 +386,10 @@ def kernels(c: Compile) -> list[Kernel]:
     # Each graph logs its node mapping, then its kernels' stacks: a stack artifact ends a graph.
     graph_of: list[int] = []
     n = 0
+    last_code = max((i for i, p in enumerate(items) if p.kind == "code"), default=-1)
     for i, p in enumerate(items):
         graph_of.append(n)
-        if p.kind == "code" or not any(q.kind == "code" for q in items[i + 1 :]):
+        if p.kind == "code" or i >= last_code:  # no stack artifact after it
             n += 1
     names = (
         ["inference"]
