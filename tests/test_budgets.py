@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from crafted import graph, limited, source, start, storage, tensor
+from crafted import compile_of, graph, limited, source, start, storage, tensor
 from damage import EXIT_OK, EXIT_REFUSED, assert_clean_exit, run
 
 from tlview.tensors.mesh import MAX_MESH_RANKS
@@ -71,3 +71,49 @@ def test_a_compressed_layout_without_indices_is_counted(tmp_path: Path) -> None:
     err = res.stderr.decode()
     assert "need 1.0 GiB of memory, over --max-bytes 1.0 MiB" in err, err
     assert not out.exists()
+
+
+def test_listings_pad_no_row_to_a_long_cell(tmp_path: Path) -> None:
+    """`show`'s listing of a compile with one artifact named by 100,000 characters: every other
+    row is padded to at most COLUMN, so the output is about the log's size, not rows x name."""
+    from test_paste import artifact
+
+    from tlview.commands.listing import COLUMN
+
+    long = "n" * 100_000
+    log = tmp_path / "a.log"
+    one = compile_of((0, 0), [("L['x']", [4], "torch.float32")])
+    log.write_bytes(
+        one + artifact(long, "x") + b"".join(artifact(f"a{i}", "y") for i in range(200))
+    )
+    res = run("show", str(log), "--compile-id", "0/0")
+    assert_clean_exit(res, EXIT_OK, "show")
+    lines = res.stdout.splitlines()
+    assert sum(len(ln) for ln in lines) < 100_000 + 200 * (COLUMN + 40)
+    assert any(long in ln for ln in lines)  # the long name whole, on its own row
+    assert max(len(ln) for ln in lines if "a17" in ln) < COLUMN + 40
+
+
+def test_show_keeps_only_the_payload_it_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writing one artifact keeps its bytes alone, not every payload of its kind."""
+    from test_paste import artifact
+
+    import tlview
+
+    log = tmp_path / "a.log"
+    one = compile_of((0, 0), [("L['x']", [4], "torch.float32")])
+    log.write_bytes(one + b"".join(artifact("inductor_output_code", f"code {i}") for i in range(5)))
+    p = tlview.artifact(str(log), "0/0", "inductor_output_code#3")
+    assert p.data == b"code 2"
+    report = tlview.read(str(log), keep=_keep_for(p.line))
+    kept = [q for c in report.compiles for q in c.artifacts if q.data is not None]
+    assert [q.data for q in kept] == [b"code 2"]
+
+
+def _keep_for(line: int):  # type: ignore[no-untyped-def]
+    from tlview.index.keep import Keep
+
+    whole = 1 << 62
+    return Keep(whole, whole, frozenset({"inductor_output_code"}), "0/0", exact=True, line=line)

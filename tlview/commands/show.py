@@ -11,8 +11,10 @@ from typing import Any
 import click
 
 from tlview.commands.funnel import on_terminal, say  # say: text from the log, made inert
+from tlview.commands.listing import aligned
 from tlview.inert import command
 from tlview.model import Payload
+from tlview.render.clean import clean
 from tlview.runtime.output import stdout
 from tlview.units import nbytes
 
@@ -26,11 +28,9 @@ def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> Non
     rows = [("name", "line", "lines", "size", "")]
     for name, p in named:
         odd = "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
-        rows.append((name, str(p.line), f"{p.lines:,}", nbytes(p.bytes), odd))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for r in rows:
-        cells = [v.ljust(w) for v, w in zip(r[:4], widths, strict=True)]
-        say("  " + "  ".join([*cells, r[4]]).rstrip())
+        rows.append((clean(name), str(p.line), f"{p.lines:,}", nbytes(p.bytes), odd))
+    for line in aligned(rows):
+        say(line)
     say(f"{command('tlview', 'show', path, '--compile-id', ref)} NAME writes one whole")
 
 
