@@ -117,3 +117,34 @@ def _keep_for(line: int):  # type: ignore[no-untyped-def]
 
     whole = 1 << 62
     return Keep(whole, whole, frozenset({"inductor_output_code"}), "0/0", exact=True, line=line)
+
+
+def test_the_pipe_copy_for_the_trace_is_what_it_rereads(tmp_path: Path) -> None:
+    """`--format perfetto` from a pipe copies the stream to read it again: the copy holds every
+    record line and the payloads of the records the trace reads, the others as empty lines (so
+    each line keeps its number), gzip-compressed: 16 MiB of graph code copy as a few KiB."""
+    import gzip
+    import io
+    import json
+
+    from crafted import record
+
+    from tlview.commands.paths import _copy_wanted
+
+    event = {"name": "dynamo", "ph": "B", "ts": 5, "pid": 0, "tid": 0, "cat": "dynamo_timed"}
+    big = "\n".join(f"    x{i} = y{i} + 1" for i in range(800_000))
+    data = (
+        compile_of((0, 0), [("L['x']", [4], "torch.float32")])
+        + record("dynamo_output_graph", {"sizes": {}}, (0, 0), payload=big)
+        + record("chromium_event", {}, (0, 0), payload=json.dumps(event))
+    )
+    for src in (data, gzip.compress(data)):
+        out = io.BytesIO()
+        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1) as dst:
+            _copy_wanted(io.BytesIO(src), dst, (b'"chromium_event"',))
+        assert len(out.getvalue()) < 200_000 < len(data) // 50
+        copy = gzip.decompress(out.getvalue())
+        assert copy.count(b"\n") == data.count(b"\n")  # every line keeps its number
+        assert json.dumps(event).encode() in copy and b"x17 = y17" not in copy
+        kept = [ln for ln in copy.split(b"\n") if ln and not ln.startswith(b"\t")]
+        assert kept == [ln for ln in data.split(b"\n") if ln and not ln.startswith(b"\t")]
