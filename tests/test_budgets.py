@@ -148,3 +148,28 @@ def test_the_pipe_copy_for_the_trace_is_what_it_rereads(tmp_path: Path) -> None:
         assert json.dumps(event).encode() in copy and b"x17 = y17" not in copy
         kept = [ln for ln in copy.split(b"\n") if ln and not ln.startswith(b"\t")]
         assert kept == [ln for ln in data.split(b"\n") if ln and not ln.startswith(b"\t")]
+
+
+def test_payload_text_kept_is_one_budget_per_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job of 4 rank logs keeps at most the page's reading budget of text over all its logs
+    (each log its share), not that budget per log."""
+    from test_paste import artifact
+
+    import tlview
+    from tlview.render.html import budget
+
+    monkeypatch.setattr(budget, "READ_BYTES", 2 << 20)
+    job = tmp_path / "job"
+    job.mkdir()
+    one = [("L['x']", [4], "torch.float32")]
+    for r in range(4):
+        codes = b"".join(
+            artifact("inductor_output_code", f"{r}{k}" * 150_000, (0, 0)) for k in range(4)
+        )
+        (job / f"rank_{r}.log").write_bytes(compile_of((0, 0), one) + codes)
+    report = tlview.read(str(job), keep=budget.page_keep(False))
+    kept = [p for c in report.compiles for p in c.artifacts if p.text is not None]
+    assert sum(len(p.text or "") for p in kept) <= 2 << 20
+    assert {c.rank for c in report.compiles if any(p.text for p in c.artifacts)} == {0, 1, 2, 3}

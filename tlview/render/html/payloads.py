@@ -160,7 +160,8 @@ def payload_view(
     show = f"`{command('tlview', 'show', 'PATH', '--compile-id', ref, pl.name)}` writes it whole"
     if pl.state == "reader":
         pv.note = (
-            f"Not on this page: reading kept no more text ({nbytes(kept.READ_BYTES)} a log); "
+            f"Not on this page: reading kept no more text ({nbytes(kept.READ_BYTES)} a job, "
+            "shared by its logs); "
             f"it is at {where}. {show}; `--full` keeps every payload."
         )
     elif pl.state == "spent":
