@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tlview.errors import EXIT_NO_REPRO, EXIT_USAGE, TlviewError
+from tlview.inert import command
 from tlview.model import Compile, CompileId, Input, InputSet, Payload, Report
 
 
@@ -108,7 +109,7 @@ def find_compile(report: Report, compile_id: str) -> Compile:
     if not hits:
         raise TlviewError(no_compile(report, compile_id), EXIT_USAGE)
     refs = Refs.of(report)
-    logs = ", ".join(refs(c) for c in hits[:6])
+    logs = ", ".join(command(refs(c)) for c in hits[:6])  # as a shell takes each
     raise TlviewError(
         f"{report.path}: compile {compile_id!r} is in several logs; use {logs}", EXIT_USAGE
     )
@@ -180,7 +181,7 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     if len(hits) == 1:
         return hits[0][0], hits[0][1], None
     if len(hits) > 1:
-        listed = ", ".join(r for r, _ in hits[:6])
+        listed = ", ".join(command(r) for r, _ in hits[:6])
         raise TlviewError(
             f"{report.path}: {compile_id!r} is in several logs; use {listed}", EXIT_USAGE
         )
