@@ -101,8 +101,74 @@
   const PY_WORDS = new Set(("def class return if else elif for while in not and or is None True False import from as " +
     "with lambda pass raise try except finally yield async await del global nonlocal assert break continue").split(" "));
   const JSON_WORDS = new Set(["true", "false", "null"]);
-  const TOKEN = /(#[^\n]*)|("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|(\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b)|([A-Za-z_]\w*)/g;
   const COLOUR_LIMIT = 300000;
+
+  // <scan> The tokens of a text as start, end, kind, flat (kind: c comment, s string, n number,
+  // w word), left to right in one pass: each string's end is looked for once, and an opener
+  // that cannot close (no closing quote before its line's end, no closing triple quote at all)
+  // marks every later opener of its kind up to there as plain, so no text costs more than a
+  // pass (a regex starts its search again at each opener: quadratic on `"\"\"\"...`).
+  const NUMBER = /\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b/y;
+  const WORD = /[A-Za-z_]\w*/y;
+  const LINE_END = /[\n\r\u2028\u2029]/;
+  function tokens(src) {
+    const out = [];
+    const open = new Map(); // an opener (a quote, three quotes) -> where its openers stop closing
+    const n = src.length;
+    let i = 0;
+    while (i < n) {
+      const ch = src[i];
+      if (ch === "#") {
+        let e = src.indexOf("\n", i);
+        if (e < 0) e = n;
+        out.push(i, e, "c");
+        i = e;
+        continue;
+      }
+      if (ch === '"' || ch === "'") {
+        const three = ch + ch + ch;
+        let e = -1;
+        if (src.startsWith(three, i) && !((open.get(three) ?? -1) > i)) {
+          const k = src.indexOf(three, i + 3);
+          if (k < 0) open.set(three, n);
+          else e = k + 3;
+        }
+        if (e < 0 && !((open.get(ch) ?? -1) > i)) {
+          let j = i + 1;
+          while (j < n) {
+            const c = src[j];
+            if (c === ch || c === "\n") break;
+            if (c === "\\") {
+              if (j + 1 >= n || LINE_END.test(src[j + 1])) break;
+              j += 2;
+            } else j += 1;
+          }
+          if (j < n && src[j] === ch) e = j + 1;
+          else open.set(ch, j); // every opener of ch before j fails the same way
+        }
+        if (e >= 0) {
+          out.push(i, e, "s");
+          i = e;
+        } else i += 1;
+        continue;
+      }
+      NUMBER.lastIndex = i;
+      if (NUMBER.test(src)) {
+        out.push(i, NUMBER.lastIndex, "n");
+        i = NUMBER.lastIndex;
+        continue;
+      }
+      WORD.lastIndex = i;
+      if (WORD.test(src)) {
+        out.push(i, WORD.lastIndex, "w");
+        i = WORD.lastIndex;
+        continue;
+      }
+      i += 1;
+    }
+    return out;
+  }
+  // </scan>
 
   function colour(code) {
     if (code.dataset.done) return;
@@ -129,18 +195,21 @@
       el.textContent = s;
       frag.appendChild(el);
     };
-    TOKEN.lastIndex = 0;
-    let m;
-    while ((m = TOKEN.exec(src)) !== null) {
-      plain += src.slice(last, m.index);
-      last = TOKEN.lastIndex;
-      if (m[1] !== undefined) {
-        if (lang === "py") span("c", m[1]);
-        else plain += m[1];
-      } else if (m[2] !== undefined) span("s", m[2]);
-      else if (m[3] !== undefined) span("n", m[3]);
-      else if (words.has(m[4])) span("k", m[4]);
-      else plain += m[4];
+    const found = tokens(src);
+    for (let k = 0; k < found.length; k += 3) {
+      const start = found[k];
+      const end = found[k + 1];
+      const kind = found[k + 2];
+      plain += src.slice(last, start);
+      last = end;
+      const t = src.slice(start, end);
+      if (kind === "c") {
+        if (lang === "py") span("c", t);
+        else plain += t;
+      } else if (kind === "s") span("s", t);
+      else if (kind === "n") span("n", t);
+      else if (words.has(t)) span("k", t);
+      else plain += t;
     }
     plain += all.slice(last);
     frag.appendChild(document.createTextNode(plain));
@@ -200,6 +269,7 @@
 
   // The provenance view (tlparse's -i): three panes of a compile's graphs and code, each line of
   // a node or kernel marked; a click marks it and what it maps to in the other two panes.
+  // <maps>
   const LINKS = {
     pre: (m, items) => {
       const post = union(items, m.preToPost);
@@ -213,17 +283,32 @@
   };
   const PANE_WORDS = { pre: "pre-grad", post: "post-grad", code: "kernels" };
 
+  // The maps are keyed by names from the log (`constructor`, `__proto__`, `toString`): each
+  // object is made with no prototype, so a lookup finds the log's own entries and nothing else.
+  function bare(key, value) {
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+    const out = Object.create(null);
+    for (const k of Object.keys(value)) out[k] = value[k];
+    return out;
+  }
+
+  function own(map, name) {
+    const v = map ? map[name] : undefined;
+    return Array.isArray(v) ? v : [];
+  }
+
   function union(names, map) {
     const out = new Set();
-    for (const n of names) for (const x of (map && map[n]) || []) out.add(x);
+    for (const n of names) for (const x of own(map, n)) out.add(x);
     return Array.from(out);
   }
+  // </maps>
 
   function buildView(view) {
     if (view.dataset.built) return;
     view.dataset.built = "1";
-    const map = JSON.parse(view.dataset.map);
-    const panes = {};
+    const map = JSON.parse(view.dataset.map, bare);
+    const panes = Object.create(null);
     const jobs = [];
     for (const pre of $$("pre.prov-text", view)) {
       const role = pre.dataset.pane;
@@ -233,6 +318,7 @@
       const job = (code ? payloadText(code) : Promise.reject(new Error("its payload is missing"))).then((text) => {
         const at = new Map(); // line -> the nodes or kernels on it
         for (const [name, lines] of Object.entries(map[role] || {})) {
+          if (!Array.isArray(lines)) continue;
           for (const n of lines) {
             if (!at.has(n)) at.set(n, []);
             at.get(n).push(name);
@@ -273,7 +359,7 @@
     for (const [name, pane] of Object.entries(panes)) {
       const names = chosen[name] || [];
       const lines = new Set();
-      for (const n of names) for (const line of (map[name] && map[name][n]) || []) lines.add(line);
+      for (const n of names) for (const line of own(map[name], n)) lines.add(line);
       let first = null;
       pane.spans.forEach((span, i) => {
         const on = lines.has(i + 1);

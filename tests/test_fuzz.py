@@ -182,6 +182,11 @@ def wrong_types(data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
         yield f"wrong types at {', '.join(what)}", b"".join(out)
 
 
+_DIGIT_RUN = re.compile(r"[0-9]+")
+_DIGIT_RUN_B = re.compile(rb"[0-9]+")
+_TEXT_NUMBERS = ["9" * 5000, "1" * 25, "\u0663", "-" + "9" * 30]
+
+
 def numbers(data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
     """Ids and sizes beyond 64 bits, negative, or absurd, in records of every kind, and compile
     ids in text with such numbers."""
@@ -203,6 +208,15 @@ def numbers(data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
                     where[key] = [v, 2] if isinstance(where[key], list) else v
             if isinstance(body, dict) and isinstance(body.get("compile_id"), str):
                 body["compile_id"] = rng.choice(["99999999999999999999/0", "-1/0", "0/-0", "!-1"])
+            # Numbers in text (issue 34): a digit run of a string field or of the payload made
+            # 5,000 digits, or other scripts' digits (sizes, ranges, annotations, line numbers).
+            if isinstance(body, dict):
+                for key, v in body.items():
+                    if isinstance(v, str) and rng.random() < 0.5:
+                        body[key] = _DIGIT_RUN.sub(lambda _: rng.choice(_TEXT_NUMBERS), v, 1)
+            if payload is not None and rng.random() < 0.5:
+                big = rng.choice(_TEXT_NUMBERS).encode()
+                payload = _DIGIT_RUN_B.sub(big, payload, 3)
             out[i] = _write(head, meta, payload)
         yield f"numbers #{k}", b"".join(out)
 

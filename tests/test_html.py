@@ -11,6 +11,7 @@ import hashlib
 import html as htmllib
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -377,6 +378,8 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
         r"<td><code>tlview show PATH --compile-id ([^ ]+) ([^<]+)</code></td><td>the page budget</td></tr>",
         text,
     )
+    # The names are quoted for a shell (`'fx_graph_runnable#2'`): as a shell reads them.
+    listed = [(a, n, ln, r, shlex.split(htmllib.unescape(x))[0]) for a, n, ln, r, x in listed]
     assert sorted(int(line) for _, _, line, _, _ in listed) == sorted(int(n) for n in left)
     for anchor, name, line, ref, again in listed:
         assert name == again and anchor.startswith(f"c-{ref}-p")

@@ -267,10 +267,13 @@ def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple
 
 def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = False) -> Payload:
     """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
-    in `data`; None there when torch logged it without a payload. The log is read for it alone."""
+    in `data`; None there when torch logged it without a payload. The log is read twice: to
+    find the artifact's record, then to keep its bytes alone (never the others of its kind)."""
     from tlview.analyze.names import artifact_kind, find_artifact, find_compile
     from tlview.index.keep import Keep
 
+    report = read(log, progress=progress)
+    line = find_artifact(report, find_compile(report, compile_id), name)[1].line
     whole = 1 << 62
     keep = Keep(
         payload_bytes=whole,
@@ -278,6 +281,7 @@ def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = Fal
         kinds=frozenset({artifact_kind(name)}),
         compile=compile_id.rpartition(":")[2],
         exact=True,
+        line=line,
     )
     report = read(log, keep=keep, progress=progress)
     c = find_compile(report, compile_id)

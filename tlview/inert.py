@@ -4,6 +4,7 @@ escapes `repr` writes (`\x1b`, `\u202e`), never obeyed by a terminal or hidden i
 from __future__ import annotations
 
 import re
+import shlex
 
 # C0/C1 controls (but TAB and newline), DEL, bidi overrides, isolates and marks, and line or
 # paragraph separators: never sent to a terminal.
@@ -49,3 +50,10 @@ def json(data: bytes) -> bytes:
 
 def _json_escaped(m: re.Match[bytes]) -> bytes:
     return b"\\u%04x" % ord(m.group().decode("utf-8"))
+
+
+def command(*words: str) -> str:
+    """A command line tlview suggests, every word quoted for a POSIX shell (`shlex.quote`): a
+    word from a log (an artifact's name, a log's file name in `LOG:ID`) pasted is one argument,
+    never a `;`, `$(...)` or glob the shell obeys. Placeholders (PATH, ID) quote as themselves."""
+    return " ".join(shlex.quote(w) for w in words)

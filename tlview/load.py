@@ -53,6 +53,10 @@ def load(
         if not found.directory:
             # One log: no ranks to compare, so nothing to hash for it.
             keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
+        if keep is not None and len(found.sources) > 1:
+            # One budget of payload text for the job: each log keeps its share of it.
+            share = keep.total_bytes // len(found.sources)
+            keep = dataclasses.replace(keep, total_bytes=share, kept=[])
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
         job = partial(read_one, keep=keep)
         each = Spiller() if found.directory else None

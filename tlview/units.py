@@ -129,3 +129,19 @@ def parse_bytes(text: str, what: str = "size") -> int:
     unit = m.group(2).lower()
     scale = 1024 ** (1 + "kmgt".index(unit)) if unit else 1
     return int(float(m.group(1)) * scale)
+
+
+MAX_DIGITS = 19  # digits of a number read from text: below 2**64, so JSON and int64 take it
+_DIGITS = re.compile(r"-?[0-9]{1,19}", re.ASCII)
+
+
+def number(text: str | bytes) -> int | None:
+    """The integer TEXT writes, as ASCII digits (a sign allowed), at most MAX_DIGITS of them;
+    None for anything else (a number of 5,000 digits, U+0663, `+1`, ` 1`): the one way tlview
+    reads a number from a log's text, so no parse fails on one and no int past 64 bits is made."""
+    if isinstance(text, bytes):
+        text = text.decode("ascii", "replace")
+    if _DIGITS.fullmatch(text) is None:
+        return None
+    v = int(text)
+    return v if -(1 << 63) <= v < 1 << 64 else None

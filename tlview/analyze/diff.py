@@ -347,7 +347,9 @@ _GUARD_VALUES = re.compile(r"\b(expected|actual) -?\d+")
 
 # A source line a guard's comment names: "# new/n03.py:33 in f". torch cuts the path to what
 # differs from its own install's, so the same file reads differently in another environment.
-_GUARD_WHERE = re.compile(r"[^\s#'\"()]*/([^/\s'\"()]+:\d+ in )")
+# It starts where a path can (the lookbehind): a search that started again at every character of
+# a long path would read the path once per character.
+_GUARD_WHERE = re.compile(r"(?<![^\s#'\"()])[^\s#'\"()]*/([^/\s'\"()]+:\d+ in )")
 
 
 # The comment torch 2.9 and newer write after a guard: its source line and where it is.

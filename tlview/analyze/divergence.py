@@ -17,7 +17,7 @@ from tlview.index.digests import (
     compared_kind,
 )
 from tlview.model import Compile, CompileId, Divergence, LogIndex, Payload, Report
-from tlview.units import count
+from tlview.units import count, number
 
 # Input fields compared between ranks, as the JSON report names them.
 INPUT_FIELDS = (
@@ -159,8 +159,9 @@ def names_text(names: Iterable[str]) -> str:
     other: list[str] = []
     for name in names:
         tail = name.removeprefix("rank")
-        if tail.isdigit():
-            plain.append(int(tail))
+        rank = number(tail)
+        if rank is not None and rank >= 0:
+            plain.append(rank)
         else:
             other.append(tail)
     return ", ".join(([rank_ranges(plain)] if plain else []) + other)

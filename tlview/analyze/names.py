@@ -9,11 +9,13 @@ A compile's artifacts (`tlview show`) are named by their kind, `KIND#N` for the 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tlview.errors import EXIT_NO_REPRO, EXIT_USAGE, TlviewError
+from tlview.inert import command
 from tlview.model import Compile, CompileId, Input, InputSet, Payload, Report
 
 
@@ -107,7 +109,7 @@ def find_compile(report: Report, compile_id: str) -> Compile:
     if not hits:
         raise TlviewError(no_compile(report, compile_id), EXIT_USAGE)
     refs = Refs.of(report)
-    logs = ", ".join(refs(c) for c in hits[:6])
+    logs = ", ".join(command(refs(c)) for c in hits[:6])  # as a shell takes each
     raise TlviewError(
         f"{report.path}: compile {compile_id!r} is in several logs; use {logs}", EXIT_USAGE
     )
@@ -179,7 +181,7 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     if len(hits) == 1:
         return hits[0][0], hits[0][1], None
     if len(hits) > 1:
-        listed = ", ".join(r for r, _ in hits[:6])
+        listed = ", ".join(command(r) for r, _ in hits[:6])
         raise TlviewError(
             f"{report.path}: {compile_id!r} is in several logs; use {listed}", EXIT_USAGE
         )
@@ -224,6 +226,26 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     )
 
 
+def artifact_name(kind: str, nth: int) -> str:
+    """The name of the NTH payload of KIND in its compile: KIND for the first, `KIND#N` after;
+    a kind that itself ends in `#digits` (a log's artifact may be named so) always takes its
+    `#N`, so that no name the log gives can stand for another's position."""
+    return kind if nth == 1 and not _NTH.search(kind) else f"{kind}#{nth}"
+
+
+_NTH = re.compile(r"#[0-9]+\Z")
+
+
+def artifact_position(name: str) -> tuple[str, int]:
+    """The kind and position (1 for the first) an artifact's name stands for: the inverse of
+    `artifact_name`, whatever the kinds a log holds."""
+    m = _NTH.search(name)
+    if m is None:
+        return name, 1
+    digits = name[m.start() + 1 :]
+    return name[: m.start()], int(digits) if len(digits) <= 19 else 0
+
+
 def artifact_names(c: Compile) -> list[tuple[str, Payload]]:
     """A compile's payloads in log order, each named by its kind (the artifact's name, the
     record's kind), the second and later of one kind `KIND#2`, `KIND#3`, ..."""
@@ -231,22 +253,23 @@ def artifact_names(c: Compile) -> list[tuple[str, Payload]]:
     out = []
     for p in sorted(c.payloads(), key=lambda p: p.line):
         seen[p.kind] += 1
-        out.append((p.kind if seen[p.kind] == 1 else f"{p.kind}#{seen[p.kind]}", p))
+        out.append((artifact_name(p.kind, seen[p.kind]), p))
     return out
 
 
 def artifact_kind(name: str) -> str:
     """The kind an artifact's name (`KIND` or `KIND#N`) stands for."""
-    kind, _, nth = name.rpartition("#")
-    return kind if kind and nth.isdigit() else name
+    return artifact_position(name)[0]
 
 
 def find_artifact(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
-    """The artifact of a compile that NAME names; a usage error listing its names otherwise."""
+    """The artifact of a compile that NAME names, found by its kind and position (never by a
+    name a log could give another payload); a usage error listing its names otherwise."""
+    kind, nth = artifact_position(name)
     named = artifact_names(c)
-    for n, p in named:
-        if n == name:
-            return n, p
+    found = [(n, p) for n, p in named if p.kind == kind]
+    if 1 <= nth <= len(found):
+        return found[nth - 1]
     have = ", ".join(n for n, _ in named[:40]) or "none"
     more = f" (and {len(named) - 40} more)" if len(named) > 40 else ""
     raise TlviewError(

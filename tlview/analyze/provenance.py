@@ -3,6 +3,7 @@ and the generated code of a graph, each node and kernel at its lines, cross-link
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -175,13 +176,11 @@ def _kernel_lines(text: str, wanted: set[str]) -> dict[str, list[int]]:
             at.append(line)
 
     defs: dict[str, tuple[int, int]] = {}  # kernel name -> (first, last) line of its definition
+    closing = [k + 1 for k, ln in enumerate(lines) if ln.startswith("'''")]  # in order
     for m in _DEF.finditer(text):
-        first = last = _line_at(starts, m.start())
-        for k in range(first, len(lines)):  # lines[k] is line k + 1
-            if lines[k].startswith("'''"):
-                last = k + 1
-                break
-        defs[m.group(1)] = (first, last)
+        first = _line_at(starts, m.start())
+        at = bisect.bisect_left(closing, first + 1)  # the first closing line at or after `first`
+        defs[m.group(1)] = (first, closing[at] if at < len(closing) else first)
     handles = {m.group(1): _line_at(starts, m.start(1)) for m in _HANDLE.finditer(text)}
     keys = sorted(wanted)[:MAX_ITEMS]
     by_name = [k for k in keys if not _numbered(k)]

@@ -20,6 +20,7 @@ from tlview.model import (
     StackFrame,
     seconds_of,
 )
+from tlview.units import number
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
@@ -377,7 +378,9 @@ def break_key(reason: str) -> str:
     return f"{break_title(reason)}\n{context}"
 
 
-_TRACE_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([^\n]+)\n([^\n]*)')
+# A frame starts its line (as traceback writes it): a search from every `File "` inside a line
+# would read the rest of the line once for each.
+_TRACE_FRAME = re.compile(r'^[ \t]*File "([^"\n]+)", line (\d+), in ([^\n]+)\n([^\n]*)', re.M)
 
 
 def kernels(c: Compile) -> list[Kernel]:
@@ -390,9 +393,10 @@ def kernels(c: Compile) -> list[Kernel]:
     # Each graph logs its node mapping, then its kernels' stacks: a stack artifact ends a graph.
     graph_of: list[int] = []
     n = 0
+    last_code = max((i for i, p in enumerate(items) if p.kind == "code"), default=-1)
     for i, p in enumerate(items):
         graph_of.append(n)
-        if p.kind == "code" or not any(q.kind == "code" for q in items[i + 1 :]):
+        if p.kind == "code" or i >= last_code:  # no stack artifact after it
             n += 1
     names = (
         ["inference"]
@@ -414,10 +418,9 @@ def kernels(c: Compile) -> list[Kernel]:
         name, _, order = key.rpartition(":")
         # torch 2.9 and later number each kernel call ("cpp_fused_relu_0:2", its debug handle
         # in the code); older torch names kernels alone: their place in torch's list.
-        n = int(order) if name and order.isdigit() else listed[g]
-        out.append(
-            (g, n, name if name and order.isdigit() else key, nodes, list(dict.fromkeys(code)))
-        )
+        called = number(order) if name and order.isdecimal() else None
+        n = listed[g] if called is None else called
+        out.append((g, n, key if called is None else name, nodes, list(dict.fromkeys(code))))
     return [
         Kernel(names[g] if g < len(names) else f"graph {g + 1}", n, name, nodes, code)
         for g, n, name, nodes, code in sorted(out, key=lambda k: k[:2])
@@ -433,8 +436,9 @@ def _innermost(trace: str) -> StackFrame | None:
 def _trace_frames(trace: str) -> list[StackFrame]:
     """The frames of a Python stack as text, outermost first, each with its line of code."""
     return [
-        StackFrame(file, int(line), name.strip(), code.strip() or None)
+        StackFrame(file, at, name.strip(), code.strip() or None)
         for file, line, name, code in _TRACE_FRAME.findall(trace)
+        if (at := number(line)) is not None
     ]
 
 

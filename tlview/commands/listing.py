@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from tlview.analyze.names import Refs
 from tlview.commands.funnel import say
@@ -28,6 +28,19 @@ def quiet_torch() -> None:
         warnings.filterwarnings("ignore", message=re.escape(text))
 
 
+COLUMN = 60  # characters a listing's column is padded to at most
+
+
+def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """A listing's rows in columns, each as wide as its widest cell up to COLUMN: a longer cell
+    runs on unpadded, so one long name (a log's) never pads every other row to its length."""
+    n = len(rows[0]) if rows else 0
+    widths = [min(COLUMN, max(len(r[i]) for r in rows)) for i in range(n)]
+    return [
+        "  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
+
+
 def list_inputs(rep: Report, chosen: Iterable[Compile], allow_import: tuple[str, ...]) -> None:
     """Per compile, each input with its metadata and whether it rebuilds as fake and as real.
 
@@ -43,9 +56,8 @@ def list_inputs(rep: Report, chosen: Iterable[Compile], allow_import: tuple[str,
         ref = refs(c)
         say(f"compile {ref}  {c.status}  {len(rows)} input(s)")
         table = [HEAD, *[tuple(clean(v) for v in r) for r in rows]]  # widths of the inert text
-        widths = [max(len(r[i]) for r in table) for i in range(len(HEAD))]
-        for r in table:
-            say("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+        for line in aligned(table):
+            say(line)
         for line in notes:
             say(f"    {line}")
         if problem:

@@ -3,17 +3,82 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import os
-import shutil
 import stat
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any, Protocol
 
 from tlview.commands.funnel import say
 from tlview.errors import EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.logs.files import discover, no_logs
 from tlview.logs.sources import is_url
+
+
+class Reader(Protocol):
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+class Writer(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
+def _copy_wanted(src: IO[bytes], dst: Writer, wanted: tuple[bytes, ...]) -> None:
+    """SRC (gzip or not, by its magic) into DST: every record line, and with WANTED a record's
+    payload lines only when its line holds one of them, else an empty line for each."""
+    head = src.read(2)
+    stream: Reader = src
+    if head == b"\x1f\x8b":
+        stream = gzip.GzipFile(fileobj=_Prefixed(head, src))
+        head = b""
+    keep = True  # whether the record the current line belongs to is kept
+    start = True  # whether the next chunk starts a line
+    pending = head
+    while True:
+        chunk = pending + stream.readline(CHUNK)
+        pending = b""
+        if not chunk:
+            return
+        line_start = start
+        start = chunk.endswith(b"\n")
+        if line_start and chunk[:1] not in (b"\t", b"\n", b"\r"):  # a record line: kept
+            keep = not wanted or any(w in chunk for w in wanted)
+            dst.write(chunk)
+            while not start:  # the rest of a long record line
+                chunk = stream.readline(CHUNK)
+                if not chunk:
+                    return
+                dst.write(chunk)
+                start = chunk.endswith(b"\n")
+            continue
+        if keep:
+            dst.write(chunk)
+        elif start:
+            dst.write(b"\n")
+
+
+CHUNK = 1 << 20
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were read already (the gzip magic), given back first."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self.head[: len(b)] or self.rest.read(len(b))
+        self.head = self.head[len(data) :] if self.head else b""
+        n = len(data)
+        b[:n] = data
+        return n
 
 
 def newest(path: str) -> str:
@@ -33,9 +98,12 @@ def newest(path: str) -> str:
 
 
 @contextlib.contextmanager
-def rereadable(path: str) -> Iterator[str]:
+def rereadable(path: str, wanted: tuple[bytes, ...] = ()) -> Iterator[str]:
     """PATH, or a copy of it when it is a pipe (`-` from `cat`, `<(zcat ...)`), which a second
-    read would find empty; the copy has the pipe's name, so the report names the same log."""
+    read would find empty; the copy has the pipe's name, so the report names the same log.
+    With WANTED, the copy holds the payloads only of the records whose line holds one of them
+    (the others' payload lines are empty lines, so every line keeps its number), gzip-compressed:
+    its size is about what the second read needs, not the stream's."""
     real = "/dev/stdin" if path == "-" else path
     try:
         mode = os.stat(real).st_mode
@@ -47,8 +115,9 @@ def rereadable(path: str) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="tlview-pipe-") as d:
         copy = os.path.join(d, os.path.basename(real) or "stdin")
         try:
-            with open(real, "rb") as src, open(copy, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except OSError as e:
-            raise TlviewError(f"{path}: cannot read: {e.strerror or e}", EXIT_NO_TRACE) from None
+            with open(real, "rb") as src, gzip.open(copy, "wb", compresslevel=1) as dst:
+                _copy_wanted(src, dst, wanted)
+        except (OSError, EOFError, zlib.error) as e:
+            why = getattr(e, "strerror", None) or e
+            raise TlviewError(f"{path}: cannot read: {why}", EXIT_NO_TRACE) from None
         yield copy

@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import click
 
 from tlview.commands.funnel import on_terminal, say  # say: text from the log, made inert
+from tlview.commands.listing import aligned
+from tlview.inert import command
 from tlview.model import Payload
+from tlview.render.clean import clean
 from tlview.runtime.output import stdout
 from tlview.units import nbytes
 
@@ -24,12 +28,10 @@ def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> Non
     rows = [("name", "line", "lines", "size", "")]
     for name, p in named:
         odd = "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
-        rows.append((name, str(p.line), f"{p.lines:,}", nbytes(p.bytes), odd))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for r in rows:
-        cells = [v.ljust(w) for v, w in zip(r[:4], widths, strict=True)]
-        say("  " + "  ".join([*cells, r[4]]).rstrip())
-    say(f"tlview show {path} --compile-id {ref} NAME writes one whole")
+        rows.append((clean(name), str(p.line), f"{p.lines:,}", nbytes(p.bytes), odd))
+    for line in aligned(rows):
+        say(line)
+    say(f"{command('tlview', 'show', path, '--compile-id', ref)} NAME writes one whole")
 
 
 def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
@@ -80,7 +82,7 @@ def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str) ->
         return []
     refs = Refs.of(report)
     names = dict.fromkeys(refs(c) for c in report.compiles)
-    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+    return [CompletionItem(w) for w in _offered(names, incomplete)]
 
 
 def _typed_path() -> str | None:
@@ -115,4 +117,11 @@ def complete_artifacts(ctx: click.Context, param: click.Parameter, incomplete: s
         named = tlview.artifacts(path, ref)
     except Exception:  # a completion never fails the shell; it offers nothing
         return []
-    return [CompletionItem(n) for n, _ in named if n.startswith(incomplete)]
+    return [CompletionItem(w) for w in _offered((n for n, _ in named), incomplete)]
+
+
+def _offered(names: Iterable[str], incomplete: str) -> list[str]:
+    """Completions the shell may insert: each name quoted as one word (`shlex.quote`: the shell
+    then runs no `$(...)` or `;` from a log), and none holding a character a terminal obeys or a
+    line end (the completion protocol is one line a word, on the terminal's stdout)."""
+    return [command(n) for n in names if n.startswith(incomplete) and n.isprintable()]

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from tlview.model import Dim
+from tlview.units import number
 
 # torch's dtype abbreviations in graph annotations (`torch._C._get_all_dtypes()`, `.abbr`).
 DTYPES = {
@@ -106,7 +107,8 @@ def _dims(text: str) -> list[Dim]:
         part = part.strip()
         if not part:
             continue
-        out.append(int(part) if _INT.fullmatch(part) else part)
+        v = number(part)
+        out.append(part if v is None else v)
     return out
 
 

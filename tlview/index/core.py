@@ -192,7 +192,7 @@ class Core:
             masked_md5=graph_md5(compared_kind(kind, meta), rec.payload)
             if self.keep.ranks
             else None,
-            data=rec.payload if self.keep.exact and self.keep.wants(kind, c.key) else None,
+            data=rec.payload if self.keep.wants_data(kind, c.key, rec.line) else None,
         )
 
     def on_str(self, rec: Record) -> None:

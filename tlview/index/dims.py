@@ -12,6 +12,7 @@ from typing import Any
 
 from tlview.index.annotations import sym_expr, tensor_type
 from tlview.model import Compile, Dim, Input, Payload, Symbol, TensorDesc
+from tlview.units import number
 
 _NUMBER = re.compile(r"-?\d+")
 _SYMBOL = re.compile(r"[su]\d+")
@@ -74,15 +75,15 @@ def graph_dims(c: Compile, describer: int | None = None) -> GraphDims:
         sets = [s for s in sets if s.describer == describer]
     pinned: dict[str, int] = {}
     for sym in symbols:
-        value = sym.value if sym.value is not None and _NUMBER.fullmatch(sym.value) else None
+        value = number(sym.value) if sym.value is not None else None
         if sym.kind == "specialized" and value is not None:
-            out.hints.setdefault(sym.symbol, int(value))
-            pinned[sym.symbol] = int(value)
+            out.hints.setdefault(sym.symbol, value)
+            pinned[sym.symbol] = value
             continue
         if sym.kind != "created":
             continue
         if value is not None:
-            out.hints[sym.symbol] = int(value)
+            out.hints[sym.symbol] = value
         if sym.source and _SYMBOL.fullmatch(sym.symbol):
             out.names.setdefault(sym.source, sym.symbol)
             out.fresh.add(sym.source)
@@ -132,7 +133,7 @@ def _jagged(out: GraphDims, src: str, t: TensorDesc) -> None:
     those are its values' (`(B, j1, D)` over values `(sum, D)`), which duck sizing shared."""
     ctx = t.fields.get("ctx")
     m = _RAGGED.search(ctx) if isinstance(ctx, str) else None
-    ragged = int(m.group(1)) if m else 1
+    ragged = (number(m.group(1)) if m else None) or 1
     inner = ["_values"]
     if t.base is not None and t.base == t.attrs.get("_values"):
         inner.append("_base")  # dynamo names the values through the view's base
@@ -148,9 +149,10 @@ def _take(out: GraphDims, src: str, kind: str, dims: list[Any]) -> None:
     """The graph's dims of one input: values pin, expressions name (u0: unbacked)."""
     for i, d in enumerate(dims):
         prop = f"{src}.{kind}()[{i}]"
-        if type(d) is int or isinstance(d, str) and _NUMBER.fullmatch(d):
+        v = d if type(d) is int else number(d) if isinstance(d, str) else None
+        if v is not None:
             had = out.names.get(prop)
-            out.names[prop] = int(d)
+            out.names[prop] = v
             if isinstance(had, str):  # made a symbol, then pinned by a guard
                 out.fresh.discard(prop)
                 out.ranges.pop(prop, None)
@@ -163,7 +165,7 @@ def _take(out: GraphDims, src: str, kind: str, dims: list[Any]) -> None:
 
 
 def _bound(text: str) -> int | None:
-    return None if "oo" in text else int(text)
+    return None if "oo" in text else number(text)
 
 
 # Per input (describer, source): its dims the compile took as symbols, {dim: symbol}.

@@ -12,8 +12,9 @@ from tlview.index.core import Core, add_phase
 from tlview.index.recompiles import explain_frame
 from tlview.model import Compile, CompileId, GraphBreak, LogIndex, Phase
 from tlview.runtime.store import CompileList, Facts, Spilled
+from tlview.units import number
 
-_RANK_IN_NAME = re.compile(r"rank_(\d+)")
+_RANK_IN_NAME = re.compile(r"rank_([0-9]+)")  # ASCII: U+0663 names no rank
 
 
 class Finishing(Core):
@@ -36,8 +37,9 @@ class Finishing(Core):
             )
         if log.rank is None:
             m = _RANK_IN_NAME.search(log.name)
-            if m:
-                log.rank, log.rank_from = int(m.group(1)), "file name"
+            rank = number(m.group(1)) if m else None
+            if rank is not None:
+                log.rank, log.rank_from = rank, "file name"
         # Statuses come from each compile's facts, so compiles already on disk stay there;
         # each is finished (inputs resolved) and explained when it is read back.
         out = CompileList(partial(finish_compile, log.rank), explain_frame)

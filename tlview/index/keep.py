@@ -20,6 +20,7 @@ class Keep:
     compile: str | None = None  # keep only for this compile id
     ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
     exact: bool = False  # keep the payloads' exact bytes whole (`data`), not their text
+    line: int | None = None  # with `exact`: only the payload of the record at this line
     used: int = 0
     full: bool = False  # a text did not fit: no more are kept
     kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
@@ -27,7 +28,13 @@ class Keep:
     def fresh(self) -> Keep:
         """The same policy with its budget unspent, so every log gets the whole budget."""
         return Keep(
-            self.payload_bytes, self.total_bytes, self.kinds, self.compile, self.ranks, self.exact
+            self.payload_bytes,
+            self.total_bytes,
+            self.kinds,
+            self.compile,
+            self.ranks,
+            self.exact,
+            self.line,
         )
 
     def wants(self, kind: str, compile_key: str) -> bool:
@@ -35,6 +42,10 @@ class Keep:
         return (self.kinds is None or kind in self.kinds) and (
             self.compile is None or compile_key == self.compile
         )
+
+    def wants_data(self, kind: str, compile_key: str, line: int) -> bool:
+        """Whether to keep this payload's exact bytes: `tlview show` keeps the one it writes."""
+        return self.exact and self.wants(kind, compile_key) and self.line in (None, line)
 
     def take(self, kind: str, compile_key: str, size: int, line: int) -> int:
         """Bytes of this payload (of `size` bytes, at `line`) to keep as text."""

@@ -171,26 +171,38 @@ def _estimated(rec: Record, pid: int, n: int, start: float) -> list[dict[str, An
             "args": {"name": f"estimated runtime: {cid} (graph {n})"},
         }
     ]
-    ts = start
+    at = 0  # ns since START, summed as an int: finite whatever the log's estimates
     for op in ops:
         if not isinstance(op, dict):
             continue
-        ns = op.get("estimated_runtime_ns")
-        ns = float(ns) if isinstance(ns, int | float) and not isinstance(ns, bool) else 0.0
+        ns = _nanoseconds(op.get("estimated_runtime_ns"))
         out.append(
             {
                 "name": str(op.get("name")),
                 "cat": "estimated_runtime",
                 "ph": "X",
-                "ts": ts,
+                "ts": start + at / 1000,
                 "dur": ns / 1000,
                 "pid": pid,
                 "tid": tid,
                 "args": {"compile_id": cid, "type": op.get("type"), "estimated_runtime_ns": ns},
             }
         )
-        ts += ns / 1000
+        at += ns
     return out
+
+
+MAX_ESTIMATE_NS = 365 * 86_400 * 10**9  # a kernel estimated to run over a year: not an estimate
+
+
+def _nanoseconds(v: Any) -> int:
+    """A kernel's estimated runtime in whole ns: 0 for what is no time (negative, NaN, infinite,
+    over a year, not a number), so that the trace's running sum stays an int of 64 bits."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return 0
+    if not 0 <= v <= MAX_ESTIMATE_NS:  # NaN fails this too
+        return 0
+    return int(v)
 
 
 def write(report: Report, out: Output, opts: Options) -> None:

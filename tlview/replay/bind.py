@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tlview.index.dims import arg_name
 from tlview.replay import graphcode as gc
+from tlview.units import number
 
 if TYPE_CHECKING:
     from tlview.replay.plan import Plan
@@ -257,7 +258,9 @@ def _list_items(name: str, by_name: dict[str, str]) -> list[str]:
     for key, source in by_name.items():
         m = at.fullmatch(key)
         if m is not None:
-            items[int(m.group(1))] = source
+            k = number(m.group(1))
+            if k is not None:
+                items[k] = source
     if not items or max(items) >= 2 * len(items) + 64:  # a log's `L['inputs'][10**12]`
         return []  # is no list the graph was given: not read as one
     return [items.get(i, "") for i in range(max(items) + 1)]
@@ -330,7 +333,8 @@ def _device_here(p: Plan, logged: str) -> str:
 
 
 def _int_or(text: str) -> gc.Dim:
-    return int(text) if _INT.fullmatch(text.strip()) else text
+    v = number(text.strip())
+    return text if v is None else v
 
 
 def _device_note(p: Plan, source: str, logged: str) -> None:
@@ -368,7 +372,8 @@ def _symbol_table(
         elif o and o.group("tensor") in tensors:
             known[s.symbol] = f"inputs[{o.group('tensor')!r}].{o.group('method')}()"
         elif s.value is not None and _NUMBER.fullmatch(s.value) and not src.startswith("<"):
-            known[s.symbol] = repr(int(s.value) if _INT.fullmatch(s.value) else float(s.value))
+            v = number(s.value)
+            known[s.symbol] = repr(float(s.value) if v is None else v)
             logged[s.symbol] = f"{s.symbol} = {s.value}, the value the log recorded for {src}"
     return known
 

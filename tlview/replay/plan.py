@@ -7,7 +7,7 @@ import importlib
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from tlview.model import Compile, Payload, Report
 from tlview.replay import bind
 from tlview.replay import graphcode as gc
 from tlview.replay.bind import Arg, lazy_torch
+from tlview.units import number
 
 MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
 MAX_TOTAL_BYTES = 512 << 20  # graph code kept over a whole log
@@ -233,20 +234,39 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
 
 # A collective's group size and name as fx prints its call: `all_gather_into_tensor(y, 2, '0')`,
 # `reduce_scatter_tensor(x, 'sum', 2, '0')`, `all_reduce(x, 'sum', '0')`.
+# Each is matched at the start of one call's text (`_calls`), never searched for across a line.
 _SIZED = re.compile(
-    r"_c10d_functional\.(?:all_gather_into_tensor(?:_out|_coalesced)?|all_gather_tensor)"
-    r"\((?:\w+|\[[^\]]*\]), (\d+),"
-    r"|_c10d_functional\.reduce_scatter_tensor(?:_coalesced)?\((?:\w+|\[[^\]]*\]), '\w+', (\d+),"
+    r"(?:all_gather_into_tensor(?:_out|_coalesced)?|all_gather_tensor)"
+    r"\((?:\w+|\[[^\]]*\]), ([0-9]+),"
+    r"|reduce_scatter_tensor(?:_coalesced)?\((?:\w+|\[[^\]]*\]), '\w+', ([0-9]+),"
 )
-_GROUP = re.compile(r"_c10d_functional\.\w+\([^\n]*?, '(\w*)'\)")
+_GROUP = re.compile(r"\w+\(.*?, '(\w*)'\)")
+_CALL = "_c10d_functional."
 WORLD_GROUP = "0"  # the name torch gives the default group's (dist.group.WORLD) collectives
+
+
+def _calls(text: str) -> Iterator[str]:
+    """Each collective call's text: from its name to the next call or the line's end (fx writes
+    one op a statement), so every character is read once, however many calls a line holds."""
+    for line in text.split("\n"):
+        if _CALL in line:
+            yield from line.split(_CALL)[1:]
 
 
 def world_of(p: Plan, text: str) -> None:
     """The ranks the graph's collectives ran on, read off their calls (the group size that
     all_gather_into_tensor and reduce_scatter_tensor take), else the job's ranks."""
-    sizes = {int(a or b) for a, b in _SIZED.findall(text)}
-    p.groups = sorted(set(_GROUP.findall(text)))
+    sizes: set[int] = set()
+    groups: set[str] = set()
+    for call in _calls(text):
+        m = _SIZED.match(call)
+        v = number(m.group(1) or m.group(2)) if m else None
+        if v is not None:
+            sizes.add(v)
+        g = _GROUP.match(call)
+        if g:
+            groups.add(g.group(1))
+    p.groups = sorted(groups)
     if len(sizes) > 1:
         p.blockers.append(
             f"the graph's collectives ran on groups of {sorted(sizes)} ranks: a repro makes "

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import jinja2
 
+from tlview.inert import command
+
 
 def template_dirs() -> list[Path]:
     """Where the templates are: inside the installed package, or at the top of a source checkout."""
@@ -54,7 +56,7 @@ def environment() -> jinja2.Environment:
     dirs = template_dirs()
     if not dirs:
         raise RuntimeError("tlview's templates are missing from this installation")
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
         autoescape=_escaped,
         undefined=jinja2.StrictUndefined,
@@ -63,3 +65,5 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=False,
         bytecode_cache=_cache(),
     )
+    env.globals["command"] = command  # a suggested command: each word from a log quoted
+    return env

@@ -24,6 +24,7 @@ from tlview.tensors.layouts import COMPRESSED, quiet_sparse
 from tlview.tensors.plans import NESTED, GroupPlan, TensorPlan, plans_for
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
 from tlview.tensors.shapes import logged_source, named_shape_env
+from tlview.units import number
 
 _PLAIN_SYMBOL = re.compile(r"s\d+")
 _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset\(\))$")
@@ -406,7 +407,10 @@ class FakeBuilder:
             raise Failed(f"size {x!r} is not concrete")
         from torch.nested._internal.nested_int import NestedIntNode
 
-        return self.torch.SymInt(NestedIntNode(int(m.group(2)), int(m.group(1) or 1)))
+        j, coeff = number(m.group(2)), number(m.group(1) or "1")
+        if j is None or coeff is None:
+            raise Failed(f"size {x[:80]!r} is not concrete")
+        return self.torch.SymInt(NestedIntNode(j, coeff))
 
     def view_func(self, p: TensorPlan) -> Any:
         """Replays a jagged tensor's view of its values; other subclass views are not logged."""

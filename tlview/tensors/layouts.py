@@ -108,15 +108,16 @@ def _write_indices(
             f"its {nnz} entries do not fit its {rows} x {cols} (blocks of) indices: left as "
             "random values"
         )
-    counts = [nnz // rows + (1 if i < nnz % rows else 0) for i in range(rows)] if rows else []
-    acc = [0]
-    cols_of: list[int] = []
-    for n in counts:
-        acc.append(acc[-1] + n)
-        cols_of.extend(range(n))
+    # Row i holds nnz // rows entries, one more for the first nnz % rows rows: computed as
+    # tensors the size of the indices (counted by --max-bytes), never as Python lists.
     with torch.no_grad():
-        index.copy_(torch.tensor(acc, dtype=index.dtype).expand(index.shape))
-        plain.copy_(torch.tensor(cols_of, dtype=plain.dtype).expand(plain.shape))
+        at = torch.arange(rows + 1, dtype=torch.int64)
+        acc = at * (nnz // rows if rows else 0) + torch.clamp(at, max=nnz % rows if rows else 0)
+        counts = acc[1:] - acc[:-1]
+        starts = torch.repeat_interleave(acc[:-1], counts)
+        cols_of = torch.arange(nnz, dtype=torch.int64) - starts
+        index.copy_(acc.to(index.dtype).expand(index.shape))
+        plain.copy_(cols_of.to(plain.dtype).expand(plain.shape))
     return None
 
 

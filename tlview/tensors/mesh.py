@@ -9,6 +9,8 @@ import functools
 import re
 from typing import Any
 
+from tlview.units import MAX_DIGITS, number
+
 DTENSOR = "torch.distributed.tensor.DTensor"
 _DTENSOR_TYPES = {
     DTENSOR,
@@ -19,8 +21,22 @@ _DTENSOR_TYPES = {
 _MESH = re.compile(
     r"DeviceMesh\(\((?P<dims>[^)]*)\), '(?P<device>[\w:]+)'(?:, stride=(?P<stride>.*))?\)"
 )
-_MESH_DIM = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)=)?(?P<size>\d+)\s*")
+_MESH_DIM = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)=)?(?P<size>[0-9]+)\s*")
 _PLACEMENTS = {"Shard", "Replicate", "Partial", "_StridedShard"}
+
+
+MAX_MESH_RANKS = 1 << 16  # ranks of a mesh (its dims' product) a DTensor is rebuilt on
+MESH_BYTES_PER_RANK = 8  # the mesh's int64 tensor of ranks: counted by --max-bytes
+
+
+def mesh_ranks(shape: list[int]) -> int:
+    """The ranks of a mesh of SHAPE, or MAX_MESH_RANKS + 1 once past it (never a huge int)."""
+    size = 1
+    for k in shape:
+        size *= max(k, 0)
+        if size > MAX_MESH_RANKS:
+            return MAX_MESH_RANKS + 1
+    return size
 
 
 def is_dtensor(type_name: str | None) -> bool:
@@ -44,7 +60,10 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
         d = _MESH_DIM.fullmatch(part)
         if d is None:
             return f"its device mesh {mesh[:80]!r} has a dim tlview does not read"
-        shape.append(int(d.group("size")))
+        size = number(d.group("size"))
+        if size is None:
+            return f"its device mesh {mesh[:80]!r} has a dim of over {MAX_DIGITS} digits"
+        shape.append(size)
         if d.group("name"):
             names.append(d.group("name"))
     if not shape or (names and len(names) != len(shape)):
@@ -66,9 +85,12 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
         return f"its flatten context {ctx[:80]!r}: {e}"
     if len(placements) != len(shape) or not isinstance(grad, bool):
         return f"its flatten context {ctx[:80]!r} does not fit a mesh of {len(shape)} dims"
-    size = 1
-    for k in shape:
-        size *= k
+    size = mesh_ranks(shape)
+    if size > MAX_MESH_RANKS:
+        return (
+            f"its device mesh {mesh[:80]!r} has over {MAX_MESH_RANKS:,} ranks, the largest world "
+            "tlview rebuilds a DTensor on"
+        )
     return {
         "mesh": shape,
         "device": m.group("device"),

@@ -15,13 +15,13 @@ from typing import Any
 from tlview.index.dims import GraphDims, graph_dims
 from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
 from tlview.tensors.exprs import eval_expr
-from tlview.tensors.mesh import dtensor_plan, is_dtensor
-from tlview.units import itemsize
+from tlview.tensors.mesh import MESH_BYTES_PER_RANK, dtensor_plan, is_dtensor, mesh_ranks
+from tlview.units import itemsize, number
 
 _QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
 
 
-NESTED = re.compile(r"(?:(\d+)\*)?j(\d+)")
+NESTED = re.compile(r"(?:([0-9]+)\*)?j([0-9]+)")
 
 
 _SYMBOL = re.compile(r"[su]\d+")
@@ -476,8 +476,9 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None)
     hov = f("dynamo_hint_overrides")
     if hov and isinstance(hov, dict):
         for k, v in hov.items():
-            if re.fullmatch(r"\d+", str(k)) and type(v) is int:
-                p.hint_overrides[int(k)] = v
+            dim = number(str(k))
+            if dim is not None and dim >= 0 and type(v) is int:
+                p.hint_overrides[dim] = v
     size, stride, off = f("size"), f("stride"), f("storage_offset", 0)
     if (
         type(size) is list
@@ -548,8 +549,9 @@ def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
     p.creation_meta = cm if isinstance(cm, str) else None
     if "nested_int" in fields:
         ni = f("nested_int")
-        if isinstance(ni, int | str) and re.fullmatch(r"\d+", str(ni)):
-            p.nested_int = int(ni)
+        nested = ni if type(ni) is int else number(ni) if isinstance(ni, str) else None
+        if nested is not None and nested >= 0:
+            p.nested_int = nested
     dyn = f("dynamo_dynamic_indices")
     if dyn and isinstance(dyn, list):
         p.dynamic_indices = [i for i in dyn if type(i) is int]
@@ -583,6 +585,7 @@ def real_bytes(groups: Sequence[GroupPlan], saved: bool = False) -> int:
                 continue  # never built, so never allocated
             if p.unwrapped is not None and (p.functorch or p.functional):
                 continue  # a view of the tensor it wraps
+            total += _made_indices(p)
             if p.mkldnn and p.concrete():
                 total += _numel(p.size) * (itemsize(p.dtype) or 1)  # dense, whatever its strides
             elif p.storage is None:
@@ -592,9 +595,31 @@ def real_bytes(groups: Sequence[GroupPlan], saved: bool = False) -> int:
             elif p.subclass:
                 undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
         total += sum(g.storages[s] for s in used) + sum(undescribed.values())
+        total += _mesh_bytes(g)
         if saved:
             total += _save_copies(g)
     return total
+
+
+def _mesh_bytes(g: GroupPlan) -> int:
+    """Bytes of the device meshes a group's DTensors are rebuilt on (one per shape)."""
+    shapes = {
+        tuple(p.dtensor["mesh"])
+        for p in g.tensors.values()
+        if p.error is None and p.dtensor is not None and "mesh" in p.dtensor
+    }
+    return sum(mesh_ranks(list(s)) * MESH_BYTES_PER_RANK for s in shapes)
+
+
+def _made_indices(p: TensorPlan) -> int:
+    """Bytes of the indices a compressed tensor logged without its parts is rebuilt with (an
+    empty CSR or CSC: `rows + 1` int64, `layouts.empty_compressed`), whatever storage it claims."""
+    if p.layout not in ("sparse_csr", "sparse_csc") or not p.concrete() or len(p.size) != 2:
+        return 0
+    if None not in (p.compressed, p.plain, p.values):
+        return 0  # its indices are tensors of the log, counted as such
+    rows = p.size[0] if p.layout == "sparse_csr" else p.size[1]
+    return (int(rows) + 1) * 8
 
 
 def _save_copies(g: GroupPlan) -> int:

@@ -57,7 +57,7 @@ def _named_shape_env_cls() -> Any:
                 or not (type(val) is int or nested)
             ):
                 return super().create_symbol(val, source, dynamic_dim, *a, **k)
-            m = re.fullmatch(r"s(\d+)", want)
+            m = re.fullmatch(r"s([0-9]{1,18})", want)
             if m is None:  # an expression of the graph's symbols
                 expr = self.tlview_expr(want, val)
                 if expr is not None:

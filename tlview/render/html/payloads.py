@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from tlview.analyze.names import artifact_names
 from tlview.dumps import dumps
 from tlview.index.kinds import PAYLOAD_OPTIONAL
+from tlview.inert import command
 from tlview.model import Compile, Payload, Report
 from tlview.render.html import budget as kept
 from tlview.render.html.metrics import METRIC_BYTES
@@ -108,9 +110,16 @@ def budget_items(c: Compile, errors_only: bool) -> list[BudgetItem]:
             continue
         tier = 0 if p.kind == "dynamo_error" else 1 if where in ("graph", "guards") else 2
         size = None if p.text is None else _utf8_len(p.text)
-        md5 = p.md5 if p.ok and not p.cut else None
-        out.append(BudgetItem(pos, p.kind, names[id(p)], tier, p.bytes, size, md5, p.line))
+        digest = _digest(p.text) if p.text is not None and not p.cut else None
+        out.append(BudgetItem(pos, p.kind, names[id(p)], tier, p.bytes, size, digest, p.line))
     return out
+
+
+def _digest(text: str) -> bytes:
+    """What identifies a payload's text on the page: a hash tlview computes of it (BLAKE2b,
+    256 bits), never the md5 the log claims, which a log can forge or make collide."""
+    data = text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=32).digest() + len(data).to_bytes(8, "little")
 
 
 def _utf8_len(s: str) -> int:
@@ -148,10 +157,11 @@ def payload_view(
         meta = dumps(p.meta, default=str).decode()
         pv.meta, pv.meta_more = meta[:META_CHARS], max(0, len(meta) - META_CHARS)
     where = f"line {p.line} of {log}"
-    show = f"`tlview show PATH --compile-id {ref} {pl.name}` writes it whole"
+    show = f"`{command('tlview', 'show', 'PATH', '--compile-id', ref, pl.name)}` writes it whole"
     if pl.state == "reader":
         pv.note = (
-            f"Not on this page: reading kept no more text ({nbytes(kept.READ_BYTES)} a log); "
+            f"Not on this page: reading kept no more text ({nbytes(kept.READ_BYTES)} a job, "
+            "shared by its logs); "
             f"it is at {where}. {show}; `--full` keeps every payload."
         )
     elif pl.state == "spent":
@@ -210,7 +220,7 @@ def share_budget(
         ),
     )
     left = kept.PAGE_PAYLOAD_BYTES
-    holders: dict[str, str] = {}  # md5 -> the anchor of the code element that holds its text
+    holders: dict[bytes, str] = {}  # digest -> the anchor of the code element with its text
     for k in order:
         ri, pl = payloads[k]
         r = rows[ri]
@@ -222,7 +232,7 @@ def share_budget(
             else:
                 pl.state = "none"  # torch wrote it without a payload, or an empty one
             continue
-        holder = holders.get(pl.md5) if pl.md5 is not None else None
+        holder = holders.get(pl.digest) if pl.digest is not None else None
         if holder is not None:
             pl.state, pl.shown, pl.same = "whole", pl.size, holder
             budget.same += 1
@@ -239,8 +249,8 @@ def share_budget(
         else:
             pl.state = "whole"
             pl.shown = pl.size
-            if pl.md5 is not None and pl.size > PLAIN_BYTES and pl.kind != "dynamo_error":
-                holders[pl.md5] = f"{r.anchor}-p{pl.pos}-z"
+            if pl.digest is not None and pl.size > PLAIN_BYTES and pl.kind != "dynamo_error":
+                holders[pl.digest] = f"{r.anchor}-p{pl.pos}-z"
         left -= pl.shown
         budget.shown_bytes += pl.shown
         if pl.shown < pl.bytes:

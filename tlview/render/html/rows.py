@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -20,7 +21,9 @@ class BudgetItem:
     tier: int  # what a reader opens first: 0 a failure's error, 1 graphs, code, guards, 2 the rest
     bytes: int  # the whole payload
     size: int | None  # bytes of text the reader kept (None: none)
-    md5: str | None = None  # its logged md5, when it matched: equal payloads are written once
+    digest: builtins.bytes | None = (
+        None  # of the text kept, as tlview computes it: equal texts written once
+    )
     line: int = 0  # of the log
     state: str = ""  # whole | cut | reader (no text kept) | spent (the page budget was) | none
     shown: int = 0

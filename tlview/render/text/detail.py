@@ -22,6 +22,7 @@ from tlview.analyze.summary import (
 from tlview.index.core import is_torch_file
 from tlview.index.dims import dynamic_dims, input_symbols
 from tlview.index.recompiles import limit_text
+from tlview.inert import command
 from tlview.model import CacheEvent, Compile, Input, Report, StackFrame
 from tlview.render.text.console import T, table
 from tlview.render.text.tables import (
@@ -92,7 +93,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     for i in shown:
         for n in i.notes:
             console.print(T(f"  {i.source}: {n}", "dim"))
-    footnote(chosen.note("inputs", f"--compile-id {ref} or -v lists them all"), console)
+    footnote(chosen.note("inputs", f"{command('--compile-id', ref)} or -v lists them all"), console)
 
 
 def _cache_text(e: CacheEvent) -> str:
@@ -141,7 +142,9 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
             hidden, user = len(user) - 3, [user[0], *user[-2:]]
         lines = [f"  {_frame_line(f)}" for f in user]
         if hidden:
-            lines.insert(1, f"  ... {hidden} more frame(s): --compile-id {ref} shows them")
+            lines.insert(
+                1, f"  ... {hidden} more frame(s): {command('--compile-id', ref)} shows them"
+            )
         # One print for the whole stack: rich's cost is per call, and a stack can be long.
         console.print(T("\n".join(lines), "dim"))
     for o in c.outside:
@@ -160,7 +163,7 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         console.print(
             T(
                 f"  restarted before this attempt: {break_title(r)} "
-                f"(--compile-id {before} shows where)",
+                f"({command('--compile-id', before)} shows where)",
                 "cyan",
             )
         )

@@ -21,6 +21,7 @@ from tlview.analyze.summary import (
     stopped_in,
 )
 from tlview.index.recompiles import limit_text
+from tlview.inert import command
 from tlview.model import Compile, ExportIssue, Report
 from tlview.render.text.console import T, table
 from tlview.strings import shown as named
@@ -335,7 +336,9 @@ def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
     if len(reason) > REASON_LINES:
         while shown and (not shown[-1].strip() or shown[-1].endswith(":")):
             shown.pop()  # a heading ("User stack:") or a gap whose lines are cut
-        shown.append(f"... {len(reason) - len(shown)} more lines: --compile-id {ref} shows them")
+        shown.append(
+            f"... {len(reason) - len(shown)} more lines: {command('--compile-id', ref)} shows them"
+        )
     return (
         ref,
         c.status,
