@@ -49,14 +49,62 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if "\npytestmark = pytest.mark.slow" in text else None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The corpus is required: a run without it stops at once, in one line, rather than skip
+    half the suite and pass."""
+    if not CORPUS.is_dir():
+        raise pytest.UsageError(
+            f"tlview's tests need the shared corpus of real logs at {CORPUS} "
+            "(a copy beside the checkout as ../shared/corpus, or TLVIEW_CORPUS=DIR)"
+        )
+
+
 def pytest_report_header() -> str:
-    return f"tlview corpus: {CORPUS}" + ("" if CORPUS.is_dir() else " (missing: corpus tests skip)")
+    return f"tlview corpus: {CORPUS}"
+
+
+# Skips allowed, by the start of their reason; any other skip fails the run (docs/testing.md).
+ALLOWED_SKIPS: tuple[str, ...] = (
+    "needs /dev/full",  # a machine without /dev/full (macOS): test_report's full-disk tests
+)
+_SKIPPED: list[str] = []
+
+
+def _note_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Note a skip (of a test, or of a whole module at import) not on ALLOWED_SKIPS."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+        reason = reason.removeprefix("Skipped: ")
+        if not reason.startswith(ALLOWED_SKIPS):
+            _SKIPPED.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _note_skip(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _note_skip(report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run that skipped what it must test fails (exit 1), unless it failed already."""
+    if _SKIPPED and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _SKIPPED:
+        terminalreporter.section("skips not allowed (tests/conftest.py ALLOWED_SKIPS)", red=True)
+        for line in _SKIPPED:
+            terminalreporter.line(line)
 
 
 def corpus(*parts: str) -> Path:
+    """A path in the shared corpus, which must hold it."""
     p = CORPUS.joinpath(*parts)
     if not p.exists():
-        pytest.skip(f"shared corpus not found at {CORPUS}")
+        pytest.fail(f"{p}: not in the shared corpus at {CORPUS}")
     return p
 
 

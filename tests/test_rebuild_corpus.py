@@ -119,7 +119,7 @@ def test_every_corpus_input_survives_emit_and_load(
     rep = reports[folder]
     chosen = list(compiles_with_inputs(rep))
     if not chosen:
-        pytest.skip(f"{folder}: no compile described inputs")
+        pytest.fail(f"{folder}: no compile described inputs")
     out = tmp_path / "inputs.pt"
     emit_file(rep, chosen, str(out), RebuildOptions(mode="zeros"))
     got = load_inputs(out)

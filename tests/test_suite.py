@@ -1,0 +1,74 @@
+"""The suite's own guards: a missing corpus stops the run in one line; a skip not on the
+allow-list fails it; pytest's own failures still fail it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, ROOT
+
+pytestmark = pytest.mark.slow  # each case runs pytest in a child process
+
+
+def _pytest(tmp_path: Path, body: str, corpus: Path = CORPUS) -> subprocess.CompletedProcess[str]:
+    """pytest in a child, on one test file beside a copy of tests/conftest.py."""
+    (tmp_path / "tests").mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    (tmp_path / "tests" / "test_one.py").write_text(body, encoding="utf-8")
+    env = dict(os.environ, TLVIEW_CORPUS=str(corpus))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests"]
+    return subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_missing_corpus_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    got = _pytest(tmp_path, "def test_x() -> None:\n    pass\n", corpus=tmp_path / "nowhere")
+    assert got.returncode == 4, got.stdout + got.stderr
+    lines = got.stderr.strip().splitlines()
+    assert lines == [
+        f"ERROR: tlview's tests need the shared corpus of real logs at {tmp_path / 'nowhere'} "
+        "(a copy beside the checkout as ../shared/corpus, or TLVIEW_CORPUS=DIR)"
+    ]
+
+
+def test_a_skip_off_the_list_fails_the_run(tmp_path: Path) -> None:
+    body = (
+        "import pytest\n"
+        "def test_off() -> None:\n    pytest.skip('no GPU here')\n"
+        "@pytest.mark.skipif(True, reason='needs /dev/full')\n"
+        "def test_listed() -> None:\n    pass\n"
+        "def test_ok() -> None:\n    pass\n"
+    )
+    got = _pytest(tmp_path, body)
+    assert got.returncode == 1, got.stdout
+    assert "tests/test_one.py::test_off: no GPU here" in got.stdout
+    assert "tests/test_one.py::test_listed" not in got.stdout
+    assert "1 passed, 2 skipped" in got.stdout
+
+
+def test_a_module_skipped_at_import_fails_the_run(tmp_path: Path) -> None:
+    got = _pytest(tmp_path, "import pytest\npytest.importorskip('no_such_module_here')\n")
+    assert got.returncode == 1, got.stdout
+    assert "tests/test_one.py: could not import 'no_such_module_here'" in got.stdout
+
+
+def test_only_listed_skips_pass(tmp_path: Path) -> None:
+    body = (
+        "import pytest\n"
+        "@pytest.mark.skipif(True, reason='needs /dev/full')\n"
+        "def test_listed() -> None:\n    pass\n"
+    )
+    assert _pytest(tmp_path, body).returncode == 0
+
+
+def test_a_failure_keeps_its_status(tmp_path: Path) -> None:
+    """A failed test (1) and a module that does not even import (2) keep pytest's status."""
+    failed = "import pytest\ndef test_bad() -> None:\n    assert False\n"
+    assert _pytest(tmp_path / "a", failed).returncode == 1
+    assert _pytest(tmp_path / "b", "def test_x(:\n").returncode == 2
