@@ -81,7 +81,7 @@ def test_nothing_prints_but_through_the_sanitiser() -> None:
         ("commands/funnel.py", "_warned"),  # a warning, cleaned
         ("replay/make.py", "make_one"),  # the --run warning: tlview's text and the user's DIR
         ("replay/make.py", "make_all"),
-        ("replay/run.py", "run_scripts"),  # what repros print, cleaned
+        ("replay/run.py", "_pump"),  # what repros print, cleaned, as it comes
         ("replay/child.py", "run_one"),  # the repro's child: its stdout is run_scripts' pipe
         ("runtime/halves.py", "result"),  # TLVIEW_DEBUG only
     }
