@@ -163,4 +163,5 @@ def limited(
         env={**os.environ, "NO_COLOR": "1", **(env or {})},
         preexec_fn=limit,  # noqa: PLW1509 (the tests start no threads that fork could break)
         check=False,
+        timeout=240,
     )

@@ -716,7 +716,13 @@ def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (tmp / "prog.py").write_text(FRESH)
     env = dict(os.environ, TORCH_TRACE=str(tmp / "trace"))
     done = subprocess.run(
-        [sys.executable, "prog.py"], cwd=tmp, env=env, capture_output=True, text=True, check=False
+        [sys.executable, "prog.py"],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     (log,) = (tmp / "trace").glob("*.log")

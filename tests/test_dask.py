@@ -38,12 +38,19 @@ def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=out, stderr=out)
 
 
-def _wait(ready: Any, procs: list[subprocess.Popen[bytes]], logs: list[Path]) -> None:
-    """Wait until READY() is true; fail with the processes' output if one of them died."""
+def _wait(
+    ready: Any, procs: list[subprocess.Popen[bytes]], logs: list[Path], within: float = 120
+) -> None:
+    """Wait until READY() is true; fail with the processes' output if one of them died, or if
+    it is not true WITHIN seconds."""
+    deadline = time.monotonic() + within
     while not ready():
         for p, log in zip(procs, logs, strict=True):
             if p.poll() is not None:
                 pytest.fail(f"dask process exited ({p.returncode}):\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            tails = "\n".join(log.read_text()[-1500:] for log in logs)
+            pytest.fail(f"the Dask cluster was not ready within {within:g} s:\n{tails}")
         time.sleep(0.2)
 
 
@@ -102,7 +109,11 @@ def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for p in reversed(procs):
             p.terminate()
         for p in procs:
-            p.wait()
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(30)
 
 
 @pytest.fixture(scope="module")

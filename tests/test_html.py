@@ -468,6 +468,7 @@ def test_nothing_from_the_environment(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         check=False,
+        timeout=240,
     )
     assert r.returncode == 0, r.stderr
     text = out.read_text()
@@ -498,6 +499,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         ],
         capture_output=True,
         check=False,
+        timeout=240,
     )
     assert r.returncode == 0, r.stderr.decode()
     (wheel,) = tmp_path.glob("tlview-*.whl")
@@ -529,6 +531,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         check=False,
+        timeout=240,
     )
     assert r.returncode == 0, r.stderr.decode()
     text = out.read_text()
@@ -806,6 +809,7 @@ def test_compile_id_page_shows_that_compile_alone_and_whole(
         capture_output=True,
         text=True,
         check=False,
+        timeout=240,
     )
     assert res.returncode == 0, res.stderr
     text = out.read_text()

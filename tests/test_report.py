@@ -419,7 +419,7 @@ def test_report_never_imports_torch() -> None:
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     for log in (only_log("transformer_inductor"), only_log("subclasses")):
-        subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT)
+        subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT, timeout=240)
 
 
 def _text_report(path: Path, **opts: Any) -> str:
@@ -505,6 +505,7 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
             stdout=w,
             stderr=subprocess.PIPE,
             cwd=ROOT,
+            timeout=240,
         )
     finally:
         os.close(w)
@@ -513,7 +514,7 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
 
 def _tlview(args: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "tlview", *args], stderr=subprocess.PIPE, cwd=ROOT, **kw
+        [sys.executable, "-m", "tlview", *args], stderr=subprocess.PIPE, cwd=ROOT, **kw, timeout=240
     )
 
 
@@ -563,6 +564,7 @@ def test_closed_standard_streams() -> None:
         stdout=subprocess.DEVNULL,
         cwd=ROOT,
         preexec_fn=lambda: os.close(2),
+        timeout=240,
     )
     assert missing.returncode == 1
     ok = subprocess.run(
@@ -571,6 +573,7 @@ def test_closed_standard_streams() -> None:
         stdout=subprocess.PIPE,
         cwd=ROOT,
         preexec_fn=lambda: os.close(2),
+        timeout=240,
     )
     assert ok.returncode == 0 and json.loads(ok.stdout)["stats"]["compiles"] == 7
 

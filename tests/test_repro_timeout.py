@@ -86,7 +86,10 @@ def test_output_is_streamed_and_only_its_tail_kept(
     assert out.count("\n") == 100_001 and "line 099999 " in out
     assert "bell \\x07 end" in out and "\x07" not in out
     assert got["status"] == "failed"
-    assert got["reason"] == "the Python process running it died (exit status 9): RuntimeError: it broke"
+    assert (
+        got["reason"]
+        == "the Python process running it died (exit status 9): RuntimeError: it broke"
+    )
     assert got["tail"][-2:] == ["bell \\x07 end", "RuntimeError: it broke"]
     assert len(got["tail"]) <= 40
 

@@ -3,6 +3,7 @@ allow-list fails it; pytest's own failures still fail it."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -12,7 +13,45 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS, ROOT
 
-pytestmark = pytest.mark.slow  # each case runs pytest in a child process
+# The cases that run pytest in a child process are slow; the others read the tests' source.
+slow = pytest.mark.slow
+RUNS = {"run", "check_output", "check_call", "call"}  # subprocess's functions that wait
+WAITS = {"wait", "communicate", "get"}  # a Popen's waits, a queue's get: with no timeout
+
+
+def _unbounded_waits(path: Path) -> list[str]:
+    """The calls in PATH that could wait for ever: subprocess's without timeout=, and a
+    process's wait() or a queue's get() with no argument."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        f, named = node.func, {k.arg for k in node.keywords}
+        if "timeout" in named:
+            continue
+        if f.attr in RUNS and isinstance(f.value, ast.Name) and f.value.id == "subprocess":
+            found.append(f"{path}:{node.lineno}: subprocess.{f.attr}")
+        elif f.attr in WAITS and not node.args and not named:
+            found.append(f"{path}:{node.lineno}: .{f.attr}()")
+    return found
+
+
+def test_every_wait_in_the_tests_has_a_timeout() -> None:
+    """No test can hang on a child, a server or a browser (pytest-timeout is the last resort)."""
+    found = [w for p in sorted((ROOT / "tests").rglob("*.py")) for w in _unbounded_waits(p)]
+    assert found == []
+
+
+def test_the_wait_check_sees_what_it_looks_for(tmp_path: Path) -> None:
+    src = tmp_path / "waits.py"
+    src.write_text(
+        "import subprocess\n"
+        "subprocess.run(['x'])\nsubprocess.run(['x'], timeout=5)\n"
+        "p = subprocess.Popen(['x'])\np.wait()\np.wait(5)\nq.get()\nq.get(timeout=1)\n",
+        encoding="utf-8",
+    )
+    got = [w.split(": ", 1)[1] for w in _unbounded_waits(src)]
+    assert got == ["subprocess.run", ".wait()", ".get()"]
 
 
 def _pytest(tmp_path: Path, body: str, corpus: Path = CORPUS) -> subprocess.CompletedProcess[str]:
@@ -27,6 +66,7 @@ def _pytest(tmp_path: Path, body: str, corpus: Path = CORPUS) -> subprocess.Comp
     )
 
 
+@slow
 def test_missing_corpus_stops_the_run_in_one_line(tmp_path: Path) -> None:
     got = _pytest(tmp_path, "def test_x() -> None:\n    pass\n", corpus=tmp_path / "nowhere")
     assert got.returncode == 4, got.stdout + got.stderr
@@ -37,6 +77,7 @@ def test_missing_corpus_stops_the_run_in_one_line(tmp_path: Path) -> None:
     ]
 
 
+@slow
 def test_a_skip_off_the_list_fails_the_run(tmp_path: Path) -> None:
     body = (
         "import pytest\n"
@@ -52,12 +93,14 @@ def test_a_skip_off_the_list_fails_the_run(tmp_path: Path) -> None:
     assert "1 passed, 2 skipped" in got.stdout
 
 
+@slow
 def test_a_module_skipped_at_import_fails_the_run(tmp_path: Path) -> None:
     got = _pytest(tmp_path, "import pytest\npytest.importorskip('no_such_module_here')\n")
     assert got.returncode == 1, got.stdout
     assert "tests/test_one.py: could not import 'no_such_module_here'" in got.stdout
 
 
+@slow
 def test_only_listed_skips_pass(tmp_path: Path) -> None:
     body = (
         "import pytest\n"
@@ -67,6 +110,7 @@ def test_only_listed_skips_pass(tmp_path: Path) -> None:
     assert _pytest(tmp_path, body).returncode == 0
 
 
+@slow
 def test_a_failure_keeps_its_status(tmp_path: Path) -> None:
     """A failed test (1) and a module that does not even import (2) keep pytest's status."""
     failed = "import pytest\ndef test_bad() -> None:\n    assert False\n"

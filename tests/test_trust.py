@@ -388,7 +388,11 @@ def test_as_a_process_nothing_is_run_and_the_fifo_is_never_opened(evil: Hostile)
             ("inputs", str(evil.log), "--compile-id", "0/0"),
         ):
             p = subprocess.run(
-                [sys.executable, "-m", "tlview", *args], capture_output=True, env=env, check=False
+                [sys.executable, "-m", "tlview", *args],
+                capture_output=True,
+                env=env,
+                check=False,
+                timeout=240,
             )
             err = p.stderr.decode()
             assert p.returncode == EXIT_OK, (args, p.returncode, err)
@@ -535,6 +539,7 @@ def test_huge_claims_real_rebuild_is_refused_meta_and_fake_work(tmp_path: Path) 
             [sys.executable, "-c", code, "inputs", str(log), *args],
             capture_output=True,
             check=False,
+            timeout=240,
         )
         err = p.stderr.decode()
         m = re.search(r"MAXRSS (\d+)", err)
@@ -601,7 +606,7 @@ def _stream_peak(tmp: Path, n: int, index: bool) -> tuple[int, int]:
         return count, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-        writer.wait()
+        writer.wait(240)
 
 
 @pytest.mark.parametrize("index", [False, True], ids=["reader", "index"])
