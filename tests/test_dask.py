@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, corpus, gloo_rank0, run_cli, without_paths
 
-from tlview.load import load
+from tlview.load import read as load
 
 pytestmark = pytest.mark.slow  # a scheduler and two workers start per module
 distributed = pytest.importorskip("distributed")

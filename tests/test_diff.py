@@ -24,7 +24,7 @@ from tlview.analyze.diff import (
     frames_of,
     match,
 )
-from tlview.load import load
+from tlview.load import read as load
 
 # Two real runs' compile times differ as the machine's load does: the gate and the changes these
 # tests check leave time out (compile-time checks are tested on fixed logs, in test_gate.py).

@@ -13,7 +13,7 @@ from conftest import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
 from tlview.analyze.divergence import rank_ranges
 from tlview.index.digests import artifact_meta
-from tlview.load import load
+from tlview.load import read as load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job  # noqa: E402  (benchmarks/ is not a package)

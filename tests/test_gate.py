@@ -9,7 +9,7 @@ from tlview.analyze.diff import compare
 from tlview.analyze.gate import Check, check_diff, check_report, parse_checks
 from tlview.analyze.summary import overview
 from tlview.errors import EXIT_USAGE, TlviewError
-from tlview.load import load
+from tlview.load import read as load
 
 
 def test_parse_items_and_limits() -> None:

@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES, ROOT, corpus, report_json, run_cli
 
 from tlview.index.digests import graph_md5, mask_by_rank
-from tlview.load import load
+from tlview.load import read as load
 
 sys.path.insert(0, str(FIXTURES))
 sys.path.insert(0, str(ROOT / "benchmarks"))

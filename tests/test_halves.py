@@ -13,7 +13,7 @@ from conftest import corpus, only_log
 
 import tlview.render.json.report as json_mod
 import tlview.runtime.store as store
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import page, pick, section

@@ -598,7 +598,7 @@ def _grows_linearly(measure: Any, n: int) -> None:
 def test_reading_and_reporting_stay_linear(tmp_path: Path) -> None:
     """The index, the JSON and the -v text reports over many inputs, many frames in one stack,
     and many compiles' stacks (-v prints every frame)."""
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.render import REPORT_FORMATS, Options
     from tlview.runtime.output import Output
 
@@ -630,7 +630,7 @@ def test_rebuilding_many_inputs_stays_linear(tmp_path: Path) -> None:
     """`inputs --emit` (meta and random) and `repro` over many one-element inputs: each tensor
     is checked once, not against every other (`emit._meta_losses` was)."""
     pytest.importorskip("torch")
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.tensors.emit import emit_file
     from tlview.tensors.options import RebuildOptions
 

@@ -25,7 +25,7 @@ import tlview
 from tlview import __version__
 from tlview.analyze.names import Refs, compile_ref
 from tlview.analyze.summary import overview
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Divergence, Report
 from tlview.render.html import budget as kept
 from tlview.render.html import inputs, metrics, page, payloads, pick, section, timeline

@@ -25,7 +25,7 @@ from test_html import DEMO, HOSTILE, hostile_log, page_payloads, real_paths
 
 from tlview.analyze.names import Refs, compile_ref
 from tlview.analyze.provenance import cross_links
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import report as html

@@ -13,7 +13,8 @@ import pytest
 from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli, without_paths
 
 import tlview.runtime.store as store
-from tlview.load import load, read_one
+from tlview.load import read as load
+from tlview.load import read_one
 from tlview.logs.sources import Source, find
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -17,7 +17,7 @@ from conftest import FIXTURES, corpus, run_cli
 from test_html import DEMO, real_paths
 
 from tlview import __version__
-from tlview.load import load
+from tlview.load import read as load
 from tlview.parse import Reader
 from tlview.render import perfetto
 

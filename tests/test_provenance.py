@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, corpus
 
 from tlview.analyze.provenance import cross_links
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import page

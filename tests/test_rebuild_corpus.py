@@ -12,12 +12,13 @@ from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
 pytestmark = pytest.mark.slow  # every rebuild runs torch
 torch = pytest.importorskip("torch")
 
+from tlview import real_inputs
 from tlview.analyze.names import compiles_with_inputs, find_compile
 from tlview.errors import EXIT_REFUSED, TlviewError
 from tlview.index.dims import fx_name
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Compile, Input, Report, TensorDesc
-from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes, real_inputs
+from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes
 from tlview.tensors.emit import emit_file, load_inputs
 from tlview.tensors.options import RebuildOptions
 

@@ -24,9 +24,10 @@ torch = pytest.importorskip("torch")
 
 from tlview.index.annotations import tensor_type  # noqa: E402
 from tlview.index.dims import arg_name  # noqa: E402
-from tlview.load import load  # noqa: E402
+from tlview.load import read as load  # noqa: E402
 from tlview.model import Compile, Report  # noqa: E402
-from tlview.rebuild import fake_rebuild, real_inputs  # noqa: E402
+from tlview import real_inputs  # noqa: E402
+from tlview.rebuild import fake_rebuild  # noqa: E402
 from tlview.tensors.emit import emit_file, load_inputs  # noqa: E402
 from tlview.tensors.options import RebuildOptions  # noqa: E402
 from tlview.tensors.plans import plans_for, real_bytes  # noqa: E402

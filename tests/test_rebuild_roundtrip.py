@@ -20,9 +20,10 @@ from conftest import fake_dim
 pytestmark = pytest.mark.slow  # a torch program writes the log
 torch = pytest.importorskip("torch")
 
-from tlview.load import load
+from tlview import real_inputs
+from tlview.load import read as load
 from tlview.model import Compile, Report
-from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile, real_inputs
+from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile
 from tlview.tensors.emit import emit_file, load_inputs
 from tlview.tensors.options import RebuildOptions
 

@@ -427,7 +427,7 @@ def _text_report(path: Path, **opts: Any) -> str:
 
     from rich.console import Console
 
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.render.text import report as text
 
     out = io.StringIO()
@@ -1260,10 +1260,9 @@ def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
     """The fakes rebuilt from dynamic.log have the symbols its tables show, on the dims they
     show, and the real run's sizes as their hints."""
     torch = pytest.importorskip("torch")
-    from tlview.load import load
-    from tlview.rebuild import fake_inputs, real_inputs
+    from tlview import fake_inputs, read, real_inputs
 
-    rep = load(FIXTURES / "dynamic.log")
+    rep = read(FIXTURES / "dynamic.log")
     for cid, (n, m, mask_sym) in {"0/0": (4, 2, None), "0/1": (6, 3, "s27")}.items():
         fakes = fake_inputs(str(FIXTURES / "dynamic.log"), cid)
         h, a = fakes["L['hiddenStates']"], fakes["L['attnMask']"]

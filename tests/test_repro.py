@@ -247,7 +247,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _functions(log: Path) -> dict[str, str]:
     """Compile id -> the function dynamo compiled there."""
-    from tlview.load import load
+    from tlview.load import read as load
 
     return {c.key: c.function or "" for c in load(log, jobs=1).compiles}
 
@@ -579,7 +579,7 @@ def test_corpus_dynamic_shapes_all_run(tmp_path: Path) -> None:
 
 def test_corpus_graph_code_parses_everywhere() -> None:
     from tlview.analyze.names import graphs
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.replay import graphcode
     from tlview.replay import make as repro
     from tlview.replay.plan import graph_of

@@ -302,7 +302,7 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
 ) -> None:
     # Each reader keeps texts with the whole budget; the merge forgets those one reader would
     # not have kept, whether the budget runs out in the first half, the second, or never.
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.render.html import budget as kept
     from tlview.render.html import report as html
 

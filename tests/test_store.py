@@ -14,7 +14,7 @@ import pytest
 from conftest import corpus, only_log, run_cli
 
 import tlview.runtime.store as store
-from tlview.load import load
+from tlview.load import read as load
 
 
 @pytest.mark.parametrize("folder", ["dtypes_zoo", "views_aliasing", "mlp_aot_eager", "export"])

@@ -78,9 +78,9 @@ def read(
     Dask scheduler whose workers read the logs instead. Raises TlviewError when no log holds a
     TORCH_TRACE record.
     """
-    from tlview.load import load
+    from tlview.load import read as read_path
 
-    return load(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
+    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
 
 
 def fake_inputs(
@@ -97,11 +97,12 @@ def fake_inputs(
     `fake_mode` and `shape_env`, a new FakeTensorMode over a ShapeEnv that names each dynamic
     dim's symbol as the original run did.
     """
-    from tlview.rebuild import fake_inputs as build  # torch is imported only here
+    from tlview.rebuild import fake_rebuild  # torch is imported only here
 
-    return build(
+    got = fake_rebuild(
         log, compile_id, fake_mode=fake_mode, shape_env=shape_env, allow_import=allow_import
     )
+    return got.tensors
 
 
 def real_inputs(
