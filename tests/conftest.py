@@ -115,7 +115,7 @@ def only_log(folder: str) -> Path:
     return logs[0]
 
 
-def run_cli(*args: str) -> Result:
+def run_cli(*args: object) -> Result:
     from tlview.cli import main
 
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
@@ -125,7 +125,8 @@ def report_json(path: Path | str, *extra: str) -> dict[str, Any]:
     """`tlview report PATH --format json`, run in-process, parsed; it must succeed."""
     result = run_cli("report", path, "--format", "json", *extra)
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
 
 
 def without_paths(data: dict[str, Any]) -> dict[str, Any]:

@@ -14,12 +14,11 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import CORPUS, FIXTURES
 from damage import (
-    CORPUS,
     EXIT_NO_TRACE,
     EXIT_OK,
     EXIT_STRICT,
-    FIXTURES,
     Facts,
     assert_clean_exit,
     assert_facts_kept,

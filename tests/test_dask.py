@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # a scheduler and two workers start per module
 distributed = pytest.importorskip("distributed")
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 
 def report_json(path: Path | str, *extra: str, env: dict[str, str] | None = None) -> Any:

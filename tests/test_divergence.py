@@ -16,7 +16,7 @@ from tlview.index.digests import artifact_meta
 from tlview.load import read as load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 
 def kinds(data: dict[str, Any]) -> dict[tuple[str, tuple[int, ...]], str]:

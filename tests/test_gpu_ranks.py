@@ -14,8 +14,8 @@ from tlview.load import read as load
 
 sys.path.insert(0, str(FIXTURES))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import gpu_rank  # noqa: E402  (tests/fixtures/ is not a package)
-import make_job  # noqa: E402
+import gpu_rank
+import make_job
 
 JIT = ("tlparse-tests", "inductor_provenance_jit_cuda_log.txt")
 AOT = ("tlparse-tests", "inductor_provenance_aot_cuda_log.txt")

@@ -120,7 +120,7 @@ def test_messages_of_every_command_are_inert(tmp_path: Path) -> None:
             ("repro", str(bad), "--all", "-o", str(tmp_path / "o")),
             ("diff", str(bad), str(FIXTURES / "demo.log")),
         ):
-            res = run(*args, env=env)  # type: ignore[arg-type]
+            res = run(*args, env=env)
             assert res.exit_code == 1, res.output
             assert not OBEYED.search(res.stderr), (args, res.stderr)
             assert "\\x1b]0;TITLE\\x07" in res.stderr, res.stderr
@@ -639,7 +639,7 @@ def test_rebuilding_many_inputs_stays_linear(tmp_path: Path) -> None:
             rep = load(_many_inputs(tmp_path, n), jobs=1)
             out = str(tmp_path / f"{mode}{n}.pt")
             return _python_lines(
-                lambda: emit_file(rep, rep.compiles, out, RebuildOptions(mode=mode))
+                lambda: emit_file(rep, rep.compiles, out, RebuildOptions(mode=mode))  # type: ignore[arg-type]
             )
 
         return measure

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -186,8 +187,8 @@ def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     for b in o.breaks:
         assert f'<td class="num">{b.count}</td>' in text
     for log in rep.logs:
-        for b in log.bad_lines:
-            assert f'<td class="num">{b.line}</td><td>{esc(b.reason)}</td>' in text
+        for bad in log.bad_lines:
+            assert f'<td class="num">{bad.line}</td><td>{esc(bad.reason)}</td>' in text
 
 
 def test_header_breaks_and_recompiles_of_the_demo() -> None:
@@ -267,7 +268,7 @@ def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
         for sv in views:
             for s in sv.spans:
                 if s.start is not None and isinstance(sv.size, int) and sv.size:
-                    assert 0 <= s.start <= s.end, (c.key, s)
+                    assert s.end is not None and 0 <= s.start <= s.end, (c.key, s)
     assert drawn  # views share storages: some are drawn
 
 
@@ -507,6 +508,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         names = set(z.namelist())
         for t in ("report.html.j2", "macros.html.j2", "report.css", "report.js"):
             assert f"tlview/templates/{t}" in names
+        assert "tlview/py.typed" in names  # the API's annotations reach users' type checkers
         z.extractall(tmp_path / "site")
     out = tmp_path / "page.html"
     code = (
@@ -728,7 +730,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        html.stream(rep, Null())
+        html.stream(rep, Null())  # type: ignore[arg-type]  # write() is all stream needs
         peak = tracemalloc.get_traced_memory()[1] - start
         gc.collect()
         tracemalloc.reset_peak()
@@ -885,7 +887,7 @@ def test_figures_filter_only_to_rows_that_exist() -> None:
     [lambda: corpus("subclasses"), lambda: corpus("tlparse-tests", "multi_rank_logs")],
     ids=["subclasses", "multi_rank_logs"],
 )
-def test_timeline_bars_never_cover_each_other(path) -> None:
+def test_timeline_bars_never_cover_each_other(path: Callable[[], Path]) -> None:
     """A short compile's bar is drawn wider than its time: the next bar of its row starts after
     it as drawn (in the shared last row alone, overlaps are left)."""
     p = page.build(load(path(), kept.page_keep(False)))

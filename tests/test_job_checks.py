@@ -11,7 +11,7 @@ from typing import Any
 from conftest import FIXTURES, ROOT, gloo_rank0, report_json, run_cli
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 COLLECTIVES = FIXTURES / "collectives"
 

@@ -18,7 +18,7 @@ from tlview.load import read_one
 from tlview.logs.sources import Source, find
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 
 @pytest.fixture

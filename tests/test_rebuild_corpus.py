@@ -232,9 +232,9 @@ def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
     assert e.value.exit_code == EXIT_REFUSED and "use --mode meta" in e.value.message
     assert list(real_inputs(by["5/0"], mode="meta").tensors["L['x']"].shape) == [1 << 40, 1 << 20]
     assert list(fake_rebuild(by["5/0"]).tensors["L['x']"].shape) == [1 << 40, 1 << 20]
-    r = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
-    assert r.exit_code == 0
-    assert f"L['y']: not rebuilt as real: {why}" in r.stdout
+    listed = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
+    assert listed.exit_code == 0
+    assert f"L['y']: not rebuilt as real: {why}" in listed.stdout
 
 
 def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None:
@@ -375,7 +375,7 @@ def test_a_specialized_dim_fakes_as_its_value(reports: dict[str, Report]) -> Non
     c = find_compile(reports["dynamic_shapes"], "4/0")
     assert any(s.kind == "created" and s.source == "L['x'].size()[0]" for s in c.symbols)
     assert any(s.kind == "specialized" and s.value == "6" for s in c.symbols)
-    sizes = next(g.meta["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
+    sizes = next((g.meta or {})["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
     assert sizes["l_x_"][0] == "6"
     x = fake_rebuild(c).tensors["L['x']"]
     assert x.shape[0] == 6 and isinstance(x.shape[0], int)

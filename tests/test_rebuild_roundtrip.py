@@ -304,7 +304,7 @@ def test_fakes_carry_the_logged_symbols(run: Any) -> None:
     x, y = fakes["L['x']"], fakes["L['y']"]
     assert [str(d) for d in x.shape] == [created["L['x'].size()[0]"], created["L['x'].size()[1]"]]
     assert str(y.shape[0]) == str(x.shape[1])  # duck sizing: 7 and 7 share a symbol
-    sizes = next(g.meta["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
+    sizes = next((g.meta or {})["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
     assert [str(d) for d in x.shape] == [str(d) for d in sizes["l_x_"]]
     assert [str(d) for d in y.shape] == [str(d) for d in sizes["l_y_"]]
     assert x.shape[0].node.hint == 5 and x.shape[1].node.hint == 7

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -886,7 +887,9 @@ def _outside_metrics(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("log", [lambda: FIXTURES / "aoti.log", lambda: only_log("export")])
-def test_compiles_outside_any_compile_id_are_reported_with_their_time(log) -> None:
+def test_compiles_outside_any_compile_id_are_reported_with_their_time(
+    log: Callable[[], Path],
+) -> None:
     """AOTInductor's compile and export's AOT step log metrics with no compile id: each is a
     compile outside dynamo, timed from its start to its end, and not a compile of a frame."""
     path = log()

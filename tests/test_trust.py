@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import FIXTURES
 from damage import (
     EXIT_OK,
     EXIT_REFUSED,
-    FIXTURES,
     assert_clean_exit,
     payload_of,
     record_json,

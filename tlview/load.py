@@ -131,8 +131,9 @@ def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
         return None
 
     def start() -> Bar:
-        made.append(Bar(total, len(sizes)))
-        return made[-1]
+        bar = Bar(total, len(sizes))
+        made.append(bar)
+        return bar
 
     return start
 

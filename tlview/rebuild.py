@@ -18,11 +18,12 @@ from tlview.tensors import plans
 from tlview.tensors.dtypes import need_torch
 from tlview.tensors.exprs import eval_expr
 from tlview.tensors.fake import build_fakes
-from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions, parse_bytes
+from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
 from tlview.tensors.plans import plan_compile
 from tlview.tensors.real import ZERO_NOTE, build_real
 from tlview.tensors.rebuilt import Rebuilt
 from tlview.tensors.rows import input_rows
+from tlview.units import parse_bytes
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tlview.index.dims import arg_name
+from tlview.model import Dim
 from tlview.replay import graphcode as gc
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ def _standin(
     sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
     meta = sizes.get(fx_name(param.name)) if isinstance(sizes, dict) else None
     note = ""
-    stride: list[gc.Dim] | None
+    stride: list[Dim] | None
     if tt is not None and tt.wrapper is None and tt.torch_dtype:
         size, stride, dtype, logged = tt.size, tt.stride, tt.torch_dtype, tt.device
     elif tt is None and param.annotation in (None, "torch.Tensor") and isinstance(meta, list):
@@ -305,10 +306,10 @@ def _standin(
     return f"standin({shape}, {strides}, torch.{dtype}, {device!r})", used
 
 
-def _contiguous(size: list[gc.Dim]) -> list[gc.Dim] | None:
+def _contiguous(size: list[Dim]) -> list[Dim] | None:
     if not all(isinstance(d, int) for d in size):
         return None
-    out: list[gc.Dim] = []
+    out: list[Dim] = []
     step = 1
     for d in reversed(size):
         out.append(step)
@@ -329,7 +330,7 @@ def _device_here(p: Plan, logged: str) -> str:
     return here
 
 
-def _int_or(text: str) -> gc.Dim:
+def _int_or(text: str) -> Dim:
     return int(text) if _INT.fullmatch(text.strip()) else text
 
 
@@ -382,7 +383,7 @@ def outputs(p: Plan, code: gc.GraphCode) -> None:
         label = name or f"output {i}"
         ann = code.annotations.get(name) if name else None
         tt = gc.tensor_type(ann)
-        dims: list[gc.Dim] | None = None
+        dims: list[Dim] | None = None
         dtype = "None"
         if tt is not None:
             dims = tt.size
