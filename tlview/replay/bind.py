@@ -4,15 +4,12 @@ size symbol and stand-in its value, and the shapes its outputs should have."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tlview.index.dims import arg_name
 from tlview.model import Dim
 from tlview.replay import graphcode as gc
-
-if TYPE_CHECKING:
-    from tlview.replay.plan import Plan
+from tlview.replay.planned import Arg, Plan
 
 _SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]", re.A)
 _OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
@@ -23,14 +20,6 @@ _INDEX = re.compile(r"\[(\d+)\]")
 _INT = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
 _AS_TENSOR = "___as_tensor("
-
-
-@dataclass(slots=True)
-class Arg:
-    """One argument of the graph's forward: its placeholder and the code that gives its value."""
-
-    name: str
-    code: str
 
 
 def lazy_torch() -> Any:
