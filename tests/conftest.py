@@ -36,7 +36,7 @@ CORPUS = _find_corpus()
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The Dask and S3 tests run last: a Dask client leaves threads in the process for good, and
-    tlview forks a second renderer only from a process of one thread (render/halves.py)."""
+    tlview forks a second renderer only from a process of one thread (runtime/halves.py)."""
     items.sort(key=lambda item: item.path.name in ("test_dask.py", "test_s3.py"))
 
 

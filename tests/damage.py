@@ -396,7 +396,7 @@ def check_bad_lines(
         for b in ref["bad_lines"]:
             hit = line_of.get(b["line"])
             if hit is not None:
-                allowed.update(u.spans())
+                allowed.update(hit.spans())
     kept = doc["bad_lines"]
     assert doc["stats"]["bad_lines"] >= len(kept), what
     for b in kept:

@@ -62,6 +62,7 @@ def _cases(log: Path, damage: str) -> Iterator[tuple[str, bytes]]:
         yield f"{log.name}: {what}", damaged
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
 def test_damaged_copies_keep_every_intact_record(log: Path, damage: str, tmp_path: Path) -> None:
@@ -656,6 +657,7 @@ def test_field_of_wrong_type(case: tuple[str, str, tuple[Any, ...], Any], tmp_pa
 
 
 # -- damaged copies read in two parts (large logs are split between two processes) --------------
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("damage", ["truncations", "flips", "line_edits", "byte_junk"])
 def test_damaged_copies_read_in_two_parts_as_in_one(
     damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -751,6 +753,7 @@ def _every_real_log() -> list[Path]:
     return logs
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("log", _every_real_log(), ids=lambda p: p.parent.name + "/" + p.name)
 def test_real_logs_accuse_no_good_line(log: Path) -> None:
     """On logs as torch wrote them, a line is reported bad exactly when its record is not one

@@ -71,6 +71,7 @@ def doc_of(path: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
 
 
 # -- 1. one sanitiser for everything printed from a log ------------------------------------------
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_nothing_prints_but_through_the_sanitiser() -> None:
     """Every line a command prints goes through funnel.say (render/clean.py's rule), rich's
     text through console.T: no click.echo, print or stream write of its own elsewhere."""

@@ -151,6 +151,7 @@ def hostile_log(tmp: Path) -> Path:
 
 
 # -- contents --------------------------------------------------------------------------------------
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
 def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     rep, text = render(path)
@@ -313,6 +314,7 @@ def test_timeline_of_a_compile_and_of_the_page() -> None:
     assert set(lanes) == {f"c-{c.key}" for c in rep.compiles if c.phases}
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_truncated_log_shows_phases_that_never_ended() -> None:
     rep, text = render(corpus("truncated_log"))
     inc = [c for c in rep.compiles if c.status == "incomplete"]
@@ -394,6 +396,7 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
             assert shown[p.line] == p.text
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_default_budget_holds_on_real_logs() -> None:
     shown = 0
     for path in real_paths():
@@ -587,6 +590,7 @@ def _dangling(text: str) -> set[str]:
     return {h for h in re.findall(r'\shref="#([^"]*)"', text) if h not in ids}
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
 def test_every_link_on_the_page_has_its_target(path: Path) -> None:
     _, text = render(path)
@@ -743,6 +747,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     assert peak < held_all, (peak, held_all)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: Path) -> None:
     # The page's template is compiled once per machine, not per run; a cache that cannot be
     # written or holds garbage costs a compile, never the page.
@@ -794,6 +799,7 @@ def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) ->
     assert metrics.digest(huge) == metrics.digest("x" * 2_000) and huge not in metrics._DIGESTS
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_compile_id_page_shows_that_compile_alone_and_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -411,6 +411,7 @@ def test_unreadable_input_is_one_line_exit_1(tmp_path: Path, make: Any, reason: 
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_report_never_imports_torch() -> None:
     code = (
         "import sys, runpy\n"
@@ -465,6 +466,7 @@ def test_the_compile_table_keeps_problems_first_in_log_order_when_capped() -> No
     assert "... 1 more recompiles not listed: -v lists them all" in _text_report(path, max_rows=1)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_a_compile_lists_its_own_inputs_before_hundreds_of_parameters() -> None:
     # The terminal lists 40 inputs of a compile by default: its own inputs, buffers, views and
     # shared storages first, then parameters, in log order; --compile-id and -v list every one.
@@ -482,6 +484,7 @@ def test_a_compile_lists_its_own_inputs_before_hundreds_of_parameters() -> None:
     assert "more inputs not listed" not in whole and whole.count("param grad") == 64
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize(
     "args",
     [
@@ -519,6 +522,7 @@ def _tlview(args: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
     )
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize(
     ("args", "named"),
@@ -579,6 +583,7 @@ def test_closed_standard_streams() -> None:
     assert ok.returncode == 0 and json.loads(ok.stdout)["stats"]["compiles"] == 7
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_a_log_on_standard_input() -> None:
     # `zcat LOG.gz | tlview report -`: the same report as the file's, but for its name.
     log = FIXTURES / "demo.log"
@@ -594,6 +599,7 @@ def test_a_log_on_standard_input() -> None:
     assert r.returncode == 0 and json.loads(r.stdout)["stats"] == direct["stats"]
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_the_output_name_picks_the_format(tmp_path: Path) -> None:
     # `-o report.html` alone writes the page (it wrote the terminal report into a .html file);
     # `--format` still decides when given, and a name that says nothing means text.
@@ -1408,6 +1414,7 @@ def test_a_dtensor_input_says_how_it_is_sharded() -> None:
     assert "All 2 ranks agree" in run_cli("report", FIXTURES / "dtensor").stdout
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_an_unfinished_compile_says_where_it_stopped() -> None:
     """truncated_log: the process killed itself during inductor's code generation. The terminal
     said only that the run stopped during the compile; the phase begun and never ended says

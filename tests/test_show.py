@@ -75,6 +75,7 @@ def test_every_artifact_is_written_byte_for_byte() -> None:
             assert md5(res.stdout_bytes) == want[p.line], (ref, name)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_odd_text_is_exact_in_a_file_and_inert_on_a_pipe_or_terminal(tmp_path: Path) -> None:
     # Line breaks other than \n, form feeds, TABs of the payload's own, non-ASCII text.
     log = FIXTURES / "payloads.log"

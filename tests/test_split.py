@@ -26,6 +26,7 @@ def _json(path: Path) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize(
     "log",
     [
@@ -291,6 +292,7 @@ def test_a_failed_second_reader_leaves_no_spill_file(
     assert list(tmp_path.glob("tlview-*/*")) == []
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("copy_fails", [False, True])  # True: the second part is read here
 @pytest.mark.parametrize("budget", [0, 20_000, 200_000, 2_000_000])
 @pytest.mark.parametrize(

@@ -156,6 +156,7 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # SIGKILL (the OOM killer, a CI runner giving up) leaves the run's temp directory, its spill
     # files and the output half written: the next run on this machine removes them.

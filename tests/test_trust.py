@@ -506,6 +506,7 @@ def _peak(*args: str) -> tuple[int, Any]:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("fmt", ["text", "json", "html"])
 def test_huge_claims_allocate_nothing_in_report(tmp_path: Path, fmt: str) -> None:
     log = huge(tmp_path)
