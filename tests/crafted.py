@@ -168,5 +168,5 @@ def limited(
         env={**os.environ, "NO_COLOR": "1", **(env or {})},
         preexec_fn=limit,
         check=False,
-        timeout=240,
+        timeout=300,
     )

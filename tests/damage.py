@@ -196,7 +196,7 @@ def run_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None 
         cwd=cwd,
         env=env,
         check=False,
-        timeout=240,
+        timeout=300,
     )
 
 

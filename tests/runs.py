@@ -60,7 +60,7 @@ def run(tmp: Path, variant: str) -> Path:
         cwd=tmp,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert list(trace.glob("*.log")), f"no log written in {trace}"

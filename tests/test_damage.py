@@ -723,7 +723,7 @@ def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     (log,) = (tmp / "trace").glob("*.log")

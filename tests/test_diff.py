@@ -272,7 +272,7 @@ def test_diff_never_imports_torch(tmp_path: Path) -> None:
     base, new = corpus("dynamic_shapes"), corpus("mlp_aot_eager")
     out = tmp_path / "d.html"
     subprocess.run(
-        [sys.executable, "-c", code, str(base), str(new), str(out)], check=True, timeout=240
+        [sys.executable, "-c", code, str(base), str(new), str(out)], check=True, timeout=300
     )
     assert out.read_text().startswith("<!doctype html>")
 

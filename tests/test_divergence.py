@@ -200,7 +200,7 @@ def inductor_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
         TORCHINDUCTOR_CACHE_DIR=str(tmp / "cache"),
     )
-    subprocess.run([sys.executable, str(script)], env=env, cwd=tmp, check=True, timeout=240)
+    subprocess.run([sys.executable, str(script)], env=env, cwd=tmp, check=True, timeout=300)
     (log,) = (tmp / "trace").glob("*.log")
     return log
 

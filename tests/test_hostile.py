@@ -239,7 +239,7 @@ def test_rarer_dtypes_fill_with_bounded_temporaries(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert p.returncode == 0, p.stderr
     grew = int(re.search(r"GREW (\d+)", p.stderr).group(1))  # type: ignore[union-attr]

@@ -472,7 +472,7 @@ def test_nothing_from_the_environment(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     text = out.read_text()
@@ -503,7 +503,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         ],
         capture_output=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr.decode()
     (wheel,) = tmp_path.glob("tlview-*.whl")
@@ -536,7 +536,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr.decode()
     text = out.read_text()
@@ -817,7 +817,7 @@ def test_compile_id_page_shows_that_compile_alone_and_whole(
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert res.returncode == 0, res.stderr
     text = out.read_text()

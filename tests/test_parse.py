@@ -237,7 +237,7 @@ def test_a_log_cut_while_read_is_read_to_its_new_end(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert proc.returncode == 0, (proc.returncode, proc.stderr)
     head, *bad = proc.stdout.splitlines()

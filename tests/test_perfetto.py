@@ -187,7 +187,7 @@ def test_a_log_from_a_pipe_gives_every_event(tmp_path: Path) -> None:
             input=data,  # a pipe: /dev/stdin cannot be read again
             capture_output=True,
             check=False,
-            timeout=240,
+            timeout=300,
         )
         assert p.returncode == 0, p.stderr
         trace = json.loads(out.read_text())

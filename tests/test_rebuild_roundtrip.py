@@ -187,7 +187,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[str, Any
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return load(d / "trace"), json.loads((d / "originals.json").read_text()), d

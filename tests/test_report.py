@@ -421,7 +421,7 @@ def test_report_never_imports_torch() -> None:
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     for log in (only_log("transformer_inductor"), only_log("subclasses")):
-        subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT, timeout=240)
+        subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT, timeout=300)
 
 
 def _text_report(path: Path, **opts: Any) -> str:
@@ -509,7 +509,7 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
             stdout=w,
             stderr=subprocess.PIPE,
             cwd=ROOT,
-            timeout=240,
+            timeout=300,
         )
     finally:
         os.close(w)
@@ -518,7 +518,7 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
 
 def _tlview(args: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "tlview", *args], stderr=subprocess.PIPE, cwd=ROOT, **kw, timeout=240
+        [sys.executable, "-m", "tlview", *args], stderr=subprocess.PIPE, cwd=ROOT, **kw, timeout=300
     )
 
 
@@ -569,7 +569,7 @@ def test_closed_standard_streams() -> None:
         stdout=subprocess.DEVNULL,
         cwd=ROOT,
         preexec_fn=lambda: os.close(2),
-        timeout=240,
+        timeout=300,
     )
     assert missing.returncode == 1
     ok = subprocess.run(
@@ -578,7 +578,7 @@ def test_closed_standard_streams() -> None:
         stdout=subprocess.PIPE,
         cwd=ROOT,
         preexec_fn=lambda: os.close(2),
-        timeout=240,
+        timeout=300,
     )
     assert ok.returncode == 0 and json.loads(ok.stdout)["stats"]["compiles"] == 7
 

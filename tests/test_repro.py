@@ -228,7 +228,7 @@ def _python(code: str, *args: str, cwd: Path, env: dict[str, str] | None = None)
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stdout
@@ -522,7 +522,7 @@ def test_hostile_strings_stay_strings(
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "outputs match the shapes and dtypes in the log" in proc.stdout
@@ -674,7 +674,7 @@ def test_a_graph_of_ops_torch_registers_on_import_runs(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert ran.returncode == 0, ran.stderr
 
@@ -779,7 +779,7 @@ def test_a_float_made_a_tensor_is_bound_to_its_placeholder(tmp_path: Path) -> No
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=300,
     )
     assert ran.returncode == 0, ran.stderr
     assert "outputs match the shapes and dtypes in the log" in ran.stdout
@@ -820,7 +820,7 @@ def test_repro_without_torch_is_exit_5(tmp_path: Path) -> None:
         [sys.executable, "-c", NO_TORCH, "repro", str(FIXTURES / "demo.log"), "--compile-id",
          "2/0", "-o", str(tmp_path / "r")],
         capture_output=True, text=True, cwd=ROOT,
-     timeout=240,)  # fmt: skip
+     timeout=300,)  # fmt: skip
     assert proc.returncode == EXIT_NEEDS_EXTRA
     assert proc.stderr == "tlview: writing a repro needs torch: pip install 'tlview[torch]'\n"
     assert not (tmp_path / "r").exists()

@@ -95,7 +95,7 @@ def run_tlview(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
     )
 
 

@@ -60,7 +60,7 @@ def _report_with(tmp_path: Path, setup: str) -> bytes:
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     args = ["report", str(corpus("dtypes_zoo")), "--format", "json"]
     r = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, env=env, timeout=240
+        [sys.executable, "-c", code, *args], capture_output=True, env=env, timeout=300
     )
     assert r.returncode == 0, r.stderr
     in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
@@ -112,7 +112,7 @@ def test_a_terminated_run_says_so_and_removes_its_temp_files(tmp_path) -> None: 
         capture_output=True,
         env=env,
         start_new_session=True,
-        timeout=240,
+        timeout=300,
     )
     assert r.returncode == 143
     assert r.stderr.decode() == "tlview: terminated\n"
@@ -130,7 +130,7 @@ def test_a_pool_of_readers_ends_quietly(tmp_path) -> None:  # type: ignore[no-un
         capture_output=True,
         env=env,
         cwd=tmp_path,
-        timeout=240,
+        timeout=300,
     )
     assert r.returncode == 0 and r.stderr == b""
     assert json.loads(r.stdout)["stats"]["logs"] == len(list(logs.glob("*.log")))
@@ -184,7 +184,7 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
         capture_output=True,
         env=env,
         start_new_session=True,
-        timeout=240,
+        timeout=300,
     )
     assert r.returncode == -9
     (left,) = [p for p in tmp_path.iterdir() if p != out]
@@ -194,11 +194,11 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
     assert half.name.startswith(".r.json.") and half.read_bytes() == b"{"
     # A run that writes elsewhere and needs no temp directory leaves both alone...
     small = [sys.executable, "-m", "tlview", "report", str(only_log("views_aliasing"))]
-    assert subprocess.run(small, capture_output=True, env=env, timeout=240).returncode == 0
+    assert subprocess.run(small, capture_output=True, env=env, timeout=300).returncode == 0
     assert left.exists() and half.exists()
     # ...one that makes a temp directory and writes r.json removes them.
     r = subprocess.run(
-        [sys.executable, "-c", setup + run, *args], capture_output=True, env=env, timeout=240
+        [sys.executable, "-c", setup + run, *args], capture_output=True, env=env, timeout=300
     )
     assert r.returncode == 0, r.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
@@ -212,7 +212,7 @@ def test_only_what_dead_processes_of_this_host_left_is_removed(tmp_path: Path) -
     from tlview.runtime import leftovers
 
     gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, timeout=240
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, timeout=300
     )
     dead = int(gone.stdout)  # reaped: no process has this pid now
     host = leftovers.tag().split("@")[1][:-1]

@@ -392,7 +392,7 @@ def test_as_a_process_nothing_is_run_and_the_fifo_is_never_opened(evil: Hostile)
                 capture_output=True,
                 env=env,
                 check=False,
-                timeout=240,
+                timeout=300,
             )
             err = p.stderr.decode()
             assert p.returncode == EXIT_OK, (args, p.returncode, err)
@@ -540,7 +540,7 @@ def test_huge_claims_real_rebuild_is_refused_meta_and_fake_work(tmp_path: Path) 
             [sys.executable, "-c", code, "inputs", str(log), *args],
             capture_output=True,
             check=False,
-            timeout=240,
+            timeout=300,
         )
         err = p.stderr.decode()
         m = re.search(r"MAXRSS (\d+)", err)

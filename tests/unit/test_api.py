@@ -34,7 +34,7 @@ def test_importing_tlview_loads_no_renderer_and_no_torch() -> None:
         "print(sorted(heavy))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=240
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
     )
     assert out.stdout.strip() == "[]"
 
