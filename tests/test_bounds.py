@@ -118,3 +118,19 @@ def test_describe_records_past_the_bound_are_dropped_and_counted(tmp_path: Path)
     c = report_json(_log(tmp_path, body))["compiles"][0]
     assert c["events_dropped"] == 2  # the one storage and the one source past the bound
     assert len(c["inputs"]) == describe.MAX_DESCRIBED
+
+
+def test_events_past_the_bound_are_counted_not_kept(tmp_path: Path) -> None:
+    p = tmp_path / "events.log"
+    n = kinds.MAX_EVENTS + 1
+    p.write_bytes(interned("/m.py") + start() + record("some_event", {"n": 1}) * n)
+    c = report_json(p)["compiles"][0]
+    assert len(c["events"]) == kinds.MAX_EVENTS and c["events_dropped"] == 1
+
+
+def test_a_repro_folder_name_past_the_bound_is_cut_with_a_hash() -> None:
+    at = "c" * (script.MAX_SLUG - 3) + "0/1"  # `0/1` -> `0-1`: exactly MAX_SLUG characters
+    assert script.slug(at) == "c" * (script.MAX_SLUG - 3) + "0-1"
+    past, other = "c" + at, "c" + at[:-1] + "2"
+    cut = script.slug(past)
+    assert len(cut) == script.MAX_SLUG and "---" in cut and cut != script.slug(other)
