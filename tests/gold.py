@@ -6,9 +6,10 @@
 
 Each output is one tlview command run in-process (click's CliRunner) in the log's folder, piped
 at 160 columns, then made comparable: a JSON report indented (a changed value is a changed line),
-the page's own style and script as their digests, `scrub` applied. JSON is kept whole: a report
+the page's own style and script as their digests and the page as its visible text and element
+structure (`visible`), `scrub` applied. JSON and the page are kept whole: a report
 over WHOLE characters as `report.json` with each compile in a file of its own under
-`report.compiles/` (`003_0_1.json`, in order). Text, the page and the trace are `fit`: kept whole up to WHOLE
+`report.compiles/` (`003_0_1.json`, in order). Text and the trace are `fit`: kept whole up to WHOLE
 characters, else their first KEEP and a digest of all of it. A mismatch shows the first lines of
 the diff; when the new output is meant, run --update and read `git diff tests/gold`.
 """
@@ -30,6 +31,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -130,6 +132,8 @@ def outputs(cases: list[str] | None = None) -> list[Output]:
 def files(out: Output) -> dict[Path, str]:
     """The golden files of OUT and what each holds: one, or a JSON report and its compiles."""
     text = run(out)
+    if out.name.endswith(".html"):  # its visible text and structure: whole
+        return {out.file: text}
     if not out.name.endswith(".json") or out.name == "trace.json":
         return {out.file: fit(text)}
     doc = json.loads(text)
@@ -172,9 +176,68 @@ def run(out: Output) -> str:
     text = result.stdout
     if out.name.endswith(".json") and out.name != "trace.json":  # the trace is an event a line
         text = _json(json.loads(text))
-    if out.name.endswith(".html"):
-        text = PACKED.sub(_unpacked, ASSET.sub(_asset, text))
+    if out.name.endswith(".html"):  # scrubbed first: a version is found in its markup
+        page = scrub(PACKED.sub(_unpacked, ASSET.sub(_asset, text)))
+        return visible(page.replace("<VERSION>", "&lt;VERSION&gt;"))
     return scrub(text)
+
+
+class _Visible(HTMLParser):
+    """A page as its structure and what a reader sees: one line per element (`<tag#id.class>`)
+    and per text, indented by depth; text in `pre` keeps its lines, elsewhere its words."""
+
+    VOID = frozenset(
+        [
+            "area",
+            "base",
+            "br",
+            "col",
+            "embed",
+            "hr",
+            "img",
+            "input",
+            "link",
+            "meta",
+            "source",
+            "track",
+            "wbr",
+        ]
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.depth = 0
+        self.pre = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        name = tag + (f"#{a['id']}" if a.get("id") else "")
+        name += "".join(f".{c}" for c in (a.get("class") or "").split())
+        self.lines.append(" " * self.depth + f"<{name}>")
+        if tag not in self.VOID:
+            self.depth += 1
+            self.pre += tag == "pre"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID:
+            self.depth = max(0, self.depth - 1)
+            self.pre -= tag == "pre" and self.pre > 0
+
+    def handle_data(self, data: str) -> None:
+        pad = " " * self.depth
+        if self.pre:
+            self.lines += [pad + ln.rstrip() for ln in data.split("\n") if ln.strip()]
+        elif data.strip():
+            self.lines.append(pad + " ".join(data.split()))
+
+
+def visible(page: str) -> str:
+    """The page's structure and visible text (see _Visible), as its golden file keeps it."""
+    v = _Visible()
+    v.feed(page)
+    v.close()
+    return "\n".join(v.lines) + "\n"
 
 
 # The page's own style and script (the same on every page): kept as their size and digest.
