@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import make_job  # noqa: E402
+import make_job
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Jobs of many ranks (bench_scale.py)"

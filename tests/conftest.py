@@ -36,7 +36,7 @@ CORPUS = _find_corpus()
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The Dask and S3 tests run last: a Dask client leaves threads in the process for good, and
-    tlview forks a second renderer only from a process of one thread (render/halves.py)."""
+    tlview forks a second renderer only from a process of one thread (runtime/halves.py)."""
     items.sort(key=lambda item: item.path.name in ("test_dask.py", "test_s3.py"))
 
 
@@ -49,14 +49,62 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if "\npytestmark = pytest.mark.slow" in text else None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The corpus is required: a run without it stops at once, in one line, rather than skip
+    half the suite and pass."""
+    if not CORPUS.is_dir():
+        raise pytest.UsageError(
+            f"tlview's tests need the shared corpus of real logs at {CORPUS} "
+            "(a copy beside the checkout as ../shared/corpus, or TLVIEW_CORPUS=DIR)"
+        )
+
+
 def pytest_report_header() -> str:
-    return f"tlview corpus: {CORPUS}" + ("" if CORPUS.is_dir() else " (missing: corpus tests skip)")
+    return f"tlview corpus: {CORPUS}"
+
+
+# Skips allowed, by the start of their reason; any other skip fails the run (docs/testing.md).
+ALLOWED_SKIPS: tuple[str, ...] = (
+    "needs /dev/full",  # a machine without /dev/full (macOS): test_report's full-disk tests
+)
+_SKIPPED: list[str] = []
+
+
+def _note_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Note a skip (of a test, or of a whole module at import) not on ALLOWED_SKIPS."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+        reason = reason.removeprefix("Skipped: ")
+        if not reason.startswith(ALLOWED_SKIPS):
+            _SKIPPED.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _note_skip(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _note_skip(report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run that skipped what it must test fails (exit 1), unless it failed already."""
+    if _SKIPPED and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _SKIPPED:
+        terminalreporter.section("skips not allowed (tests/conftest.py ALLOWED_SKIPS)", red=True)
+        for line in _SKIPPED:
+            terminalreporter.line(line)
 
 
 def corpus(*parts: str) -> Path:
+    """A path in the shared corpus, which must hold it."""
     p = CORPUS.joinpath(*parts)
     if not p.exists():
-        pytest.skip(f"shared corpus not found at {CORPUS}")
+        pytest.fail(f"{p}: not in the shared corpus at {CORPUS}")
     return p
 
 
@@ -67,7 +115,7 @@ def only_log(folder: str) -> Path:
     return logs[0]
 
 
-def run_cli(*args: str) -> Result:
+def run_cli(*args: object) -> Result:
     from tlview.cli import main
 
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
@@ -77,7 +125,8 @@ def report_json(path: Path | str, *extra: str) -> dict[str, Any]:
     """`tlview report PATH --format json`, run in-process, parsed; it must succeed."""
     result = run_cli("report", path, "--format", "json", *extra)
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
 
 
 def without_paths(data: dict[str, Any]) -> dict[str, Any]:

@@ -50,7 +50,11 @@ def interned(path: str, index: int = 0) -> bytes:
 
 
 def metrics(cid: tuple[int, int] = (0, 0), **fields: Any) -> bytes:
-    body = {"compile_id": f"{cid[0]}/{cid[1]}", "co_name": "forward", "co_filename": "/m.py"}
+    body: dict[str, Any] = {
+        "compile_id": f"{cid[0]}/{cid[1]}",
+        "co_name": "forward",
+        "co_filename": "/m.py",
+    }
     body.update(co_firstlineno=1, graph_op_count=1, entire_frame_compile_time_s=0.5, **fields)
     return record("compilation_metrics", body, cid)
 
@@ -107,7 +111,7 @@ def graph(
         f'        add: "{params[0][1]}" = {first} + 1;  {first} = None',
         f"        return ({returns or 'add'},)",
     ]
-    sizes = {n.lower(): [] for n, _ in params}
+    sizes: dict[str, list[int]] = {n.lower(): [] for n, _ in params}
     return record("dynamo_output_graph", {"sizes": sizes}, cid, payload="\n".join(lines))
 
 
@@ -121,7 +125,8 @@ def compile_of(
     out = [start(cid, filename=filename)]
     params = []
     for i, (src, size, dtype) in enumerate(inputs):
-        stride, step = [], 1
+        stride: list[int] = []
+        step = 1
         for d in reversed(size):
             stride.insert(0, step)
             step *= max(d, 1)
@@ -161,6 +166,7 @@ def limited(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         env={**os.environ, "NO_COLOR": "1", **(env or {})},
-        preexec_fn=limit,  # noqa: PLW1509 (the tests start no threads that fork could break)
+        preexec_fn=limit,
         check=False,
+        timeout=300,
     )

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,7 +182,7 @@ def replace_unit(data: bytes, u: Unit, new: bytes) -> bytes:
 
 
 # -- running tlview ------------------------------------------------------------------------------
-def run(*args: str, env: dict[str, str] | None = None) -> Result:
+def run(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
     """The CLI in-process, as a user runs it (click's standalone mode, stderr apart)."""
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=True)
 
@@ -196,6 +196,7 @@ def run_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None 
         cwd=cwd,
         env=env,
         check=False,
+        timeout=300,
     )
 
 
@@ -250,7 +251,8 @@ class Facts:
             ck = (c["pid"], c["key"])
             f.compiles[ck] = c["status"]
             for i in c["inputs"]:
-                f.inputs[(*ck, i["describer_id"], i["tensor_id"])] = i
+                key = (*ck, i["describer_id"], i["tensor_id"])
+                f.inputs[key] = i
         return f
 
 
@@ -269,9 +271,10 @@ class Taint:
         body = meta[kind]
         if not isinstance(body, dict):
             return
-        key = (body.get("describer_id"), body.get("id"))
-        if not all(isinstance(k, int) for k in key):
+        d, n = body.get("describer_id"), body.get("id")
+        if not (isinstance(d, int) and isinstance(n, int)):
             return  # tlview drops a describe record without integer ids
+        key = (d, n)
         if kind == "describe_tensor":
             self.tensors.add(key)
         elif kind == "describe_storage":
@@ -391,9 +394,9 @@ def check_bad_lines(
                 line_of[n + k] = u
             n += u.lines
         for b in ref["bad_lines"]:
-            u = line_of.get(b["line"])
-            if u is not None:
-                allowed.update(u.spans())
+            hit = line_of.get(b["line"])
+            if hit is not None:
+                allowed.update(hit.spans())
     kept = doc["bad_lines"]
     assert doc["stats"]["bad_lines"] >= len(kept), what
     for b in kept:
@@ -491,10 +494,13 @@ def line_edits(data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
             if i in at:
                 out.append(ln)
         yield f"duplicate lines {[a + 1 for a in at]}", b"\n".join(out)
-    at = rng.randrange(max(1, n - 8))
-    window = lines[at : at + 8]
+    first = rng.randrange(max(1, n - 8))
+    window = lines[first : first + 8]
     rng.shuffle(window)
-    yield f"shuffle lines {at + 1}-{at + 8}", b"\n".join(lines[:at] + window + lines[at + 8 :])
+    yield (
+        f"shuffle lines {first + 1}-{first + 8}",
+        b"\n".join(lines[:first] + window + lines[first + 8 :]),
+    )
 
 
 def unit_edits(data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:

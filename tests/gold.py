@@ -6,9 +6,12 @@
 
 Each output is one tlview command run in-process (click's CliRunner) in the log's folder, piped
 at 160 columns, then made comparable: a JSON report indented (a changed value is a changed line),
-the page's own style and script as their digests, `scrub` applied; and `fit`: kept whole up to
-WHOLE characters, else its first KEEP and a digest of all of it. A mismatch shows the first lines
-of the diff; when the new output is meant, run --update and read `git diff tests/gold`.
+the page's own style and script as their digests and the page as its visible text and element
+structure (`visible`), `scrub` applied. JSON and the page are kept whole: a report
+over WHOLE characters as `report.json` with each compile in a file of its own under
+`report.compiles/` (`003_0_1.json`, in order). Text and the trace are `fit`: kept whole up to WHOLE
+characters, else their first KEEP and a digest of all of it. A mismatch shows the first lines of
+the diff; when the new output is meant, run --update and read `git diff tests/gold`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -103,7 +107,7 @@ class Output:
         where, log, _ = CASES[self.case]
         top = FIXTURES if where == "fixtures" else CORPUS
         if not (top / log).exists():
-            pytest.skip(f"{top / log} not found")
+            pytest.fail(f"{top / log} not found")
         return top
 
     @property
@@ -125,6 +129,45 @@ def outputs(cases: list[str] | None = None) -> list[Output]:
     ]
 
 
+def files(out: Output) -> dict[Path, str]:
+    """The golden files of OUT and what each holds: one, or a JSON report and its compiles."""
+    text = run(out)
+    if out.name.endswith(".html"):  # its visible text and structure: whole
+        return {out.file: text}
+    if not out.name.endswith(".json") or out.name == "trace.json":
+        return {out.file: fit(text)}
+    doc = json.loads(text)
+    if len(text) <= WHOLE or not isinstance(doc, dict) or not isinstance(doc.get("compiles"), list):
+        return {out.file: text}
+    folder = compiles_folder(out)
+    got: dict[Path, str] = {}
+    names = []
+    for i, c in enumerate(doc["compiles"]):
+        key = str(c.get("compile_id") or c.get("key") or "") if isinstance(c, dict) else ""
+        name = f"{i:03d}_{re.sub(r'[^A-Za-z0-9]+', '_', key).strip('_') or 'outside'}.json"
+        got[folder / name] = _json(c)
+        names.append(f"[gold: {folder.name}/{name}]")
+    return {out.file: _json({**doc, "compiles": names}), **got}
+
+
+def compiles_folder(out: Output) -> Path:
+    """Where a split JSON report keeps its compiles: `report.compiles/` beside `report.json`."""
+    return out.file.parent / f"{out.file.stem}.compiles"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False) + "\n"
+
+
+def stale(out: Output, got: dict[Path, str]) -> list[Path]:
+    """Golden files of OUT's split report that it no longer writes."""
+    if not out.name.endswith(".json") or out.name == "trace.json":
+        return []
+    folder = compiles_folder(out)
+    have = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return [p for p in have if p not in got]
+
+
 def run(out: Output) -> str:
     """What tlview writes to stdout for OUT, made comparable (see the module's docstring)."""
     with _inside(out.top):
@@ -132,10 +175,69 @@ def run(out: Output) -> str:
     assert result.exit_code == 0 and not result.stderr, (out.command(), result.stderr)
     text = result.stdout
     if out.name.endswith(".json") and out.name != "trace.json":  # the trace is an event a line
-        text = json.dumps(json.loads(text), indent=1, ensure_ascii=False) + "\n"
-    if out.name.endswith(".html"):
-        text = PACKED.sub(_unpacked, ASSET.sub(_asset, text))
-    return fit(scrub(text))
+        text = _json(json.loads(text))
+    if out.name.endswith(".html"):  # scrubbed first: a version is found in its markup
+        page = scrub(PACKED.sub(_unpacked, ASSET.sub(_asset, text)))
+        return visible(page.replace("<VERSION>", "&lt;VERSION&gt;"))
+    return scrub(text)
+
+
+class _Visible(HTMLParser):
+    """A page as its structure and what a reader sees: one line per element (`<tag#id.class>`)
+    and per text, indented by depth; text in `pre` keeps its lines, elsewhere its words."""
+
+    VOID = frozenset(
+        [
+            "area",
+            "base",
+            "br",
+            "col",
+            "embed",
+            "hr",
+            "img",
+            "input",
+            "link",
+            "meta",
+            "source",
+            "track",
+            "wbr",
+        ]
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.depth = 0
+        self.pre = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        name = tag + (f"#{a['id']}" if a.get("id") else "")
+        name += "".join(f".{c}" for c in (a.get("class") or "").split())
+        self.lines.append(" " * self.depth + f"<{name}>")
+        if tag not in self.VOID:
+            self.depth += 1
+            self.pre += tag == "pre"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID:
+            self.depth = max(0, self.depth - 1)
+            self.pre -= tag == "pre" and self.pre > 0
+
+    def handle_data(self, data: str) -> None:
+        pad = " " * self.depth
+        if self.pre:
+            self.lines += [pad + ln.rstrip() for ln in data.split("\n") if ln.strip()]
+        elif data.strip():
+            self.lines.append(pad + " ".join(data.split()))
+
+
+def visible(page: str) -> str:
+    """The page's structure and visible text (see _Visible), as its golden file keeps it."""
+    v = _Visible()
+    v.feed(page)
+    v.close()
+    return "\n".join(v.lines) + "\n"
 
 
 # The page's own style and script (the same on every page): kept as their size and digest.
@@ -200,12 +302,26 @@ def write(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))
 
 
-def mismatch(out: Output, got: str, keep: Path) -> str | None:
-    """None when OUT's golden file holds GOT; else what differs, with the whole output in KEEP."""
-    want = read(out.file)
+def mismatch(out: Output, got: dict[Path, str], keep: Path) -> str | None:
+    """None when OUT's golden files hold GOT; else what differs, each new file under KEEP."""
+    problems = [
+        _differs(out, path, text, keep / path.relative_to(GOLD)) for path, text in got.items()
+    ]
+    problems += [
+        f"{p.relative_to(ROOT)} is no longer written by `{out.command()}`\n"
+        f"If that is right: {UPDATE} {out.case}"
+        for p in stale(out, got)
+    ]
+    found = [p for p in problems if p]
+    return "\n\n".join(found) if found else None
+
+
+def _differs(out: Output, path: Path, got: str, keep: Path) -> str | None:
+    """None when the golden file PATH holds GOT; else what differs, with all of GOT in KEEP."""
+    want = read(path)
     if got == want:
         return None
-    rel = out.file.relative_to(ROOT)
+    rel = path.relative_to(ROOT)
     lines = difflib.unified_diff(
         want.splitlines(keepends=True), got.splitlines(keepends=True), str(rel), "now", n=2
     )
@@ -241,25 +357,26 @@ def main(argv: list[str]) -> int:
     if set(args.cases) - set(CASES):
         parser.error(f"no case {', '.join(sorted(set(args.cases) - set(CASES)))}")
     differ = written = 0
+    made: set[Path] = set()
     for out in outputs(args.cases):
-        try:
-            got = run(out)
-        except pytest.skip.Exception as e:
-            print(f"{out.case}/{out.name}: skipped: {e}")
-            continue
+        got = files(out)
+        made |= set(got)
         if args.update:
-            if got != read(out.file):
-                write(out.file, got)
-                written += 1
-                print(f"wrote {out.file.relative_to(ROOT)} ({len(got):,} characters)")
+            for path, text in got.items():
+                if text != read(path):
+                    write(path, text)
+                    written += 1
+                    print(f"wrote {path.relative_to(ROOT)} ({len(text):,} characters)")
+            for path in stale(out, got):
+                path.unlink()
+                print(f"removed {path.relative_to(ROOT)}")
             continue
-        keep = Path(tempfile.gettempdir()) / "tlview-gold" / out.case / out.name
+        keep = Path(tempfile.gettempdir()) / "tlview-gold"
         problem = mismatch(out, got, keep)
         if problem:
             differ += 1
             print(problem, end="\n\n")
     if args.update and not args.cases:  # a case or an output no longer made goes away
-        made = {o.file for o in outputs()}
         kept = (p for p in GOLD.rglob("*") if p.is_file() and not p.name.startswith("."))
         for path in sorted(p for p in kept if p not in made):
             path.unlink()

@@ -55,7 +55,12 @@ def run(tmp: Path, variant: str) -> Path:
     env = dict(os.environ, TORCH_TRACE=str(trace))
     mode = "base" if variant == "base2" else variant
     done = subprocess.run(
-        [sys.executable, str(prog), mode], env=env, cwd=tmp, capture_output=True, text=True
+        [sys.executable, str(prog), mode],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert list(trace.glob("*.log")), f"no log written in {trace}"

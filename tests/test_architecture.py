@@ -60,17 +60,77 @@ def modules() -> dict[str, Path]:
 
 
 def imports(path: Path) -> list[tuple[int, str]]:
-    """Every tlview module a file imports, at the top or inside a function, with its line."""
+    """Every tlview module a file imports, at the top, inside a function or for type checking,
+    absolute or relative (`from . import x`), with its line; `from tlview.index import halves`
+    is an import of tlview.index.halves."""
+    known = modules()
+    here = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    package = package.removesuffix(".__init__")
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("tlview")]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tlview"):
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, one level up per further dot
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(up + ([base] if base else []))
+            if not base.startswith("tlview"):
+                continue
             names = [a.name for a in node.names]
-            if node.module == "tlview" and names == ["__version__"]:
+            if base == "tlview" and names == ["__version__"]:
                 continue  # the version is the package's, read by every writer of a file
-            found.append((node.lineno, node.module))
+            subs = [f"{base}.{n}" for n in names if f"{base}.{n}" in known]
+            found += [(node.lineno, m) for m in subs] or [(node.lineno, base)]
     return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of a graph: each set of modules that reach one another (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1 or v in graph.get(v, ()):
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    """No module imports itself through others, at the top or lazily: a lazy import that
+    breaks a cycle at run time still ties the two modules into one."""
+    graph = {name: {t for _, t in imports(path) if t != name} for name, path in modules().items()}
+    for group in cycles(graph):
+        pytest.fail("import cycle: " + " <-> ".join(group))
+
+
+def test_the_cycle_check_sees_relative_and_lazy_imports(tmp_path: Path) -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    got = dict(imports(PACKAGE / "index" / "log.py"))  # halves, imported in a function
+    assert "tlview.index.halves" in got.values()
 
 
 def test_no_stage_imports_a_later_stage() -> None:

@@ -318,8 +318,8 @@ def test_annotations_of_failed_compiles_and_plain_lines() -> None:
     errors = {(f, n) for level, f, n, _, _ in got if level == "error"}
     assert ("/home/user/corpus/gen/compile_error.py", 59) in want & errors
     assert len(errors) == 3  # f, g and mm failed: each at one line, deduplicated over 7
-    r = run_cli("report", logs, "-o", "/dev/null", "--annotations", "plain")
-    plain = r.stdout.splitlines()
+    res = run_cli("report", logs, "-o", "/dev/null", "--annotations", "plain")
+    plain = res.stdout.splitlines()
     assert "/home/user/corpus/gen/compile_error.py:59: error: compile of mm failed: " \
         "TorchRuntimeError: RuntimeError when making fake tensor call" in plain[2]  # fmt: skip
 

@@ -14,12 +14,11 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import CORPUS, FIXTURES
 from damage import (
-    CORPUS,
     EXIT_NO_TRACE,
     EXIT_OK,
     EXIT_STRICT,
-    FIXTURES,
     Facts,
     assert_clean_exit,
     assert_facts_kept,
@@ -63,6 +62,7 @@ def _cases(log: Path, damage: str) -> Iterator[tuple[str, bytes]]:
         yield f"{log.name}: {what}", damaged
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
 def test_damaged_copies_keep_every_intact_record(log: Path, damage: str, tmp_path: Path) -> None:
@@ -427,7 +427,6 @@ def test_as_a_process(tmp_path: Path) -> None:
     assert doc["stats"]["bad_lines"] >= 1
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not checked out here")
 def test_corpus_corrupted_json_log_counts_one_bad_line() -> None:
     """The corpus's own damaged log: its one bad line is found and the rest reported."""
     doc = report_json(next(CORPUS.rglob("simple_corrupted_json.log")))
@@ -552,8 +551,7 @@ WRONG_PER_FIELD = 2  # values tried per field, rotating through its list
 def _record_pool() -> list[Path]:
     """Real logs to take one record of each kind from: the demo first, then small corpus logs."""
     pool = [FIXTURES / "demo.log", FIXTURES / "draft_export.log"]
-    if CORPUS.is_dir():
-        pool += sorted(CORPUS.rglob("*.log"), key=lambda p: p.stat().st_size)
+    pool += sorted(CORPUS.rglob("*.log"), key=lambda p: p.stat().st_size)
     return pool
 
 
@@ -619,7 +617,9 @@ def test_field_of_wrong_type(case: tuple[str, str, tuple[Any, ...], Any], tmp_pa
     kind, where, path, value = case
     found = _find(kind, where, path)
     if found is None:
-        pytest.skip(f"no {kind} record with {path[:-1]} in the logs at hand")
+        pytest.fail(
+            f"no {kind} record with {path[:-1]} in the logs at hand: a case that tests nothing"
+        )
     log, data, u = found
     meta = record_json(u, lenient=False)
     assert meta is not None
@@ -657,6 +657,7 @@ def test_field_of_wrong_type(case: tuple[str, str, tuple[Any, ...], Any], tmp_pa
 
 
 # -- damaged copies read in two parts (large logs are split between two processes) --------------
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("damage", ["truncations", "flips", "line_edits", "byte_junk"])
 def test_damaged_copies_read_in_two_parts_as_in_one(
     damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -716,7 +717,13 @@ def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (tmp / "prog.py").write_text(FRESH)
     env = dict(os.environ, TORCH_TRACE=str(tmp / "trace"))
     done = subprocess.run(
-        [sys.executable, "prog.py"], cwd=tmp, env=env, capture_output=True, text=True, check=False
+        [sys.executable, "prog.py"],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     (log,) = (tmp / "trace").glob("*.log")
@@ -742,11 +749,11 @@ def test_a_log_the_suite_never_saw(fresh_log: Path, damage: str, tmp_path: Path)
 
 def _every_real_log() -> list[Path]:
     logs = sorted(FIXTURES.glob("*.log"))
-    if CORPUS.is_dir():
-        logs += sorted(CORPUS.rglob("*.log"))
+    logs += sorted(CORPUS.rglob("*.log"))
     return logs
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("log", _every_real_log(), ids=lambda p: p.parent.name + "/" + p.name)
 def test_real_logs_accuse_no_good_line(log: Path) -> None:
     """On logs as torch wrote them, a line is reported bad exactly when its record is not one

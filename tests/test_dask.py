@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from conftest import ROOT, corpus, gloo_rank0, run_cli, without_paths
 
-from tlview.load import load
+from tlview.load import read as load
 
 pytestmark = pytest.mark.slow  # a scheduler and two workers start per module
 distributed = pytest.importorskip("distributed")
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 
 def report_json(path: Path | str, *extra: str, env: dict[str, str] | None = None) -> Any:
@@ -38,12 +38,19 @@ def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=out, stderr=out)
 
 
-def _wait(ready: Any, procs: list[subprocess.Popen[bytes]], logs: list[Path]) -> None:
-    """Wait until READY() is true; fail with the processes' output if one of them died."""
+def _wait(
+    ready: Any, procs: list[subprocess.Popen[bytes]], logs: list[Path], within: float = 120
+) -> None:
+    """Wait until READY() is true; fail with the processes' output if one of them died, or if
+    it is not true WITHIN seconds."""
+    deadline = time.monotonic() + within
     while not ready():
         for p, log in zip(procs, logs, strict=True):
             if p.poll() is not None:
                 pytest.fail(f"dask process exited ({p.returncode}):\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            tails = "\n".join(log.read_text()[-1500:] for log in logs)
+            pytest.fail(f"the Dask cluster was not ready within {within:g} s:\n{tails}")
         time.sleep(0.2)
 
 
@@ -102,7 +109,11 @@ def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for p in reversed(procs):
             p.terminate()
         for p in procs:
-            p.wait()
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(30)
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from conftest import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
 from tlview.analyze.divergence import rank_ranges
 from tlview.index.digests import artifact_meta
-from tlview.load import load
+from tlview.load import read as load
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 
 def kinds(data: dict[str, Any]) -> dict[tuple[str, tuple[int, ...]], str]:
@@ -200,7 +200,7 @@ def inductor_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
         TORCHINDUCTOR_CACHE_DIR=str(tmp / "cache"),
     )
-    subprocess.run([sys.executable, str(script)], env=env, cwd=tmp, check=True)
+    subprocess.run([sys.executable, str(script)], env=env, cwd=tmp, check=True, timeout=300)
     (log,) = (tmp / "trace").glob("*.log")
     return log
 

@@ -13,7 +13,7 @@ from runs import traces  # noqa: F401  (session fixture: the program run under T
 
 from tlview.analyze.changes import change_text
 from tlview.index.recompiles import limit_text
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Compile, CompileId, InputChange
 
 # Dtype names in guard failures ("expected Half, actual BFloat16") as torch reprs them.

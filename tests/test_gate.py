@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import FIXTURES, corpus, report_json, run_cli
 
@@ -9,7 +11,7 @@ from tlview.analyze.diff import compare
 from tlview.analyze.gate import Check, check_diff, check_report, parse_checks
 from tlview.analyze.summary import overview
 from tlview.errors import EXIT_USAGE, TlviewError
-from tlview.load import load
+from tlview.load import read as load
 
 
 def test_parse_items_and_limits() -> None:
@@ -76,7 +78,7 @@ def test_report_cli_exit_status() -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "json", "html"])
 def test_report_gate_uses_the_renderers_one_pass(
-    fmt: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The figures the gate checks are the ones the report was written with: no second pass
     # over the compiles (each may have to be read back from disk).

@@ -10,12 +10,12 @@ import pytest
 from conftest import FIXTURES, ROOT, corpus, report_json, run_cli
 
 from tlview.index.digests import graph_md5, mask_by_rank
-from tlview.load import load
+from tlview.load import read as load
 
 sys.path.insert(0, str(FIXTURES))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import gpu_rank  # noqa: E402  (tests/fixtures/ is not a package)
-import make_job  # noqa: E402
+import gpu_rank
+import make_job
 
 JIT = ("tlparse-tests", "inductor_provenance_jit_cuda_log.txt")
 AOT = ("tlparse-tests", "inductor_provenance_aot_cuda_log.txt")
@@ -45,6 +45,7 @@ def test_derived_rank_changes_only_the_device_index(tmp_path: Path) -> None:
         assert log.bad_count == 0 and all(p.ok for c in log.compiles for p in c.payloads())
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("parts", [JIT, AOT], ids=["jit", "aot"])
 def test_a_healthy_gpu_job_reports_no_divergence(tmp_path: Path, parts: tuple[str, ...]) -> None:
     # Three GPUs: no majority among raw hashes, so unmasked every rank but one would differ.
@@ -146,6 +147,7 @@ def test_a_planted_kernel_difference_is_named(tmp_path: Path) -> None:
     assert "(majority: " in d["detail"]
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("name", ["rank_1", "rank_3"])
 def test_real_multi_rank_logs_copied_to_four_ranks_agree(tmp_path: Path, name: str) -> None:
     """tlparse's multi_rank_logs (inductor output code, recompiles, cache hits) as a healthy job."""

@@ -263,7 +263,7 @@ def test_the_dims_memo_is_what_a_check_catches(tmp_path: Path, monkeypatch: Any)
 def test_growth_logs_are_read_whole(tmp_path: Path) -> None:
     """Each grown log reads with no bad line and has what it was grown in: a check on a log
     tlview rejects would time the rejection."""
-    from tlview.load import load
+    from tlview import read as load
 
     for dim, (make, n) in LOGS.items():
         rep = load(_write(tmp_path, f"{dim}.log", [interned("/m.py"), *make(n)]), jobs=1)

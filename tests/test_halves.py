@@ -13,7 +13,7 @@ from conftest import corpus, only_log
 
 import tlview.render.json.report as json_mod
 import tlview.runtime.store as store
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import page, pick, section
@@ -46,6 +46,7 @@ def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return made
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("fmt", ["json", "html"])
 @pytest.mark.parametrize(
     "path",
@@ -93,6 +94,7 @@ def test_the_halves_cost_the_same() -> None:
     assert halves.middle([50 << 20]) is None
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_a_failed_renderer_is_replaced_by_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     # The copy fails half way (a bug, memory): this process renders its half itself.
     rep = load(corpus("tlparse-tests", "multi_rank_logs"), kept.page_keep(False))
@@ -150,6 +152,7 @@ def test_iterating_from_any_compile_matches_the_whole_list(
     assert [c.key for c in halves.compiles(rep, 2, 5)] == [d["key"] for d in whole[2:5]]
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("caps", [(5, 3), (3, 0), (0, 0), (7, 7), (12, 4)])
 @pytest.mark.parametrize(
     "path",
@@ -227,14 +230,14 @@ def test_the_copys_output_is_removed_however_reading_it_stops(tmp_path: Path) ->
     later = halves.Later(output)
     assert later.result() == (True, None)
     with pytest.raises(BrokenPipeError):
-        later.copy_to(Closes())
+        later.copy_to(Closes())  # type: ignore[arg-type]  # a stream that refuses writes
     assert not Path(later.path).exists()
 
     later = halves.Later(output)
     later.result()
     text = later.text()
     assert next(text) == "x" * halves.COPY_CHUNK
-    text.close()
+    text.close()  # type: ignore[attr-defined]  # a generator
     assert not Path(later.path).exists()
 
     later = halves.Later(output)

@@ -73,6 +73,7 @@ def doc_of(path: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
 
 
 # -- 1. one sanitiser for everything printed from a log ------------------------------------------
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_nothing_prints_but_through_the_sanitiser() -> None:
     """Every line a command prints goes through funnel.say (render/clean.py's rule), rich's
     text through console.T: no click.echo, print or stream write of its own elsewhere."""
@@ -83,7 +84,7 @@ def test_nothing_prints_but_through_the_sanitiser() -> None:
         ("commands/funnel.py", "_warned"),  # a warning, cleaned
         ("replay/make.py", "make_one"),  # the --run warning: tlview's text and the user's DIR
         ("replay/make.py", "make_all"),
-        ("replay/run.py", "run_scripts"),  # what repros print, cleaned
+        ("replay/run.py", "_pump"),  # what repros print, cleaned, as it comes
         ("replay/child.py", "run_one"),  # the repro's child: its stdout is run_scripts' pipe
         ("runtime/halves.py", "result"),  # TLVIEW_DEBUG only
     }
@@ -122,7 +123,7 @@ def test_messages_of_every_command_are_inert(tmp_path: Path) -> None:
             ("repro", str(bad), "--all", "-o", str(tmp_path / "o")),
             ("diff", str(bad), str(FIXTURES / "demo.log")),
         ):
-            res = run(*args, env=env)  # type: ignore[arg-type]
+            res = run(*args, env=env)
             assert res.exit_code == 1, res.output
             assert not OBEYED.search(res.stderr), (args, res.stderr)
             assert "\\x1b]0;TITLE\\x07" in res.stderr, res.stderr
@@ -240,6 +241,7 @@ def test_rarer_dtypes_fill_with_bounded_temporaries(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=300,
     )
     assert p.returncode == 0, p.stderr
     grew = int(re.search(r"GREW (\d+)", p.stderr).group(1))  # type: ignore[union-attr]
@@ -599,7 +601,7 @@ def _grows_linearly(measure: Any, n: int) -> None:
 def test_reading_and_reporting_stay_linear(tmp_path: Path) -> None:
     """The index, the JSON and the -v text reports over many inputs, many frames in one stack,
     and many compiles' stacks (-v prints every frame)."""
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.render import REPORT_FORMATS, Options
     from tlview.runtime.output import Output
 
@@ -631,7 +633,7 @@ def test_rebuilding_many_inputs_stays_linear(tmp_path: Path) -> None:
     """`inputs --emit` (meta and random) and `repro` over many one-element inputs: each tensor
     is checked once, not against every other (`emit._meta_losses` was)."""
     pytest.importorskip("torch")
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.tensors.emit import emit_file
     from tlview.tensors.options import RebuildOptions
 
@@ -640,7 +642,7 @@ def test_rebuilding_many_inputs_stays_linear(tmp_path: Path) -> None:
             rep = load(_many_inputs(tmp_path, n), jobs=1)
             out = str(tmp_path / f"{mode}{n}.pt")
             return _python_lines(
-                lambda: emit_file(rep, rep.compiles, out, RebuildOptions(mode=mode))
+                lambda: emit_file(rep, rep.compiles, out, RebuildOptions(mode=mode))  # type: ignore[arg-type]
             )
 
         return measure

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -26,7 +27,7 @@ import tlview
 from tlview import __version__
 from tlview.analyze.names import Refs, compile_ref
 from tlview.analyze.summary import overview
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Divergence, Report
 from tlview.render.html import budget as kept
 from tlview.render.html import inputs, metrics, page, payloads, pick, section, timeline
@@ -151,6 +152,7 @@ def hostile_log(tmp: Path) -> Path:
 
 
 # -- contents --------------------------------------------------------------------------------------
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
 def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     rep, text = render(path)
@@ -187,8 +189,8 @@ def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     for b in o.breaks:
         assert f'<td class="num">{b.count}</td>' in text
     for log in rep.logs:
-        for b in log.bad_lines:
-            assert f'<td class="num">{b.line}</td><td>{esc(b.reason)}</td>' in text
+        for bad in log.bad_lines:
+            assert f'<td class="num">{bad.line}</td><td>{esc(bad.reason)}</td>' in text
 
 
 def test_header_breaks_and_recompiles_of_the_demo() -> None:
@@ -268,7 +270,7 @@ def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
         for sv in views:
             for s in sv.spans:
                 if s.start is not None and isinstance(sv.size, int) and sv.size:
-                    assert 0 <= s.start <= s.end, (c.key, s)
+                    assert s.end is not None and 0 <= s.start <= s.end, (c.key, s)
     assert drawn  # views share storages: some are drawn
 
 
@@ -313,6 +315,7 @@ def test_timeline_of_a_compile_and_of_the_page() -> None:
     assert set(lanes) == {f"c-{c.key}" for c in rep.compiles if c.phases}
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_truncated_log_shows_phases_that_never_ended() -> None:
     rep, text = render(corpus("truncated_log"))
     inc = [c for c in rep.compiles if c.status == "incomplete"]
@@ -396,6 +399,7 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
             assert shown[p.line] == p.text
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_default_budget_holds_on_real_logs() -> None:
     shown = 0
     for path in real_paths():
@@ -471,6 +475,7 @@ def test_nothing_from_the_environment(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         check=False,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     text = out.read_text()
@@ -501,6 +506,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         ],
         capture_output=True,
         check=False,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr.decode()
     (wheel,) = tmp_path.glob("tlview-*.whl")
@@ -508,6 +514,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         names = set(z.namelist())
         for t in ("report.html.j2", "macros.html.j2", "report.css", "report.js"):
             assert f"tlview/templates/{t}" in names
+        assert "tlview/py.typed" in names  # the API's annotations reach users' type checkers
         z.extractall(tmp_path / "site")
     out = tmp_path / "page.html"
     code = (
@@ -532,6 +539,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         check=False,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr.decode()
     text = out.read_text()
@@ -585,6 +593,7 @@ def _dangling(text: str) -> set[str]:
     return {h for h in re.findall(r'\shref="#([^"]*)"', text) if h not in ids}
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
 def test_every_link_on_the_page_has_its_target(path: Path) -> None:
     _, text = render(path)
@@ -728,7 +737,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        html.stream(rep, Null())
+        html.stream(rep, Null())  # type: ignore[arg-type]  # write() is all stream needs
         peak = tracemalloc.get_traced_memory()[1] - start
         gc.collect()
         tracemalloc.reset_peak()
@@ -741,6 +750,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     assert peak < held_all, (peak, held_all)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_compiled_templates_are_cached_and_a_broken_cache_is_ignored(tmp_path: Path) -> None:
     # The page's template is compiled once per machine, not per run; a cache that cannot be
     # written or holds garbage costs a compile, never the page.
@@ -792,6 +802,7 @@ def test_the_metric_digest_cache_stays_small(monkeypatch: pytest.MonkeyPatch) ->
     assert metrics.digest(huge) == metrics.digest("x" * 2_000) and huge not in metrics._DIGESTS
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_compile_id_page_shows_that_compile_alone_and_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -809,6 +820,7 @@ def test_compile_id_page_shows_that_compile_alone_and_whole(
         capture_output=True,
         text=True,
         check=False,
+        timeout=300,
     )
     assert res.returncode == 0, res.stderr
     text = out.read_text()
@@ -884,7 +896,7 @@ def test_figures_filter_only_to_rows_that_exist() -> None:
     [lambda: corpus("subclasses"), lambda: corpus("tlparse-tests", "multi_rank_logs")],
     ids=["subclasses", "multi_rank_logs"],
 )
-def test_timeline_bars_never_cover_each_other(path) -> None:
+def test_timeline_bars_never_cover_each_other(path: Callable[[], Path]) -> None:
     """A short compile's bar is drawn wider than its time: the next bar of its row starts after
     it as drawn (in the shared last row alone, overlaps are left)."""
     p = page.build(load(path(), kept.page_keep(False)))

@@ -25,13 +25,14 @@ from test_html import DEMO, HOSTILE, hostile_log, page_payloads, real_paths
 
 from tlview.analyze.names import Refs, compile_ref
 from tlview.analyze.provenance import cross_links
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import report as html
 from tlview.render.html.payloads import section_payloads
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+WAIT = 60.0  # seconds for any one reply or event of chromium's, then the test fails
 pytestmark = pytest.mark.slow  # a headless Chromium loads every page
 
 
@@ -118,7 +119,10 @@ class Chromium:
         if sid:
             msg["sessionId"] = sid
         os.write(self._to_child, json.dumps(msg).encode() + b"\0")
-        reply = q.get()
+        try:
+            reply = q.get(timeout=WAIT)
+        except queue.Empty:
+            raise RuntimeError(f"{method}: chromium gave no reply in {WAIT:g} s") from None
         with self._lock:
             del self._replies[n]
         if "error" in reply:
@@ -128,7 +132,10 @@ class Chromium:
     def wait_for(self, method: str, seen: list[dict[str, Any]]) -> dict[str, Any]:
         """The next event named `method`; every event on the way is appended to `seen`."""
         while True:
-            ev = self.events.get()
+            try:
+                ev = self.events.get(timeout=WAIT)
+            except queue.Empty:
+                raise RuntimeError(f"no {method} from chromium in {WAIT:g} s") from None
             if ev["method"] == "<exit>":
                 raise RuntimeError("chromium exited")
             seen.append(ev)
@@ -199,7 +206,11 @@ class Chromium:
     def close(self) -> None:
         with contextlib.suppress(RuntimeError):
             self.call("Browser.close", session="")
-        self.proc.wait()
+        try:
+            self.proc.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(WAIT)
         os.close(self._to_child)
 
 

@@ -219,6 +219,7 @@ def test_without_torch_the_listing_works_and_emit_says_why(tmp_path: Path) -> No
         capture_output=True,
         text=True,
         cwd=ROOT,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
@@ -250,7 +251,9 @@ def test_help_does_not_import_torch() -> None:
         "assert r.exit_code == 0 and '--allow-import' in r.stdout\n"
         "print('torch' in sys.modules)"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert proc.stdout.strip() == "False", proc.stderr
 
 

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import FIXTURES, ROOT, gloo_rank0, report_json, run_cli
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 COLLECTIVES = FIXTURES / "collectives"
 
@@ -182,6 +183,7 @@ def test_no_majority_compares_each_with_rank_0(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_many_agreeing_ranks_are_one_group(tmp_path: Path) -> None:
     make_job.make_job(tmp_path, 12, gloo_rank0(), {7: [make_job.input_size(4, 0, 8)]})
     data = report_json(tmp_path)

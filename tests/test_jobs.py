@@ -13,11 +13,12 @@ import pytest
 from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli, without_paths
 
 import tlview.runtime.store as store
-from tlview.load import load, read_one
+from tlview.load import read as load
+from tlview.load import read_one
 from tlview.logs.sources import Source, find
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import make_job  # noqa: E402  (benchmarks/ is not a package)
+import make_job
 
 
 @pytest.fixture
@@ -26,6 +27,7 @@ def job(tmp_path: Path) -> Path:
     return tmp_path / "job"
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_pool_gives_the_report_of_a_sequential_read(job: Path) -> None:
     one = report_json(job, "--jobs", "1")
     two = report_json(job, "--jobs", "2")
@@ -36,6 +38,7 @@ def test_pool_gives_the_report_of_a_sequential_read(job: Path) -> None:
     assert run_cli("report", job, "-j", "3").stdout == text1
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_real_multi_rank_logs_same_with_pool() -> None:
     for folder in (corpus("multirank_gloo"), corpus("tlparse-tests", "multi_rank_logs")):
         assert report_json(folder, "--jobs", "2") == report_json(folder, "--jobs", "1")
@@ -51,6 +54,7 @@ def test_single_log_starts_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     assert rep.divergence == []
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_spilled_compiles_come_back_from_the_pool(
     job: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,6 +65,7 @@ def test_spilled_compiles_come_back_from_the_pool(
     assert report_json(job, "--jobs", "2") == in_memory
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_file_urls_read_through_fsspec(job: Path) -> None:
     local = report_json(job, "--jobs", "1")
     url = report_json(job.as_uri(), "--jobs", "2")
@@ -73,6 +78,7 @@ def test_file_urls_read_through_fsspec(job: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_gz_logs_and_decoys_in_a_job(job: Path) -> None:
     plain = report_json(job, "--jobs", "1")
     for name in sorted(p.name for p in job.glob("*.log"))[::2]:

@@ -17,8 +17,8 @@ from crafted import interned, metrics, record
 import tlview
 import tlview.render.json.report as json_mod
 import tlview.strings as strings
+from tlview import read as load
 from tlview.errors import TlviewError
-from tlview.load import load
 from tlview.runtime import halves
 
 NAME = "/" + "d" * 65_535 + "/model.py"  # kept as 512 characters: its start and end
@@ -170,7 +170,10 @@ def test_expanding_puts_every_string_back_and_leaves_the_document() -> None:
     caller's document is not changed; a document without a table is returned as it is."""
     long = "x" * strings.MIN_CHARS
     t = strings.Table()
-    doc = {"format": "tlview.report/1", "a": [t.deep([long, {"k": long}]), t.ref(long)]}
+    doc: dict[str, Any] = {
+        "format": "tlview.report/1",
+        "a": [t.deep([long, {"k": long}]), t.ref(long)],
+    }
     doc["nested"] = {"deep": [[t.ref(long), t.ref("short")]]}
     doc[strings.TABLE] = t.entries
     before = json.loads(json.dumps(doc))

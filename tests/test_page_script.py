@@ -22,7 +22,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "templates" / "report.js"
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="no node to run the page's script")
 # The colouring's regex before issue 34: the reference for the tokens on ordinary text.
-OLD = r"""/(#[^\n]*)|("""  # noqa: ISC003
+OLD = r"""/(#[^\n]*)|("""
 OLD += r'''"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')'''
 OLD += r"""|(\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b)|([A-Za-z_]\w*)/g"""
 
@@ -38,7 +38,12 @@ def node(code: str, data: Any) -> Any:
     prog = f"{code}\nconst input = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
     prog += "process.stdout.write(JSON.stringify(main(input)));\n"
     res = subprocess.run(
-        [NODE, "-e", prog], input=json.dumps(data), capture_output=True, text=True, check=False
+        [NODE, "-e", prog],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout)

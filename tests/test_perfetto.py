@@ -17,7 +17,7 @@ from conftest import FIXTURES, corpus, run_cli
 from test_html import DEMO, real_paths
 
 from tlview import __version__
-from tlview.load import load
+from tlview.load import read as load
 from tlview.parse import Reader
 from tlview.render import perfetto
 
@@ -46,6 +46,7 @@ def logged_events(path: Path) -> tuple[list[tuple[int, dict]], int]:
     return out, bad
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("path", real_paths(), ids=lambda p: p.name)
 def test_every_event_of_every_log(path: Path) -> None:
     trace = trace_of(path)
@@ -104,6 +105,7 @@ def test_compile_id_tells_runs_apart() -> None:
         assert max(e["ts"] for e in a) <= min(e["ts"] for e in b)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_ranks_with_one_pid_are_two_processes() -> None:
     """Ranks 0 and 2 of tlparse's 4-rank job logged the same pid (separate containers): each
     rank is a process of its own in the trace, named by its rank."""
@@ -172,6 +174,7 @@ def test_cli_writes_the_trace(tmp_path: Path) -> None:
     assert len([e for e in trace["traceEvents"] if e["ph"] != "M"]) == len(logged_events(DEMO)[0])
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_a_log_from_a_pipe_gives_every_event(tmp_path: Path) -> None:
     """The trace reads the log a second time; a pipe (`zcat LOG | tlview report -`) is read
     once, into a file, so its events are not lost to an empty second read."""
@@ -184,6 +187,7 @@ def test_a_log_from_a_pipe_gives_every_event(tmp_path: Path) -> None:
             input=data,  # a pipe: /dev/stdin cannot be read again
             capture_output=True,
             check=False,
+            timeout=300,
         )
         assert p.returncode == 0, p.stderr
         trace = json.loads(out.read_text())

@@ -4,23 +4,24 @@ kernels are, and the maps between them, for both formats of the node mapping, JI
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, corpus
 
 from tlview.analyze.provenance import cross_links
-from tlview.load import load
-from tlview.model import Report
+from tlview.load import read as load
+from tlview.model import Compile, Report
 from tlview.render.html import budget as kept
 from tlview.render.html import page
 from tlview.render.html import report as html
 
 
-def read(path) -> Report:
+def read(path: Path | str) -> Report:
     return load(path, kept.page_keep(True))
 
 
-def only(rep: Report, key: str):
+def only(rep: Report, key: str) -> Compile:
     (c,) = [c for c in rep.compiles if c.key == key]
     return c
 

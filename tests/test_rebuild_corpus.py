@@ -12,12 +12,13 @@ from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
 pytestmark = pytest.mark.slow  # every rebuild runs torch
 torch = pytest.importorskip("torch")
 
+from tlview import real_inputs
 from tlview.analyze.names import compiles_with_inputs, find_compile
 from tlview.errors import EXIT_REFUSED, TlviewError
 from tlview.index.dims import fx_name
-from tlview.load import load
+from tlview.load import read as load
 from tlview.model import Compile, Input, Report, TensorDesc
-from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes, real_inputs
+from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes
 from tlview.tensors.emit import emit_file, load_inputs
 from tlview.tensors.options import RebuildOptions
 
@@ -119,7 +120,7 @@ def test_every_corpus_input_survives_emit_and_load(
     rep = reports[folder]
     chosen = list(compiles_with_inputs(rep))
     if not chosen:
-        pytest.skip(f"{folder}: no compile described inputs")
+        pytest.fail(f"{folder}: no compile described inputs")
     out = tmp_path / "inputs.pt"
     emit_file(rep, chosen, str(out), RebuildOptions(mode="zeros"))
     got = load_inputs(out)
@@ -231,9 +232,9 @@ def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
     assert e.value.exit_code == EXIT_REFUSED and "use --mode meta" in e.value.message
     assert list(real_inputs(by["5/0"], mode="meta").tensors["L['x']"].shape) == [1 << 40, 1 << 20]
     assert list(fake_rebuild(by["5/0"]).tensors["L['x']"].shape) == [1 << 40, 1 << 20]
-    r = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
-    assert r.exit_code == 0
-    assert f"L['y']: not rebuilt as real: {why}" in r.stdout
+    listed = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
+    assert listed.exit_code == 0
+    assert f"L['y']: not rebuilt as real: {why}" in listed.stdout
 
 
 def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None:
@@ -374,7 +375,7 @@ def test_a_specialized_dim_fakes_as_its_value(reports: dict[str, Report]) -> Non
     c = find_compile(reports["dynamic_shapes"], "4/0")
     assert any(s.kind == "created" and s.source == "L['x'].size()[0]" for s in c.symbols)
     assert any(s.kind == "specialized" and s.value == "6" for s in c.symbols)
-    sizes = next(g.meta["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
+    sizes = next((g.meta or {})["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
     assert sizes["l_x_"][0] == "6"
     x = fake_rebuild(c).tensors["L['x']"]
     assert x.shape[0] == 6 and isinstance(x.shape[0], int)

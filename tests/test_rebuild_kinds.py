@@ -22,14 +22,15 @@ from conftest import FIXTURES, run_cli
 pytestmark = pytest.mark.slow  # torch builds the tensors
 torch = pytest.importorskip("torch")
 
-from tlview.index.annotations import tensor_type  # noqa: E402
-from tlview.index.dims import arg_name  # noqa: E402
-from tlview.load import load  # noqa: E402
-from tlview.model import Compile, Report  # noqa: E402
-from tlview.rebuild import fake_rebuild, real_inputs  # noqa: E402
-from tlview.tensors.emit import emit_file, load_inputs  # noqa: E402
-from tlview.tensors.options import RebuildOptions  # noqa: E402
-from tlview.tensors.plans import plans_for, real_bytes  # noqa: E402
+from tlview import real_inputs
+from tlview.index.annotations import tensor_type
+from tlview.index.dims import arg_name
+from tlview.load import read as load
+from tlview.model import Compile, Report
+from tlview.rebuild import fake_rebuild
+from tlview.tensors.emit import emit_file, load_inputs
+from tlview.tensors.options import RebuildOptions
+from tlview.tensors.plans import plans_for, real_bytes
 
 LOGS = ("rebuild_shapes", "rebuild_kinds", "rebuild_dtensor")
 

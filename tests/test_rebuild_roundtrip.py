@@ -20,9 +20,10 @@ from conftest import fake_dim
 pytestmark = pytest.mark.slow  # a torch program writes the log
 torch = pytest.importorskip("torch")
 
-from tlview.load import load
+from tlview import real_inputs
+from tlview.load import read as load
 from tlview.model import Compile, Report
-from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile, real_inputs
+from tlview.rebuild import ZERO_NOTE, fake_rebuild, plan_compile
 from tlview.tensors.emit import emit_file, load_inputs
 from tlview.tensors.options import RebuildOptions
 
@@ -186,6 +187,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[str, Any
         env=env,
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return load(d / "trace"), json.loads((d / "originals.json").read_text()), d
@@ -302,7 +304,7 @@ def test_fakes_carry_the_logged_symbols(run: Any) -> None:
     x, y = fakes["L['x']"], fakes["L['y']"]
     assert [str(d) for d in x.shape] == [created["L['x'].size()[0]"], created["L['x'].size()[1]"]]
     assert str(y.shape[0]) == str(x.shape[1])  # duck sizing: 7 and 7 share a symbol
-    sizes = next(g.meta["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
+    sizes = next((g.meta or {})["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
     assert [str(d) for d in x.shape] == [str(d) for d in sizes["l_x_"]]
     assert [str(d) for d in y.shape] == [str(d) for d in sizes["l_y_"]]
     assert x.shape[0].node.hint == 5 and x.shape[1].node.hint == 7

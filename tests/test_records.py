@@ -80,6 +80,7 @@ def test_torch_version_named_late_in_a_log_read_once() -> None:
         input=rest.encode(),
         capture_output=True,
         cwd=ROOT,
+        timeout=300,
     )
     assert got.returncode == 0, got.stderr
     data = json.loads(got.stdout)

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -410,6 +411,7 @@ def test_unreadable_input_is_one_line_exit_1(tmp_path: Path, make: Any, reason: 
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_report_never_imports_torch() -> None:
     code = (
         "import sys, runpy\n"
@@ -419,7 +421,7 @@ def test_report_never_imports_torch() -> None:
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     for log in (only_log("transformer_inductor"), only_log("subclasses")):
-        subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT)
+        subprocess.run([sys.executable, "-c", code, str(log)], check=True, cwd=ROOT, timeout=300)
 
 
 def _text_report(path: Path, **opts: Any) -> str:
@@ -427,7 +429,7 @@ def _text_report(path: Path, **opts: Any) -> str:
 
     from rich.console import Console
 
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.render.text import report as text
 
     out = io.StringIO()
@@ -464,6 +466,7 @@ def test_the_compile_table_keeps_problems_first_in_log_order_when_capped() -> No
     assert "... 1 more recompiles not listed: -v lists them all" in _text_report(path, max_rows=1)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_a_compile_lists_its_own_inputs_before_hundreds_of_parameters() -> None:
     # The terminal lists 40 inputs of a compile by default: its own inputs, buffers, views and
     # shared storages first, then parameters, in log order; --compile-id and -v list every one.
@@ -481,6 +484,7 @@ def test_a_compile_lists_its_own_inputs_before_hundreds_of_parameters() -> None:
     assert "more inputs not listed" not in whole and whole.count("param grad") == 64
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize(
     "args",
     [
@@ -505,6 +509,7 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
             stdout=w,
             stderr=subprocess.PIPE,
             cwd=ROOT,
+            timeout=300,
         )
     finally:
         os.close(w)
@@ -513,10 +518,11 @@ def test_a_reader_that_goes_away_is_not_an_error(args: list[str]) -> None:
 
 def _tlview(args: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "tlview", *args], stderr=subprocess.PIPE, cwd=ROOT, **kw
+        [sys.executable, "-m", "tlview", *args], stderr=subprocess.PIPE, cwd=ROOT, **kw, timeout=300
     )
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize(
     ("args", "named"),
@@ -563,6 +569,7 @@ def test_closed_standard_streams() -> None:
         stdout=subprocess.DEVNULL,
         cwd=ROOT,
         preexec_fn=lambda: os.close(2),
+        timeout=300,
     )
     assert missing.returncode == 1
     ok = subprocess.run(
@@ -571,10 +578,12 @@ def test_closed_standard_streams() -> None:
         stdout=subprocess.PIPE,
         cwd=ROOT,
         preexec_fn=lambda: os.close(2),
+        timeout=300,
     )
     assert ok.returncode == 0 and json.loads(ok.stdout)["stats"]["compiles"] == 7
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_a_log_on_standard_input() -> None:
     # `zcat LOG.gz | tlview report -`: the same report as the file's, but for its name.
     log = FIXTURES / "demo.log"
@@ -590,6 +599,7 @@ def test_a_log_on_standard_input() -> None:
     assert r.returncode == 0 and json.loads(r.stdout)["stats"] == direct["stats"]
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_the_output_name_picks_the_format(tmp_path: Path) -> None:
     # `-o report.html` alone writes the page (it wrote the terminal report into a .html file);
     # `--format` still decides when given, and a name that says nothing means text.
@@ -883,7 +893,9 @@ def _outside_metrics(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("log", [lambda: FIXTURES / "aoti.log", lambda: only_log("export")])
-def test_compiles_outside_any_compile_id_are_reported_with_their_time(log) -> None:
+def test_compiles_outside_any_compile_id_are_reported_with_their_time(
+    log: Callable[[], Path],
+) -> None:
     """AOTInductor's compile and export's AOT step log metrics with no compile id: each is a
     compile outside dynamo, timed from its start to its end, and not a compile of a frame."""
     path = log()
@@ -1257,10 +1269,9 @@ def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
     """The fakes rebuilt from dynamic.log have the symbols its tables show, on the dims they
     show, and the real run's sizes as their hints."""
     torch = pytest.importorskip("torch")
-    from tlview.load import load
-    from tlview.rebuild import fake_inputs, real_inputs
+    from tlview import fake_inputs, read, real_inputs
 
-    rep = load(FIXTURES / "dynamic.log")
+    rep = read(FIXTURES / "dynamic.log")
     for cid, (n, m, mask_sym) in {"0/0": (4, 2, None), "0/1": (6, 3, "s27")}.items():
         fakes = fake_inputs(str(FIXTURES / "dynamic.log"), cid)
         h, a = fakes["L['hiddenStates']"], fakes["L['attnMask']"]
@@ -1403,6 +1414,7 @@ def test_a_dtensor_input_says_how_it_is_sharded() -> None:
     assert "All 2 ranks agree" in run_cli("report", FIXTURES / "dtensor").stdout
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_an_unfinished_compile_says_where_it_stopped() -> None:
     """truncated_log: the process killed itself during inductor's code generation. The terminal
     said only that the run stopped during the compile; the phase begun and never ended says

@@ -47,7 +47,7 @@ def test_each_rank_computes_what_the_job_did(tmp_path: Path) -> None:
         )
         for r in (0, 1)
     ]
-    assert [p.wait() for p in procs] == [0, 0]
+    assert [p.wait(240) for p in procs] == [0, 0]
     inputs = tlview.load_inputs(out / "inputs.pt")["compiles"]
     x = [inputs[f"rank{r}:0/0"]["L['x']"] for r in (0, 1)]
     w = [inputs[f"rank{r}:0/0"]["L['w']"] for r in (0, 1)]

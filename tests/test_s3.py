@@ -61,13 +61,17 @@ def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
             aws_secret_access_key="testing",
             region_name="us-east-1",
         )
-        for _ in range(150):
+        deadline, last = time.monotonic() + 60, None
+        while True:  # the server takes a moment to listen; anything else is a failure
             try:
                 s3.create_bucket(Bucket=BUCKET)
                 break
-            except Exception:
+            except Exception as e:
+                last = e
                 if server.poll() is not None:
                     pytest.fail(f"moto's S3 server exited ({server.returncode})")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"moto's S3 server took no bucket in 60 s: {last!r}")
                 time.sleep(0.1)
         for log in sorted(corpus("multirank_gloo").glob("*.log")):
             s3.upload_file(str(log), BUCKET, f"job/{log.name}")
@@ -77,13 +81,21 @@ def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         yield env
     finally:
         server.terminate()
-        server.wait()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(30)
 
 
 def run_tlview(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI in a new process, so that s3fs reads its endpoint from this environment."""
     return subprocess.run(
-        [sys.executable, "-m", "tlview", *args], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "tlview", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

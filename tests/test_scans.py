@@ -13,7 +13,8 @@ from tlview.analyze.diff import _guard
 from tlview.analyze.provenance import _kernel_lines
 from tlview.analyze.summary import _trace_frames
 from tlview.model import Compile
-from tlview.replay.plan import Plan, world_of
+from tlview.replay.plan import world_of
+from tlview.replay.planned import Plan
 
 
 def kernel_defs(n: int) -> str:

@@ -75,6 +75,7 @@ def test_every_artifact_is_written_byte_for_byte() -> None:
             assert md5(res.stdout_bytes) == want[p.line], (ref, name)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_odd_text_is_exact_in_a_file_and_inert_on_a_pipe_or_terminal(tmp_path: Path) -> None:
     # Line breaks other than \n, form feeds, TABs of the payload's own, non-ASCII text.
     log = FIXTURES / "payloads.log"
@@ -85,6 +86,7 @@ def test_odd_text_is_exact_in_a_file_and_inert_on_a_pipe_or_terminal(tmp_path: P
             [sys.executable, "-m", "tlview", "show", str(log), "--compile-id", "-/-", "odd_breaks"],
             stdout=f,
             cwd=ROOT,
+            timeout=300,
         )
     assert done.returncode == 0
     data = out.read_bytes()
@@ -95,9 +97,9 @@ def test_odd_text_is_exact_in_a_file_and_inert_on_a_pipe_or_terminal(tmp_path: P
     # Through a pipe (`| less`): the same text made inert; with --raw, the exact bytes.
     inert = "line one\\u2028still one\\x0cform feed\\x85next\nline two: caf\u00e9 \u2603"
     cmd = [sys.executable, "-m", "tlview", "show", str(log), "--compile-id", "-/-", "odd_breaks"]
-    piped = subprocess.run(cmd, capture_output=True, cwd=ROOT, check=True)
+    piped = subprocess.run(cmd, capture_output=True, cwd=ROOT, check=True, timeout=300)
     assert piped.stdout.decode() == inert and piped.stderr == b""
-    raw = subprocess.run([*cmd, "--raw"], capture_output=True, cwd=ROOT, check=True)
+    raw = subprocess.run([*cmd, "--raw"], capture_output=True, cwd=ROOT, check=True, timeout=300)
     assert raw.stdout == data
     # On a terminal: the text, its control characters shown as escapes, not obeyed.
     main_fd, child_fd = pty.openpty()
@@ -114,7 +116,7 @@ def test_odd_text_is_exact_in_a_file_and_inert_on_a_pipe_or_terminal(tmp_path: P
             break
         seen += chunk
     os.close(main_fd)
-    assert proc.wait() == 0
+    assert proc.wait(240) == 0
     shown = seen.decode().replace("\r\n", "\n")
     assert shown == "line one\\u2028still one\\x0cform feed\\x85next\nline two: caf\u00e9 \u2603\n"
 

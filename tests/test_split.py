@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ def _json(path: Path) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize(
     "log",
     [
@@ -42,7 +44,9 @@ def _json(path: Path) -> dict:
         lambda: only_log("export"),
     ],
 )
-def test_two_halves_equal_one_reader(log, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_halves_equal_one_reader(
+    log: Callable[[], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = log()
     whole = _json(path)
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
@@ -189,7 +193,7 @@ def test_names_interned_before_the_start_are_found_looking_back() -> None:
 
 def _everything(path: Path) -> list:
     """Every field of every compile and log a read gives, line numbers included."""
-    out = []
+    out: list[Any] = []
     for log in read_log(path):
         out.append((log.lines, log.records, log.bad_count, log.bad_lines, log.kinds))
         out.extend(dataclasses.asdict(c) for c in log.compiles)
@@ -206,7 +210,7 @@ def _everything(path: Path) -> list:
     ],
 )
 def test_later_part_numbers_its_lines_as_the_whole_log(
-    log, in_memory: int, monkeypatch: pytest.MonkeyPatch
+    log: Callable[[], Path], in_memory: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The second reader counts lines from its own start; once merged, every log line number
     # (compiles, payloads, events, graph breaks, described tensors, bad lines) is the file's.
@@ -288,6 +292,7 @@ def test_a_failed_second_reader_leaves_no_spill_file(
     assert list(tmp_path.glob("tlview-*/*")) == []
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("copy_fails", [False, True])  # True: the second part is read here
 @pytest.mark.parametrize("budget", [0, 20_000, 200_000, 2_000_000])
 @pytest.mark.parametrize(
@@ -298,11 +303,11 @@ def test_a_failed_second_reader_leaves_no_spill_file(
     ],
 )
 def test_the_page_keeps_the_texts_one_reader_keeps(
-    log, budget: int, copy_fails: bool, monkeypatch: pytest.MonkeyPatch
+    log: Callable[[], Path], budget: int, copy_fails: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each reader keeps texts with the whole budget; the merge forgets those one reader would
     # not have kept, whether the budget runs out in the first half, the second, or never.
-    from tlview.load import load
+    from tlview.load import read as load
     from tlview.render.html import budget as kept
     from tlview.render.html import report as html
 

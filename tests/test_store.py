@@ -14,7 +14,7 @@ import pytest
 from conftest import corpus, only_log, run_cli
 
 import tlview.runtime.store as store
-from tlview.load import load
+from tlview.load import read as load
 
 
 @pytest.mark.parametrize("folder", ["dtypes_zoo", "views_aliasing", "mlp_aot_eager", "export"])
@@ -59,7 +59,9 @@ def _report_with(tmp_path: Path, setup: str) -> bytes:
     code = setup + "from tlview.cli import run\nrun()\n"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     args = ["report", str(corpus("dtypes_zoo")), "--format", "json"]
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, env=env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     in_process = run_cli("report", corpus("dtypes_zoo"), "--format", "json").stdout
     assert json.loads(r.stdout) == json.loads(in_process)  # written whole before the exit
@@ -106,7 +108,11 @@ def test_a_terminated_run_says_so_and_removes_its_temp_files(tmp_path) -> None: 
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     args = ["report", str(corpus("dtypes_zoo")), "--format", "json", "-o", str(tmp_path / "r.json")]
     r = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, env=env, start_new_session=True
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        env=env,
+        start_new_session=True,
+        timeout=300,
     )
     assert r.returncode == 143
     assert r.stderr.decode() == "tlview: terminated\n"
@@ -120,7 +126,11 @@ def test_a_pool_of_readers_ends_quietly(tmp_path) -> None:  # type: ignore[no-un
     logs = corpus("tlparse-tests", "multi_rank_logs")
     args = ["report", str(logs), "--format", "json", "-j", "2"]
     r = subprocess.run(
-        [sys.executable, "-m", "tlview", *args], capture_output=True, env=env, cwd=tmp_path
+        [sys.executable, "-m", "tlview", *args],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
     )
     assert r.returncode == 0 and r.stderr == b""
     assert json.loads(r.stdout)["stats"]["logs"] == len(list(logs.glob("*.log")))
@@ -146,6 +156,7 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # SIGKILL (the OOM killer, a CI runner giving up) leaves the run's temp directory, its spill
     # files and the output half written: the next run on this machine removes them.
@@ -173,6 +184,7 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
         capture_output=True,
         env=env,
         start_new_session=True,
+        timeout=300,
     )
     assert r.returncode == -9
     (left,) = [p for p in tmp_path.iterdir() if p != out]
@@ -182,10 +194,12 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
     assert half.name.startswith(".r.json.") and half.read_bytes() == b"{"
     # A run that writes elsewhere and needs no temp directory leaves both alone...
     small = [sys.executable, "-m", "tlview", "report", str(only_log("views_aliasing"))]
-    assert subprocess.run(small, capture_output=True, env=env).returncode == 0
+    assert subprocess.run(small, capture_output=True, env=env, timeout=300).returncode == 0
     assert left.exists() and half.exists()
     # ...one that makes a temp directory and writes r.json removes them.
-    r = subprocess.run([sys.executable, "-c", setup + run, *args], capture_output=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", setup + run, *args], capture_output=True, env=env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
     assert [p.name for p in out.iterdir()] == ["r.json"]
@@ -198,7 +212,7 @@ def test_only_what_dead_processes_of_this_host_left_is_removed(tmp_path: Path) -
     from tlview.runtime import leftovers
 
     gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, timeout=300
     )
     dead = int(gone.stdout)  # reaped: no process has this pid now
     host = leftovers.tag().split("@")[1][:-1]

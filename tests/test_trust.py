@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import FIXTURES
 from damage import (
     EXIT_OK,
     EXIT_REFUSED,
-    FIXTURES,
     assert_clean_exit,
     payload_of,
     record_json,
@@ -388,7 +388,11 @@ def test_as_a_process_nothing_is_run_and_the_fifo_is_never_opened(evil: Hostile)
             ("inputs", str(evil.log), "--compile-id", "0/0"),
         ):
             p = subprocess.run(
-                [sys.executable, "-m", "tlview", *args], capture_output=True, env=env, check=False
+                [sys.executable, "-m", "tlview", *args],
+                capture_output=True,
+                env=env,
+                check=False,
+                timeout=300,
             )
             err = p.stderr.decode()
             assert p.returncode == EXIT_OK, (args, p.returncode, err)
@@ -506,6 +510,7 @@ def _peak(*args: str) -> tuple[int, Any]:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # over a second in all (pytest --durations)
 @pytest.mark.parametrize("fmt", ["text", "json", "html"])
 def test_huge_claims_allocate_nothing_in_report(tmp_path: Path, fmt: str) -> None:
     log = huge(tmp_path)
@@ -539,6 +544,7 @@ def test_huge_claims_real_rebuild_is_refused_meta_and_fake_work(tmp_path: Path) 
             [sys.executable, "-c", code, "inputs", str(log), *args],
             capture_output=True,
             check=False,
+            timeout=300,
         )
         err = p.stderr.decode()
         m = re.search(r"MAXRSS (\d+)", err)
@@ -605,7 +611,7 @@ def _stream_peak(tmp: Path, n: int, index: bool) -> tuple[int, int]:
         return count, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-        writer.wait()
+        writer.wait(240)
 
 
 @pytest.mark.parametrize("index", [False, True], ids=["reader", "index"])

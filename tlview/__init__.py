@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from tlview.errors import TlviewError
+from tlview.replay.run import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
@@ -78,9 +79,9 @@ def read(
     Dask scheduler whose workers read the logs instead. Raises TlviewError when no log holds a
     TORCH_TRACE record.
     """
-    from tlview.load import load
+    from tlview.load import read as read_path
 
-    return load(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
+    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
 
 
 def fake_inputs(
@@ -97,11 +98,12 @@ def fake_inputs(
     `fake_mode` and `shape_env`, a new FakeTensorMode over a ShapeEnv that names each dynamic
     dim's symbol as the original run did.
     """
-    from tlview.rebuild import fake_inputs as build  # torch is imported only here
+    from tlview.rebuild import fake_rebuild  # torch is imported only here
 
-    return build(
+    got = fake_rebuild(
         log, compile_id, fake_mode=fake_mode, shape_env=shape_env, allow_import=allow_import
     )
+    return got.tensors
 
 
 def real_inputs(
@@ -177,6 +179,7 @@ def repro(
     progress: Any = None,
     world: str = "gloo",
     max_bytes: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -184,12 +187,13 @@ def repro(
     A graph with collectives runs on a world of the size they name: `world="gloo"`, that many
     gloo processes here, each on its rank's inputs; `"fake"`, one on torch's fake group.
     `max_bytes` bounds the inputs' memory and disk (default: half of RAM, at most half of the
-    free space where OUT is): a graph past it is skipped, with the figure it needs."""
+    free space where OUT is): a graph past it is skipped, with the figure it needs. With `run`,
+    a repro still running after `timeout` seconds (None: no limit) is stopped and failed."""
     from tlview.replay.make import ReproOptions, make_one
 
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
-        max_bytes=max_bytes,
+        max_bytes=max_bytes, timeout=timeout,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     return make_one(_graphs(log, progress), compile_id, where, opts)
@@ -208,14 +212,15 @@ def repro_all(
     progress: Any = None,
     world: str = "gloo",
     max_bytes: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
-    `max_bytes` bounds what all of them build and write together."""
+    `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
     from tlview.replay.make import ReproOptions, make_all
 
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
-        max_bytes=max_bytes, world=world,
+        max_bytes=max_bytes, world=world, timeout=timeout,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None

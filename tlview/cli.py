@@ -21,6 +21,7 @@ from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
 from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
 from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
+from tlview.replay.run import DEFAULT_TIMEOUT
 from tlview.runtime.cores import meanwhile
 from tlview.runtime.output import Output
 
@@ -414,6 +415,14 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
     help="Run the repro now in a new Python process: this executes code taken from the log.",
 )
 @click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="S",
+    help="--run: stop a repro still running after S seconds, and fail it.",
+)
+@click.option(
     "--world",
     type=click.Choice(("gloo", "fake")),
     default="gloo",
@@ -434,6 +443,7 @@ def repro(
     seed: int,
     max_bytes: str | None,
     run_now: bool,
+    timeout: float,
     world: str,
     force: bool,
     latest: bool,
@@ -459,7 +469,7 @@ def repro(
         assert out is not None
         outcomes = tlview.repro_all(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
-            force=force, progress=bar, max_bytes=limit, world=world,
+            force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
             say(line)
@@ -481,7 +491,7 @@ def repro(
     assert compile_id is not None
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
-        run=run_now, force=force, progress=bar, max_bytes=limit, world=world,
+        run=run_now, force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
     )  # fmt: skip
     ran = run_now and o.status in ("ran", "mismatch", "failed")
     for note in [] if ran else o.notes:  # a repro that ran printed its notes itself

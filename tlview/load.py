@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -23,7 +24,7 @@ from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_w
 from tlview.runtime.store import CompileList, SpillFile
 
 
-def load(
+def read(
     path: str | Path,
     keep: Keep | None = None,
     progress: Any = None,
@@ -80,6 +81,22 @@ def load(
     return report
 
 
+def load(
+    path: str | Path,
+    keep: Keep | None = None,
+    progress: Any = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+) -> Report:
+    """Deprecated (one release): `tlview.read`."""
+    warnings.warn(
+        "tlview.load.load is deprecated and goes in the next release: use tlview.read",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return read(path, keep, progress, jobs, scheduler)
+
+
 JOB_IN_MEMORY = 512  # compiles a job of many logs keeps in memory, over all its logs
 
 
@@ -118,8 +135,9 @@ def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
         return None
 
     def start() -> Bar:
-        made.append(Bar(total, len(sizes)))
-        return made[-1]
+        bar = Bar(total, len(sizes))
+        made.append(bar)
+        return bar
 
     return start
 

@@ -9,7 +9,7 @@ from tlview.analyze.gate import check_report, parse_checks
 from tlview.analyze.names import Refs, check_named, find_compile, is_named, picker
 from tlview.analyze.summary import overview
 from tlview.errors import EXIT_USAGE, TlviewError
-from tlview.load import load
+from tlview.load import read as load
 
 
 def test_one_log_names_compiles_by_their_ids() -> None:

@@ -33,7 +33,9 @@ def test_importing_tlview_loads_no_renderer_and_no_torch() -> None:
         "heavy = {'rich', 'jinja2', 'orjson', 'torch'} & set(sys.modules)\n"
         "print(sorted(heavy))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
     assert out.stdout.strip() == "[]"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import FIXTURES
 
-from tlview.load import load
+from tlview.load import read as load
 from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
 from tlview.render.clean import clean
 from tlview.runtime.output import Output

@@ -16,7 +16,7 @@ from tlview.index.digests import (
     RUNTIME_ESTIMATE,
     compared_kind,
 )
-from tlview.model import Compile, CompileId, Divergence, LogIndex, Payload, Report
+from tlview.model import Compile, CompileId, Divergence, LogIndex, Payload
 from tlview.units import count, number
 
 # Input fields compared between ranks, as the JSON report names them.
@@ -97,11 +97,6 @@ def fingerprint(log: LogIndex, graphs: bool = True) -> Fingerprint:
             f.parity[c.key] = got.text()
     f.execution = tuple(execution)
     return f
-
-
-def divergence_of(report: Report) -> list[Divergence]:
-    """Ways in which some ranks of a report differ from the others; empty when all agree."""
-    return find_in([fingerprint(log) for log in report.logs])
 
 
 def find_in(logs: Iterable[Fingerprint]) -> list[Divergence]:

@@ -26,9 +26,30 @@ from tlview.errors import (
 from tlview.render.clean import clean
 from tlview.runtime.output import forget_inputs
 
+# click >= 8.2: `tlview` alone prints the help (exit 2); that is not a one-line error.
+_HELP: tuple[type[Exception], ...] = tuple(
+    [c for c in [getattr(click.exceptions, "NoArgsIsHelpError", None)] if c is not None]
+)
+
 
 class Main(click.Group):
-    """Routes every TlviewError to one stderr line and its exit status."""
+    """Routes every TlviewError and click usage error to one stderr line and its exit status."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        # The group's own options (`tlview --bogus`) are parsed here, before invoke.
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except _HELP:
+            raise
+        except click.ClickException as e:
+            say(usage_line(e), err=True)
+            raise click.exceptions.Exit(e.exit_code) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         # A run builds millions of small objects and leaves next to no cycles: look for cycles
@@ -52,7 +73,12 @@ class Main(click.Group):
         except Terminated:
             click.echo("tlview: terminated", err=True)
             ctx.exit(EXIT_TERMINATED)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except _HELP:
+            raise
+        except click.ClickException as e:  # a command's options: unknown, missing, invalid
+            say(usage_line(e), err=True)
+            ctx.exit(e.exit_code)
+        except (click.exceptions.Exit, click.Abort):
             raise
         except OSError as e:
             if e.errno in NO_ROOM:
@@ -66,6 +92,20 @@ class Main(click.Group):
         finally:
             gc.set_threshold(*was)
             warnings.showwarning = shown
+
+
+def usage_line(e: click.ClickException) -> str:
+    """click's usage error as one line: `tlview: report: No such option: --bogus (see ...)`."""
+    ctx = getattr(e, "ctx", None)
+    names: list[str] = []
+    while isinstance(ctx, click.Context) and ctx.parent is not None:  # the root: `tlview`
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    where = "".join(f"{n}: " for n in names)
+    hint = (
+        f" (see 'tlview {' '.join([*names, '--help'])}')" if isinstance(e, click.UsageError) else ""
+    )
+    return f"tlview: {where}{' '.join(e.format_message().split())}{hint}"
 
 
 def _bug(ctx: click.Context, e: Exception) -> None:

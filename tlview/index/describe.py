@@ -11,7 +11,7 @@ from tlview.index.kinds import count_kind, is_int, peek
 from tlview.model import Compile, InputSet, StorageDesc, TensorDesc
 from tlview.parse import Record
 
-MAX_DESCRIBED = 100_000  # describe_tensor records kept per describer and compile
+MAX_DESCRIBED = 100_000  # storages, tensors and sources kept per describer and compile (each)
 KEEP_DESCRIBERS = 4  # describers whose tensors stay at hand for cross-compile references
 
 
@@ -41,6 +41,9 @@ class DescribeRecords(Core):
             s = InputSet(describer=d, where=self.user_frame(rec.meta.get("stack"), rec))
             c.input_sets.append(s)
         if rec.kind == "describe_storage":
+            if len(s.storages) >= MAX_DESCRIBED and i not in s.storages:
+                s.dropped += 1
+                return
             size = b.get("size")
             if not (is_int(size) or isinstance(size, str) or size is None):
                 self.bad(rec, f"storage size is not a number or expression: {peek(size)}")

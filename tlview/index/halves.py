@@ -14,6 +14,7 @@ import orjson
 
 from tlview.index.core import add_bad
 from tlview.index.kinds import MAX_PID
+from tlview.index.stream import index_records
 from tlview.logs.files import is_gzip
 from tlview.model import BadLine, LogIndex
 from tlview.parse import _PREFIX, _RECORD_START, Reader
@@ -143,8 +144,6 @@ def read_part(
 ) -> Part:
     """Index the records in bytes span[0]..span[1] of a log, its lines numbered from 1 (a later
     part is renumbered by `shift_lines` once the lines before it are counted)."""
-    from tlview.index.log import index_records  # log.py imports this module
-
     bad = LogIndex(path=log.path, name=log.name)
     reader = Reader(
         path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, span=(*span, 1)
@@ -229,8 +228,6 @@ def read_halves(
 def _read_on(path: Path, log: LogIndex, part: Part, span: tuple[int, int]) -> Part:
     """Read the rest of the log after `part` with its indexers, as one reader goes on: only
     one reader can number the runs of a process that started compile ids over."""
-    from tlview.index.log import index_records  # log.py imports this module
-
     bad = part.bad
     reader = Reader(path, log.name, on_bad=lambda b: add_bad(bad, b), span=(*span, part.lines + 1))
     index_records(reader, log, part.keep, by_pid=part.indexers)

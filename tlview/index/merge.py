@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from tlview.index.core import CLOSED_SHIFT, Core, OpenState
-from tlview.index.kinds import MAX_EVENTS
+from tlview.index.describe import MAX_DESCRIBED
+from tlview.index.kinds import MAX_EVENTS, MAX_KINDS, OTHER_KINDS
 from tlview.model import Compile, CompileId, Event
 from tlview.parse import MAX_BAD_KEPT
 
@@ -17,10 +19,10 @@ class Merging(Core):
         """Take in what another reader found in the part of this log after ours."""
         la, lb = self.log, b.log
         la.records += lb.records
-        for k, n in lb.kinds.items():
-            la.kinds[k] = la.kinds.get(k, 0) + n
-        for k, n in lb.unknown_kinds.items():
-            la.unknown_kinds[k] = la.unknown_kinds.get(k, 0) + n
+        for table, other in ((la.kinds, lb.kinds), (la.unknown_kinds, lb.unknown_kinds)):
+            for k, n in other.items():  # at most MAX_KINDS names, as one reader counts them
+                k = OTHER_KINDS if k not in table and len(table) >= MAX_KINDS else k
+                table[k] = table.get(k, 0) + n
         la.first_time = la.first_time or lb.first_time
         la.last_time = lb.last_time or la.last_time
         if la.rank is None:
@@ -118,10 +120,12 @@ def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) ->
                 if sa is None:
                     va.append(sb)
                     continue
-                sa.storages.update(sb.storages)
-                sa.tensors.update(sb.tensors)
-                sa.sources.extend(sb.sources)
-                sa.dropped += sb.dropped
+                # At most MAX_DESCRIBED of each, as one reader keeps them; the rest counted.
+                sa.dropped += sb.dropped + _join(sa.storages, sb.storages)
+                sa.dropped += _join(sa.tensors, sb.tensors)
+                room = max(0, MAX_DESCRIBED - len(sa.sources))
+                sa.sources.extend(sb.sources[:room])
+                sa.dropped += max(0, len(sb.sources) - room)
                 sa.where = sa.where or sb.where
         elif name == "stack":  # each dynamo_start record replaces it
             setattr(a, name, vb or va)
@@ -129,3 +133,17 @@ def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) ->
             va.extend(vb)
         elif not va and vb:
             setattr(a, name, vb)
+
+
+def _join(a: dict[int, Any], b: dict[int, Any]) -> int:
+    """B's entries into A while A holds fewer than MAX_DESCRIBED; how many did not fit."""
+    if len(a) + len(b) <= MAX_DESCRIBED:
+        a.update(b)
+        return 0
+    left = 0
+    for k, v in b.items():
+        if k in a or len(a) < MAX_DESCRIBED:
+            a[k] = v
+        else:
+            left += 1
+    return left

@@ -23,7 +23,6 @@ from tlview.model import (
     Input,
     InputChange,
     Recompile,
-    Report,
     refused_guards,
 )
 
@@ -38,13 +37,6 @@ _LIMIT_FAIL_TYPES = re.compile(
     r"FailOn(?:Recompile|Cache)LimitHit|(?:Recompile|CacheSize)LimitExceeded"
 )
 _DIM_SOURCE = re.compile(r"\.(?:size|stride)\(\)\[\d+\]$|\.storage_offset\(\)$")
-
-
-def annotate(report: Report) -> None:
-    """Set `Compile.recompile` on the final attempt of every compile of a frame after its first."""
-    for log in report.logs:
-        for compiles in frames(log.compiles).values():
-            explain_frame(compiles)
 
 
 def frames(compiles: Iterable[Compile]) -> dict[tuple[int, int | None, int], list[list[Compile]]]:

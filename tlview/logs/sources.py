@@ -6,7 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, TlviewError
 from tlview.logs.files import _GZIP_MAGIC, Gunzip, Opener, directory_notes, discover
@@ -74,7 +74,8 @@ def _fs(url: str) -> tuple[Any, str]:
             f"{url}: reading URLs needs fsspec: pip install 'tlview[dask]'", EXIT_NEEDS_EXTRA
         ) from None
     try:
-        return url_to_fs(url)
+        fs, path = url_to_fs(url)
+        return fs, str(path)
     except (ImportError, ValueError) as e:  # no file system for the protocol, or a bad URL
         raise TlviewError(f"{url}: {e}", EXIT_NEEDS_EXTRA) from None
 
@@ -114,6 +115,6 @@ def url_opener(url: str) -> Opener:
         raw.seek(0)
         if head == _GZIP_MAGIC:
             return Gunzip(raw)  # type: ignore[return-value]
-        return raw
+        return cast(IO[bytes], raw)
 
     return open_url

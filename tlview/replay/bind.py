@@ -4,15 +4,13 @@ size symbol and stand-in its value, and the shapes its outputs should have."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tlview.index.dims import arg_name
+from tlview.model import Dim
 from tlview.replay import graphcode as gc
+from tlview.replay.planned import Arg, Plan
 from tlview.units import number
-
-if TYPE_CHECKING:
-    from tlview.replay.plan import Plan
 
 _SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]", re.A)
 _OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
@@ -20,17 +18,8 @@ _MODULE_ATTR = re.compile(r"\._(?:modules|parameters|buffers)\[(['\"])([^'\"\]]+
 _GETATTR = re.compile(r"getattr\(\s*([^,]+?)\s*,\s*(['\"])([^'\"]+)\2\s*\)")
 _WHOLE_LOOKUP = re.compile(r"[GL]\['?(.*?)'?\]")
 _INDEX = re.compile(r"\[(\d+)\]")
-_INT = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
 _AS_TENSOR = "___as_tensor("
-
-
-@dataclass(slots=True)
-class Arg:
-    """One argument of the graph's forward: its placeholder and the code that gives its value."""
-
-    name: str
-    code: str
 
 
 def lazy_torch() -> Any:
@@ -281,7 +270,7 @@ def _standin(
     sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
     meta = sizes.get(fx_name(param.name)) if isinstance(sizes, dict) else None
     note = ""
-    stride: list[gc.Dim] | None
+    stride: list[Dim] | None
     if tt is not None and tt.wrapper is None and tt.torch_dtype:
         size, stride, dtype, logged = tt.size, tt.stride, tt.torch_dtype, tt.device
     elif tt is None and param.annotation in (None, "torch.Tensor") and isinstance(meta, list):
@@ -308,10 +297,10 @@ def _standin(
     return f"standin({shape}, {strides}, torch.{dtype}, {device!r})", used
 
 
-def _contiguous(size: list[gc.Dim]) -> list[gc.Dim] | None:
+def _contiguous(size: list[Dim]) -> list[Dim] | None:
     if not all(isinstance(d, int) for d in size):
         return None
-    out: list[gc.Dim] = []
+    out: list[Dim] = []
     step = 1
     for d in reversed(size):
         out.append(step)
@@ -332,7 +321,7 @@ def _device_here(p: Plan, logged: str) -> str:
     return here
 
 
-def _int_or(text: str) -> gc.Dim:
+def _int_or(text: str) -> Dim:
     v = number(text.strip())
     return text if v is None else v
 
@@ -387,7 +376,7 @@ def outputs(p: Plan, code: gc.GraphCode) -> None:
         label = name or f"output {i}"
         ann = code.annotations.get(name) if name else None
         tt = gc.tensor_type(ann)
-        dims: list[gc.Dim] | None = None
+        dims: list[Dim] | None = None
         dtype = "None"
         if tt is not None:
             dims = tt.size

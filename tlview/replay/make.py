@@ -18,8 +18,9 @@ from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.index.keep import Keep
 from tlview.model import Compile, Report
-from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, Plan, plan
-from tlview.replay.run import WARNING, run_scripts
+from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, plan
+from tlview.replay.planned import Plan
+from tlview.replay.run import DEFAULT_TIMEOUT, WARNING, run_scripts
 from tlview.replay.script import INPUTS, SCRIPT, make_dir, slug, write_files
 from tlview.units import nbytes
 
@@ -80,6 +81,7 @@ class ReproOptions:
     # The bytes of inputs all the repros of a run may build and write (None: `default_bytes`).
     max_bytes: int | None = None
     world: str = "gloo"  # a collective graph's world: N gloo processes, or torch's fake group
+    timeout: float | None = DEFAULT_TIMEOUT  # seconds each repro may run (--timeout)
 
 
 @dataclass(slots=True)
@@ -231,7 +233,7 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptio
         if opts.run and not p.blockers:
             if opts.warn:
                 print(WARNING.format(script=d / SCRIPT), file=sys.stderr, flush=True)
-            res = run_scripts([d], echo=True).get(d, {})
+            res = run_scripts([d], echo=True, timeout=opts.timeout).get(d, {})
             _apply(outcome, res)
     return outcome
 
@@ -292,7 +294,7 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     if opts.run and made:
         if opts.warn:
             print(WARNING.format(script=out / "*" / SCRIPT), file=sys.stderr, flush=True)
-        results = run_scripts([d for _, d in made])
+        results = run_scripts([d for _, d in made], timeout=opts.timeout)
         for o, d in made:
             _apply(o, results.get(d, {}))
     write_summary(report, out, outcomes, opts)

@@ -8,7 +8,6 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from tlview.analyze.names import GRAPH_KIND
@@ -16,7 +15,8 @@ from tlview.errors import TlviewError
 from tlview.model import Compile, Payload, Report
 from tlview.replay import bind
 from tlview.replay import graphcode as gc
-from tlview.replay.bind import Arg, lazy_torch
+from tlview.replay.bind import lazy_torch
+from tlview.replay.planned import Body, Plan
 from tlview.units import number
 
 MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
@@ -69,54 +69,6 @@ SCRIPT_NAMES = frozenset(
         "math",
     }
 )
-
-
-@dataclass(slots=True)
-class Body:
-    """A nested graph class (a higher-order op's body) and where build() puts it."""
-
-    path: str  # "cond_true_0", "cond_true_0.inner"
-    owner: str  # "GraphModule", "GraphModule.cond_true_0"
-    name: str
-    target: str  # "mod.cond_true_0", "mod.cond_true_0.body.inner"
-    nargs: int
-    nouts: int | None  # values it returns as a tuple (None: not a tuple)
-
-
-@dataclass(slots=True)
-class Plan:
-    """Everything a repro of one graph needs, decided before anything is written."""
-
-    ref: str  # the compile as the user names it (`0/1`, `LOG:0/1`)
-    compile: Compile
-    log_path: str
-    torch_version: str | None
-    graph: Payload | None
-    code: gc.GraphCode | None = None
-    fatal: str | None = None  # why no repro can be written
-    blockers: list[str] = field(default_factory=list)  # why a written repro will not run here
-    notes: list[str] = field(default_factory=list)  # what differs from the original run
-    args: list[Arg] = field(default_factory=list)
-    symbols: list[tuple[str, str]] = field(default_factory=list)  # symbol -> code
-    attrs: list[tuple[str, str]] = field(default_factory=list)  # self attribute -> source
-    bodies: list[Body] = field(default_factory=list)
-    outputs: list[tuple[str, str, str]] = field(default_factory=list)  # name, dtype, shape code
-    std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
-    registers: list[str] = field(default_factory=list)  # torch modules that define its ops
-    collectives: bool = False
-    world: int = 1  # ranks its collectives ran on (all_gather_into_tensor(x, 2, '0'): 2)
-    groups: list[str] = field(default_factory=list)  # process group names its collectives use
-    ranks: list[tuple[int, Any]] = field(default_factory=list)  # rank -> its rebuilt inputs
-    standins: bool = False  # some input is made in the script from the graph's annotation
-    no_grad: bool = False  # run the graph with grad off
-    dynamic: bool = False
-    device: str | None = None  # --device
-    rebuilt: Any = None  # rebuild.Rebuilt
-    job_ranks: list[int] = field(default_factory=list)  # the ranks of the logs read
-
-    @property
-    def reason(self) -> str | None:
-        return self.fatal or (self.blockers[0] if self.blockers else None)
 
 
 def graph_of(c: Compile) -> Payload | None:

@@ -13,7 +13,7 @@ from typing import Any
 from tlview import __version__
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.inert import code as inert_code
-from tlview.replay.plan import Plan
+from tlview.replay.planned import Plan
 from tlview.runtime import templates
 
 SCRIPT = "repro.py"

@@ -32,7 +32,7 @@ def meanwhile(job: Callable[[], object], ns: float) -> Iterator[None]:
 def spare_core() -> bool:
     """A second core and fork, not turned off (TLVIEW_NO_SPLIT), not in a pool worker (the pool
     already keeps the cores busy), and one thread: a fork copies no other (a Dask client's
-    threads stay after it ran). Also asked before writing a report in two (render/halves.py)."""
+    threads stay after it ran). Also asked before writing a report in two (runtime/halves.py)."""
     if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or os.environ.get("TLVIEW_NO_SPLIT"):
         return False
     if threading.active_count() != 1:

@@ -1,5 +1,5 @@
 """Work done by a forked copy of this process: the second reader of a large log (index/halves.py) and
-the writer of a large report's later half (render/halves.py). Plain `os.fork` and a pipe:
+the writer of a large report's later half (runtime/halves.py). Plain `os.fork` and a pipe:
 `multiprocessing` costs more to import than the copy takes to start."""
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ class SpillFile:
             self.f = open(path, "r+b")  # noqa: SIM115 - closed by the finalizer
         self.end = self.f.seek(0, os.SEEK_END)
         # Only the process that made or adopted the file deletes it: a forked renderer
-        # (render/halves.py) shares it and must leave it be.
+        # (runtime/halves.py) shares it and must leave it be.
         self._final = weakref.finalize(self, _remove, self.f, self.path, os.getpid())
 
     def dump(self, c: Compile) -> tuple[SpillFile, int, int]:
@@ -348,7 +348,7 @@ class OpenCompiles:
 
 # Turns a compile as read into a finished one (inputs resolved, log-wide defaults filled in).
 Finisher = Callable[[Compile], None]
-# Explains each compile of a frame against the one before it: `explain.explain_frame`.
+# Explains each compile of a frame against the one before it: `index/recompiles.py:explain_frame`.
 Explainer = Callable[[list[list[Compile]]], None]
 
 

@@ -91,7 +91,8 @@ def _sympy() -> _Algebra:
 
 def eval_expr(text: str, env: Mapping[str, int]) -> int | None:
     """The value of a logged size expression (`16*s77`), or None; never runs code from the log."""
-    return _read(text, env, _INTS)
+    got: int | None = _read(text, env, _INTS)
+    return got
 
 
 def sympy_expr(text: str, symbols: Mapping[str, Any]) -> Any:

@@ -428,7 +428,7 @@ class FakeBuilder:
         ctx, _ = logged_literal(p.ctx)
         ragged = ctx.get("ragged_idx", 1) if isinstance(ctx, dict) else 1
 
-        class NestedFromValues(ViewFunc):
+        class NestedFromValues(ViewFunc):  # type: ignore[type-arg]
             """`_nested_view_from_jagged` over the fake values, with the fake offsets."""
 
             def apply(

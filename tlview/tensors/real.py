@@ -38,7 +38,7 @@ def _nonleaf_fn(torch: Any) -> Any:
     global _NONLEAF
     if _NONLEAF is None:
 
-        class NonLeafInput(torch.autograd.Function):
+        class NonLeafInput(torch.autograd.Function):  # type: ignore[misc]
             @staticmethod
             def forward(ctx: Any, x: Any) -> Any:
                 return x.detach()
