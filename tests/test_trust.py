@@ -532,10 +532,13 @@ def test_huge_claims_real_rebuild_is_refused_meta_and_fake_work(tmp_path: Path) 
     listing (fake and meta rebuilds) still work, in a process that never grows past 1.5 GB."""
     pytest.importorskip("torch")
     log = huge(tmp_path)
+    # VmHWM, the peak of this process's own memory: getrusage's ru_maxrss keeps, across exec,
+    # the peak of the forked copy of pytest it started as (a large suite's parent).
     code = (
-        "import resource, sys\nfrom tlview.cli import main\n"
+        "import re, sys\nfrom tlview.cli import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
-        "    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "    status = open('/proc/self/status').read()\n"
+        "    r = re.search(r'VmHWM:\\s+(\\d+) kB', status).group(1)\n"
         "    print(f'MAXRSS {r}', file=sys.stderr)\n    raise\n"
     )
 
