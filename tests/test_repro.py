@@ -784,8 +784,8 @@ def test_ids_looked_up_in_a_small_embedding_stay_within_its_rows(tmp_path: Path)
     assert "outputs match the shapes and dtypes in the log" in res.stdout
     code = (out / "repro.py").read_text()
     assert (
-        "L['ids'] indexes an embedding of 2 rows (L_self_modules_types_parameters_weight_): its "
-        "random values are taken modulo 2" in code
+        "L['ids'] indexes an embedding of 2 rows (l_self_modules_types_parameters_weight_) "
+        "(graph line 8): its random values are taken modulo 2" in code
     )
     from tlview import load_inputs
 

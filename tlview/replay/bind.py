@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tlview.index.dims import arg_name
+from tlview.replay import domains
 from tlview.replay import graphcode as gc
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
             f"the graph changes {which} that require{'s' if len(leaves) == 1 else ''} grad: "
             "torch ran it with grad off (an optimizer step does), and so does run()"
         )
-    _bound_lookups(p, code, by_name)
+    domains.apply(p, code, by_name, p.mode)
     p.dynamic = any(param.sym is not None for param in code.params)
     for name in code.outputs:
         tt = code.output_type(name)
@@ -190,31 +191,6 @@ def _merged(notes: list[str], sources: set[str]) -> list[str]:
             more = len(who) - 1
             out.append(f"{who[0]} and {more} more input{'s' if more > 1 else ''}: {text}")
     return out
-
-
-_EMBEDDING = re.compile(r"torch\.nn\.functional\.embedding\((\w+), (\w+)[,)]")
-
-
-def _bound_lookups(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> None:
-    """Random integers (0 to 7) index past a small embedding (BERT's two token types): wrap the
-    values of an input the graph looks rows up with into the rows of the weight it indexes."""
-    params = {q.name.lower(): q for q in code.params}
-    for index, weight in _EMBEDDING.findall(code.text):
-        q, w = params.get(index.lower()), params.get(weight.lower())
-        if q is None or w is None or w.tensor is None or not w.tensor.size:
-            continue
-        rows = w.tensor.size[0]
-        source = by_name.get(q.name)
-        t = p.rebuilt.tensors.get(source) if source is not None else None
-        if t is None or not isinstance(rows, int) or rows <= 0 or t.device.type == "meta":
-            continue
-        if t.is_floating_point() or t.is_complex() or t.numel() == 0 or int(t.max()) < rows:
-            continue
-        t.remainder_(rows)
-        p.notes.append(
-            f"{source} indexes an embedding of {rows} rows ({w.name}): its random values are "
-            f"taken modulo {rows}"
-        )
 
 
 _MESH_TYPES = frozenset({"torch.distributed.device_mesh.DeviceMesh", "DeviceMesh"})
@@ -374,7 +350,8 @@ def _symbol_table(
 
 
 def outputs(p: Plan, code: gc.GraphCode) -> None:
-    """The dtype and shape code of each output, as the graph annotates or the log sizes it."""
+    """The dtype, shape, stride and device code of each output, as the graph annotates or the
+    log sizes it."""
     known = {s for s, _ in p.symbols}
     sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
     sizes = sizes if isinstance(sizes, dict) else {}
@@ -383,16 +360,45 @@ def outputs(p: Plan, code: gc.GraphCode) -> None:
         ann = code.annotations.get(name) if name else None
         tt = gc.tensor_type(ann)
         dims: list[gc.Dim] | None = None
+        steps: list[gc.Dim] | None = None
         dtype = "None"
+        device: str | None = None
         if tt is not None:
-            dims = tt.size
+            dims, steps, device = tt.size, tt.stride, tt.device or None
             if tt.torch_dtype:
                 dtype = f"torch.{tt.torch_dtype}"
+            if tt.wrapper:  # a subclass prints its own strides and device: not compared
+                steps, device = None, None
         elif name and ann is None and isinstance(sizes.get(name), list):
             dims = [_int_or(d) if isinstance(d, str) else d for d in sizes[name]]
         if dims is None or not all(isinstance(d, int | str) for d in dims):
-            p.outputs.append((label, dtype, "None"))
+            p.outputs.append((label, dtype, "None", "None", device))
             continue
-        parts = [gc.dim_code(d, known) or "None" for d in dims]
-        shape = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-        p.outputs.append((label, dtype, shape))
+        p.outputs.append(
+            (label, dtype, _tuple_code(dims, known), _tuple_code(steps, known), device)
+        )
+    p.moved = _moved(p)
+
+
+def _tuple_code(dims: list[gc.Dim] | None, known: set[str]) -> str:
+    if dims is None or not all(isinstance(d, int | str) for d in dims):
+        return "None"
+    parts = [gc.dim_code(d, known) or "None" for d in dims]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _moved(p: Plan) -> bool:
+    """Whether the rebuilt inputs are on another kind of device than the log's (--device, or
+    no CUDA here): the outputs are where the inputs are."""
+    r = p.rebuilt
+    for param in p.code.params if p.code is not None else []:
+        if param.tensor is None or not param.tensor.device:
+            continue
+        for a in p.args:
+            if a.name != param.name or not a.code.startswith("inputs["):
+                continue
+            t = next((t for s, t in r.tensors.items() if a.code == _item(s)), None)
+            dev = getattr(t, "device", None)
+            if dev is not None and dev.type != param.tensor.device.split(":")[0]:
+                return True
+    return bool(p.device)

@@ -57,11 +57,14 @@ def run_one(d: Path) -> dict[str, Any]:
     describe = ns["describe"]
     rec["outputs"] = [describe(o) for o in result["outputs"]]
     problems = [str(p) for p in result["problems"]]
+    rec["verdicts"] = [[str(n), str(v)] for n, v in result.get("verdicts", [])]
     rec["status"] = "mismatch" if problems else "ran"
     if problems:
         rec["reason"] = "; ".join(problems)[:MAX_REASON]
     how = "as it is" if ns.get("BACKEND") is None else f"compiled with {ns['BACKEND']}"
     print(f"graph {ns['COMPILE_ID']} ran {how}: " + ", ".join(rec["outputs"]))
+    for name, verdict in rec["verdicts"]:
+        print(f"output {name}: {verdict}")
     for p in problems:
         print("MISMATCH:", p)
     if not problems:

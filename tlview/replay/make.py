@@ -44,6 +44,8 @@ class Outcome:
     reason: str | None = None
     outputs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Each output against the log's annotation after a run: name, "reproduced" or what differs
+    verdicts: list[tuple[str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class Outcome:
             "reason": self.reason,
             "outputs": self.outputs,
             "notes": self.notes,
+            "verdicts": [{"output": n, "verdict": v} for n, v in self.verdicts],
         }
 
 
@@ -211,7 +214,7 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptio
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
     budget = ReproBudget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
-    p = plan(ref, c, report, rebuilder(opts, budget), opts.device)
+    p = plan(ref, c, report, rebuilder(opts, budget), opts.device, opts.mode)
     world(p, report, opts, budget)
     if moved:
         p.notes.insert(0, moved)
@@ -259,7 +262,7 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     for ref, c in graphs(report):
         budget.settle(None)  # what a graph skipped before it built is no longer held
         try:
-            p = plan(ref, c, report, rebuild, opts.device)
+            p = plan(ref, c, report, rebuild, opts.device, opts.mode)
             world(p, report, opts, budget)
         except TlviewError:
             raise
@@ -325,6 +328,12 @@ def _apply(o: Outcome, res: dict[str, Any]) -> None:
         o.reason = "the repro did not report a result"
     outs = res.get("outputs")
     o.outputs = [str(x) for x in outs] if isinstance(outs, list) else []
+    got = res.get("verdicts")
+    o.verdicts = [
+        (str(v[0]), str(v[1]))
+        for v in (got if isinstance(got, list) else [])
+        if isinstance(v, list) and len(v) == 2
+    ]
 
 
 def write_summary(
@@ -356,6 +365,7 @@ def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
     for o in outcomes:
         line = f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}"
         lines.append(line.rstrip())
+        lines += [f"{'':<{width}}    output {n}: {v}" for n, v in o.verdicts]
     counts = {s: sum(o.status == s for o in outcomes) for s in OUTCOMES}
     total = len(outcomes)
     parts = [f"{n} {s}" for s, n in counts.items() if n]

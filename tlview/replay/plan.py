@@ -99,7 +99,9 @@ class Plan:
     symbols: list[tuple[str, str]] = field(default_factory=list)  # symbol -> code
     attrs: list[tuple[str, str]] = field(default_factory=list)  # self attribute -> source
     bodies: list[Body] = field(default_factory=list)
-    outputs: list[tuple[str, str, str]] = field(default_factory=list)  # name, dtype, shape code
+    # name, dtype, shape, stride code and logged device of each output
+    outputs: list[tuple[str, str, str, str, str | None]] = field(default_factory=list)
+    moved: bool = False  # the inputs are not on the log's kind of device
     std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
     registers: list[str] = field(default_factory=list)  # torch modules that define its ops
     collectives: bool = False
@@ -110,6 +112,9 @@ class Plan:
     no_grad: bool = False  # run the graph with grad off
     dynamic: bool = False
     device: str | None = None  # --device
+    mode: str = "random"  # --mode: values of the rebuilt inputs
+    # Each integer input's domain, in words: source -> where its values were kept (or why not)
+    domains: list[tuple[str, str]] = field(default_factory=list)
     rebuilt: Any = None  # rebuild.Rebuilt
     job_ranks: list[int] = field(default_factory=list)  # the ranks of the logs read
 
@@ -128,6 +133,7 @@ def plan(
     report: Report,
     rebuild: Callable[[Compile], Any],
     device: str | None = None,
+    mode: str = "random",
 ) -> Plan:
     """Check a graph, bind its inputs and work out its outputs; say why where something fails."""
     log = next((lg for lg in report.logs if lg.name == c.log), None)
@@ -138,6 +144,7 @@ def plan(
         torch_version=report.torch_version,
         graph=graph_of(c),
         device=device,
+        mode=mode,
         job_ranks=report.ranks,
     )
     p.fatal = _read_graph(p)

@@ -60,6 +60,8 @@ def script_text(
         symbols=p.symbols,
         args=p.args,
         outputs=p.outputs,
+        moved=p.moved,
+        domains=p.domains,
     )
     return script + "\n"  # the one environment drops a template's last newline
 
