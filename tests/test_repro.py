@@ -338,7 +338,9 @@ def test_script_binds_placeholders_symbols_and_bodies(made: dict[str, Any]) -> N
         '"s77": inputs["L[\'x\']"].size(0),' in dyn or "'s77': inputs[\"L['x']\"].size(0)," in dyn
     )
     assert re.search(r"sym\['s77'\],  # s77", dyn)
-    assert re.search(r"\('add', torch\.float32, \(sym\['s77'\] \* sym\['s94'\],\)\)", dyn)
+    assert re.search(
+        r"\('add', torch\.float32, \(sym\['s77'\] \* sym\['s94'\],\), \(1,\), 'cpu'\)", dyn
+    )
     assert "DYNAMIC = True" in dyn
     cond = (Path(made["cases"]["conded"]["path"]) / "repro.py").read_text()
     assert "mod.cond_true_0 = body(BODIES['cond_true_0'], 1, 1)" in cond

@@ -176,6 +176,8 @@ def repro(
     progress: Any = None,
     world: str = "gloo",
     max_bytes: int | None = None,
+    allow_import: Sequence[str] = (),
+    check_accuracy: bool = False,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -188,7 +190,7 @@ def repro(
 
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
-        max_bytes=max_bytes,
+        max_bytes=max_bytes, allow_import=tuple(allow_import), check_accuracy=check_accuracy,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     return make_one(_graphs(log, progress), compile_id, where, opts)
@@ -207,6 +209,8 @@ def repro_all(
     progress: Any = None,
     world: str = "gloo",
     max_bytes: int | None = None,
+    allow_import: Sequence[str] = (),
+    check_accuracy: bool = False,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
     `max_bytes` bounds what all of them build and write together."""
@@ -214,7 +218,8 @@ def repro_all(
 
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
-        max_bytes=max_bytes, world=world,
+        max_bytes=max_bytes, world=world, allow_import=tuple(allow_import),
+        check_accuracy=check_accuracy,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None

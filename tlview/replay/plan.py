@@ -7,14 +7,14 @@ import importlib
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tlview.analyze.names import GRAPH_KIND
 from tlview.errors import TlviewError
 from tlview.model import Compile, Payload, Report
-from tlview.replay import bind
+from tlview.replay import bind, thirdparty
 from tlview.replay import graphcode as gc
 from tlview.replay.bind import Arg, lazy_torch
 
@@ -104,6 +104,7 @@ class Plan:
     moved: bool = False  # the inputs are not on the log's kind of device
     std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
     registers: list[str] = field(default_factory=list)  # torch modules that define its ops
+    imports: list[str] = field(default_factory=list)  # modules --allow-import let it import
     collectives: bool = False
     world: int = 1  # ranks its collectives ran on (all_gather_into_tensor(x, 2, '0'): 2)
     groups: list[str] = field(default_factory=list)  # process group names its collectives use
@@ -134,6 +135,7 @@ def plan(
     rebuild: Callable[[Compile], Any],
     device: str | None = None,
     mode: str = "random",
+    allow_import: Sequence[str] = (),
 ) -> Plan:
     """Check a graph, bind its inputs and work out its outputs; say why where something fails."""
     log = next((lg for lg in report.logs if lg.name == c.log), None)
@@ -157,6 +159,9 @@ def plan(
     _check_names(p, code)
     if p.fatal:
         return p
+    if allow_import:  # before the ops are looked up: importing them registers theirs
+        p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
+        p.blockers += failed
     _check_ops(p, code)
     if c.status == "failed":
         why = f": {c.fail_type}" if c.fail_type else ""
@@ -230,9 +235,13 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
             p.registers.extend(m for m in modules if m not in p.registers)
             continue
         if not _op_exists(ns, name):
+            files = thirdparty.modules_named((p.graph.text if p.graph else None) or "", ns)
+            named = f" (the graph's code names {', '.join(files[:2])})" if files else ""
             p.blockers.append(
                 f"the graph calls the custom op {ns}::{name}, which the program registered at "
-                "run time; import the library that defines it at the top of repro.py"
+                f"run time: pass --allow-import {ns if gc.is_identifier(ns) else 'PACKAGE'} "
+                f"to import the package that defines it{named}, or import it at the top of "
+                "repro.py"
             )
     if p.collectives:
         world_of(p, p.graph.text if p.graph is not None and p.graph.text else "")
