@@ -358,7 +358,7 @@ def test_script_binds_placeholders_symbols_and_bodies(made: dict[str, Any]) -> N
         "inputs[\"L['self']._modules['l1']._parameters['weight']\"],  # L_self_modules_l1_parameters_weight_"
         in mlp
     )
-    assert "('mul', torch.float32, (3, 4))," in mlp
+    assert "('mul', torch.float32, (3, 4), (4, 1), 'cpu')," in mlp
     assert f"COMPILE_ID = {made['cases']['forward']['compile_id']!r}" in mlp
     assert "LOG_TORCH_VERSION = '2." in mlp
 
