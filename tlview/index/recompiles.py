@@ -289,14 +289,14 @@ def tensor_changes(
         diff(f, tb.flag(f), ta.flag(f))
     # A subclass's inner tensors (a jagged tensor's `_max_seqlen_tensor`, now None): the guard
     # names the inner attribute, and the change is the input's.
-    for k in dict.fromkeys([*b.inner, *a.inner]):
-        tk, tn = b.inner.get(k), a.inner.get(k)
+    for attr in dict.fromkeys([*b.inner, *a.inner]):
+        tk, tn = b.inner.get(attr), a.inner.get(attr)
         if (tk is None) != (tn is None):
-            out.append(InputChange(src, k, _inner(tk), _inner(tn)))
+            out.append(InputChange(src, attr, _inner(tk), _inner(tn)))
         elif tk is not None and tn is not None:
-            diff(f"{k} dtype", tk.fields.get("dtype"), tn.fields.get("dtype"))
+            diff(f"{attr} dtype", tk.fields.get("dtype"), tn.fields.get("dtype"))
             if tk.size is not None and tn.size is not None and len(tk.size) != len(tn.size):
-                diff(f"{k} size", tk.size, tn.size)
+                diff(f"{attr} size", tk.size, tn.size)
     return out
 
 
