@@ -25,7 +25,7 @@ _SAME_VALUES = frozenset(
         "broadcast_to", "ravel", "split", "chunk", "unbind", "gather", "take_along_dim",
         "masked_select", "sort", "topk", "cat", "concat", "stack", "hstack", "vstack", "where",
         "clamp", "clamp_", "abs", "getitem", "_to_copy", "lift_fresh_copy", "new_tensor",
-        "max", "min", "amax", "amin", "maximum", "minimum",
+        "max", "min", "amax", "amin", "maximum", "minimum", "pad", "constant_pad_nd",
     }
 )  # fmt: skip
 # Calls that take indices and do not bound them above (bincount: any non-negative value).
