@@ -390,15 +390,12 @@ def _tuple_code(dims: list[gc.Dim] | None, known: set[str]) -> str:
 def _moved(p: Plan) -> bool:
     """Whether the rebuilt inputs are on another kind of device than the log's (--device, or
     no CUDA here): the outputs are where the inputs are."""
-    r = p.rebuilt
+    codes = {a.name: a.code for a in p.args}
+    by_code = {_item(s): t for s, t in p.rebuilt.tensors.items()}
     for param in p.code.params if p.code is not None else []:
         if param.tensor is None or not param.tensor.device:
             continue
-        for a in p.args:
-            if a.name != param.name or not a.code.startswith("inputs["):
-                continue
-            t = next((t for s, t in r.tensors.items() if a.code == _item(s)), None)
-            dev = getattr(t, "device", None)
-            if dev is not None and dev.type != param.tensor.device.split(":")[0]:
-                return True
+        dev = getattr(by_code.get(codes.get(param.name, "")), "device", None)
+        if dev is not None and dev.type != param.tensor.device.split(":")[0]:
+            return True
     return bool(p.device)

@@ -66,6 +66,7 @@ class _Graph:
     def __init__(self, code: gc.GraphCode, hints: dict[str, int]) -> None:
         self.code = code
         self.hints = hints
+        self.symbols = set(hints)
         self.flow: dict[str, dict[str, int]] = {}  # name -> {param: the most added to it}
         self.maxes: dict[str, int] = {}  # name -> its largest value, where known (arange)
         self.domains: dict[str, Domain] = {}
@@ -100,7 +101,7 @@ class _Graph:
     def _hint(self, d: gc.Dim) -> int | None:
         if isinstance(d, int):
             return d
-        text = gc.dim_code(d, set(self.hints))
+        text = gc.dim_code(d, self.symbols)
         if text is None:
             return None
         try:
