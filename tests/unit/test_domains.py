@@ -49,4 +49,4 @@ def test_an_added_arange_narrows_the_bound_and_a_counter_is_found() -> None:
 
 
 def test_finding_domains_grows_linearly_with_the_graph() -> None:
-    assert_linear(_chain, lambda code: domains.find(code, {"s0": 5}), 200, "domains.find")
+    assert_linear(_chain, lambda code: domains.find(code, {"s0": 5}), 100, "domains.find")
