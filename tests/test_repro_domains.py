@@ -147,3 +147,23 @@ def test_an_output_whose_stride_differs_from_the_log_is_not_reproduced(tmp_path:
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "output sel: stride [1, 4], the log has [4, 1]" in ran.stdout
     assert "output loss: reproduced" in ran.stdout
+
+
+def test_check_accuracy_reports_the_outputs_inductor_draws_differently(tmp_path: Path) -> None:
+    """rng.log draws torch.rand_like inside the graph: inductor draws its own numbers, so that
+    output disagrees with eager (exit 6, named with its largest difference); the other agrees;
+    under aot_eager both agree."""
+    log = FIXTURES / "rng.log"
+    res = run_cli("repro", log, "--compile-id", "0/0", "--run", "--check-accuracy")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert "accuracy add: agrees (largest difference 0.0, tolerance 0.0001)" in res.stdout
+    res = run_cli(
+        "repro", log, "--compile-id", "0/0", "--run", "--check-accuracy", "--backend", "inductor"
+    )
+    assert res.exit_code == EXIT_NO_REPRO
+    assert "accuracy mul: agrees (largest difference 0.0, tolerance 0.0001)" in res.stdout
+    assert (
+        "compile 0/0: the repro is inaccurate: outputs differ from eager beyond the tolerance: "
+        "add (largest difference "
+    ) in res.stderr
+    assert "mul (" not in res.stderr

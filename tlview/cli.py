@@ -445,9 +445,8 @@ def repro(
             f"{path}: compile {o.ref}: the repro will not run here: {o.reason}", EXIT_NO_REPRO
         )
     if o.status in ("failed", "mismatch", "inaccurate"):
-        raise TlviewError(
-            f"{path}: compile {o.ref}: the repro {o.status}: {o.reason}", EXIT_NO_REPRO
-        )
+        what = "is inaccurate" if o.status == "inaccurate" else o.status
+        raise TlviewError(f"{path}: compile {o.ref}: the repro {what}: {o.reason}", EXIT_NO_REPRO)
 
 
 @main.command()
