@@ -185,7 +185,9 @@ def repro(
     A graph with collectives runs on a world of the size they name: `world="gloo"`, that many
     gloo processes here, each on its rank's inputs; `"fake"`, one on torch's fake group.
     `max_bytes` bounds the inputs' memory and disk (default: half of RAM, at most half of the
-    free space where OUT is): a graph past it is skipped, with the figure it needs."""
+    free space where OUT is): a graph past it is skipped, with the figure it needs.
+    `allow_import` names packages to import for third-party ops and tensor subclasses (runs
+    their code); `check_accuracy` (with `run`) compares eager with the backend per output."""
     from tlview.replay.make import ReproOptions, make_one
 
     opts = ReproOptions(
