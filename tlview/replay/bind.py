@@ -125,7 +125,8 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
             p.blockers.append(
                 f"input {source} is a {wrapper}, a tensor subclass tlview did not rebuild "
                 f"(a plain {got.__name__} stands in, so the graph would not do what it did): "
-                "build it at the top of repro.py"
+                "pass --allow-import with the package that defines it, or build it at the top "
+                "of repro.py"
             )
         if param.tensor is not None:
             _device_note(p, source, param.tensor.device)
