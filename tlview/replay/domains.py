@@ -328,12 +328,10 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
             continue
         if d.uses == 0:
             if d.opaque:
-                p.domains.append(
-                    (
-                        source,
-                        f"no domain found: its values reach {', '.join(d.opaque[:3])}, which tlview does not follow; random values",
-                    )
-                )
+                calls = ", ".join(d.opaque[:3])
+                text = f"no domain found: its values reach {calls}, which tlview does not follow"
+                p.domains.append((source, f"{text}; random values"))
+                p.notes.append(f"{source}: an integer input; {text} (its values are random)")
             continue
         if d.bound is None:
             text = f"no domain found: it indexes {d.unknown[0]}, whose size the log does not give"
