@@ -167,3 +167,16 @@ def test_check_accuracy_reports_the_outputs_inductor_draws_differently(tmp_path:
         "add (largest difference "
     ) in res.stderr
     assert "mul (" not in res.stderr
+
+
+def test_jagged_inputs_with_nested_int_sizes_still_reproduce(tmp_path: Path) -> None:
+    """The corpus's subclasses logs size jagged tensors with nested ints (j1), which are no
+    number an index domain is read from: every graph still runs and reproduces."""
+    from conftest import corpus
+
+    out = tmp_path / "r"
+    res = run_cli("repro", corpus("subclasses"), "--all", "-o", out, "--run")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"] == {"ran": 6}
+    assert all(v["verdict"] == "reproduced" for g in summary["graphs"] for v in g["verdicts"])

@@ -366,8 +366,9 @@ def _hints(code: gc.GraphCode, by_name: dict[str, str], tensors: dict[str, Any])
             continue
         for dims, got in ((q.tensor.size, list(t.shape)), (q.tensor.stride, _strides(t))):
             for d, v in zip(dims, got, strict=False):
-                if isinstance(d, str) and gc.is_symbol(d) and d not in out:
-                    out[d] = int(v)
+                # a nested int (a jagged dim, j1) is no number to index with
+                if isinstance(d, str) and gc.is_symbol(d) and d not in out and type(v) is int:
+                    out[d] = v
     return out
 
 
