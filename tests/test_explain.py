@@ -258,3 +258,15 @@ def test_reasons_of_attempts_are_kept_whole() -> None:
         "0/0: L['x'].size()[0] == 32",
         "0/0: L['x'].size()[0] == 3",
     ]
+
+
+def test_a_jagged_inner_attribute_recompile_names_the_jagged_input() -> None:
+    """jagged_recompile.log: the guard names `x._max_seqlen_tensor` (a tensor, now None), an
+    inner tensor of the jagged input L['x']: the change is L['x']'s, not "no input changed"."""
+    cs = by_key(FIXTURES / "jagged_recompile.log")
+    r = cs["0/1"].recompile
+    assert r is not None and r.compared
+    assert "x._max_seqlen_tensor" in r.reasons[0]
+    assert [change_text(x) for x in r.input_changes] == [
+        "L['x'] _max_seqlen_tensor: a tensor -> None"
+    ]

@@ -339,7 +339,9 @@ def test_script_binds_placeholders_symbols_and_bodies(made: dict[str, Any]) -> N
         '"s77": inputs["L[\'x\']"].size(0),' in dyn or "'s77': inputs[\"L['x']\"].size(0)," in dyn
     )
     assert re.search(r"sym\['s77'\],  # s77", dyn)
-    assert re.search(r"\('add', torch\.float32, \(sym\['s77'\] \* sym\['s94'\],\)\)", dyn)
+    assert re.search(
+        r"\('add', torch\.float32, \(sym\['s77'\] \* sym\['s94'\],\), \(1,\), 'cpu'\)", dyn
+    )
     assert "DYNAMIC = True" in dyn
     cond = (Path(made["cases"]["conded"]["path"]) / "repro.py").read_text()
     assert "mod.cond_true_0 = body(BODIES['cond_true_0'], 1, 1)" in cond
@@ -357,7 +359,7 @@ def test_script_binds_placeholders_symbols_and_bodies(made: dict[str, Any]) -> N
         "inputs[\"L['self']._modules['l1']._parameters['weight']\"],  # L_self_modules_l1_parameters_weight_"
         in mlp
     )
-    assert "('mul', torch.float32, (3, 4))," in mlp
+    assert "('mul', torch.float32, (3, 4), (4, 1), 'cpu')," in mlp
     assert f"COMPILE_ID = {made['cases']['forward']['compile_id']!r}" in mlp
     assert "LOG_TORCH_VERSION = '2." in mlp
 
@@ -794,8 +796,8 @@ def test_ids_looked_up_in_a_small_embedding_stay_within_its_rows(tmp_path: Path)
     assert "outputs match the shapes and dtypes in the log" in res.stdout
     code = (out / "repro.py").read_text()
     assert (
-        "L['ids'] indexes an embedding of 2 rows (L_self_modules_types_parameters_weight_): its "
-        "random values are taken modulo 2" in code
+        "L['ids'] indexes an embedding of 2 rows (l_self_modules_types_parameters_weight_) "
+        "(graph line 8): its random values are taken modulo 2" in code
     )
     from tlview import load_inputs
 

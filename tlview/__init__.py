@@ -180,6 +180,8 @@ def repro(
     world: str = "gloo",
     max_bytes: int | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    allow_import: Sequence[str] = (),
+    check_accuracy: bool = False,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -188,12 +190,15 @@ def repro(
     gloo processes here, each on its rank's inputs; `"fake"`, one on torch's fake group.
     `max_bytes` bounds the inputs' memory and disk (default: half of RAM, at most half of the
     free space where OUT is): a graph past it is skipped, with the figure it needs. With `run`,
-    a repro still running after `timeout` seconds (None: no limit) is stopped and failed."""
+    a repro still running after `timeout` seconds (None: no limit) is stopped and failed.
+    `allow_import` names packages to import for third-party ops and tensor subclasses (runs
+    their code); `check_accuracy` (with `run`) compares eager with the backend per output."""
     from tlview.replay.make import ReproOptions, make_one
 
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
-        max_bytes=max_bytes, timeout=timeout,
+        max_bytes=max_bytes, timeout=timeout, allow_import=tuple(allow_import),
+        check_accuracy=check_accuracy,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     return make_one(_graphs(log, progress), compile_id, where, opts)
@@ -213,6 +218,8 @@ def repro_all(
     world: str = "gloo",
     max_bytes: int | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    allow_import: Sequence[str] = (),
+    check_accuracy: bool = False,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
     `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
@@ -220,7 +227,8 @@ def repro_all(
 
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
-        max_bytes=max_bytes, world=world, timeout=timeout,
+        max_bytes=max_bytes, world=world, timeout=timeout, allow_import=tuple(allow_import),
+        check_accuracy=check_accuracy,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None

@@ -430,6 +430,21 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
     help="A graph with collectives: run it on N gloo processes here (N read off its calls), "
     "or in one process on torch's fake process group (shapes only, no communication).",
 )
+@click.option(
+    "--allow-import",
+    "allow_import",
+    multiple=True,
+    metavar="PKG",
+    help="Import PKG (and its modules the graph's code names) before checking the graph's ops, "
+    "and in repro.py: third-party custom ops and tensor subclasses (runs its code).",
+)
+@click.option(
+    "--check-accuracy",
+    "check_accuracy",
+    is_flag=True,
+    help="With --run: run the graph eagerly and under the backend (--backend, default "
+    "aot_eager) on the same inputs and compare the values (exit 6 if any output disagrees).",
+)
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
 @latest_option
 def repro(
@@ -445,6 +460,8 @@ def repro(
     run_now: bool,
     timeout: float,
     world: str,
+    allow_import: tuple[str, ...],
+    check_accuracy: bool,
     force: bool,
     latest: bool,
 ) -> None:
@@ -460,6 +477,11 @@ def repro(
         raise TlviewError("give --compile-id ID for one graph, or --all", EXIT_USAGE)
     if output is None and (all_graphs or not run_now):
         raise TlviewError("give -o DIR: where to write the repro", EXIT_USAGE)
+    if check_accuracy and not run_now:
+        raise TlviewError("--check-accuracy needs --run: it compares values of a run", EXIT_USAGE)
+    from tlview.replay.thirdparty import check_names
+
+    check_names(allow_import)
     from tlview.units import parse_bytes
 
     limit = None if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
@@ -470,6 +492,8 @@ def repro(
         outcomes = tlview.repro_all(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
             force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
+            allow_import=allow_import,
+            check_accuracy=check_accuracy,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
             say(line)
@@ -492,8 +516,9 @@ def repro(
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
         run=run_now, force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
+        allow_import=allow_import, check_accuracy=check_accuracy,
     )  # fmt: skip
-    ran = run_now and o.status in ("ran", "mismatch", "failed")
+    ran = run_now and o.status in ("ran", "mismatch", "inaccurate", "failed")
     for note in [] if ran else o.notes:  # a repro that ran printed its notes itself
         say(f"tlview: note: {note}", err=True)
     if o.status == "skipped":
@@ -504,10 +529,9 @@ def repro(
         raise TlviewError(
             f"{path}: compile {o.ref}: the repro will not run here: {o.reason}", EXIT_NO_REPRO
         )
-    if o.status in ("failed", "mismatch"):
-        raise TlviewError(
-            f"{path}: compile {o.ref}: the repro {o.status}: {o.reason}", EXIT_NO_REPRO
-        )
+    if o.status in ("failed", "mismatch", "inaccurate"):
+        what = "is inaccurate" if o.status == "inaccurate" else o.status
+        raise TlviewError(f"{path}: compile {o.ref}: the repro {what}: {o.reason}", EXIT_NO_REPRO)
 
 
 @main.command()

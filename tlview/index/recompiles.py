@@ -279,4 +279,19 @@ def tensor_changes(
     diff("storage_offset", tb.storage_offset, ta.storage_offset)
     for f in FLAGS:
         diff(f, tb.flag(f), ta.flag(f))
+    # A subclass's inner tensors (a jagged tensor's `_max_seqlen_tensor`, now None): the guard
+    # names the inner attribute, and the change is the input's.
+    for attr in dict.fromkeys([*b.inner, *a.inner]):
+        tk, tn = b.inner.get(attr), a.inner.get(attr)
+        if (tk is None) != (tn is None):
+            out.append(InputChange(src, attr, _inner(tk), _inner(tn)))
+        elif tk is not None and tn is not None:
+            diff(f"{attr} dtype", tk.fields.get("dtype"), tn.fields.get("dtype"))
+            if tk.size is not None and tn.size is not None and len(tk.size) != len(tn.size):
+                diff(f"{attr} size", tk.size, tn.size)
     return out
+
+
+def _inner(t: Any) -> str:
+    """An inner tensor in a recompile's words: `a tensor` or `None`."""
+    return "None" if t is None else "a tensor"

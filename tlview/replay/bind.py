@@ -8,6 +8,7 @@ from typing import Any
 
 from tlview.index.dims import arg_name
 from tlview.model import Dim
+from tlview.replay import domains
 from tlview.replay import graphcode as gc
 from tlview.replay.planned import Arg, Plan
 from tlview.units import number
@@ -114,7 +115,8 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
             p.blockers.append(
                 f"input {source} is a {wrapper}, a tensor subclass tlview did not rebuild "
                 f"(a plain {got.__name__} stands in, so the graph would not do what it did): "
-                "build it at the top of repro.py"
+                "pass --allow-import with the package that defines it, or build it at the top "
+                "of repro.py"
             )
         if param.tensor is not None:
             _device_note(p, source, param.tensor.device)
@@ -148,7 +150,10 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
             f"the graph changes {which} that require{'s' if len(leaves) == 1 else ''} grad: "
             "torch ran it with grad off (an optimizer step does), and so does run()"
         )
-    _bound_lookups(p, code, by_name)
+    try:
+        domains.apply(p, code, by_name, p.mode)
+    except Exception as e:  # a bug here must not cost the repro: its inputs stay random
+        p.notes.append(f"integer inputs' domains not found (a bug in tlview: {type(e).__name__})")
     p.dynamic = any(param.sym is not None for param in code.params)
     for name in code.outputs:
         tt = code.output_type(name)
@@ -180,31 +185,6 @@ def _merged(notes: list[str], sources: set[str]) -> list[str]:
             more = len(who) - 1
             out.append(f"{who[0]} and {more} more input{'s' if more > 1 else ''}: {text}")
     return out
-
-
-_EMBEDDING = re.compile(r"torch\.nn\.functional\.embedding\((\w+), (\w+)[,)]")
-
-
-def _bound_lookups(p: Plan, code: gc.GraphCode, by_name: dict[str, str]) -> None:
-    """Random integers (0 to 7) index past a small embedding (BERT's two token types): wrap the
-    values of an input the graph looks rows up with into the rows of the weight it indexes."""
-    params = {q.name.lower(): q for q in code.params}
-    for index, weight in _EMBEDDING.findall(code.text):
-        q, w = params.get(index.lower()), params.get(weight.lower())
-        if q is None or w is None or w.tensor is None or not w.tensor.size:
-            continue
-        rows = w.tensor.size[0]
-        source = by_name.get(q.name)
-        t = p.rebuilt.tensors.get(source) if source is not None else None
-        if t is None or not isinstance(rows, int) or rows <= 0 or t.device.type == "meta":
-            continue
-        if t.is_floating_point() or t.is_complex() or t.numel() == 0 or int(t.max()) < rows:
-            continue
-        t.remainder_(rows)
-        p.notes.append(
-            f"{source} indexes an embedding of {rows} rows ({w.name}): its random values are "
-            f"taken modulo {rows}"
-        )
 
 
 _MESH_TYPES = frozenset({"torch.distributed.device_mesh.DeviceMesh", "DeviceMesh"})
@@ -368,7 +348,8 @@ def _symbol_table(
 
 
 def outputs(p: Plan, code: gc.GraphCode) -> None:
-    """The dtype and shape code of each output, as the graph annotates or the log sizes it."""
+    """The dtype, shape, stride and device code of each output, as the graph annotates or the
+    log sizes it."""
     known = {s for s, _ in p.symbols}
     sizes = (p.graph.meta or {}).get("sizes") if p.graph else None
     sizes = sizes if isinstance(sizes, dict) else {}
@@ -377,16 +358,42 @@ def outputs(p: Plan, code: gc.GraphCode) -> None:
         ann = code.annotations.get(name) if name else None
         tt = gc.tensor_type(ann)
         dims: list[Dim] | None = None
+        steps: list[Dim] | None = None
         dtype = "None"
+        device: str | None = None
         if tt is not None:
-            dims = tt.size
+            dims, steps, device = tt.size, tt.stride, tt.device or None
             if tt.torch_dtype:
                 dtype = f"torch.{tt.torch_dtype}"
+            if tt.wrapper:  # a subclass prints its own strides and device: not compared
+                steps, device = None, None
         elif name and ann is None and isinstance(sizes.get(name), list):
             dims = [_int_or(d) if isinstance(d, str) else d for d in sizes[name]]
         if dims is None or not all(isinstance(d, int | str) for d in dims):
-            p.outputs.append((label, dtype, "None"))
+            p.outputs.append((label, dtype, "None", "None", device))
             continue
-        parts = [gc.dim_code(d, known) or "None" for d in dims]
-        shape = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-        p.outputs.append((label, dtype, shape))
+        p.outputs.append(
+            (label, dtype, _tuple_code(dims, known), _tuple_code(steps, known), device)
+        )
+    p.moved = _moved(p)
+
+
+def _tuple_code(dims: list[Dim] | None, known: set[str]) -> str:
+    if dims is None or not all(isinstance(d, int | str) for d in dims):
+        return "None"
+    parts = [gc.dim_code(d, known) or "None" for d in dims]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _moved(p: Plan) -> bool:
+    """Whether the rebuilt inputs are on another kind of device than the log's (--device, or
+    no CUDA here): the outputs are where the inputs are."""
+    codes = {a.name: a.code for a in p.args}
+    by_code = {_item(s): t for s, t in p.rebuilt.tensors.items()}
+    for param in p.code.params if p.code is not None else []:
+        if param.tensor is None or not param.tensor.device:
+            continue
+        dev = getattr(by_code.get(codes.get(param.name, "")), "device", None)
+        if dev is not None and dev.type != param.tensor.device.split(":")[0]:
+            return True
+    return bool(p.device)

@@ -57,15 +57,30 @@ def run_one(d: Path) -> dict[str, Any]:
     describe = ns["describe"]
     rec["outputs"] = [describe(o) for o in result["outputs"]]
     problems = [str(p) for p in result["problems"]]
+    rec["verdicts"] = [[str(n), str(v)] for n, v in result.get("verdicts", [])]
     rec["status"] = "mismatch" if problems else "ran"
     if problems:
         rec["reason"] = "; ".join(problems)[:MAX_REASON]
+    acc = [[str(n), str(v), w, float(t)] for n, v, w, t in result.get("accuracy", [])]
+    if "accuracy" in result:
+        rec["accuracy"] = acc
+    bad = [a for a in acc if a[1] != "agrees"]
+    if bad and not problems:
+        rec["status"] = "inaccurate"
+        rec["reason"] = (
+            "outputs differ from eager beyond the tolerance: "
+            + ", ".join(f"{a[0]} (largest difference {a[2]}, tolerance {a[3]})" for a in bad)
+        )[:MAX_REASON]
     how = "as it is" if ns.get("BACKEND") is None else f"compiled with {ns['BACKEND']}"
     print(f"graph {ns['COMPILE_ID']} ran {how}: " + ", ".join(rec["outputs"]))
+    for name, verdict in rec["verdicts"]:
+        print(f"output {name}: {verdict}")
     for p in problems:
         print("MISMATCH:", p)
     if not problems:
         print("outputs match the shapes and dtypes in the log", flush=True)
+    for name, verdict, worst, tol in acc:
+        print(f"accuracy {name}: {verdict} (largest difference {worst}, tolerance {tol})")
     return rec
 
 

@@ -27,9 +27,12 @@ from tlview.units import nbytes
 SUMMARY = "summary.json"
 SUMMARY_FORMAT = "tlview.repro/1"
 
-# What became of one graph: its repro ran (and matched), ran and differed, failed, was written
+# What became of one graph: its repro ran (and matched), ran and differed (from the log's
+# annotations, or with --check-accuracy from eager beyond the tolerance), failed, was written
 # (not run), cannot run here, or was not made; in the order the summary lists them.
-OutcomeStatus = Literal["ran", "mismatch", "failed", "written", "blocked", "skipped"]
+OutcomeStatus = Literal[
+    "ran", "mismatch", "inaccurate", "failed", "written", "blocked", "skipped"
+]  # fmt: skip
 OUTCOMES: tuple[OutcomeStatus, ...] = get_args(OutcomeStatus)
 
 
@@ -45,6 +48,10 @@ class Outcome:
     reason: str | None = None
     outputs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Each output against the log's annotation after a run: name, "reproduced" or what differs
+    verdicts: list[tuple[str, str]] = field(default_factory=list)
+    # --check-accuracy: name, "agrees"/"disagrees", largest difference (None: not comparable), tol
+    accuracy: list[tuple[str, str, float | None, float]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +63,17 @@ class Outcome:
             "reason": self.reason,
             "outputs": self.outputs,
             "notes": self.notes,
+            "verdicts": [{"output": n, "verdict": v} for n, v in self.verdicts],
+            **(
+                {
+                    "accuracy": [
+                        {"output": n, "verdict": v, "max_difference": d, "tolerance": t}
+                        for n, v, d, t in self.accuracy
+                    ]
+                }
+                if self.accuracy
+                else {}
+            ),
         }
 
 
@@ -82,6 +100,8 @@ class ReproOptions:
     max_bytes: int | None = None
     world: str = "gloo"  # a collective graph's world: N gloo processes, or torch's fake group
     timeout: float | None = DEFAULT_TIMEOUT  # seconds each repro may run (--timeout)
+    allow_import: tuple[str, ...] = ()  # packages whose ops and tensor subclasses it may import
+    check_accuracy: bool = False  # run eagerly and under the backend, and compare the values
 
 
 @dataclass(slots=True)
@@ -141,7 +161,13 @@ def rebuilder(opts: ReproOptions, budget: ReproBudget) -> Callable[[Compile], An
 
     need_torch("writing a repro")  # exit 5, as for every command that needs torch
 
-    how = RebuildOptions(mode=opts.mode, seed=opts.seed, device=opts.device, max_bytes=1 << 62)
+    how = RebuildOptions(
+        mode=opts.mode,
+        seed=opts.seed,
+        device=opts.device,
+        max_bytes=1 << 62,
+        allow_import=opts.allow_import,
+    )
 
     def build(c: Compile) -> Any:
         budget.check(c)  # a TlviewError: the plan says "inputs not rebuilt: <why>"
@@ -213,7 +239,7 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptio
     """The repro of one compile: written to OUT, and run with --run."""
     ref, c, moved = select(report, compile_id)
     budget = ReproBudget(default_bytes(out) if opts.max_bytes is None else opts.max_bytes)
-    p = plan(ref, c, report, rebuilder(opts, budget), opts.device)
+    p = plan(ref, c, report, rebuilder(opts, budget), opts.device, opts.mode, opts.allow_import)
     world(p, report, opts, budget)
     if moved:
         p.notes.insert(0, moved)
@@ -222,7 +248,7 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptio
         return outcome
     with _directory(out) as d:
         try:
-            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world)
+            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy)
         except TlviewError as e:
             if e.exit_code != EXIT_NO_REPRO:
                 raise
@@ -261,7 +287,7 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     for ref, c in graphs(report):
         budget.settle(None)  # what a graph skipped before it built is no longer held
         try:
-            p = plan(ref, c, report, rebuild, opts.device)
+            p = plan(ref, c, report, rebuild, opts.device, opts.mode, opts.allow_import)
             world(p, report, opts, budget)
         except TlviewError:
             raise
@@ -276,7 +302,7 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
         d = out / folders.take(ref)
         written = False
         try:
-            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world)
+            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy)
             written = True
         except TlviewError as e:  # a file in the way, a hostile graph's script refused
             o.reason = e.message
@@ -321,12 +347,24 @@ class Folders:
 
 def _apply(o: Outcome, res: dict[str, Any]) -> None:
     status = res.get("status")
-    o.status = status if status in ("ran", "mismatch", "failed") else "failed"
+    o.status = status if status in ("ran", "mismatch", "inaccurate", "failed") else "failed"
     o.reason = res.get("reason") if o.status != "ran" else None
     if o.status == "failed" and not o.reason:
         o.reason = "the repro did not report a result"
     outs = res.get("outputs")
     o.outputs = [str(x) for x in outs] if isinstance(outs, list) else []
+    got = res.get("verdicts")
+    o.verdicts = [
+        (str(v[0]), str(v[1]))
+        for v in (got if isinstance(got, list) else [])
+        if isinstance(v, list) and len(v) == 2
+    ]
+    acc = res.get("accuracy")
+    o.accuracy = [
+        (str(a[0]), str(a[1]), a[2] if isinstance(a[2], float) else None, float(a[3]))
+        for a in (acc if isinstance(acc, list) else [])
+        if isinstance(a, list) and len(a) == 4 and isinstance(a[3], int | float)
+    ]
 
 
 def write_summary(
@@ -358,6 +396,11 @@ def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
     for o in outcomes:
         line = f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}"
         lines.append(line.rstrip())
+        lines += [f"{'':<{width}}    output {n}: {v}" for n, v in o.verdicts]
+        lines += [
+            f"{'':<{width}}    accuracy {n}: {v} (largest difference {d}, tolerance {t})"
+            for n, v, d, t in o.accuracy
+        ]
     counts = {s: sum(o.status == s for o in outcomes) for s in OUTCOMES}
     total = len(outcomes)
     parts = [f"{n} {s}" for s, n in counts.items() if n]

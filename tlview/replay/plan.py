@@ -7,13 +7,13 @@ import importlib
 import math
 import operator
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tlview.analyze.names import GRAPH_KIND
 from tlview.errors import TlviewError
 from tlview.model import Compile, Payload, Report
-from tlview.replay import bind
+from tlview.replay import bind, thirdparty
 from tlview.replay import graphcode as gc
 from tlview.replay.bind import lazy_torch
 from tlview.replay.planned import Body, Plan
@@ -81,6 +81,8 @@ def plan(
     report: Report,
     rebuild: Callable[[Compile], Any],
     device: str | None = None,
+    mode: str = "random",
+    allow_import: Sequence[str] = (),
 ) -> Plan:
     """Check a graph, bind its inputs and work out its outputs; say why where something fails."""
     log = next((lg for lg in report.logs if lg.name == c.log), None)
@@ -91,6 +93,7 @@ def plan(
         torch_version=report.torch_version,
         graph=graph_of(c),
         device=device,
+        mode=mode,
         job_ranks=report.ranks,
     )
     p.fatal = _read_graph(p)
@@ -103,6 +106,9 @@ def plan(
     _check_names(p, code)
     if p.fatal:
         return p
+    if allow_import:  # before the ops are looked up: importing them registers theirs
+        p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
+        p.blockers += failed
     _check_ops(p, code)
     if c.status == "failed":
         why = f": {c.fail_type}" if c.fail_type else ""
@@ -176,9 +182,13 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
             p.registers.extend(m for m in modules if m not in p.registers)
             continue
         if not _op_exists(ns, name):
+            files = thirdparty.modules_named((p.graph.text if p.graph else None) or "", ns)
+            named = f" (the graph's code names {', '.join(files[:2])})" if files else ""
             p.blockers.append(
                 f"the graph calls the custom op {ns}::{name}, which the program registered at "
-                "run time; import the library that defines it at the top of repro.py"
+                f"run time: pass --allow-import {ns if gc.is_identifier(ns) else 'PACKAGE'} "
+                f"to import the package that defines it{named}, or import it at the top of "
+                "repro.py"
             )
     if p.collectives:
         world_of(p, p.graph.text if p.graph is not None and p.graph.text else "")

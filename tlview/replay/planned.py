@@ -50,9 +50,12 @@ class Plan:
     symbols: list[tuple[str, str]] = field(default_factory=list)  # symbol -> code
     attrs: list[tuple[str, str]] = field(default_factory=list)  # self attribute -> source
     bodies: list[Body] = field(default_factory=list)
-    outputs: list[tuple[str, str, str]] = field(default_factory=list)  # name, dtype, shape code
+    # name, dtype, shape, stride code and logged device of each output
+    outputs: list[tuple[str, str, str, str, str | None]] = field(default_factory=list)
+    moved: bool = False  # the inputs are not on the log's kind of device
     std: list[tuple[str, str, str]] = field(default_factory=list)  # name, module, attribute
     registers: list[str] = field(default_factory=list)  # torch modules that define its ops
+    imports: list[str] = field(default_factory=list)  # modules --allow-import let it import
     collectives: bool = False
     world: int = 1  # ranks its collectives ran on (all_gather_into_tensor(x, 2, '0'): 2)
     groups: list[str] = field(default_factory=list)  # process group names its collectives use
@@ -61,6 +64,9 @@ class Plan:
     no_grad: bool = False  # run the graph with grad off
     dynamic: bool = False
     device: str | None = None  # --device
+    mode: str = "random"  # --mode: values of the rebuilt inputs
+    # Each integer input's domain, in words: source -> where its values were kept (or why not)
+    domains: list[tuple[str, str]] = field(default_factory=list)
     rebuilt: Any = None  # rebuild.Rebuilt
     job_ranks: list[int] = field(default_factory=list)  # the ranks of the logs read
 

@@ -26,6 +26,7 @@ def script_text(
     literal: Callable[[Any], str] = repr,
     mode: str = "random",
     world: str = "gloo",
+    check_accuracy: bool = False,
 ) -> str:
     """The text of repro.py. `literal` writes every string from the log (repr: a Python literal)."""
     assert p.code is not None and p.graph is not None and p.graph.text is not None
@@ -48,6 +49,7 @@ def script_text(
         notes=[*p.blockers, *p.notes],
         std_modules=sorted({m for _, m, _ in p.std}),
         registers=p.registers,
+        imports=p.imports,
         std_names=p.std,
         bodies=p.bodies,
         collectives=p.collectives,
@@ -60,6 +62,9 @@ def script_text(
         symbols=p.symbols,
         args=p.args,
         outputs=p.outputs,
+        moved=p.moved,
+        check_accuracy=check_accuracy,
+        domains=p.domains,
     )
     return script + "\n"  # the one environment drops a template's last newline
 
@@ -70,13 +75,21 @@ def rank_key(p: Plan, rank: int) -> str:
 
 
 def verify(
-    p: Plan, script: str, backend: str | None, mode: str = "random", world: str = "gloo"
+    p: Plan,
+    script: str,
+    backend: str | None,
+    mode: str = "random",
+    world: str = "gloo",
+    check_accuracy: bool = False,
 ) -> None:
     """Check that strings from the log stayed strings: the script must parse to the same tree
     as one written with every string replaced by a harmless one."""
     try:
         got = _shape(ast.parse(script))
-        ref = _shape(ast.parse(script_text(p, backend, literal=_blank, mode=mode, world=world)))
+        blank = script_text(
+            p, backend, literal=_blank, mode=mode, world=world, check_accuracy=check_accuracy
+        )
+        ref = _shape(ast.parse(blank))
     except SyntaxError as e:
         raise TlviewError(
             f"repro.py would not parse ({e.msg}): not written", EXIT_NO_REPRO
@@ -106,14 +119,15 @@ def write_files(
     force: bool,
     mode: str = "random",
     world: str = "gloo",
+    check_accuracy: bool = False,
 ) -> None:
     """Write repro.py and inputs.pt into OUT (created if missing); a graph of a world of N
     ranks gets each rank's inputs too."""
     from tlview.runtime.output import output as open_output
     from tlview.tensors import emit
 
-    script = script_text(p, backend, mode=mode, world=world)
-    verify(p, script, backend, mode, world)
+    script = script_text(p, backend, mode=mode, world=world, check_accuracy=check_accuracy)
+    verify(p, script, backend, mode, world, check_accuracy)
     make_dir(out)
     obj = emit.saved(
         [(p.compile.key, p.rebuilt)] + [(rank_key(p, r), rb) for r, rb in p.ranks],

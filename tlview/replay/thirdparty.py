@@ -1,0 +1,61 @@
+"""Third-party custom ops: the packages a user lets a repro import (`--allow-import PKG`), and the
+modules of them the graph's own `# File:` comments name, which register ops when imported
+(`transformers.integrations.moe` defines `transformers::grouped_mm_fallback`)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Sequence
+
+from tlview.errors import EXIT_USAGE, TlviewError
+
+# `# File: /site-packages/transformers/integrations/moe.py:88 in forward, code: ...`
+_FILE = re.compile(r"^\s*# File: (\S+?\.py):\d+ in ", re.M)
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def check_names(allow: Sequence[str]) -> None:
+    """A usage error for a name that is not a dotted module name."""
+    for m in allow:
+        if not _MODULE.fullmatch(m):
+            raise TlviewError(f"--allow-import {m!r}: not a module name", EXIT_USAGE)
+
+
+def modules_named(text: str, package: str) -> list[str]:
+    """The modules of PACKAGE whose files the graph's `# File:` comments name, in order."""
+    out: list[str] = []
+    top = package.split(".")[0]
+    for path in _FILE.findall(text):
+        parts = path.replace("\\", "/").split("/")
+        if top not in parts[:-1]:
+            continue
+        at = len(parts) - 1 - parts[::-1].index(top)
+        names = [*parts[at:-1], parts[-1][:-3]]
+        if names[-1] == "__init__":
+            names.pop()
+        mod = ".".join(names)
+        inside = mod == package or mod.startswith(package + ".")
+        if _MODULE.fullmatch(mod) and inside and mod not in out:
+            out.append(mod)
+    return out
+
+
+def import_allowed(allow: Sequence[str], text: str) -> tuple[list[str], list[str]]:
+    """Import each allowed package and the modules of it the graph's code names: the modules
+    imported (for repro.py), and one line per module that failed to import."""
+    done: list[str] = []
+    failed: list[str] = []
+    for package in allow:
+        for mod in [package, *modules_named(text, package)]:
+            if mod in done:
+                continue
+            try:
+                importlib.import_module(mod)
+            except Exception as e:  # the user's package: whatever it raises is its own
+                failed.append(
+                    f"--allow-import {package}: import {mod} failed: {type(e).__name__}: {e}"
+                )
+                continue
+            done.append(mod)
+    return done, failed
