@@ -143,7 +143,9 @@ def test_an_output_whose_stride_differs_from_the_log_is_not_reproduced(tmp_path:
     ret = "return (view_3, loss, oh, sel)"
     assert ret in text
     script.write_text(text.replace(ret, "return (view_3, loss, oh, sel.t().contiguous().t())"))
-    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    ran = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False, timeout=300
+    )
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "output sel: stride [1, 4], the log has [4, 1]" in ran.stdout
     assert "output loss: reproduced" in ran.stdout
