@@ -71,12 +71,23 @@ def _artifact(name: str, value: Any, cid: tuple[int, int]) -> bytes:
 
 def test_numbers_of_5000_digits_give_every_report(tmp_path: Path) -> None:
     log = tmp_path / "digits.log"
-    log.write_bytes(interned("/m.py") + hostile_numbers() + hostile_numbers((1, 0)))
-    for fmt in ("json", "text", "html", "perfetto"):
+    # A recompile whose failed guard's stack names a line of 5,000 digits (annotations read it).
+    why = f"tensor 'x' size mismatch\n  File \"/m.py\", line {HUGE}, in f\n    y = g(x)"
+    reasons = record("artifact", {"name": "recompile_reasons", "encoding": "json"}, (0, 1),
+                     payload=json.dumps([why]))  # fmt: skip
+    again = start((0, 1)) + metrics((0, 1))
+    log.write_bytes(
+        interned("/m.py") + hostile_numbers() + reasons + again + hostile_numbers((1, 0))
+    )
+    for fmt in ("json", "text", "html", "perfetto", "markdown"):
         res = run("report", str(log), "--format", fmt, "-v")
         assert_clean_exit(res, EXIT_OK, fmt)
+    for form in ("github", "plain"):
+        res = run("report", str(log), "-o", str(tmp_path / "r.json"), "--annotations", form)
+        assert_clean_exit(res, EXIT_OK, f"--annotations {form}")
+        assert HUGE not in res.stdout_bytes.decode()
     doc = orjson.loads(run("report", str(log), "--format", "json").stdout_bytes)
-    assert [c["key"] for c in doc["compiles"]] == ["0/0", "1/0"]
+    assert [c["key"] for c in doc["compiles"]] == ["0/0", "0/1", "1/0"]
     res = run("report", str(log), "--format", "html", "--compile-id", "0/0")
     assert_clean_exit(res, EXIT_OK, "html --compile-id")
 

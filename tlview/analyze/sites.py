@@ -14,6 +14,7 @@ from tlview.analyze.diff import Diff, norm
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import break_title, short
 from tlview.model import Compile, Report, StackFrame
+from tlview.units import number
 
 # The most annotations of each level written: GitHub shows 10 errors and 10 warnings of a step.
 MAX_PER_LEVEL = 10
@@ -61,8 +62,9 @@ def _place(where: str | None, c: Compile) -> tuple[str, int] | None:
     """A place torch named (`file:line`) when it is the user's, else the compile's user frame,
     else the first line of the frame it compiled (torch logged no stack)."""
     m = _PLACE.match(where or "")
-    if m and not is_torch(m.group(1)):
-        return m.group(1), int(m.group(2))
+    line = number(m.group(2)) if m else None  # a line of 5,000 digits is no line
+    if m and line is not None and not is_torch(m.group(1)):
+        return m.group(1), line
     f = user_frame(c.stack)
     if f is not None:
         return f.file, f.line
