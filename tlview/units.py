@@ -132,7 +132,7 @@ def parse_bytes(text: str, what: str = "size") -> int:
 
 
 MAX_DIGITS = 19  # digits of a number read from text: below 2**64, so JSON and int64 take it
-_DIGITS = re.compile(r"-?[0-9]{1,19}", re.ASCII)
+_DIGITS = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}", re.ASCII)
 
 
 def number(text: str | bytes) -> int | None:

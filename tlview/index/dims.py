@@ -14,7 +14,6 @@ from tlview.index.annotations import sym_expr, tensor_type
 from tlview.model import Compile, Dim, Input, Payload, Symbol, TensorDesc
 from tlview.units import number
 
-_NUMBER = re.compile(r"-?\d+")
 _SYMBOL = re.compile(r"[su]\d+")
 _RANGE = re.compile(r"\[(-?\d+|-?int_oo|-?oo), (-?\d+|-?int_oo|-?oo)\]")
 _SIZE_SOURCE = re.compile(r"(.+)\.size\(\)\[(\d+)\]")

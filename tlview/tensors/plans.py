@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tlview.index.dims import GraphDims, graph_dims
+from tlview.index.kinds import is_int
 from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
 from tlview.tensors.exprs import eval_expr
 from tlview.tensors.mesh import MESH_BYTES_PER_RANK, dtensor_plan, is_dtensor, mesh_ranks
@@ -527,9 +528,7 @@ def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
     if p.unwrapped is not None:
         p.bdim = _link(f("bdim"))
         lvl = f("level")
-        p.level = (
-            int(lvl) if isinstance(lvl, int | str) and re.fullmatch(r"-?\d+", str(lvl)) else None
-        )
+        p.level = lvl if is_int(lvl) else number(lvl) if isinstance(lvl, str) else None
     p.compressed = (
         _link(f("crow_indices")) if "crow_indices" in fields else _link(f("ccol_indices"))
     )
