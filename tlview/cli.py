@@ -138,8 +138,7 @@ def report(
     path = newest(path) if latest else path
     source = path
     if f.rereads:  # the trace reads the log again: a pipe is read once, into a file
-        wanted = (b'"chromium_event"', b'"str"', b"inductor_runtime_and_tensor_meta")
-        source = click.get_current_context().with_resource(rereadable(path, wanted))
+        source = click.get_current_context().with_resource(rereadable(path, f.rereads))
     checks: list[Check] = []
     if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
         from tlview.analyze.gate import parse_checks

@@ -42,7 +42,9 @@ class Format:
     module: str  # has write(subject, out, opts)
     import_ns: float = 0.0  # importing it, measured: done while a second reader still reads
     keep: str | None = None  # "module:function" giving the payload texts it needs kept
-    rereads: bool = False  # reads the logs again: a log from a pipe is copied first
+    # Reads the logs again (a log from a pipe is copied first), and only these records'
+    # payloads, by a marker in their line: the copy keeps the other payloads as empty lines.
+    rereads: tuple[bytes, ...] = ()
 
     def renderer(self) -> Renderer:
         write: Renderer = importlib.import_module(self.module).write
@@ -74,7 +76,12 @@ REPORT_FORMATS: dict[str, Format] = {
             import_ns=25e6,
             keep="tlview.render.html.budget:keep",
         ),
-        Format("perfetto", "tlview.render.perfetto", rereads=True),
+        Format(
+            "perfetto",
+            "tlview.render.perfetto",
+            # its events, the file names they are interned by, inductor's runtime estimates
+            rereads=(b'"chromium_event"', b'"str"', b"inductor_runtime_and_tensor_meta"),
+        ),
         Format("markdown", "tlview.render.markdown.report"),
     )
 }
