@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from tlview.replay.run import DEFAULT_TIMEOUT, TAIL_BYTES, Tail, run_scripts
+from tlview.replay import DEFAULT_TIMEOUT
+from tlview.replay.run import TAIL_BYTES, Tail, run_scripts
 
 pytestmark = pytest.mark.slow  # each case starts Python processes and waits out a timeout
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from tlview.errors import TlviewError
-from tlview.replay.run import DEFAULT_TIMEOUT
+from tlview.replay import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff

@@ -21,7 +21,7 @@ from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
 from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
 from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
-from tlview.replay.run import DEFAULT_TIMEOUT
+from tlview.replay import DEFAULT_TIMEOUT
 from tlview.runtime.cores import meanwhile
 from tlview.runtime.output import Output
 

@@ -18,9 +18,10 @@ from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.index.keep import Keep
 from tlview.model import Compile, Report
+from tlview.replay import DEFAULT_TIMEOUT
 from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, plan
 from tlview.replay.planned import Plan
-from tlview.replay.run import DEFAULT_TIMEOUT, WARNING, run_scripts
+from tlview.replay.run import WARNING, run_scripts
 from tlview.replay.script import INPUTS, SCRIPT, make_dir, slug, write_files
 from tlview.units import nbytes
 

@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from tlview.inert import clean
+from tlview.replay import DEFAULT_TIMEOUT
 
 WARNING = (
     "tlview: --run executes code taken from the log: the graph in {script} runs in a new "
     "Python process, with whatever it calls. Run only logs you trust."
 )
-# Seconds one repro may run (import, compile and run) before its process is stopped (--timeout).
-DEFAULT_TIMEOUT = 600.0
 TAIL_BYTES = 64 * 1024  # of each of the child's streams, what is kept for the reason and tail
 TAIL_LINES = 20  # lines of a dead or stopped child's output its result keeps
 _CHUNK = 64 * 1024
