@@ -34,6 +34,7 @@ from tlview.parse import MAX_BAD_KEPT, Record
 from tlview.runtime.store import SHARED_MIN, OpenCompiles, Strings
 
 CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
+MAX_LOGGED_FRAMES = 1 << 16  # frames found by their logged fields, per process (then forgotten)
 
 
 @dataclass(slots=True)
@@ -68,6 +69,9 @@ class Core:
         # One copy of each stack frame: every compile of a frame, and every recompile, logs the
         # same stack, and the final pass keeps each compile's (store.Facts).
         self.frames: dict[StackFrame, StackFrame] = {}
+        # ... and found again by its fields as logged, unchecked: a well-typed frame seen
+        # before needs neither a check nor a new StackFrame (a symbol's stack is one per record).
+        self.logged_frames: dict[tuple[int | str, int, str, str | None], StackFrame] = {}
         # Reading a later part of a split log: events that end here began in the part before.
         self.part = False
         self.unmatched: list[tuple[CompileId | None, str, float]] = []
@@ -84,6 +88,7 @@ class Core:
         state["tensors"] = OrderedDict()
         state["storages"] = OrderedDict()
         state["interned"] = {}
+        state["logged_frames"] = {}
         state["fallback_strings"] = None  # a closure over the reader's lookups
         return state
 
@@ -140,7 +145,33 @@ class Core:
             return []
         out = []
         problem = None
+        seen = self.logged_frames
         for k, fr in enumerate(v):
+            if type(fr) is dict:
+                f, line, name, loc = (
+                    fr.get("filename"),
+                    fr.get("line"),
+                    fr.get("name"),
+                    fr.get("loc"),
+                )
+                # Exactly the types torch writes (no bool for an int): nothing to check.
+                if (
+                    type(line) is int
+                    and type(name) is str
+                    and (loc is None or type(loc) is str)
+                    and (type(f) is str or type(f) is int)
+                ):
+                    key = (f, line, name, loc)
+                    sf = seen.get(key)
+                    if sf is None:
+                        sf = StackFrame(self.filename(f), line, name, loc)
+                        sf = self.frames.setdefault(sf, sf)
+                        if type(f) is str or f in self.strings:  # an unknown index: not yet
+                            if len(seen) >= MAX_LOGGED_FRAMES:
+                                seen.clear()
+                            seen[key] = sf
+                    out.append(sf)
+                    continue
             if not isinstance(fr, dict):
                 problem = problem or f"{field}[{k}] is not a frame object: {peek(fr)}"
                 continue
