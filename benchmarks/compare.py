@@ -7,8 +7,9 @@
 For each log: wall time (median of the runs), CPU time (user + system, children included), and
 peak RSS of `tlview report --format json`, `--format html`, the terminal report on a
 pseudo-terminal (as a user sees it: with a progress bar), `tlview inputs --mode meta`,
-`tlparse` (default and `-p` plain), and the floor: Python reading the file's lines and nothing
-else. Ratios are to tlparse -p, the issue's target (at most 0.5). tlview's modules are
+`tlparse` (default and `-p` plain), and two floors: Python reading the file's lines and nothing
+else, and Python doing the least the format asks of a reader (floor_parse.py: records split and
+parsed, payload md5s checked), in one process and in two as tlview reads a large log. Ratios are to tlparse -p, the issue's target (at most 0.5). tlview's modules are
 byte-compiled first, as installing a wheel does, and each command runs once untimed before its
 timed runs.
 """
@@ -81,6 +82,15 @@ def commands(log: Path, out: Path) -> dict[str, list[str]]:
     floor = "import sys\nfor _ in open(sys.argv[1], 'rb'): pass"
     return {
         "floor (read lines)": [sys.executable, "-c", floor, str(log)],
+        # What any Python reader of the format must do (floor_parse.py), one process and two.
+        "floor (parse records)": [sys.executable, str(HERE / "floor_parse.py"), str(log)],
+        "floor (parse records, 2 processes)": [
+            sys.executable,
+            str(HERE / "floor_parse.py"),
+            str(log),
+            "--processes",
+            "2",
+        ],
         "tlview json": [
             tlview,
             "report",
