@@ -1451,3 +1451,23 @@ def test_the_attempt_after_a_restart_says_which_attempt_broke() -> None:
     assert out[first + 3] == "  restart: Call to `torch._dynamo.graph_break()`"
     job = run_cli("report", FIXTURES / "ranks", "--compile-id", "rank1:0/0_1").stdout
     assert "(--compile-id rank1:0/0 shows where)" in job
+
+
+def test_a_restart_to_make_a_float_a_tensor_is_no_graph_break() -> None:
+    """tensorify_restart.log: an embedding under dynamic=True restarts once for its float
+    norm_type (torch names only the exception's type); the frame then compiles whole, so the
+    report has one restart, no graph break, and the final attempt is ok."""
+    data = report_json(FIXTURES / "tensorify_restart.log")
+    by = compiles(data)
+    assert {k: c["status"] for k, c in by.items() if k != "-/-"} == {
+        "0/0": "restarted",
+        "0/0_1": "ok",
+    }
+    assert by["0/0_1"]["restart_reasons"] == [
+        "<class 'torch._dynamo.exc.TensorifyScalarRestartAnalysis'>"
+    ]
+    assert by["0/0_1"]["graph_breaks"] == [] and data["graph_breaks"] == []
+    assert (data["stats"]["restarts"], data["stats"]["graph_breaks"]) == (1, 0)
+    text = run_cli("report", FIXTURES / "tensorify_restart.log").stdout
+    assert "0 graph breaks | 0 recompiles | 0 failed | 1 restart" in text
+    assert "restart: TensorifyScalarRestartAnalysis: a Python float made a tensor input" in text

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from tlview.analyze.names import Refs
+from tlview.index.kinds import plain_restart
 from tlview.model import (
     PHASES,
     BreakSummary,
@@ -317,6 +318,9 @@ _BREAK_WRAPPERS = ("Encountered graph break when", "Failed to handle graph break
 
 def break_title(reason: str) -> str:
     """The line of a graph-break reason that names the break, for tables and headings."""
+    plain = plain_restart(reason)
+    if plain is not None:
+        return plain
     lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
     for ln in lines:
         if not ln.startswith(_BREAK_WRAPPERS):

@@ -9,6 +9,7 @@ from typing import Any
 
 from tlview.index import inputs as inputs_mod
 from tlview.index.core import Core, add_phase
+from tlview.index.kinds import plain_restart
 from tlview.index.recompiles import explain_frame
 from tlview.model import Compile, CompileId, GraphBreak, LogIndex, Phase
 from tlview.runtime.store import CompileList, Facts, Spilled
@@ -129,7 +130,8 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         # Logs without dynamo_graph_break_reason artifacts (older torch): the restart
         # reasons are the graph breaks.
         for r in final.restart_reasons:
-            if not r.lower().startswith(("restart", "speculat")):
+            # A restart to make a float a tensor (Tensorify...) breaks no graph.
+            if not r.lower().startswith(("restart", "speculat")) and plain_restart(r) is None:
                 final.graph_breaks.append(GraphBreak(r.strip(), None, final.first_line, r[:2000]))
         broke = bool(final.graph_breaks)
     if final.fail_type:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -217,3 +218,24 @@ def count_kind(counts: dict[str, int], kind: str) -> None:
     if kind not in counts and len(counts) >= MAX_KINDS:
         kind = OTHER_KINDS
     counts[kind] = counts.get(kind, 0) + 1
+
+
+# A restart that names no graph break, only the type of what dynamo raised to restart
+# (convert_frame.py: `e.restart_reason or str(type(e))`); the attempt after it traces the frame
+# again, whole.
+_RESTART_TYPE = re.compile(r"<class '(?:\w+\.)*(\w*RestartAnalysis)'>")
+_RESTARTS = {
+    "TensorifyScalarRestartAnalysis": "a Python float made a tensor input",
+    "UnspecializeRestartAnalysis": "a module unspecialized (its attributes made inputs)",
+    "CompileCollectiveRestartAnalysis": "compile options agreed across ranks",
+}
+
+
+def plain_restart(reason: str) -> str | None:
+    """What a restart reason that is no graph break says (`TensorifyScalarRestartAnalysis:
+    a Python float made a tensor input, traced again`); None for a graph break's reason."""
+    m = _RESTART_TYPE.fullmatch(reason.strip())
+    if m is None:
+        return None
+    what = _RESTARTS.get(m.group(1))
+    return f"{m.group(1)}: {what}, traced again" if what else m.group(1)
