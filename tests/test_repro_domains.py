@@ -171,6 +171,29 @@ def test_check_accuracy_reports_the_outputs_inductor_draws_differently(tmp_path:
     assert "mul (" not in res.stderr
 
 
+def test_inductor_may_lay_out_an_output_unlike_the_eager_graph(tmp_path: Path) -> None:
+    """inductor_strides.log: eager's cat of an empty cache and a transposed projection is
+    contiguous (the graph's annotation), inductor's is the transposed layout (the logged run
+    printed (112, 8, 16, 1)). Run as it is, the graph reproduces the annotation exactly;
+    compiled with inductor again, the other stride is said and the output still reproduces;
+    a stride that differs when the graph runs as it is stays a mismatch (test above)."""
+    log = FIXTURES / "inductor_strides.log"
+    res = run_cli("repro", log, "--compile-id", "0/0", "-o", tmp_path / "a", "--run")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert "output cat: reproduced\n" in res.stdout
+    res = run_cli("repro", log, "--all", "-o", tmp_path / "b", "--run", "--backend", "inductor")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    verdicts = json.loads((tmp_path / "b" / "summary.json").read_text())["graphs"][0]["verdicts"]
+    assert verdicts == [
+        {
+            "output": "cat",
+            "verdict": "reproduced (inductor's strides [112, 8, 16, 1]; "
+            "the eager graph's [112, 56, 8, 1])",
+        },
+        {"output": "sum_1", "verdict": "reproduced"},
+    ]
+
+
 def test_jagged_inputs_with_nested_int_sizes_still_reproduce(tmp_path: Path) -> None:
     """The corpus's subclasses logs size jagged tensors with nested ints (j1), which are no
     number an index domain is read from: every graph still runs and reproduces."""
