@@ -205,3 +205,26 @@ def test_jagged_inputs_with_nested_int_sizes_still_reproduce(tmp_path: Path) -> 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counts"] == {"ran": 6}
     assert all(v["verdict"] == "reproduced" for g in summary["graphs"] for v in g["verdicts"])
+
+
+def test_check_accuracy_compares_eager_with_the_logged_backend(tmp_path: Path) -> None:
+    """With no --backend, eager is compared with the backend the log shows: inductor for
+    inductor_strides.log (it logged inductor's code), aot_eager for index_domains.log (it
+    logged none), named in the terminal and in summary.json."""
+    log = FIXTURES / "inductor_strides.log"
+    res = run_cli("repro", log, "--all", "-o", tmp_path / "a", "--run", "--check-accuracy")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert "accuracy: eager against inductor\n" in res.stdout
+    graph = json.loads((tmp_path / "a" / "summary.json").read_text())["graphs"][0]
+    assert graph["accuracy_backend"] == "inductor"
+    assert [(a["output"], a["verdict"]) for a in graph["accuracy"]] == [
+        ("cat", "agrees"),
+        ("sum_1", "agrees"),
+    ]
+    script = (tmp_path / "a" / "0-0" / "repro.py").read_text()
+    assert "ACCURACY_BACKEND = 'inductor'  # the logged run's backend" in script
+    log = FIXTURES / "index_domains.log"
+    res = run_cli("repro", log, "--all", "-o", tmp_path / "b", "--run", "--check-accuracy")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    graph = json.loads((tmp_path / "b" / "summary.json").read_text())["graphs"][0]
+    assert graph["accuracy_backend"] == "aot_eager"

@@ -64,6 +64,7 @@ def run_one(d: Path) -> dict[str, Any]:
     acc = [[str(n), str(v), w, float(t)] for n, v, w, t in result.get("accuracy", [])]
     if "accuracy" in result:
         rec["accuracy"] = acc
+        rec["accuracy_backend"] = str(result.get("accuracy_backend"))
     bad = [a for a in acc if a[1] != "agrees"]
     if bad and not problems:
         rec["status"] = "inaccurate"
@@ -79,6 +80,8 @@ def run_one(d: Path) -> dict[str, Any]:
         print("MISMATCH:", p)
     if not problems:
         print("outputs match the shapes and dtypes in the log", flush=True)
+    if "accuracy" in result:
+        print(f"accuracy: eager against {rec['accuracy_backend']}")
     for name, verdict, worst, tol in acc:
         print(f"accuracy {name}: {verdict} (largest difference {worst}, tolerance {tol})")
     return rec

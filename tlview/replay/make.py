@@ -53,6 +53,7 @@ class Outcome:
     verdicts: list[tuple[str, str]] = field(default_factory=list)
     # --check-accuracy: name, "agrees"/"disagrees", largest difference (None: not comparable), tol
     accuracy: list[tuple[str, str, float | None, float]] = field(default_factory=list)
+    accuracy_backend: str | None = None  # what eager was compared with
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -67,10 +68,11 @@ class Outcome:
             "verdicts": [{"output": n, "verdict": v} for n, v in self.verdicts],
             **(
                 {
+                    "accuracy_backend": self.accuracy_backend,
                     "accuracy": [
                         {"output": n, "verdict": v, "max_difference": d, "tolerance": t}
                         for n, v, d, t in self.accuracy
-                    ]
+                    ],
                 }
                 if self.accuracy
                 else {}
@@ -361,6 +363,8 @@ def _apply(o: Outcome, res: dict[str, Any]) -> None:
         if isinstance(v, list) and len(v) == 2
     ]
     acc = res.get("accuracy")
+    named = res.get("accuracy_backend")
+    o.accuracy_backend = named if isinstance(named, str) and acc else None
     o.accuracy = [
         (str(a[0]), str(a[1]), a[2] if isinstance(a[2], float) else None, float(a[3]))
         for a in (acc if isinstance(acc, list) else [])
@@ -398,6 +402,8 @@ def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
         line = f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}"
         lines.append(line.rstrip())
         lines += [f"{'':<{width}}    output {n}: {v}" for n, v in o.verdicts]
+        if o.accuracy and o.accuracy_backend:
+            lines.append(f"{'':<{width}}    accuracy: eager against {o.accuracy_backend}")
         lines += [
             f"{'':<{width}}    accuracy {n}: {v} (largest difference {d}, tolerance {t})"
             for n, v, d, t in o.accuracy

@@ -13,6 +13,7 @@ from typing import Any
 from tlview import __version__
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.inert import code as inert_code
+from tlview.model import Compile
 from tlview.replay.planned import Plan
 from tlview.runtime import templates
 
@@ -64,9 +65,26 @@ def script_text(
         outputs=p.outputs,
         moved=p.moved,
         check_accuracy=check_accuracy,
+        accuracy_backend=accuracy_backend(p.compile),
+        accuracy_why=ACCURACY_WHY[accuracy_backend(p.compile)],
         domains=p.domains,
     )
     return script + "\n"  # the one environment drops a template's last newline
+
+
+# --check-accuracy's backend unless --backend names one: the logged run's, as its graphs say.
+_INDUCTOR = re.compile(r"^(inductor_output_code|inductor_post_grad_graph|inductor_aot_\w+)$")
+ACCURACY_WHY = {
+    "inductor": "the logged run's backend: it logged inductor's graphs and code",
+    "aot_eager": "the logged run compiled no inductor code: AOTAutograd's graphs, run eagerly",
+}
+
+
+def accuracy_backend(c: Compile) -> str:
+    """What --check-accuracy compares eager with by default: inductor when the logged compile
+    ran inductor, else aot_eager (an eager run's graph compared with itself says nothing)."""
+    kinds = [g.kind for g in c.graphs] + [a.kind for a in c.artifacts]
+    return "inductor" if any(_INDUCTOR.match(k) for k in kinds) else "aot_eager"
 
 
 def rank_key(p: Plan, rank: int) -> str:
