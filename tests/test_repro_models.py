@@ -1,8 +1,8 @@
 """Real models in the suite: logs of tiny transformers models built from configs (no weights;
-tests/fixtures/make_fixtures.py hf_bert, with the `test` extra's transformers). Each program
-saved the real inputs of its compiled frames (<name>.inputs.json), which every graph's rebuilt
-inputs must equal; and every graph must reproduce with default options or with the one flag its
-reason names. The logs are committed, so these need torch only."""
+tests/fixtures/make_fixtures.py hf_bert hf_gpt2_static, with the `test` extra's transformers).
+Each program saved the real inputs of its compiled frames (<name>.inputs.json), which every
+graph's rebuilt inputs must equal; and every graph must reproduce with default options or with
+the one flag its reason names. The logs are committed, so these need torch only."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from tlview.rebuild import fake_rebuild
 # backend --check-accuracy compares eager with by default (the logged run's).
 MODELS: dict[str, tuple[list[str], str]] = {
     "hf_bert": ([], "aot_eager"),
+    "hf_gpt2_static": ([], "aot_eager"),
 }
 # The label a program recorded a compiled frame under, where it is not the frame's function.
 LABELS: dict[tuple[str, str], str] = {}
@@ -111,6 +112,28 @@ def test_bert_keeps_its_labels_token_types_and_positions_in_range(runs: Runs) ->
     ):
         t = inputs[source]
         assert int(t.min()) >= 0 and int(t.max()) < top, source
+
+
+def test_gpt2_static_cache_counter_starts_where_the_log_says(runs: Runs) -> None:
+    """hf_gpt2_static.log: generate's compiled prefill of 6 tokens into a static cache of 9
+    slots that held 3 already: `arange(6) + counter` indexes index_copy_, so the counter must
+    stay below 4; the log recorded its value (3, as a symbol of its .item()), where it starts."""
+    _, out = runs("hf_gpt2_static")
+    code = (out / "0-0" / "repro.py").read_text()
+    counter = "L['kwargs']['cache'].layers[0].cumulative_length"
+    said = (
+        f"{counter} is a 0-dim integer (a counter, such as a cache position) that reaches "
+        "index_copy_ of l_kwargs_cache_layers_0_keys's dim 2, 9 long (graph line 78) after "
+        "adding up to 5: it starts at 3, the value the log recorded (s77)"
+    )
+    assert said in code  # a note of the script's, and of summary.json's
+    assert said in summary(out)[0]["notes"]
+    assert (
+        "#   \"L['kwargs']['position_ids']\": 'values 0 to 15: it indexes an embedding of 16 rows"
+    ) in code
+    inputs = load_inputs(out / "0-0" / "inputs.pt")["compiles"]["0/0"]
+    assert inputs[counter].dim() == 0 and int(inputs[counter]) == 3
+    assert summary(out)[0]["verdicts"] == [{"output": "logits", "verdict": "reproduced"}]
 
 
 def _record_of(log: str, c: Compile, tensors: dict[str, Any]) -> dict[str, Any]:
