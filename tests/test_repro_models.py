@@ -1,8 +1,9 @@
 """Real models in the suite: logs of tiny transformers models built from configs (no weights;
-tests/fixtures/make_fixtures.py hf_bert hf_gpt2_static, with the `test` extra's transformers).
-Each program saved the real inputs of its compiled frames (<name>.inputs.json), which every
-graph's rebuilt inputs must equal; and every graph must reproduce with default options or with
-the one flag its reason names. The logs are committed, so these need torch only."""
+tests/fixtures/make_fixtures.py hf_bert hf_gpt2_static hf_qwen2_moe, with the `test` extra's
+transformers). Each program saved the real inputs of its compiled frames (<name>.inputs.json),
+which every graph's rebuilt inputs must equal; and every graph must reproduce with default
+options or with the one flag its reason names. The logs are committed, so these need torch
+only."""
 
 from __future__ import annotations
 
@@ -31,9 +32,15 @@ from tlview.rebuild import fake_rebuild
 MODELS: dict[str, tuple[list[str], str]] = {
     "hf_bert": ([], "aot_eager"),
     "hf_gpt2_static": ([], "aot_eager"),
+    "hf_qwen2_moe": ([], "inductor"),  # logged with inductor
 }
-# The label a program recorded a compiled frame under, where it is not the frame's function.
-LABELS: dict[tuple[str, str], str] = {}
+# The label a program recorded a compiled frame under, where it is not the frame's function:
+# Qwen2-MoE's experts frame and its activation's (compiled twice: the first call of each size).
+LABELS = {
+    ("hf_qwen2_moe", "1/0_1"): "experts_forward",
+    ("hf_qwen2_moe", "3/0"): "act",
+    ("hf_qwen2_moe", "3/1"): "act",
+}
 
 
 class Runs:
@@ -134,6 +141,44 @@ def test_gpt2_static_cache_counter_starts_where_the_log_says(runs: Runs) -> None
     inputs = load_inputs(out / "0-0" / "inputs.pt")["compiles"]["0/0"]
     assert inputs[counter].dim() == 0 and int(inputs[counter]) == 3
     assert summary(out)[0]["verdicts"] == [{"output": "logits", "verdict": "reproduced"}]
+
+
+def test_qwen2_moe_router_indices_stay_below_one_hots_classes(runs: Runs) -> None:
+    """hf_qwen2_moe.log: the experts' frame takes the router's top_k_index, which feeds
+    one_hot(num_classes=5); the graph break at nonzero and the activation compiled twice
+    (the second time with a dynamic stride) reproduce too. Inductor compiled them: eager is
+    compared with inductor, and each output's largest difference is reported as found."""
+    res, out = runs("hf_qwen2_moe")
+    got = {g["compile"]: g for g in summary(out)}
+    assert list(got) == ["1/0_1", "3/0", "3/1"]
+    assert [v["output"] for v in got["1/0_1"]["verdicts"]] == [
+        "greater",
+        "final_hidden_states",
+        "expert_mask_1",
+    ]
+    code = (out / "1-0_1" / "repro.py").read_text()
+    assert (
+        "#   \"L['top_k_index']\": 'values 0 to 4: it indexes one_hot of 5 classes (graph line 10)'"
+    ) in code
+    assert "ACCURACY_BACKEND = 'inductor'  # the logged run's backend" in code
+    assert "1/0_1  ran\n" in res.stdout
+    for g in got.values():
+        for a in g["accuracy"]:
+            line = (
+                f"accuracy {a['output']}: agrees (largest difference {a['max_difference']}, "
+                f"tolerance {a['tolerance']})"
+            )
+            assert line in res.stdout
+    assert "'s42': inputs[\"L['input']\"].stride(0)," in (out / "3-1" / "repro.py").read_text()
+
+
+def test_qwen2_moe_agrees_under_aot_eager_exactly(runs: Runs) -> None:
+    """The same graphs, eager against aot_eager: the same ops run, so the outputs are equal."""
+    res, out = runs("hf_qwen2_moe", "--backend", "aot_eager")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    for g in summary(out):
+        assert g["status"] == "ran" and g["accuracy_backend"] == "aot_eager"
+        assert {(a["verdict"], a["max_difference"]) for a in g["accuracy"]} == {("agrees", 0.0)}
 
 
 def _record_of(log: str, c: Compile, tensors: dict[str, Any]) -> dict[str, Any]:
