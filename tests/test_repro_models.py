@@ -1,9 +1,9 @@
 """Real models in the suite: logs of tiny transformers models built from configs (no weights;
-tests/fixtures/make_fixtures.py hf_bert hf_gpt2_static hf_qwen2_moe, with the `test` extra's
-transformers). Each program saved the real inputs of its compiled frames (<name>.inputs.json),
-which every graph's rebuilt inputs must equal; and every graph must reproduce with default
-options or with the one flag its reason names. The logs are committed, so these need torch
-only."""
+tests/fixtures/make_fixtures.py hf_bert hf_gpt2_static hf_qwen2_moe hf_mixtral, with the
+`test` extra's transformers). Each program saved the real inputs of its compiled frames
+(<name>.inputs.json), which every graph's rebuilt inputs must equal; and every graph must
+reproduce with default options or with the one flag its reason names. The logs are committed,
+so these need torch only (transformers for hf_mixtral's op)."""
 
 from __future__ import annotations
 
@@ -27,12 +27,15 @@ from tlview.load import read as load
 from tlview.model import Compile
 from tlview.rebuild import fake_rebuild
 
+EXIT_NO_REPRO = 6
+
 # Each model's log, the flags its repros need (the one a blocked graph's reason names), and the
 # backend --check-accuracy compares eager with by default (the logged run's).
 MODELS: dict[str, tuple[list[str], str]] = {
     "hf_bert": ([], "aot_eager"),
     "hf_gpt2_static": ([], "aot_eager"),
     "hf_qwen2_moe": ([], "inductor"),  # logged with inductor
+    "hf_mixtral": (["--allow-import", "transformers"], "aot_eager"),
 }
 # The label a program recorded a compiled frame under, where it is not the frame's function:
 # Qwen2-MoE's experts frame and its activation's (compiled twice: the first call of each size).
@@ -179,6 +182,30 @@ def test_qwen2_moe_agrees_under_aot_eager_exactly(runs: Runs) -> None:
     for g in summary(out):
         assert g["status"] == "ran" and g["accuracy_backend"] == "aot_eager"
         assert {(a["verdict"], a["max_difference"]) for a in g["accuracy"]} == {("agrees", 0.0)}
+
+
+def test_mixtral_experts_need_allow_import_transformers(runs: Runs, tmp_path: Path) -> None:
+    """hf_mixtral.log: its experts call transformers::grouped_mm_fallback, which
+    transformers.integrations.moe registers when imported. With --allow-import transformers,
+    repro.py imports that module and the graph reproduces; without it, the graph is blocked,
+    its reason naming the flag and the module that calls the op, also in a process that has
+    the op already (the run with the flag imported it here): a repro runs in a fresh one."""
+    _, out = runs("hf_mixtral", "--allow-import", "transformers")
+    code = (out / "0-0" / "repro.py").read_text()
+    assert "\nimport transformers.integrations.moe  # noqa: E402, F401 - --allow-import" in code
+    assert summary(out)[0]["verdicts"] == [{"output": "logits", "verdict": "reproduced"}]
+    assert torch.ops.transformers.grouped_mm_fallback is not None  # this process has it now
+    res = run_cli("repro", FIXTURES / "hf_mixtral.log", "--all", "-o", tmp_path, "--run")
+    assert res.exit_code == EXIT_NO_REPRO, res.stdout + res.stderr
+    (g,) = summary(tmp_path)
+    assert g["status"] == "blocked"
+    assert g["reason"] == (
+        "the graph calls the custom op transformers::grouped_mm_fallback, which the program "
+        "registered at run time: pass --allow-import transformers to import the package that "
+        "defines it (the graph calls it from transformers.integrations.moe), or import it at "
+        "the top of repro.py"
+    )
+    assert "1 of 1 graph(s) gave no repro that ran" in res.stderr
 
 
 def _record_of(log: str, c: Compile, tensors: dict[str, Any]) -> dict[str, Any]:
