@@ -10,14 +10,15 @@ have the exact sizes and strides of the graph's placeholder annotations.
 
 from __future__ import annotations
 
-import atexit
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import FIXTURES, run_cli
+from recorded import mask as _mask
+from recorded import read, saved
+from recorded import reader as recorded_reader
 
 pytestmark = pytest.mark.slow  # torch builds the tensors
 torch = pytest.importorskip("torch")
@@ -35,60 +36,19 @@ from tlview.tensors.plans import plans_for, real_bytes
 LOGS = ("rebuild_shapes", "rebuild_kinds", "rebuild_dtensor")
 
 
-def _reader() -> dict[str, Any]:
-    """The programs' own `record()` module, to read rebuilt tensors the same way."""
-    import make_fixtures
-
-    ns: dict[str, Any] = {}
-    exec(compile(make_fixtures.RECORD, "record.py", "exec"), ns)  # noqa: S102 - our own code
-    atexit.unregister(ns["_write"])  # it writes inputs.json when a program ends
-    return ns
-
-
 @pytest.fixture(scope="module")
 def reader() -> dict[str, Any]:
-    import sys
-
-    sys.path.insert(0, str(FIXTURES))
-    try:
-        return _reader()
-    finally:
-        sys.path.remove(str(FIXTURES))
+    return recorded_reader()
 
 
 @pytest.fixture(scope="module")
 def logs() -> dict[str, tuple[Report, list[dict[str, Any]]]]:
-    return {
-        name: (
-            load(FIXTURES / f"{name}.log"),
-            json.loads((FIXTURES / f"{name}.inputs.json").read_text()),
-        )
-        for name in LOGS
-    }
-
-
-def _mask(v: Any) -> Any:
-    """Nested ints (`j1`, `8*j1`) get a fresh id in every process: compare them as `j`."""
-    if isinstance(v, str):
-        return re.sub(r"j\d+", "j", v)
-    if isinstance(v, list):
-        return [_mask(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _mask(x) for k, x in v.items()}
-    return v
-
-
-def read(reader: dict[str, Any], tensors: dict[str, Any], order: list[str]) -> dict[str, Any]:
-    """Rebuilt tensors read as `record()` read the originals: storages and bases numbered in
-    the same order, so sharing compares as numbers."""
-    reader["_STORAGES"].clear()
-    reader["_TENSORS"].clear()
-    return {src: _mask(reader["meta"](tensors[src])) for src in order}
+    return {name: (load(FIXTURES / f"{name}.log"), saved(name)) for name in LOGS}
 
 
 def recorded(logs: Any, log: str, function: str) -> tuple[Report, dict[str, Any]]:
-    rep, saved = logs[log]
-    want = [r for r in saved if r["function"] == function]
+    rep, records = logs[log]
+    want = [r for r in records if r["function"] == function]
     assert len(want) == 1, function
     return rep, _mask(want[0]["inputs"])
 
@@ -173,13 +133,13 @@ def test_sparse_layouts_rebuild_from_their_parts(reader: Any, logs: Any) -> None
     """Non-strict export describes fakes of a sparse tensor's parts (no entries), a fake made
     with a source the real parts: each rebuilds with the logged layout, size and dtypes, its
     indices valid, as many entries as the log says."""
-    rep, saved = logs["rebuild_kinds"]
+    rep, records = logs["rebuild_kinds"]
     c = next(c for c in rep.compiles if c.key == "-/-")
     real = real_inputs(c, seed=3)
     fake = fake_rebuild(c)
     assert real.failed == {} and fake.failed == {}
     names = [name for g in real.groups for name, _tid, _src in g.sources]
-    wants = [r for r in saved if r["function"].startswith(("export_", "fake_"))]
+    wants = [r for r in records if r["function"].startswith(("export_", "fake_"))]
     assert len(names) == len(wants) == 7
     for name, w in zip(names, wants, strict=True):
         t, f, want = real.tensors[name], fake.tensors[name], w["inputs"]["L['s']"]

@@ -77,7 +77,8 @@ def test_a_third_party_op_needs_allow_import_and_runs_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """third_party_op.log calls tlview_testops::double, which the package registers when
-    imported: without the flag the reason names it; with it, the repro imports it and runs."""
+    imported: without the flag the reason names it; with it, the repro imports it and runs;
+    without it again, in this process that now has the op, the reason still names it."""
     res = run_cli("repro", FIXTURES / "third_party_op.log", "--compile-id", "0/0", "-o", tmp_path)
     assert res.exit_code == EXIT_NO_REPRO
     assert (
@@ -97,6 +98,12 @@ def test_a_third_party_op_needs_allow_import_and_runs_with_it(
         "\nimport tlview_testops  # noqa: E402, F401 - --allow-import"
         in (out / "repro.py").read_text()
     )
+    # This process has the op now, a fresh one does not: without the flag it is still blocked.
+    res = run_cli(
+        "repro", FIXTURES / "third_party_op.log", "--compile-id", "0/0", "-o", tmp_path / "again"
+    )
+    assert res.exit_code == EXIT_NO_REPRO
+    assert "pass --allow-import tlview_testops to import the package" in res.stderr
 
 
 def test_allow_import_refuses_what_is_not_a_module_name(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tlview.model import Dim
 from tlview.replay import graphcode as gc
+from tlview.units import number
 
 if TYPE_CHECKING:
     from tlview.replay.planned import Plan
@@ -345,9 +346,12 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
             p.notes.append(f"{source}: {text}")
             continue
         if t.dim() == 0:
-            if mode != "zeros":
-                t.zero_()
-            text = f"a 0-dim integer (a counter, such as a cache position) that reaches {d.why}: it starts at 0"
+            start, said = _counter_start(p, source, d.bound) if mode != "zeros" else (0, "")
+            t.fill_(start)
+            text = (
+                f"a 0-dim integer (a counter, such as a cache position) that reaches {d.why}: "
+                f"it starts at {start}{said}"
+            )
             p.domains.append((source, text))
             p.notes.append(f"{source} is {text}")
             continue
@@ -356,6 +360,21 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
             continue
         t.remainder_(d.bound)
         p.notes.append(f"{source} indexes {d.why}: its random values are taken modulo {d.bound}")
+
+
+def _counter_start(p: Plan, source: str, bound: int) -> tuple[int, str]:
+    """Where a 0-dim integer counter starts: the value the log recorded for it (dynamo makes a
+    symbol of `<source>.item()` with the run's value), when it keeps its uses in range; else 0."""
+    for s in p.compile.symbols:
+        if s.kind != "created" or s.source != f"{source}.item()" or s.value is None:
+            continue
+        v = number(s.value)
+        if v is None:
+            continue
+        if 0 <= v < bound:
+            return v, f", the value the log recorded ({s.symbol})"
+        return 0, f" (the log recorded {v} ({s.symbol}), out of that range)"
+    return 0, ""
 
 
 def _hints(code: gc.GraphCode, by_name: dict[str, str], tensors: dict[str, Any]) -> dict[str, int]:

@@ -109,7 +109,7 @@ def plan(
     if allow_import:  # before the ops are looked up: importing them registers theirs
         p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
         p.blockers += failed
-    _check_ops(p, code)
+    _check_ops(p, code, allow_import)
     if c.status == "failed":
         why = f": {c.fail_type}" if c.fail_type else ""
         p.notes.append(f"the original compile failed after capturing this graph{why}")
@@ -171,7 +171,7 @@ def _check_names(p: Plan, code: gc.GraphCode) -> None:
             )
 
 
-def _check_ops(p: Plan, code: gc.GraphCode) -> None:
+def _check_ops(p: Plan, code: gc.GraphCode, allow_import: Sequence[str] = ()) -> None:
     for op in code.ops:
         ns, name = op.split(".")[2:4]
         if ns in COLLECTIVES:
@@ -181,15 +181,18 @@ def _check_ops(p: Plan, code: gc.GraphCode) -> None:
         if modules:  # whether or not this process imported them already
             p.registers.extend(m for m in modules if m not in p.registers)
             continue
-        if not _op_exists(ns, name):
-            files = thirdparty.modules_named((p.graph.text if p.graph else None) or "", ns)
-            named = f" (the graph's code names {', '.join(files[:2])})" if files else ""
-            p.blockers.append(
-                f"the graph calls the custom op {ns}::{name}, which the program registered at "
-                f"run time: pass --allow-import {ns if gc.is_identifier(ns) else 'PACKAGE'} "
-                f"to import the package that defines it{named}, or import it at the top of "
-                "repro.py"
-            )
+        # Whether this process has the op says nothing of a fresh one's when a package of the
+        # program's defined it (the API's caller imported transformers, or an earlier repro's
+        # --allow-import did): the module that defined it says.
+        definer = _defined_outside_torch(ns, name)
+        if definer is not None:
+            if any(definer == a or definer.startswith(a + ".") for a in allow_import):
+                if definer not in p.imports:  # imported already: repro.py must import it too
+                    p.imports.append(definer)
+                continue
+        elif _op_exists(ns, name):
+            continue
+        p.blockers.append(_unregistered(p, ns, name, definer))
     if p.collectives:
         world_of(p, p.graph.text if p.graph is not None and p.graph.text else "")
 
@@ -304,6 +307,48 @@ def _op_exists(ns: str, name: str) -> bool:
     except (AttributeError, RuntimeError):
         return False
     return True
+
+
+def _unregistered(p: Plan, ns: str, name: str, definer: str | None) -> str:
+    """Why a graph calling an op a package of the program defines will not run as it is."""
+    op = f"the graph calls the custom op {ns}::{name}"
+    if definer == "__main__":
+        return (
+            f"{op}, which the program defined in its own script: define it at the top of repro.py"
+        )
+    package = definer.split(".")[0] if definer else ns
+    text = (p.graph.text if p.graph else None) or ""
+    where = thirdparty.caller(text, package, f"torch.ops.{ns}.{name}")
+    files = [where] if where else thirdparty.modules_named(text, package)[:2]
+    named = (
+        f" (the graph calls it from {where})"
+        if where
+        else f" (the graph's code names {', '.join(files)})"
+        if files
+        else ""
+    )
+    return (
+        f"{op}, which the program registered at run time: pass --allow-import "
+        f"{package if gc.is_identifier(package) else 'PACKAGE'} to import the package that "
+        f"defines it{named}, or import it at the top of repro.py"
+    )
+
+
+def _defined_outside_torch(ns: str, name: str) -> str | None:
+    """The module that defined the op in this process with `torch.library.custom_op`, when it
+    is not torch's (transformers.integrations.moe, when imported, defines
+    transformers::grouped_mm_fallback): a repro in a fresh process must import it too. None
+    for an op this process does not have, or has from torch or C++."""
+    lazy_torch()
+    try:
+        from torch._library.custom_ops import OPDEFS
+    except ImportError:  # a torch without custom_op
+        return None
+    fn = getattr(OPDEFS.get(f"{ns}::{name}"), "_init_fn", None)
+    module = getattr(fn, "__module__", None)
+    if not isinstance(module, str) or module == "torch" or module.startswith("torch."):
+        return None
+    return module
 
 
 def _bodies(p: Plan, code: gc.GraphCode) -> None:

@@ -25,20 +25,41 @@ def check_names(allow: Sequence[str]) -> None:
 def modules_named(text: str, package: str) -> list[str]:
     """The modules of PACKAGE whose files the graph's `# File:` comments name, in order."""
     out: list[str] = []
-    top = package.split(".")[0]
     for path in _FILE.findall(text):
-        parts = path.replace("\\", "/").split("/")
-        if top not in parts[:-1]:
-            continue
-        at = len(parts) - 1 - parts[::-1].index(top)
-        names = [*parts[at:-1], parts[-1][:-3]]
-        if names[-1] == "__init__":
-            names.pop()
-        mod = ".".join(names)
-        inside = mod == package or mod.startswith(package + ".")
-        if _MODULE.fullmatch(mod) and inside and mod not in out:
+        mod = _module_of(path, package)
+        if mod is not None and mod not in out:
             out.append(mod)
     return out
+
+
+def caller(text: str, package: str, op: str) -> str | None:
+    """The module of PACKAGE from which the graph calls OP (`torch.ops.ns.name`): the file of
+    the `# File:` comment above the first line that calls it (fx heads each statement's code
+    with the line it came from), which usually is the module that registers the op."""
+    path = None
+    for line in text.split("\n"):
+        m = _FILE.match(line)
+        if m is not None:
+            path = m.group(1)
+        elif f"{op}(" in line and path is not None:
+            return _module_of(path, package)
+    return None
+
+
+def _module_of(path: str, package: str) -> str | None:
+    """`.../site-packages/transformers/integrations/moe.py` -> `transformers.integrations.moe`,
+    when that is PACKAGE or a module in it."""
+    top = package.split(".")[0]
+    parts = path.replace("\\", "/").split("/")
+    if top not in parts[:-1]:
+        return None
+    at = len(parts) - 1 - parts[::-1].index(top)
+    names = [*parts[at:-1], parts[-1][:-3]]
+    if names[-1] == "__init__":
+        names.pop()
+    mod = ".".join(names)
+    inside = mod == package or mod.startswith(package + ".")
+    return mod if _MODULE.fullmatch(mod) and inside else None
 
 
 def import_allowed(allow: Sequence[str], text: str) -> tuple[list[str], list[str]]:
