@@ -9,7 +9,8 @@ peak RSS of `tlview report --format json`, `--format html`, the terminal report 
 pseudo-terminal (as a user sees it: with a progress bar), `tlview inputs --mode meta`,
 `tlparse` (default and `-p` plain), and two floors: Python reading the file's lines and nothing
 else, and Python doing the least the format asks of a reader (floor_parse.py: records split and
-parsed, payload md5s checked), in one process and in two as tlview reads a large log. Ratios are to tlparse -p, the issue's target (at most 0.5). tlview's modules are
+parsed, payload md5s checked), in one process and in two as tlview reads a large log. Ratios
+are to tlparse -p (issue 33's targets: benchmarks/RESULTS.md). tlview's modules are
 byte-compiled first, as installing a wheel does, and each command runs once untimed before its
 timed runs.
 """
