@@ -119,6 +119,7 @@ def _keep_for(line: int):  # type: ignore[no-untyped-def]
     return Keep(whole, whole, frozenset({"inductor_output_code"}), "0/0", exact=True, line=line)
 
 
+@pytest.mark.slow  # 16 MiB of graph code through a pipe: about 5 s
 def test_the_pipe_copy_for_the_trace_is_what_it_rereads(tmp_path: Path) -> None:
     """`--format perfetto` from a pipe copies the stream to read it again: the copy holds every
     record line and the payloads of the records the trace reads, the others as empty lines (so

@@ -124,6 +124,7 @@ def check(tmp: Path, log: Path, depth: int, monkeypatch: pytest.MonkeyPatch) -> 
     return {label: path.stat().st_size for label, path in out.items()}
 
 
+@pytest.mark.slow  # 1.5 MB of compiles in six formats: about 5 s
 def test_a_long_interned_name_keeps_every_format_within_twice_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
