@@ -220,6 +220,10 @@ def count_kind(counts: dict[str, int], kind: str) -> None:
     counts[kind] = counts.get(kind, 0) + 1
 
 
+# What makes a compile an inductor one: the code inductor generated, or its post-grad graph.
+INDUCTOR_KINDS = re.compile(r"^(inductor_output_code|inductor_aot_\w+|inductor_post_grad_graph)$")
+
+
 # A restart that names no graph break, only the type of what dynamo raised to restart
 # (convert_frame.py: `e.restart_reason or str(type(e))`); the attempt after it traces the frame
 # again, whole.

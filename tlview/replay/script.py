@@ -12,6 +12,7 @@ from typing import Any
 
 from tlview import __version__
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
+from tlview.index.kinds import INDUCTOR_KINDS
 from tlview.inert import code as inert_code
 from tlview.model import Compile
 from tlview.replay.planned import Plan
@@ -35,6 +36,7 @@ def script_text(
     env.filters["py"] = literal
     text = p.graph.text if p.graph.text.endswith("\n") else p.graph.text + "\n"
     text = inert_code(text)  # no control or bidi character from the log reaches the file
+    against = accuracy_backend(p.compile)
     script = env.get_template("repro.py.j2").render(
         log_name=p.compile.log,
         log_path=p.log_path,
@@ -65,15 +67,14 @@ def script_text(
         outputs=p.outputs,
         moved=p.moved,
         check_accuracy=check_accuracy,
-        accuracy_backend=accuracy_backend(p.compile),
-        accuracy_why=ACCURACY_WHY[accuracy_backend(p.compile)],
+        accuracy_backend=against,
+        accuracy_why=ACCURACY_WHY[against],
         domains=p.domains,
     )
     return script + "\n"  # the one environment drops a template's last newline
 
 
 # --check-accuracy's backend unless --backend names one: the logged run's, as its graphs say.
-_INDUCTOR = re.compile(r"^(inductor_output_code|inductor_post_grad_graph|inductor_aot_\w+)$")
 ACCURACY_WHY = {
     "inductor": "the logged run's backend: it logged inductor's graphs and code",
     "aot_eager": "the logged run compiled no inductor code: AOTAutograd's graphs, run eagerly",
@@ -84,7 +85,7 @@ def accuracy_backend(c: Compile) -> str:
     """What --check-accuracy compares eager with by default: inductor when the logged compile
     ran inductor, else aot_eager (an eager run's graph compared with itself says nothing)."""
     kinds = [g.kind for g in c.graphs] + [a.kind for a in c.artifacts]
-    return "inductor" if any(_INDUCTOR.match(k) for k in kinds) else "aot_eager"
+    return "inductor" if any(INDUCTOR_KINDS.match(k) for k in kinds) else "aot_eager"
 
 
 def rank_key(p: Plan, rank: int) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from tlview.analyze.names import artifact_names
 from tlview.dumps import dumps
-from tlview.index.kinds import PAYLOAD_OPTIONAL
+from tlview.index.kinds import INDUCTOR_KINDS, PAYLOAD_OPTIONAL
 from tlview.inert import command
 from tlview.model import Compile, Payload, Report
 from tlview.render.html import budget as kept
@@ -24,8 +24,6 @@ MIN_CUT = 64 * kept.KiB  # a payload is cut to what budget is left only if this 
 MAX_LISTED = 1000  # payloads left out that the page lists one by one (the rest are counted)
 GZIP_LEVEL = 6
 _PY_KINDS = re.compile(r"graph|_code$|runnable|wrapper|forward|backward|prologue|epilogue|guards")
-# What makes a compile an inductor one: the code inductor generated, or its post-grad graph.
-_INDUCTOR_KINDS = re.compile(r"^(inductor_output_code|inductor_aot_\w+|inductor_post_grad_graph)$")
 # The compiles whose payloads the page keeps first, in this order (docs/html.md).
 COMPILE_TIERS = ("failed", "recompiled, restarted or broken", "slowest", "inductor", "other")
 
@@ -134,7 +132,7 @@ def compile_tier(r: Row, slowest: set[str]) -> int:
         return 1
     if r.ref in slowest:
         return 2
-    if any(_INDUCTOR_KINDS.match(pl.kind) for pl in r.payloads):
+    if any(INDUCTOR_KINDS.match(pl.kind) for pl in r.payloads):
         return 3
     return 4
 
