@@ -321,6 +321,7 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
     """Keep every integer input's random values in its domain; say where each came from."""
     tensors = p.rebuilt.tensors
     hints = _hints(code, by_name, tensors)
+    recorded: dict[str, tuple[str, int]] | None = None  # made at the first counter
     for param, d in find(code, hints).items():
         source = by_name.get(param)
         t = tensors.get(source) if source is not None else None
@@ -346,7 +347,11 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
             p.notes.append(f"{source}: {text}")
             continue
         if t.dim() == 0:
-            start, said = _counter_start(p, source, d.bound) if mode != "zeros" else (0, "")
+            if recorded is None:
+                recorded = _item_values(p)
+            start, said = (
+                _counter_start(recorded.get(source), d.bound) if mode != "zeros" else (0, "")
+            )
             t.fill_(start)
             text = (
                 f"a 0-dim integer (a counter, such as a cache position) that reaches {d.why}: "
@@ -362,19 +367,29 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
         p.notes.append(f"{source} indexes {d.why}: its random values are taken modulo {d.bound}")
 
 
-def _counter_start(p: Plan, source: str, bound: int) -> tuple[int, str]:
-    """Where a 0-dim integer counter starts: the value the log recorded for it (dynamo makes a
-    symbol of `<source>.item()` with the run's value), when it keeps its uses in range; else 0."""
+def _item_values(p: Plan) -> dict[str, tuple[str, int]]:
+    """The value the log recorded for each tensor whose `.item()` dynamo made a symbol of (a
+    0-dim counter's, with the run's value): source -> (symbol, value), the first one logged."""
+    out: dict[str, tuple[str, int]] = {}
     for s in p.compile.symbols:
-        if s.kind != "created" or s.source != f"{source}.item()" or s.value is None:
+        source = s.source or ""
+        if s.kind != "created" or s.value is None or not source.endswith(".item()"):
             continue
         v = number(s.value)
-        if v is None:
-            continue
-        if 0 <= v < bound:
-            return v, f", the value the log recorded ({s.symbol})"
-        return 0, f" (the log recorded {v} ({s.symbol}), out of that range)"
-    return 0, ""
+        if v is not None:
+            out.setdefault(source[: -len(".item()")], (s.symbol, v))
+    return out
+
+
+def _counter_start(recorded: tuple[str, int] | None, bound: int) -> tuple[int, str]:
+    """Where a 0-dim integer counter starts: the value the log recorded for it, when it keeps
+    its uses in range; else 0."""
+    if recorded is None:
+        return 0, ""
+    symbol, v = recorded
+    if 0 <= v < bound:
+        return v, f", the value the log recorded ({symbol})"
+    return 0, f" (the log recorded {v} ({symbol}), out of that range)"
 
 
 def _hints(code: gc.GraphCode, by_name: dict[str, str], tensors: dict[str, Any]) -> dict[str, int]:
