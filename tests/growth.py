@@ -8,32 +8,47 @@ absolute time is asserted anywhere. How to add one: docs/performance.md#growth-c
 from __future__ import annotations
 
 import gc
+import math
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 LIMIT = 6.0  # 4N over N: linear is about 4, quadratic 16
 RUNS = 3  # best of
+FLOOR = 0.01  # seconds: a timing shorter than this is one scheduler blip from doubling
 
 T = TypeVar("T")
 
 
-def best(run: Callable[[], object], runs: int = RUNS) -> float:
-    """The least wall time of RUNS calls of RUN: the figure that noise only ever adds to."""
-    times = []
-    for _ in range(runs):
-        gc.collect()
+def clock(run: Callable[[], object], reps: int) -> float:
+    """The wall time of REPS calls of RUN with the collector off, as timeit does: a collection
+    walks the whole test process's heap, so when one lands says nothing about RUN."""
+    gc.collect()
+    on = gc.isenabled()
+    gc.disable()
+    try:
         t = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        for _ in range(reps):
+            run()
+        return time.perf_counter() - t
+    finally:
+        if on:
+            gc.enable()
+
+
+def best(run: Callable[[], object], reps: int = 1, runs: int = RUNS) -> float:
+    """The least wall time of RUNS timings of RUN: the figure that noise only ever adds to."""
+    return min(clock(run, reps) for _ in range(runs))
 
 
 def ratio(build: Callable[[int], T], run: Callable[[T], object], n: int) -> float:
-    """How much longer RUN takes on BUILD(4N) than on BUILD(N); the build itself is not timed."""
+    """How much longer RUN takes on BUILD(4N) than on BUILD(N); the build itself is not timed.
+    A short RUN is repeated the same number of times at both sizes, so that N's timing lasts at
+    least FLOOR."""
     small, large = build(n), build(4 * n)
-    run(small)  # warm caches and lazy imports outside the figures
-    return best(lambda: run(large)) / best(lambda: run(small))
+    once = clock(lambda: run(small), 1)  # also warms caches and lazy imports
+    reps = max(1, math.ceil(FLOOR / max(once, 1e-6)))
+    return best(lambda: run(large), reps) / best(lambda: run(small), reps)
 
 
 def assert_linear(

@@ -10,10 +10,12 @@ ranks. How to add a check: docs/performance.md#growth-checks.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import growth
 import orjson
 import pytest
 from crafted import arg_name, interned, metrics, record, source, storage, tensor
@@ -276,3 +278,20 @@ def test_growth_logs_are_read_whole(tmp_path: Path) -> None:
             assert len([x for x in log.compiles if x.id is not None]) == 2 * n
         if dim == "describers":
             assert len({i.describer for i in c.inputs}) == n
+
+
+def test_timings_run_with_the_collector_off_and_short_paths_repeated() -> None:
+    """What docs/performance.md says of a timing: no collection lands inside it, and a path
+    shorter than the floor runs as often at N as at 4N until N's timing reaches the floor."""
+    seen: list[tuple[bool, int]] = []
+
+    def run(n: int) -> None:
+        seen.append((gc.isenabled(), n))
+
+    assert gc.isenabled()
+    growth.ratio(lambda n: n, run, 1)
+    assert gc.isenabled()
+    assert all(not on for on, _ in seen)
+    at_n = sum(1 for _, n in seen if n == 1)
+    at_4n = sum(1 for _, n in seen if n == 4)
+    assert at_4n == at_n - 1 > growth.RUNS  # the first call at N sets the count
