@@ -235,3 +235,11 @@ def test_check_accuracy_compares_eager_with_the_logged_backend(tmp_path: Path) -
     assert res.exit_code == 0, res.stdout + res.stderr
     graph = json.loads((tmp_path / "b" / "summary.json").read_text())["graphs"][0]
     assert graph["accuracy_backend"] == "aot_eager"
+
+
+def test_check_accuracy_help_names_the_default_backend() -> None:
+    """`repro --help` says what the default is (it once said aot_eager after that changed)."""
+    res = run_cli("repro", "--help")
+    assert res.exit_code == 0
+    text = " ".join(res.stdout.split())
+    assert "default the logged run's: inductor if it logged inductor's code, else aot_eager" in text

@@ -441,8 +441,9 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
     "--check-accuracy",
     "check_accuracy",
     is_flag=True,
-    help="With --run: run the graph eagerly and under the backend (--backend, default "
-    "aot_eager) on the same inputs and compare the values (exit 6 if any output disagrees).",
+    help="With --run: run the graph eagerly and under a backend (--backend, default the "
+    "logged run's: inductor if it logged inductor's code, else aot_eager) on the same inputs "
+    "and compare the values (exit 6 if any output disagrees).",
 )
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
 @latest_option
