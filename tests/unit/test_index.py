@@ -55,3 +55,43 @@ def test_fx_names_follow_dynamo() -> None:
         "l_self_modules_l1_parameters_weight_"
     )
     assert fx_name("L['hiddenStates']") == "l_hidden_states_"
+
+
+# Files of frames in the tlparse project's logs and this machine's, and what a user runs at a
+# prompt: True where the frame is torch's own code.
+TORCH_FILES = {
+    "/work/main/.venv/lib/python3.11/site-packages/torch/_dynamo/convert_frame.py": True,
+    "/usr/lib/python3/dist-packages/torch/nn/modules/module.py": True,
+    "C:\\Python311\\Lib\\site-packages\\torch\\_dynamo\\eval_frame.py": True,
+    "/data/users/xmfan/a/pytorch/torch/_dynamo/convert_frame.py": True,  # a checkout
+    "/data/users/xmfan/a/pytorch/torch/testing/_internal/common_utils.py": True,
+    "/data/users/xmfan/a/pytorch/torch/_tensor.py": True,
+    "/data/users/shangdiy/fbsource/buck-out/v2/gen/fbcode/b9ba6d289a870795/scripts/shangdiy/"
+    "__aot__/aot#link-tree/torch/_inductor/compile_fx.py": True,
+    "/mnt/xarfuse/uid-32109/976f795a-seed-nspid4026531836_cgpid101781736-ns-4026531841/"
+    "torch/_dynamo/eval_frame.py": True,
+    "<eval_with_key>.10": True,  # fx's generated forward
+    "<string>": True,  # inductor's and sympy's exec'd code
+    "/data/users/xmfan/a/pytorch/test/dynamo/test_misc.py": False,  # torch's tests: the user's
+    "/mnt/xarfuse/uid-32109/976f795a-seed-nspid4026531836_cgpid101781736-ns-4026531841/"
+    "caffe2/test/inductor/test_codecache.py": False,
+    "/home/xmfan/local/a/pytorch-env/lib/python3.11/unittest/case.py": False,
+    "/work/main/.venv/lib/python3.11/site-packages/transformers/models/bert/modeling_bert.py": False,
+    "/home/u/proj/torch_utils.py": False,
+    "/home/u/proj/torch/model.py": False,  # a folder of the user's named torch
+    "<stdin>": False,
+    "<ipython-input-3-5f0e3c6c5e33>": False,
+}
+
+
+def test_torch_files_are_told_apart_by_one_rule() -> None:
+    """Installs, checkouts, buck and xar bundles and generated code are torch's; tests in a
+    checkout, other packages and code typed at a prompt are the user's. The index, the
+    annotations and the page's stacks ask the same function."""
+    from tlview.analyze import sites
+    from tlview.index import core
+    from tlview.render.html import fmt
+
+    got = {path: core.is_torch_file(path) for path in TORCH_FILES}
+    assert got == TORCH_FILES
+    assert vars(sites)["is_torch_file"] is core.is_torch_file is vars(fmt)["is_torch_file"]

@@ -13,18 +13,12 @@ from pathlib import Path
 from tlview.analyze.diff import Diff, norm
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import break_title, short
+from tlview.index.core import is_torch_file
 from tlview.model import Compile, Report, StackFrame
 from tlview.units import number
 
 # The most annotations of each level written: GitHub shows 10 errors and 10 warnings of a step.
 MAX_PER_LEVEL = 10
-# A frame in torch's own code (an install, or a checkout of torch), or no file at all.
-_TORCH = re.compile(
-    r"(?:^|[/\\])(?:site|dist)-packages[/\\]torch[/\\]"
-    r"|(?:^|[/\\])torch[/\\](?:_[A-Za-z]\w*|nn|fx|utils|distributed|export|autograd|cuda|optim"
-    r"|ao|amp|profiler|testing|compiler|func|library)[/\\]"
-    r"|^<"
-)
 _PLACE = re.compile(r"(.+):(\d+)$")
 # A frame of the stack torch adds under a failed guard (torch 2.9 on): where the guard came from.
 _GUARD_COMMENT = re.compile(r"\s+#\s.*")  # the source torch quotes after a guard: its line says it
@@ -45,15 +39,10 @@ class Site:
     compiles: list[str] = field(default_factory=list)
 
 
-def is_torch(file: str) -> bool:
-    """Whether FILE is torch's own code, not the user's."""
-    return _TORCH.search(file) is not None
-
-
 def user_frame(stack: list[StackFrame]) -> StackFrame | None:
     """The innermost frame of a compile's stack outside torch (the stack ends innermost)."""
     for f in reversed(stack):
-        if f.file and not is_torch(f.file):
+        if f.file and not is_torch_file(f.file):
             return f
     return None
 
@@ -63,12 +52,12 @@ def _place(where: str | None, c: Compile) -> tuple[str, int] | None:
     else the first line of the frame it compiled (torch logged no stack)."""
     m = _PLACE.match(where or "")
     line = number(m.group(2)) if m else None  # a line of 5,000 digits is no line
-    if m and line is not None and not is_torch(m.group(1)):
+    if m and line is not None and not is_torch_file(m.group(1)):
         return m.group(1), line
     f = user_frame(c.stack)
     if f is not None:
         return f.file, f.line
-    if c.file and c.firstline is not None and not is_torch(c.file):  # a stack not logged
+    if c.file and c.firstline is not None and not is_torch_file(c.file):  # a stack not logged
         return c.file, c.firstline
     return None
 
@@ -76,7 +65,7 @@ def _place(where: str | None, c: Compile) -> tuple[str, int] | None:
 def _guard_place(reason: str) -> str | None:
     """The user line a failed guard came from (`file:line`), the innermost of the stack torch
     logged under it outside torch; None when it logged none."""
-    user = [f"{m[1]}:{m[2]}" for m in _GUARD_FRAME.finditer(reason) if not is_torch(m[1])]
+    user = [f"{m[1]}:{m[2]}" for m in _GUARD_FRAME.finditer(reason) if not is_torch_file(m[1])]
     return user[-1] if user else None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -330,10 +332,24 @@ def user_line(frames: list[StackFrame]) -> StackFrame | None:
     return innermost_user(frames) or (frames[-1] if frames else None)
 
 
+# torch's own code, by a frame's file: an install (site- or dist-packages), a checkout or a
+# bundle that keeps torch's layout (`.../pytorch/torch/_dynamo/`, `.../torch/_tensor.py`, a buck
+# link-tree's `torch/_inductor/`), or code torch generates and runs (`<eval_with_key>.3`,
+# `<string>`); code typed at a prompt (`<stdin>`, IPython's `<ipython-input-...>`) is the user's.
+_TORCH_FILE = re.compile(
+    r"(?:^|[/\\])(?:site|dist)-packages[/\\]torch[/\\]"
+    r"|(?:^|[/\\])torch[/\\](?:_[A-Za-z]\w*|nn|fx|utils|distributed|export|autograd|cuda|optim"
+    r"|ao|amp|profiler|testing|compiler|func|library)[/\\]"
+    r"|(?:^|[/\\])torch[/\\](?:_\w+|functional|overrides|serialization|random)\.py$"
+    r"|^<(?!stdin>|ipython-input-)"
+)
+
+
+@functools.lru_cache(maxsize=1 << 12)  # a log names few files, each in many frames
 def is_torch_file(path: str) -> bool:
-    """A frame in torch's own code (not the user's), by its file's path."""
-    p = path.replace("\\", "/")
-    return "/torch/" in p and ("-packages/" in p or p.startswith("torch/"))
+    """Whether a frame's file is torch's own code, not the user's: the one rule of every
+    stage, so a frame the index skips as torch's is skipped alike by annotations and pages."""
+    return _TORCH_FILE.search(path) is not None
 
 
 def add_phase(c: Compile, p: Phase) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from tlview.index.core import is_torch_file
 from tlview.model import StackFrame
 from tlview.units import short_path
 
@@ -51,5 +52,5 @@ def frame_view(f: StackFrame) -> FrameView:
         f.name,
         f.loc,
         f"{short_path(f.file)}:{f.line}",
-        "/site-packages/" in f.file or "/torch/" in f.file,
+        is_torch_file(f.file) or "-packages" in f.file,
     )
