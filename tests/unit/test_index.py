@@ -6,6 +6,7 @@ from conftest import FIXTURES
 
 from tlview.index.dims import fx_name
 from tlview.index.log import read_log
+from tlview.model import StackFrame
 
 
 def test_demo_compiles_statuses_and_attempts() -> None:
@@ -95,3 +96,8 @@ def test_torch_files_are_told_apart_by_one_rule() -> None:
     got = {path: core.is_torch_file(path) for path in TORCH_FILES}
     assert got == TORCH_FILES
     assert vars(sites)["is_torch_file"] is core.is_torch_file is vars(fmt)["is_torch_file"]
+    # The page dims torch's frames and other installed packages', never the user's.
+    dimmed = {p: fmt.frame_view(StackFrame(p, 1, "f", None)).lib for p in TORCH_FILES}
+    packages = {p: v or "-packages" in p for p, v in TORCH_FILES.items()}
+    assert dimmed == packages
+    assert dimmed["/home/u/proj/torch/model.py"] is False
