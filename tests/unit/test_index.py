@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 from conftest import FIXTURES
 
+from tlview.index.core import is_torch_file
 from tlview.index.dims import fx_name
 from tlview.index.log import read_log
 from tlview.model import StackFrame
@@ -71,6 +75,9 @@ TORCH_FILES = {
     "__aot__/aot#link-tree/torch/_inductor/compile_fx.py": True,
     "/mnt/xarfuse/uid-32109/976f795a-seed-nspid4026531836_cgpid101781736-ns-4026531841/"
     "torch/_dynamo/eval_frame.py": True,
+    "/data/users/a/pytorch/torch/jit/_script.py": True,
+    "/data/users/a/pytorch/torch/multiprocessing/spawn.py": True,
+    "/data/users/a/pytorch/torch/overrides.py": True,
     "<eval_with_key>.10": True,  # fx's generated forward
     "<string>": True,  # inductor's and sympy's exec'd code
     "/data/users/xmfan/a/pytorch/test/dynamo/test_misc.py": False,  # torch's tests: the user's
@@ -101,3 +108,17 @@ def test_torch_files_are_told_apart_by_one_rule() -> None:
     packages = {p: v or "-packages" in p for p, v in TORCH_FILES.items()}
     assert dimmed == packages
     assert dimmed["/home/u/proj/torch/model.py"] is False
+
+
+def test_every_module_of_torch_is_torchs_in_a_checkout() -> None:
+    """Each package and module torch ships with Python code in it, under a checkout's path, is
+    torch's: a frame in any of them is never taken for the user's line."""
+    spec = importlib.util.find_spec("torch")  # found, not imported
+    assert spec is not None and spec.origin is not None
+    root = Path(spec.origin).parent
+    names = [p.name for p in root.iterdir() if p.is_dir() and any(p.rglob("*.py"))]
+    names += [p.stem for p in root.glob("*.py")]
+    assert {"_dynamo", "nn", "jit", "overrides"} <= set(names)
+    missed = [n for n in names if not is_torch_file(f"/src/pytorch/torch/{n}/x.py")]
+    missed = [n for n in missed if not is_torch_file(f"/src/pytorch/torch/{n}.py")]
+    assert missed == []

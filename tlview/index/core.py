@@ -333,14 +333,18 @@ def user_line(frames: list[StackFrame]) -> StackFrame | None:
 
 
 # torch's own code, by a frame's file: an install (site- or dist-packages), a checkout or a
-# bundle that keeps torch's layout (`.../pytorch/torch/_dynamo/`, `.../torch/_tensor.py`, a buck
-# link-tree's `torch/_inductor/`), or code torch generates and runs (`<eval_with_key>.3`,
+# bundle that keeps torch's layout (its packages and modules as torch 2.13 ships them:
+# `.../pytorch/torch/_dynamo/`, `.../torch/jit/`, `.../torch/_tensor.py`, a buck link-tree's
+# `torch/_inductor/`), or code torch generates and runs (`<eval_with_key>.3`,
 # `<string>`); code typed at a prompt (`<stdin>`, IPython's `<ipython-input-...>`) is the user's.
 _TORCH_FILE = re.compile(
     r"(?:^|[/\\])(?:site|dist)-packages[/\\]torch[/\\]"
-    r"|(?:^|[/\\])torch[/\\](?:_[A-Za-z]\w*|nn|fx|utils|distributed|export|autograd|cuda|optim"
-    r"|ao|amp|profiler|testing|compiler|func|library)[/\\]"
-    r"|(?:^|[/\\])torch[/\\](?:_\w+|functional|overrides|serialization|random)\.py$"
+    r"|(?:^|[/\\])torch[/\\](?:_[A-Za-z]\w*|accelerator|amp|ao|autograd|backends|compiler"
+    r"|contrib|cpu|cuda|distributed|distributions|export|fft|func|futures|fx|jit|library|linalg"
+    r"|masked|monitor|mps|mtia|multiprocessing|nativert|nested|nn|numa|onnx|optim|package"
+    r"|profiler|quantization|signal|sparse|special|testing|utils|xpu)[/\\]"
+    r"|(?:^|[/\\])torch[/\\](?:_\w+|functional|hub|library|overrides|quasirandom|random"
+    r"|return_types|serialization|storage|torch_version|types|version)\.py$"
     r"|^<(?!stdin>|ipython-input-)"
 )
 
