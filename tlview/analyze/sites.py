@@ -13,7 +13,7 @@ from pathlib import Path
 from tlview.analyze.diff import Diff, norm
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import break_title, short
-from tlview.index.core import is_torch_file
+from tlview.index.core import innermost_user, is_torch_file
 from tlview.model import Compile, Report, StackFrame
 from tlview.units import number
 
@@ -40,11 +40,8 @@ class Site:
 
 
 def user_frame(stack: list[StackFrame]) -> StackFrame | None:
-    """The innermost frame of a compile's stack outside torch (the stack ends innermost)."""
-    for f in reversed(stack):
-        if f.file and not is_torch_file(f.file):
-            return f
-    return None
+    """The innermost frame of a compile's stack outside torch that names a file."""
+    return innermost_user([f for f in stack if f.file])
 
 
 def _place(where: str | None, c: Compile) -> tuple[str, int] | None:

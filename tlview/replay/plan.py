@@ -186,7 +186,7 @@ def _check_ops(p: Plan, code: gc.GraphCode, allow_import: Sequence[str] = ()) ->
         # --allow-import did): the module that defined it says.
         definer = _defined_outside_torch(ns, name)
         if definer is not None:
-            if any(definer == a or definer.startswith(a + ".") for a in allow_import):
+            if any(thirdparty.inside(definer, a) for a in allow_import):
                 if definer not in p.imports:  # imported already: repro.py must import it too
                     p.imports.append(definer)
                 continue
@@ -319,14 +319,10 @@ def _unregistered(p: Plan, ns: str, name: str, definer: str | None) -> str:
     package = definer.split(".")[0] if definer else ns
     text = (p.graph.text if p.graph else None) or ""
     where = thirdparty.caller(text, package, f"torch.ops.{ns}.{name}")
-    files = [where] if where else thirdparty.modules_named(text, package)[:2]
-    named = (
-        f" (the graph calls it from {where})"
-        if where
-        else f" (the graph's code names {', '.join(files)})"
-        if files
-        else ""
-    )
+    files = [] if where else thirdparty.modules_named(text, package)[:2]
+    named = f" (the graph calls it from {where})" if where else ""
+    if files:
+        named = f" (the graph's code names {', '.join(files)})"
     return (
         f"{op}, which the program registered at run time: pass --allow-import "
         f"{package if gc.is_identifier(package) else 'PACKAGE'} to import the package that "

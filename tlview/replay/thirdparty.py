@@ -58,8 +58,12 @@ def _module_of(path: str, package: str) -> str | None:
     if names[-1] == "__init__":
         names.pop()
     mod = ".".join(names)
-    inside = mod == package or mod.startswith(package + ".")
-    return mod if _MODULE.fullmatch(mod) and inside else None
+    return mod if _MODULE.fullmatch(mod) and inside(mod, package) else None
+
+
+def inside(module: str, package: str) -> bool:
+    """Whether MODULE is PACKAGE or one of its modules (`a.b` is in `a`, `ab` is not)."""
+    return module == package or module.startswith(package + ".")
 
 
 def import_allowed(allow: Sequence[str], text: str) -> tuple[list[str], list[str]]:
