@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tlview.dumps",
             "tlview.inert",
             "tlview.strings",
+            "tlview.version",
         ),
     ),
     ("runtime", ("tlview.runtime",)),
@@ -34,7 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tensors", ("tlview.tensors",)),
     ("replay", ("tlview.replay",)),
     ("render", ("tlview.render",)),
-    ("drivers", ("tlview.load", "tlview.rebuild")),
+    ("drivers", ("tlview.load", "tlview.rebuild", "tlview.write")),
     ("api", ("tlview", "tlview.cli", "tlview.commands", "tlview.__main__")),
 ]
 

@@ -113,7 +113,15 @@ def test_markdown_report_structure_on_a_real_log() -> None:
     assert headings(doc)[1:] == ["Graph breaks (2, 1 reason)", "Recompiles (2)", "Slowest compiles"]
     figures, breaks, recompiles, slowest = tables(doc)
     assert figures == [["6", "2", "2", "0", "2", "1.71 s"]]
-    assert breaks == [["2", "Call to `torch._dynamo.graph_break()`", "mlp_aot_eager.py:13 ×2"]]
+    # The break's title and what torch says it is about, and its hint: as text and page say.
+    assert breaks == [
+        [
+            "2",
+            "Call to `torch._dynamo.graph_break()`: User-inserted graph break. Message: None",
+            "mlp_aot_eager.py:13 ×2",
+            "Remove the `torch._dynamo.graph_break()` call.",
+        ]
+    ]
     assert [r[0] for r in recompiles] == ["0/1_1", "1/1"]
     assert "tensor 'x' size mismatch at index 0. expected 8, actual 12" in recompiles[0][2]
     assert len(slowest) == 4

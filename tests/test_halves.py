@@ -13,12 +13,14 @@ from conftest import corpus, only_log
 
 import tlview.render.json.report as json_mod
 import tlview.runtime.store as store
+from tlview.analyze.compiles import analysed
 from tlview.load import read as load
 from tlview.model import Report
 from tlview.render.html import budget as kept
 from tlview.render.html import page, pick, section
 from tlview.render.html import report as html
 from tlview.runtime import halves
+from tlview.write import forking
 
 ONE = 1 << 62  # MIN_COST: never fork
 
@@ -26,9 +28,9 @@ ONE = 1 << 62  # MIN_COST: never fork
 def _write(rep: Report, fmt: str, full: bool = False) -> bytes:
     out = io.BytesIO()
     if fmt == "html":
-        html.stream(rep, out, full)
+        html.stream(rep, out, full, split=forking(rep))
     else:
-        json_mod.stream(rep, out)
+        json_mod.stream(rep, out, split=forking(rep))
     return out.getvalue()
 
 
@@ -145,10 +147,10 @@ def test_iterating_from_any_compile_matches_the_whole_list(
     monkeypatch.setattr(store, "IN_MEMORY", 2)
     rep = load(only_log("mlp_aot_eager"))
     (log,) = rep.logs
-    whole = [json_mod.compile_dict(c) for c in log.compiles]
+    whole = [json_mod.compile_dict(a) for a in analysed(rep)]
     assert any(d.get("recompile") for d in whole)  # explained against the compile before
     for i in range(len(whole)):
-        assert [json_mod.compile_dict(c) for c in halves.compiles(rep, i)] == whole[i:]
+        assert [json_mod.compile_dict(a) for a in analysed(rep, i)] == whole[i:]
     assert [c.key for c in halves.compiles(rep, 2, 5)] == [d["key"] for d in whole[2:5]]
 
 

@@ -20,6 +20,7 @@ import tlview.strings as strings
 from tlview import read as load
 from tlview.errors import TlviewError
 from tlview.runtime import halves
+from tlview.write import forking
 
 NAME = "/" + "d" * 65_535 + "/model.py"  # kept as 512 characters: its start and end
 SLACK = 64 << 10  # the constant of the bound: headers, tables, the first copy of a name
@@ -155,11 +156,11 @@ def test_a_forked_later_half_keeps_its_own_keys(
     rep = load(crafted(tmp_path, 1 << 20, 20))
     one = io.BytesIO()
     monkeypatch.setattr(halves, "MIN_COST", 1 << 62)
-    json_mod.stream(rep, one)
+    json_mod.stream(rep, one, split=forking(rep))
     monkeypatch.setattr(halves, "MIN_COST", 0)
     monkeypatch.setattr(halves, "spare_core", lambda: True)
     two = io.BytesIO()
-    json_mod.stream(rep, two)
+    json_mod.stream(rep, two, split=forking(rep))
     a, b = orjson.loads(one.getvalue()), orjson.loads(two.getvalue())
     assert a["strings"] == {"0": a["compiles"][0]["stack"][0]["file"]}
     assert sorted(b["strings"]) == ["0", "b0"], b["strings"].keys()

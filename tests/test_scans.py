@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 from growth import assert_linear
 
+from tlview.analyze.breaks import trace_frames as _trace_frames
 from tlview.analyze.diff import _guard
 from tlview.analyze.provenance import _kernel_lines
-from tlview.analyze.summary import _trace_frames
 from tlview.model import Compile
 from tlview.replay.plan import world_of
 from tlview.replay.planned import Plan

@@ -163,7 +163,9 @@ def report(
         from tlview.analyze.names import check_named
 
         check_named(rep, compile_id)
-    figures = f.renderer()(rep, Output(output, force), opts)
+    from tlview.write import write_report
+
+    figures = write_report(rep, f.name, Output(output, force), opts)
     if output not in (None, "-"):
         say(f"tlview: wrote {output}", err=True)
     bad = sum(log.bad_count for log in rep.logs)

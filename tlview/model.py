@@ -31,6 +31,15 @@ Status = Literal[
     "failed", "incomplete", "graph_break", "restarted", "empty", "traced", "ok", "outside"
 ]
 STATUSES: tuple[Status, ...] = get_args(Status)  # in order of severity
+# How bad each status is, lower first: the one order of every table, diff and gate. An export's
+# traced graph is as good as a compiled one; records outside any compile are no compile at all.
+_SEVERITY: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
+_SEVERITY["ok"] = _SEVERITY["traced"]
+
+
+def severity(status: str) -> int:
+    """How bad a status is (0: failed); a status tlview does not know ranks last."""
+    return _SEVERITY.get(status, len(STATUSES))
 
 
 @pickled_by_fields
@@ -550,9 +559,7 @@ class Compile:
     start: str | None = None  # prefix timestamps "MMDD HH:MM:SS.ffffff"
     end: str | None = None
     events_dropped: int = 0
-    recompile: Recompile | None = (
-        None  # set by index/recompiles.py (`explain_frame`) for recompiles
-    )
+    recompile: Recompile | None = None  # recompiles: index/recompiles.py (`explain_frame`)
 
     @property
     def key(self) -> str:
@@ -638,6 +645,11 @@ class BreakSummary:
     count: int = 0
     where: dict[str, int] = field(default_factory=dict)  # "file:line" -> count
     compiles: list[str] = field(default_factory=list)  # "log#compile" keys, first few
+    # Of its first: the line naming it, what torch says it is about, its hints, debug context.
+    title: str = ""
+    explanation: str | None = None
+    hints: tuple[str, ...] = ()
+    context: str | None = None
 
 
 @dataclass(slots=True)

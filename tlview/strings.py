@@ -3,9 +3,6 @@ that puts a stored document's strings back, so a report stays in proportion to i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from tlview.errors import EXIT_NO_TRACE, TlviewError
@@ -132,32 +129,3 @@ def _place(s: str) -> tuple[str, str]:
     j = rest.find(" in ")
     line = rest if j < 0 else rest[:j]
     return (s[:i], s[i:]) if line.isdigit() and line.isascii() else (s, "")
-
-
-_names: ContextVar[Names | None] = ContextVar("names", default=None)
-
-
-def shown(s: str | None) -> str:
-    """`s` as the text report or page being drawn writes it ("" for None); whole outside one."""
-    if not s:
-        return ""
-    names = _names.get()
-    return s if names is None else names.shown(s)
-
-
-def forked(prefix: str) -> None:
-    """In a forked copy that draws a later part: number its new names apart (`name b1`)."""
-    names = _names.get()
-    if names is not None:
-        names.prefix = prefix
-
-
-@contextmanager
-def numbering() -> Iterator[Names]:
-    """Number the long names of the text or page drawn inside."""
-    names = Names()
-    token = _names.set(names)
-    try:
-        yield names
-    finally:
-        _names.reset(token)

@@ -96,17 +96,18 @@ def test_torch_files_are_told_apart_by_one_rule() -> None:
     """Installs, checkouts, buck and xar bundles and generated code are torch's; tests in a
     checkout, other packages and code typed at a prompt are the user's. The index, the
     annotations and the page's stacks ask the same function."""
-    from tlview.analyze import sites
+    from tlview.analyze import compiles, sites
     from tlview.index import core
     from tlview.render.html import fmt
 
     got = {path: core.is_torch_file(path) for path in TORCH_FILES}
     assert got == TORCH_FILES
-    assert vars(sites)["is_torch_file"] is core.is_torch_file is vars(fmt)["is_torch_file"]
-    # The page dims torch's frames and other installed packages', never the user's.
+    assert vars(sites)["is_torch_file"] is core.is_torch_file
+    # The page dims torch's frames, as the terminal leaves them out: the one library rule of
+    # analyze.compiles.is_library. Other installed packages are the user's to read through.
+    assert compiles.is_library is vars(fmt)["is_library"]
     dimmed = {p: fmt.frame_view(StackFrame(p, 1, "f", None)).lib for p in TORCH_FILES}
-    packages = {p: v or "-packages" in p for p, v in TORCH_FILES.items()}
-    assert dimmed == packages
+    assert dimmed == TORCH_FILES
     assert dimmed["/home/u/proj/torch/model.py"] is False
 
 

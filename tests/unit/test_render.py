@@ -18,7 +18,7 @@ from tlview.runtime.output import Output
 def test_every_format_has_one_write_with_one_signature() -> None:
     for f in (*REPORT_FORMATS.values(), *DIFF_FORMATS.values()):
         params = list(inspect.signature(f.renderer()).parameters)
-        assert params[1:] == ["out", "opts"], f.name
+        assert params[1:] == ["out", "opts", "split"], f.name
 
 
 def test_the_output_name_picks_the_format() -> None:

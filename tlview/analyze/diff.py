@@ -14,18 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlview.analyze.breaks import break_title
 from tlview.analyze.changes import change_text
-from tlview.analyze.summary import (
-    PHASE_NAMES,
-    Overview,
-    break_title,
-    frame_label,
-    overview,
-    short,
-    short_place,
-)
+from tlview.analyze.compiles import PHASE_NAMES
+from tlview.analyze.summary import Overview, frame_label, overview, short, short_place
 from tlview.index.recompiles import input_changes, limit_text
-from tlview.model import Compile, CompileId, InputChange, LogIndex, Report
+from tlview.model import Compile, CompileId, InputChange, LogIndex, Report, severity
 
 TIME_NOISE_S = 1.0  # compile-time differences smaller than this are noise
 TIME_NOISE_REL = 0.2  # ... and so are those smaller than this fraction of BASE
@@ -457,7 +451,7 @@ def _compile_changes(frame: str, cc: ComparedCompile) -> list[Change]:
     keys: dict[str, Any] = {"base_compile": b.key, "new_compile": n.key}
     label = f"compile #{cc.index + 1}"
     if b.status != n.status:
-        worse = _SEVERITY.get(n.status, 9) < _SEVERITY.get(b.status, 9)
+        worse = severity(n.status) < severity(b.status)
         out.append(Change("status", frame, label, b.status, n.status, worse, **keys))
     if b.graph_ops != n.graph_ops:
         out.append(Change("graph-ops", frame, label, b.graph_ops, n.graph_ops, None, **keys))
@@ -478,9 +472,6 @@ def _compile_changes(frame: str, cc: ComparedCompile) -> list[Change]:
 
 
 # Lower is worse: failed < incomplete < graph_break < empty < ok.
-_SEVERITY = {"failed": 0, "incomplete": 1, "graph_break": 2, "empty": 3, "traced": 4, "ok": 4}
-
-
 def beyond_noise(base: float, new: float) -> bool:
     """A time difference that is more than timing noise (TIME_NOISE_S and TIME_NOISE_REL)."""
     d = abs(new - base)

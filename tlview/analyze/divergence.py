@@ -7,8 +7,10 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlview.analyze.breaks import break_title
 from tlview.analyze.collectives import parity
-from tlview.analyze.summary import break_title, frame_label, is_recompile, short_place
+from tlview.analyze.compiles import is_recompile
+from tlview.analyze.summary import frame_label, short_place
 from tlview.index.digests import (
     COLLECTIVE_SCHEDULE,
     COMPARED_GRAPHS,

@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tlview.analyze.breaks import break_title
 from tlview.analyze.diff import Diff, norm
 from tlview.analyze.names import Refs
-from tlview.analyze.summary import break_title, short
+from tlview.analyze.summary import short
 from tlview.index.core import innermost_user, is_torch_file
 from tlview.model import Compile, Report, StackFrame
 from tlview.units import number

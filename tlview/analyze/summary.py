@@ -5,29 +5,19 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from tlview.analyze.names import Refs
-from tlview.index.kinds import plain_restart
+from tlview.analyze.compiles import PHASE_NAMES, Analysis, analysed, is_recompile
 from tlview.model import (
-    PHASES,
     BreakSummary,
-    Compile,
     Input,
-    Kernel,
     Report,
-    StackFrame,
-    seconds_of,
 )
-from tlview.units import number
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
-# A compile's phases (model.PHASES); "backward" adds up the inductor time of its backward
-# graphs (`bwd_compilation_metrics`).
-PHASE_NAMES = (*(name for name, _ in PHASES), "backward")
 
 
 @dataclass(slots=True)
@@ -37,21 +27,6 @@ class Slow:
     ref: str
     function: str | None
     phases: dict[str, float]
-
-
-def phase_times(c: Compile) -> dict[str, float]:
-    """A compile's time by phase (PHASE_NAMES), for the phases its metrics give."""
-    out: dict[str, float] = {}
-    m = c.metrics or {}
-    for name, metric in PHASES:
-        v = seconds_of(m, metric)
-        if v is not None:
-            out[name] = v
-    for bm in c.bwd_metrics:
-        v = seconds_of(bm, "inductor_compile_time_s")
-        if v is not None:
-            out["backward"] = out.get("backward", 0.0) + v
-    return out
 
 
 @dataclass(slots=True)
@@ -118,30 +93,11 @@ def frame_label(function: str, file: str | None, line: int | None) -> str:
     return f"{function} ({where})" if where else function
 
 
-def is_recompile(c: Compile) -> bool:
-    """A compile of a frame after its first, because guards failed: not a restart, and not a
-    retry of a compile that failed (nothing was cached, so no guard could fail)."""
-    return (
-        c.id is not None and bool(c.id.frame_compile) and c.status != "restarted" and not c.is_retry
-    )
-
-
-def problem_order(c: Compile) -> int:
-    """Which compiles a report shows first when it cannot show them all: failures (0), then
-    graph breaks, restarts and recompiles (1), then the rest (2)."""
-    if c.status in ("failed", "incomplete"):
-        return 0
-    if c.graph_breaks or c.restart_reasons or c.recompile is not None or c.recompile_reasons:
-        return 1
-    return 2
-
-
 class Tally:
     """Builds an Overview one compile at a time, so a renderer needs one pass over the compiles."""
 
     def __init__(self, report: Report) -> None:
         o = self.o = Overview(logs=len(report.logs))
-        self.refs = Refs.of(report)
         self.cache: Counter[str] = Counter()
         self.status: Counter[str] = Counter()
         self.breaks: dict[str, BreakSummary] = {}
@@ -164,7 +120,8 @@ class Tally:
         o.kinds = dict(kinds.most_common())
         o.unknown_kinds = dict(unknown.most_common())
 
-    def add(self, c: Compile) -> None:
+    def add(self, a: Analysis) -> None:
+        c = a.compile
         o = self.o
         o.export_issues += len(c.export_issues)
         if c.id is None:
@@ -180,24 +137,25 @@ class Tally:
         o.inputs += sum(1 for i in c.inputs if not i.superseded)
         if is_recompile(c):
             o.recompiles += 1
-        ref = self.refs(c)
-        if c.metrics is not None or c.bwd_metrics:
-            times = phase_times(c)
-            for name, v in times.items():
-                self.phases.setdefault(name, []).append(v)
-            if times.get("total"):
-                self._slow((times["total"], ref, Slow(ref, c.function, times)))
+        ref = a.ref
+        times = a.times
+        for name, v in times.items():
+            self.phases.setdefault(name, []).append(v)
+        if times.get("total"):
+            self._slow((times["total"], ref, Slow(ref, c.function, times)))
         for ev in c.cache:
             self.cache[ev.outcome] += 1
-        for gb in c.graph_breaks:
+        for b in a.breaks:
             o.graph_breaks += 1
-            key = break_key(gb.reason)
-            s = self.breaks.get(key)
+            s = self.breaks.get(b.key)
             if s is None:
-                s = self.breaks[key] = BreakSummary(gb.reason)
+                s = self.breaks[b.key] = BreakSummary(
+                    b.reason, title=b.title, explanation=b.explanation, hints=b.hints,
+                    context=b.context,
+                )  # fmt: skip
             s.count += 1
-            if gb.where:
-                s.where[gb.where] = s.where.get(gb.where, 0) + 1
+            if b.where:
+                s.where[b.where] = s.where.get(b.where, 0) + 1
             if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
                 s.compiles.append(ref)
 
@@ -254,8 +212,8 @@ class Tally:
 
 def overview(report: Report) -> Overview:
     tally = Tally(report)
-    for c in report.compiles:
-        tally.add(c)
+    for a in analysed(report):
+        tally.add(a)
     return tally.done()
 
 
@@ -311,141 +269,6 @@ _RARE_FLAGS_ORDER = ("is_conj", "is_neg", "is_inference", "is_functional", "is_n
 _RARE_FLAGS = frozenset(_RARE_FLAGS_ORDER)
 
 
-# Lines torch writes around a graph break's own words: what it was tracing, or that it gave
-# up on the whole function because of the break.
-_BREAK_WRAPPERS = ("Encountered graph break when", "Failed to handle graph break gracefully")
-
-
-def break_title(reason: str) -> str:
-    """The line of a graph-break reason that names the break, for tables and headings."""
-    plain = plain_restart(reason)
-    if plain is not None:
-        return plain
-    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
-    for ln in lines:
-        if not ln.startswith(_BREAK_WRAPPERS):
-            return ln
-    return lines[0] if lines else "?"
-
-
-def _labelled_lines(reason: str, label: str) -> Iterator[str]:
-    """The text after each `label` line of a graph-break reason (`Explanation:`, `Hint:`, ...)."""
-    for ln in reason.splitlines():
-        s = ln.strip()
-        if s.startswith(label):
-            yield s.removeprefix(label).strip()
-
-
-def _labelled(reason: str, label: str) -> str | None:
-    """The text after the first `label` line of a graph-break reason (None: none, or empty)."""
-    return next(_labelled_lines(reason, label), None) or None
-
-
-def break_explanation(reason: str) -> str | None:
-    """What torch says the break was about (its `Explanation:` line: which call, which op)."""
-    return _labelled(reason, "Explanation:")
-
-
-def break_hints(reason: str) -> list[str]:
-    """torch's `Hint:` lines of a graph-break reason: what to change to remove the break."""
-    return [h for h in _labelled_lines(reason, "Hint:") if h]
-
-
-def break_context(reason: str) -> str | None:
-    """torch's `Developer debug context:` of a graph-break reason: the call or op it is about
-    (a library's logger call, and its message, names the library code that broke)."""
-    return _labelled(reason, "Developer debug context:")
-
-
-def break_callers(text: str) -> list[StackFrame]:
-    """The user-code traceback torch logs with a graph break, outermost first: the calls that led
-    to the break's line (through a library's code, for a break inside it)."""
-    k = text.find("User code traceback:")
-    if k < 0:
-        return []
-    trace = text[k:]
-    end = trace.find("Traceback (most recent call last)")
-    if end >= 0:
-        trace = trace[:end]
-    return _trace_frames(trace)
-
-
-def break_key(reason: str) -> str:
-    """What makes two graph breaks the same: the line naming the break and torch's debug
-    context (the function or op it is about), not the words around them (which bytecode was
-    traced, a fallback to eager, the variables on the stack)."""
-    context = ""
-    for ln in reason.splitlines():
-        if ln.strip().startswith("Developer debug context:"):
-            context = ln.strip()
-            break
-    return f"{break_title(reason)}\n{context}"
-
-
-# A frame starts its line (as traceback writes it): a search from every `File "` inside a line
-# would read the rest of the line once for each.
-_TRACE_FRAME = re.compile(r'^[ \t]*File "([^"\n]+)", line (\d+), in ([^\n]+)\n([^\n]*)', re.M)
-
-
-def kernels(c: Compile) -> list[Kernel]:
-    """The kernels inductor wrote for a compile's graphs, from its provenance artifacts (logged
-    when provenance tracking is on): per graph in log order (forward, then backward, compiled at
-    the first backward), each kernel with its FX nodes and the user code they came from."""
-    if not c.provenance:
-        return []
-    items = sorted(c.provenance, key=lambda p: p.line)
-    # Each graph logs its node mapping, then its kernels' stacks: a stack artifact ends a graph.
-    graph_of: list[int] = []
-    n = 0
-    last_code = max((i for i, p in enumerate(items) if p.kind == "code"), default=-1)
-    for i, p in enumerate(items):
-        graph_of.append(n)
-        if p.kind == "code" or i >= last_code:  # no stack artifact after it
-            n += 1
-    names = (
-        ["inference"]
-        if any(g.kind == "aot_inference_graph" for g in c.graphs)
-        else ["forward", "backward"]
-    )
-    found: dict[tuple[int, str], tuple[list[str], list[StackFrame]]] = {}
-    for g, p in zip(graph_of, items, strict=True):
-        for key, values in p.by_kernel.items():
-            nodes, code = found.setdefault((g, key), ([], []))
-            if p.kind == "nodes":
-                nodes.extend(values)
-            else:
-                code.extend(f for f in map(_innermost, values) if f is not None)
-    out = []
-    listed: dict[int, int] = {}  # kernels of each graph so far, in the order torch lists them
-    for (g, key), (nodes, code) in found.items():
-        listed[g] = listed.get(g, 0) + 1
-        name, _, order = key.rpartition(":")
-        # torch 2.9 and later number each kernel call ("cpp_fused_relu_0:2", its debug handle
-        # in the code); older torch names kernels alone: their place in torch's list.
-        called = number(order) if name and order.isdecimal() else None
-        n = listed[g] if called is None else called
-        out.append((g, n, key if called is None else name, nodes, list(dict.fromkeys(code))))
-    return [
-        Kernel(names[g] if g < len(names) else f"graph {g + 1}", n, name, nodes, code)
-        for g, n, name, nodes, code in sorted(out, key=lambda k: k[:2])
-    ]
-
-
-def _innermost(trace: str) -> StackFrame | None:
-    """The last frame of a Python stack as text (`File "f.py", line 3, in g` and its code)."""
-    frames = _trace_frames(trace)
-    return frames[-1] if frames else None
-
-
-def _trace_frames(trace: str) -> list[StackFrame]:
-    """The frames of a Python stack as text, outermost first, each with its line of code."""
-    return [
-        StackFrame(file, at, name.strip(), code.strip() or None)
-        for file, line, name, code in _TRACE_FRAME.findall(trace)
-        if (at := number(line)) is not None
-    ]
-
-
 _MESH = re.compile(r"^DeviceMesh\((\([^)]*\))")
 
 
@@ -473,13 +296,3 @@ def _first_tuple(text: str) -> str | None:
         if depth == 0:
             return text[2:i].rstrip(", ") or None
     return None
-
-
-def stopped_in(c: Compile) -> str:
-    """For a compile that never finished: `, in NAME`, the innermost phase that began and never
-    ended (where the process stopped), or "" when its log has no such phase."""
-    open_ = [p for p in c.phases if p.dur_us is None]
-    if not open_:
-        return ""
-    last = max(open_, key=lambda p: (p.depth, p.start_us))
-    return f", in {last.name}"

@@ -1,22 +1,102 @@
 """One interface for every output format, and the registry the command line picks them from.
 
-A renderer is a module with `write(subject, out, opts)`: SUBJECT is a Report (or a Diff), OUT
-where the output goes (`runtime.output.Output`), OPTS what the command line asked (`Options`).
-It returns the report's figures when it computed them on its one pass (for `--fail-on`), else
-None. A new format is one module and one line in `REPORT_FORMATS` or `DIFF_FORMATS`.
+A renderer is a module with `write(subject, out, opts, split)`: SUBJECT is a Report (or a Diff),
+OUT where the output goes (`runtime.output.Output`), OPTS what the command line asked
+(`Options`), SPLIT what runs its passes over the analysed compiles (`Split`: here, or on two
+cores; it never cuts or forks itself). It returns the report's figures when it computed them on
+its one pass (for `--fail-on`), else None. A new format is one module and one line in
+`REPORT_FORMATS` or `DIFF_FORMATS`.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from tlview.analyze.compiles import Analysis
     from tlview.analyze.gate import Check
     from tlview.analyze.summary import Overview
     from tlview.index.keep import Keep
+    from tlview.model import Report
     from tlview.runtime.output import Output
+
+S = TypeVar("S")
+Out = TypeVar("Out", covariant=True)  # what a pass writes: str or bytes
+
+
+class Pass(Protocol[S, Out]):
+    """One pass of a renderer over the analysed compiles: its state, made fresh for each part
+    of the compiles it runs on, the output it writes as it goes, and how two parts' states
+    become one. A renderer never cuts, forks or joins: a `Split` does."""
+
+    def start(self, later: bool) -> S:
+        """A fresh state; `later`: for a copy that runs the later part, beside this process."""
+        ...
+
+    def run(self, state: S, compiles: Iterator[Analysis]) -> Iterable[Out]:
+        """Take in these compiles, in order, and yield what is written of them."""
+        ...
+
+    def merge(self, state: S, later: S) -> None:
+        """Take in the state of the compiles after these, as if this pass had gone on."""
+        ...
+
+
+# A compile's share of a pass's work: (its place in the report, its size) -> weight.
+Weigh = Callable[[int, int], int]
+
+
+class Split(Protocol):
+    """Runs a renderer's passes over a report's compiles: in this process, or in two parts on
+    two cores with the later part's output and state joined after this one's."""
+
+    def fold(self, p: Pass[S, Any], scale: int = 1) -> S:
+        """Run a pass that writes nothing; its state."""
+        ...
+
+    def write(self, p: Pass[S, bytes], out: IO[bytes]) -> S:
+        """Run a pass, writing its output to OUT in order; its state."""
+        ...
+
+    def text(self, p: Pass[S, str], span: tuple[int, int], weigh: Weigh) -> Iterator[str]:
+        """Run a pass over the compiles [span) and yield its output in order."""
+        ...
+
+
+class InProcess:
+    """A `Split` that runs every pass here, over the compiles in order."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+
+    def fold(self, p: Pass[S, Any], scale: int = 1) -> S:
+        from tlview.analyze.compiles import analysed
+
+        state = p.start(False)
+        for _ in p.run(state, analysed(self.report)):
+            pass
+        return state
+
+    def write(self, p: Pass[S, bytes], out: IO[bytes]) -> S:
+        from tlview.analyze.compiles import analysed
+
+        state = p.start(False)
+        for piece in p.run(state, analysed(self.report)):
+            out.write(piece)
+        return state
+
+    def text(self, p: Pass[S, str], span: tuple[int, int], weigh: Weigh) -> Iterator[str]:
+        from tlview.analyze.compiles import analysed
+
+        yield from p.run(p.start(False), analysed(self.report, *span))
+
+
+def split_of(report: Report, split: Split | None) -> Split:
+    """The split a renderer was given, else one that runs everything here."""
+    return InProcess(report) if split is None else split
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +111,9 @@ class Options:
 
 
 class Renderer(Protocol):
-    def __call__(self, subject: Any, out: Output, opts: Options) -> Overview | None: ...
+    def __call__(
+        self, subject: Any, out: Output, opts: Options, split: Split | None = None
+    ) -> Overview | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from tlview.dumps import dumps
 from tlview.index.digests import RUNTIME_ESTIMATE
 from tlview.model import Compile, CompileId, Report
 from tlview.parse import Reader, Record
-from tlview.render import Options
+from tlview.render import Options, Split
 from tlview.runtime.output import Output
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
@@ -205,7 +205,8 @@ def _nanoseconds(v: Any) -> int:
     return int(v)
 
 
-def write(report: Report, out: Output, opts: Options) -> None:
-    """The report's trace events (the renderer of `--format perfetto`)."""
+def write(report: Report, out: Output, opts: Options, split: Split | None = None) -> None:
+    """The report's trace events (the renderer of `--format perfetto`): the logs are read
+    again, as they pass, so no split of the compiles applies."""
     with out.open() as f:
         stream(report, f, only=picker(opts.compile_id))

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from tlview import __version__
 from tlview.analyze.changes import change_text
 from tlview.analyze.diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
-from tlview.render import Options
+from tlview.render import Options, Split
 from tlview.render.html.report import page_environment
 from tlview.runtime.output import Output
 
@@ -193,7 +193,7 @@ def stream(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
     out.write(render(d, gate).encode("utf-8"))
 
 
-def write(d: Diff, out: Output, opts: Options) -> None:
+def write(d: Diff, out: Output, opts: Options, split: Split | None = None) -> None:
     """The comparison as a page (the renderer of `tlview diff --format html`)."""
     with out.open() as f:
         stream(d, f, opts.gate)

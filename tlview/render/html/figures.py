@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tlview.analyze.summary import PHASE_NAMES, Overview, break_title
+from tlview.analyze.breaks import break_title
+from tlview.analyze.compiles import PHASE_NAMES
+from tlview.analyze.summary import Overview
 from tlview.model import Status
 from tlview.render.html.fmt import clock
 from tlview.render.html.rows import Row

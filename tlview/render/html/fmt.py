@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from tlview.index.core import is_torch_file
+from tlview.analyze.compiles import is_library
 from tlview.model import StackFrame
 from tlview.units import short_path
 
@@ -42,7 +42,7 @@ class FrameView(NamedTuple):
     name: str
     loc: str | None
     at: str  # the short file:line
-    lib: bool  # in torch or an installed package, not the user's code
+    lib: bool  # torch's own code (analyze.compiles.is_library), dimmed
 
 
 def frame_view(f: StackFrame) -> FrameView:
@@ -52,5 +52,5 @@ def frame_view(f: StackFrame) -> FrameView:
         f.name,
         f.loc,
         f"{short_path(f.file)}:{f.line}",
-        is_torch_file(f.file) or "-packages" in f.file,
+        is_library(f.file),
     )

@@ -7,9 +7,11 @@ from pathlib import PurePath
 from typing import NamedTuple
 
 from tlview import __version__
+from tlview.analyze.breaks import break_key
 from tlview.analyze.divergence import names_text
-from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview, Tally, break_key
-from tlview.model import LogIndex, Report
+from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview
+from tlview.model import STATUSES, LogIndex, Report
+from tlview.render import Split, split_of
 from tlview.render.html import budget as kept
 from tlview.render.html import pick as picking
 from tlview.render.html.figures import (
@@ -25,11 +27,11 @@ from tlview.render.html.figures import (
 from tlview.render.html.fmt import clock
 from tlview.render.html.metrics import METRIC_BYTES, first_shown
 from tlview.render.html.payloads import COMPILE_TIERS, MAX_LISTED, Budget, share_budget
-from tlview.render.html.pick import PROBLEMS, Pick, Picked, first_pass
+from tlview.render.html.pick import PROBLEMS, FirstPass, Picked
 from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
-from tlview.runtime import halves
+from tlview.strings import Names
 from tlview.units import count, nbytes
 
 
@@ -77,6 +79,8 @@ class Page:
     compile's section, which `section.compile_views` builds as the compile is read again."""
 
     report: Report
+    split: Split  # what runs the passes over the compiles; their sections too
+    names: Names  # the long names shown so far, by number (tlview/strings.py)
     full: bool
     title: str
     version: str
@@ -130,33 +134,22 @@ def job_shown(report: Report) -> tuple[Picked | None, str | None]:
     return (lambda c: (c.log, c.pid) in by_log), note
 
 
-def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = None) -> Page:
+def build(
+    report: Report,
+    full: bool = False,
+    only: tuple[str, Picked] | None = None,
+    split: Split | None = None,
+) -> Page:
     """The page for a report; `full` shows every compile, payload and metric whole; `only`
     (--compile-id, and what it picks) shows those compiles alone, whole, and counts them all."""
-    tally = Tally(report)
+    split = split_of(report, split)
     shown, job_note = (None, None) if full or only else job_shown(report)
-    pick = Pick(report, full or only is not None, only=only[1] if only else shown)
-    cut = None if only else halves.middle(halves.costs(report), scale=2)
-    if cut is None:
-        first_pass(report, tally, pick, 0)
-    else:
-        # The later compiles are read by a forked copy; what it found is taken in as if read here.
-        rest = cut
-        later = halves.Later(
-            lambda _: first_pass(
-                report, Tally(report), Pick(report, full, rest, only=shown), rest
-            ).sent()
-        )
-        first_pass(report, tally, pick, 0, cut)
-        ok, value = later.result()
-        later.discard()
-        if ok:
-            tally.merge(value.tally)
-            pick.merge(value.pick)
-        else:
-            first_pass(report, tally, pick, cut)
-    o = tally.done()
-    rows, budget = pick.done()
+    found = split.fold(
+        FirstPass(report, full or only is not None, only[1] if only else shown),
+        scale=1 << 30 if only else 2,  # one compile shown alone: never worth a second core
+    )
+    o = found.tally.done()
+    rows, budget = found.pick.done()
     budget.only = only[0] if only else None
     share_budget(report, rows, budget, budget.full, {s.ref for s in o.slowest})
     anchors: dict[tuple[str, str], str] = {}
@@ -168,9 +161,11 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
             if prev:
                 r.previous = (r.recompile.previous, prev)
     breaks = break_views(o, {r.ref: r for r in reversed(rows)})
-    statuses: list[str] = sorted({r.status for r in rows}, key=_status_order)
+    statuses: list[str] = sorted({r.status for r in rows}, key=STATUSES.index)
     return Page(
         report=report,
+        split=split,
+        names=Names(),
         full=budget.full,
         title=PurePath(report.path).name or report.path,
         version=__version__,
@@ -202,7 +197,7 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         bad_lines=[(b.log, b.line, b.reason) for log in report.logs for b in log.bad_lines],
         bad_total=sum(log.bad_count for log in report.logs),
         lanes=page_timeline(rows),
-        many=pick.many,
+        many=found.pick.many,
         statuses=statuses,
         limits={
             "payload": nbytes(kept.PAYLOAD_BYTES),
@@ -221,9 +216,3 @@ def build(report: Report, full: bool = False, only: tuple[str, Picked] | None = 
         ],
         shared=first_shown(rows),
     )
-
-
-def _status_order(s: str) -> int:
-    from tlview.model import STATUSES
-
-    return STATUSES.index(s) if s in STATUSES else len(STATUSES)

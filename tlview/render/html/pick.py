@@ -5,17 +5,15 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tlview.analyze.names import Refs
-from tlview.analyze.summary import Tally, break_title, is_recompile, problem_order, stopped_in
+from tlview.analyze.compiles import Analysis
+from tlview.analyze.summary import Tally
 from tlview.model import Compile, LogIndex, Report, StackFrame, Status
 from tlview.render.html.metrics import long_metrics
 from tlview.render.html.payloads import Budget, budget_items
 from tlview.render.html.rows import Row, issue_view, recompile_view
-from tlview.runtime import halves
-from tlview.units import short_path
 
 DETAIL_COMPILES = 500  # compiles shown with every detail; the rest show status, reasons, inputs
 PAGE_COMPILES = 1000  # compiles with a row and a section; the rest are counted in a note
@@ -28,25 +26,40 @@ Picked = Callable[[Compile], bool]  # --compile-id: whether the page shows a com
 
 
 @dataclass(slots=True)
-class FirstPass:
+class Found:
     """The figures and the rows the first pass found in a run of compiles."""
 
     tally: Tally
     pick: Pick
 
-    def sent(self) -> FirstPass:
+    def __getstate__(self) -> tuple[Tally, Pick]:
         self.pick.frames = {}  # for sharing StackFrames among rows here; no use elsewhere
-        return self
+        return self.tally, self.pick
+
+    def __setstate__(self, state: tuple[Tally, Pick]) -> None:
+        self.tally, self.pick = state
 
 
-def first_pass(
-    report: Report, tally: Tally, pick: Pick, start: int, stop: int | None = None
-) -> FirstPass:
-    """Count and pick from the report's compiles [start, stop)."""
-    for li, k, c in halves.places(report, start, stop):
-        tally.add(c)
-        pick.add(li, k, c)
-    return FirstPass(tally, pick)
+@dataclass(frozen=True, slots=True)
+class FirstPass:
+    """Counts the figures and picks the rows, a compile at a time (a `render.Pass`)."""
+
+    report: Report
+    full: bool
+    only: Picked | None
+
+    def start(self, later: bool) -> Found:
+        return Found(Tally(self.report), Pick(self.report, self.full, later, self.only))
+
+    def run(self, found: Found, compiles: Iterator[Analysis]) -> Iterator[str]:
+        for a in compiles:
+            found.tally.add(a)
+            found.pick.add(a)
+        return iter(())
+
+    def merge(self, found: Found, later: Found) -> None:
+        found.tally.merge(later.tally)
+        found.pick.merge(later.pick)
 
 
 @dataclass(slots=True)
@@ -63,12 +76,11 @@ class Pick:
     then the rest, each in log order. Only the rows still in the running are kept."""
 
     def __init__(
-        self, report: Report, full: bool, start: int = 0, only: Picked | None = None
+        self, report: Report, full: bool, later: bool = False, only: Picked | None = None
     ) -> None:
         self.full = full
         self.only = only
         self.many = len({log.name for log in report.logs}) > 1
-        self.refs = Refs.of(report)
         self.labels = log_labels(report.logs)
         self.short = self.many or len(report.logs) > 1
         self.names = [self.labels[id(log)] for log in report.logs]
@@ -79,32 +91,32 @@ class Pick:
         self.detailed: list[tuple[int, int, Row | _Gone]] = []
         self.used: set[str] = set()
         self.frames: dict[StackFrame, StackFrame] = {}
-        self.n = start
+        self.n = 0
         self.hidden_problems = 0
         self.hidden_recompiles = 0
-        # Picking from later compiles in another process (start > 0): each row made, in order,
-        # as (n, -order, anchor base, status, listed recompile), and the compiles turned away
-        # before any row was made (problems, recompiles), so `merge` can replay them exactly.
-        self.made: list[tuple[int, int, str, Status, bool]] | None = [] if start else None
+        # Picking from later compiles in another process: each row made, in order, as (n,
+        # -order, anchor base, status, listed recompile), and the compiles turned away before
+        # any row was made (problems, recompiles), so `merge` can replay them exactly.
+        self.made: list[tuple[int, int, str, Status, bool]] | None = [] if later else None
         self.skipped = [0, 0]
 
-    def add(self, li: int, k: int, c: Compile) -> None:
-        n = self.n
-        self.n += 1
+    def add(self, a: Analysis) -> None:
+        n = a.n
+        self.n = n + 1
+        c = a.compile
         if self.only is not None and not self.only(c):
             return
-        order = problem_order(c)
-        key = (-order, -n)
+        key = (-a.problem, -n)
         if self.full:
-            self.rows.append((*key, self.row(li, k, n, c, True)))
+            self.rows.append((*key, self.row(a, True)))
             return
         if self._turned_away(key):
-            self._hide_count(c.status, _listed_recompile(c))
+            self._hide_count(c.status, a.listed_recompile)
             self.skipped[0] += c.status in PROBLEMS
-            self.skipped[1] += _listed_recompile(c)
+            self.skipped[1] += a.listed_recompile
             return
         in_detail = self._in_detail(key)
-        self._keep(key, self.row(li, k, n, c, in_detail), in_detail)
+        self._keep(key, self.row(a, in_detail), in_detail)
 
     def _turned_away(self, key: tuple[int, int]) -> bool:
         return self.cap <= 0 or (len(self.rows) >= self.cap and key < self.rows[0][:2])
@@ -162,17 +174,18 @@ class Pick:
         self.hidden_problems += status in PROBLEMS
         self.hidden_recompiles += recompile
 
-    def row(self, li: int, k: int, n: int, c: Compile, detail: bool) -> Row:
-        ref = self.refs(c)
-        base = "c-" + _ANCHOR_UNSAFE.sub("_", ref)
+    def row(self, a: Analysis, detail: bool) -> Row:
+        c, n = a.compile, a.n
+        base = "c-" + _ANCHOR_UNSAFE.sub("_", a.ref)
         anchor = unique(self.used, base)
         if self.made is not None:
-            self.made.append((n, -problem_order(c), base, c.status, _listed_recompile(c)))
+            self.made.append((n, -a.problem, base, c.status, a.listed_recompile))
         ph = c.phases
+        li = a.at[0]
         r = Row(
             n=n,
-            at=(li, k),
-            ref=ref,
+            at=a.at,
+            ref=a.ref,
             anchor=anchor,
             key=c.key,
             log=c.log,
@@ -182,14 +195,14 @@ class Pick:
             pid=c.pid,
             function=c.function,
             file=c.file,
-            where=f"{short_path(c.file)}:{c.firstline}" if c.file else "",
+            where=a.where,
             sort_id=_sort_id(c, n),
             ops=c.graph_ops,
             time_s=c.compile_time_s,
-            inputs=len(c.inputs),
-            alias_groups=len({i.alias_group for i in c.inputs if i.alias_group}),
-            breaks=len(c.graph_breaks),
-            reason=_reason(c)[:_REASON_CHARS],
+            inputs=a.inputs,
+            alias_groups=a.alias_groups,
+            breaks=len(a.breaks),
+            reason=a.reason[:_REASON_CHARS],
             stack=tuple(self.frames.setdefault(f, f) for f in c.stack) if c.id else (),
             span=(
                 min(p.start_us for p in ph),
@@ -203,13 +216,12 @@ class Pick:
         if c.status in PROBLEMS:
             r.fail_type, r.fail_where = c.fail_type, c.fail_where
             r.fail_reason = c.fail_reason if c.fail_type else None
-            r.restart_reasons = c.restart_reasons
+            r.restarts = [x.text for x in a.restarts]
         rc = c.recompile
         if rc is not None:
             r.recompile = recompile_view(rc, MAX_ROW_CHANGES)
             r.changes = len(rc.input_changes)
-        if _listed_recompile(c):
-            r.recompile_reasons = c.recompile_reasons
+        r.recompile_reasons = a.listed_reasons
         r.payloads = budget_items(c, not detail)
         if detail:
             r.long_metrics = long_metrics(c)
@@ -229,12 +241,6 @@ def _lighten(r: Row) -> None:
     r.detail = False
     r.payloads = [p for p in r.payloads if p.kind == "dynamo_error"]
     r.long_metrics = []
-
-
-def _listed_recompile(c: Compile) -> bool:
-    return (c.recompile is not None and not c.is_retry) or (
-        is_recompile(c) and bool(c.recompile_reasons)
-    )
 
 
 def unique(used: set[str], anchor: str) -> str:
@@ -285,23 +291,3 @@ def _distinct(names: list[str]) -> list[str]:
     if all(out) and len(set(out)) == len(out):
         return out
     return names
-
-
-def _reason(c: Compile) -> str:
-    if c.fail_type:
-        lines = [ln.strip() for ln in (c.fail_reason or "").splitlines() if ln.strip()]
-        return f"{c.fail_type}: {' '.join(lines[:2])}" if lines else c.fail_type
-    if c.status == "incomplete":
-        return (
-            "never finished: no compilation_metrics (the process stopped during this "
-            f"compile{stopped_in(c)})"
-        )
-    if c.graph_breaks:
-        return "graph break: " + break_title(c.graph_breaks[0].reason)
-    if c.restart_reasons:
-        return "restarted: " + break_title(c.restart_reasons[0])
-    if c.recompile is not None and c.recompile.reasons:
-        return "recompiled: " + c.recompile.reasons[0]
-    if c.recompile_reasons:
-        return "recompiled: " + c.recompile_reasons[0]
-    return ""

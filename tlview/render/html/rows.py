@@ -115,7 +115,7 @@ class Row:
     fail_type: str | None = None
     fail_reason: str | None = None
     fail_where: str | None = None
-    restart_reasons: list[str] = field(default_factory=list)  # problems only
+    restarts: list[str] = field(default_factory=list)  # problems only: each restart in words
     export_issues: list[IssueView] = field(default_factory=list)
     recompile: RecompileView | None = None  # with at most MAX_ROW_CHANGES input changes
     changes: int = 0  # input changes in all

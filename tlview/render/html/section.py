@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from tlview.analyze.compiles import Analysis, Break, analysed
 from tlview.analyze.names import describer_marks
-from tlview.analyze.summary import break_key, input_names, kernels
+from tlview.analyze.summary import input_names
 from tlview.index.dims import dynamic_dims
-from tlview.model import Compile, Event, GraphBreak, Kernel, OutsideCompile, Symbol
+from tlview.model import Compile, Event, Kernel, OutsideCompile, Symbol
 from tlview.render.html.fmt import (
     STACK_FRAMES,
     STACK_HEAD,
@@ -25,7 +26,6 @@ from tlview.render.html.payloads import PayloadView, payload_view, section_paylo
 from tlview.render.html.provenance import ProvenanceView, provenance_views
 from tlview.render.html.rows import IssueView, RecompileView, Row, issue_view, recompile_view
 from tlview.render.html.timeline import Timeline, compile_timeline
-from tlview.runtime import halves
 from tlview.units import short_path
 
 
@@ -43,10 +43,13 @@ class BreakNote(NamedTuple):
 
     where: str | None  # "file:line" in the user's code
     short: str  # that place, shortened
-    headline: str  # the first line of its reason
+    headline: str  # the line of its reason that names it
     anchor: str  # its kind's row in the graph-break table ("" when none)
     line: int  # log line of the record
     text: str  # the whole message
+    explanation: str | None  # what torch says it is about
+    hints: tuple[str, ...]  # what to change
+    callers: list[FrameView]  # the user calls that led to it, from the compiled function on
 
 
 class SymbolView(NamedTuple):
@@ -96,7 +99,7 @@ class CompileView:
     phases: int = 0  # phases logged (a section without details draws no timeline of them)
     export_issues: list[IssueView] = field(default_factory=list)
     non_compliant_ops: list[str] = field(default_factory=list)
-    restart_reasons: list[str] = field(default_factory=list)
+    restarts: list[str] = field(default_factory=list)  # each restart, in words
     recompile: RecompileView | None = None
     recompile_reasons: list[str] = field(default_factory=list)
     stack: list[FrameView] = field(default_factory=list)
@@ -140,15 +143,16 @@ class CompileView:
     previous = property(lambda self: self.row.previous)
 
 
-def section(r: Row, c: Compile, page: Page) -> CompileView:
+def section(r: Row, a: Analysis, page: Page) -> CompileView:
     """Everything one compile's section shows."""
+    c = a.compile
     v = CompileView(row=r, facts=_facts(r, c))
-    _notes(v, c, page.full)
+    _notes(v, a, page.full)
     marks = describer_marks(c.inputs)
     names = input_names(c.inputs)
     dynamic = dynamic_dims(c)
     v.inputs = [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
-    v.breaks = [_break(g, page.break_anchor.get(break_key(g.reason), "")) for g in c.graph_breaks]
+    v.breaks = [_break(b, page.break_anchor.get(b.key, "")) for b in a.breaks]
     kinds = section_payloads(c)
     on_page: dict[int, tuple[str, str | None]] = {}  # payload -> its anchor, the text it shows
     for pl in r.payloads:
@@ -168,7 +172,7 @@ def section(r: Row, c: Compile, page: Page) -> CompileView:
         return v
     v.storages, v.plain_storages = storages(c)
     v.symbols = [_symbol(s) for s in c.symbols]
-    v.kernels = [_kernel(k) for k in kernels(c)]
+    v.kernels = [_kernel(k) for k in a.kernels]
     if c.provenance:
         v.provenance = provenance_views(c, r.anchor, lambda p: on_page.get(id(p)))
     v.events = [_event(e) for e in c.events]
@@ -192,8 +196,9 @@ def _facts(r: Row, c: Compile) -> str:
     return " · ".join(facts)
 
 
-def _notes(v: CompileView, c: Compile, full: bool = False) -> None:
+def _notes(v: CompileView, a: Analysis, full: bool = False) -> None:
     """What every section shows, with every detail or not: its callouts, stack and cache."""
+    c = a.compile
     v.fail_type, v.fail_where = c.fail_type, c.fail_where
     v.fail_reason = (c.fail_reason or "").strip()
     v.outside = [_outside(x) for x in c.outside]
@@ -201,7 +206,7 @@ def _notes(v: CompileView, c: Compile, full: bool = False) -> None:
     v.phases = len(c.phases)
     v.export_issues = [issue_view(x) for x in c.export_issues]
     v.non_compliant_ops = c.non_compliant_ops
-    v.restart_reasons = c.restart_reasons
+    v.restarts = [x.text for x in a.restarts]
     v.recompile = None if c.recompile is None else recompile_view(c.recompile)
     v.recompile_reasons = c.recompile_reasons
     frames = c.stack
@@ -222,10 +227,12 @@ def _outside(x: OutsideCompile) -> OutsideView:
     return OutsideView(x.line, time, x.fail_type, (x.fail_reason or "").strip())
 
 
-def _break(g: GraphBreak, anchor: str) -> BreakNote:
-    headline = g.reason.splitlines()[0] if g.reason else "?"
-    short = short_path(g.where, 3) if g.where else ""
-    return BreakNote(g.where, short, headline, anchor, g.line, g.text or g.reason)
+def _break(b: Break, anchor: str) -> BreakNote:
+    short = short_path(b.where, 3) if b.where else ""
+    callers = [frame_view(f) for f in b.callers]
+    return BreakNote(
+        b.where, short, b.title, anchor, b.line, b.text, b.explanation, b.hints, callers
+    )
 
 
 def _symbol(s: Symbol) -> SymbolView:
@@ -250,14 +257,33 @@ def _event(e: Event) -> EventView:
     return EventView(e.kind, e.line, e.summary, "" if e.where is None else short_frame(e.where))
 
 
-def compile_views(page: Page, start: int = 0, stop: int | None = None) -> Iterator[CompileView]:
-    """The section of each compile the page shows, in log order, one compile read at a time:
-    of all of them, or of the report's compiles [start, stop)."""
-    want = {r.n: r for r in page.compiles if r.n >= start and (stop is None or r.n < stop)}
-    if not want:
-        return
-    first = min(want)
-    for n, c in enumerate(halves.compiles(page.report, first, max(want) + 1), first):
-        r = want.get(n)
+@dataclass(frozen=True, slots=True)
+class Sections:
+    """Each shown compile's section, written as the compiles are read again (a `render.Pass`)."""
+
+    page: Page
+    render: Callable[[CompileView], str]
+
+    def start(self, later: bool) -> None:
+        if later:  # a copy drawing a later part: its new long names are numbered apart
+            self.page.names.prefix = "b"
+
+    def run(self, _: None, compiles: Iterator[Analysis]) -> Iterator[str]:
+        want = {r.n: r for r in self.page.compiles}
+        for a in compiles:
+            r = want.get(a.n)
+            if r is not None:
+                yield self.render(section(r, a, self.page))
+
+    def merge(self, state: None, later: None) -> None:
+        pass
+
+
+def compile_views(page: Page) -> Iterator[CompileView]:
+    """The section of each compile the page shows, in log order, drawn here (for a caller that
+    wants the views, not the page)."""
+    want = {r.n: r for r in page.compiles}
+    for a in analysed(page.report):
+        r = want.get(a.n)
         if r is not None:
-            yield section(r, c, page)
+            yield section(r, a, page)

@@ -9,7 +9,7 @@ import orjson
 from tlview import __version__
 from tlview.analyze.diff import Change, ComparedCompile, Diff, Figure, FrameDiff, FrameKey
 from tlview.dumps import dumps
-from tlview.render import Options
+from tlview.render import Options, Split
 from tlview.render.json.report import stats
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
@@ -111,7 +111,7 @@ def stream(d: Diff, out: IO[bytes], gate: list[str] | None = None) -> None:
     out.write(b"\n")
 
 
-def write(d: Diff, out: Output, opts: Options) -> None:
+def write(d: Diff, out: Output, opts: Options, split: Split | None = None) -> None:
     """The comparison as `tlview.diff/1` (the renderer of `tlview diff --format json`)."""
     with out.open() as f:
         stream(d, f, opts.gate)

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 import orjson
 
 from tlview import __version__
-from tlview.analyze.collectives import parity
+from tlview.analyze.compiles import Analysis, Break
 from tlview.analyze.names import picker
-from tlview.analyze.summary import Overview, Tally, break_title, kernels
+from tlview.analyze.summary import Overview, Tally
 from tlview.dumps import dumps
 from tlview.index.dims import DynamicDims, dynamic_dims, input_symbols
 from tlview.index.recompiles import limit_text
 from tlview.model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
-from tlview.render import Options
-from tlview.runtime import halves
+from tlview.render import InProcess, Options, Split, split_of
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
 
@@ -135,10 +135,10 @@ def recompile(c: Compile) -> dict[str, Any] | None:
     }
 
 
-def collectives(c: Compile) -> dict[str, Any] | None:
+def collectives(a: Analysis) -> dict[str, Any] | None:
     """Collectives parity: what the schedule says, what the output code calls, and whether
     they match (None: the compile has neither)."""
-    got = parity(c)
+    got = a.parity
     if got is None:
         return None
     return {
@@ -149,9 +149,25 @@ def collectives(c: Compile) -> dict[str, Any] | None:
     }
 
 
-def compile_dict(c: Compile, table: Table | None = None) -> dict[str, Any]:
+def graph_break(b: Break, r: Ref) -> dict[str, Any]:
+    """A graph break in words: its title, what torch says it is about, its hints, its debug
+    context and the user calls that led to it (as the terminal shows them)."""
+    return {
+        "reason": b.reason,
+        "title": b.title,
+        "where": b.where,
+        "log_line": b.line,
+        "explanation": b.explanation,
+        "hints": list(b.hints),
+        "context": b.context,
+        "callers": [frame(f, r) for f in b.callers],
+    }
+
+
+def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
     """A compile as written; with `table`, a long file name after its first time as a reference
     (the one string a log holds once and a report as often as frames name it)."""
+    c = a.compile
     r: Ref = _same if table is None else table.ref
     dynamic = dynamic_dims(c)
     cid = c.id
@@ -182,15 +198,8 @@ def compile_dict(c: Compile, table: Table | None = None) -> dict[str, Any]:
         "restart_reasons": c.restart_reasons,
         "recompile_reasons": c.recompile_reasons,
         "recompile": recompile(c),
-        "graph_breaks": [
-            {
-                "reason": g.reason,
-                "title": break_title(g.reason),
-                "where": g.where,
-                "log_line": g.line,
-            }
-            for g in c.graph_breaks
-        ],
+        "restarts": [x.text for x in a.restarts],
+        "graph_breaks": [graph_break(b, r) for b in a.breaks],
         "stack": [frame(f, r) for f in c.stack],
         "inputs": [input_dict(i, dynamic) for i in c.inputs],
         "symbols": [
@@ -218,11 +227,11 @@ def compile_dict(c: Compile, table: Table | None = None) -> dict[str, Any]:
                 "nodes": k.nodes,
                 "code": [frame(f, r) for f in k.code],
             }
-            for k in kernels(c)
+            for k in a.kernels
         ],
         "guards": [payload(p) for p in c.guards],
         "artifacts": [payload(p) for p in c.artifacts],
-        "collectives": collectives(c),
+        "collectives": collectives(a),
         "export_issues": [
             {
                 "kind": x.kind,
@@ -333,7 +342,10 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
         "graph_breaks": [
             {
                 "reason": s.reason,
-                "title": break_title(s.reason),
+                "title": s.title,
+                "explanation": s.explanation,
+                "hints": list(s.hints),
+                "context": s.context,
                 "count": s.count,
                 "where": s.where,
                 "compiles": s.compiles,
@@ -349,25 +361,41 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
     }
 
 
-def _compiles(
-    compiles: Iterable[Compile],
-    out: IO[bytes],
-    tally: Tally,
-    after: bool,
-    table: Table,
-    only: Callable[[Compile], bool] | None = None,
-) -> Tally:
-    """Write compiles as array items (`after`: some were written before them); count them.
-    With `only`, write just the compiles it picks (every one is still counted)."""
-    for c in compiles:
-        tally.add(c)
-        if only is not None and not only(c):
-            continue
-        if after:
-            out.write(b",")
-        after = True
-        out.write(dumps(compile_dict(c, table), option=_OPTS, default=str))
-    return tally
+@dataclass(slots=True)
+class Part:
+    """What writing a run of compiles counted and referred to."""
+
+    tally: Tally
+    table: Table
+    after: bool  # an item was written before this run's first
+
+
+@dataclass(frozen=True, slots=True)
+class Items:
+    """The `compiles` array's items, written a compile at a time (a `render.Pass`). With
+    `only`, just the compiles it picks are written; every one is counted."""
+
+    report: Report
+    table: Table
+    only: Callable[[Compile], bool] | None = None
+
+    def start(self, later: bool) -> Part:
+        if later:  # its own keys: the two parts' tables are joined by `merge`
+            return Part(Tally(self.report), Table("b"), True)
+        return Part(Tally(self.report), self.table, False)
+
+    def run(self, part: Part, compiles: Iterator[Analysis]) -> Iterator[bytes]:
+        for a in compiles:
+            part.tally.add(a)
+            if self.only is not None and not self.only(a.compile):
+                continue
+            item = dumps(compile_dict(a, part.table), option=_OPTS, default=str)
+            yield b"," + item if part.after else item
+            part.after = True
+
+    def merge(self, part: Part, later: Part) -> None:
+        part.tally.merge(later.tally)
+        part.table.merge(later.table.entries)
 
 
 def stream(
@@ -375,36 +403,17 @@ def stream(
     out: IO[bytes],
     extra: dict[str, Any] | None = None,
     only: Callable[[Compile], bool] | None = None,
+    split: Split | None = None,
 ) -> Overview:
     """Write the report in one pass: compiles go out one at a time, the figures after them.
     `only`: list just the compiles it picks (`--compile-id`); the figures count them all.
 
     Returns the figures, so a gate (`--fail-on`) needs no second pass."""
-    tally = Tally(report)
     table = Table()
     out.write(b'{"format":' + orjson.dumps(FORMAT) + b',"compiles":[')
-    cut = None if only is not None else halves.middle(halves.costs(report))
-    if cut is None:
-        _compiles(report.compiles, out, tally, False, table, only)
-    else:
-        rest = cut
-
-        def job(f: IO[bytes]) -> tuple[Tally, dict[str, str]]:
-            mine = Table("b")  # its own keys: the two halves' tables are joined below
-            return _compiles(halves.compiles(report, rest), f, Tally(report), True, mine), (
-                mine.entries
-            )
-
-        later = halves.Later(job)
-        _compiles(halves.compiles(report, 0, cut), out, tally, False, table)
-        ok, value = later.result()
-        if ok:
-            later.copy_to(out)
-            tally.merge(value[0])
-            table.merge(value[1])
-        else:
-            _compiles(halves.compiles(report, cut), out, tally, True, table)
-    o = tally.done()
+    split = InProcess(report) if only is not None else split_of(report, split)
+    part = split.write(Items(report, table, only), out)
+    o = part.tally.done()
     top = head(report, o)
     del top["format"]
     if extra:
@@ -416,7 +425,7 @@ def stream(
     return o
 
 
-def write(report: Report, out: Output, opts: Options) -> Overview:
+def write(report: Report, out: Output, opts: Options, split: Split | None = None) -> Overview:
     """The report as `tlview.report/1` (the renderer of `--format json`)."""
     with out.open() as f:
-        return stream(report, f, only=picker(opts.compile_id))
+        return stream(report, f, only=picker(opts.compile_id), split=split)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tlview.analyze.diff import Diff, change_words
-from tlview.render import Options
+from tlview.render import Options, Split
 from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
 from tlview.render.markdown.report import verdict
 from tlview.runtime.output import Output
@@ -59,7 +59,7 @@ def lines(d: Diff, opts: Options, to_file: bool) -> list[str]:
     return out
 
 
-def write(d: Diff, out: Output, opts: Options) -> None:
+def write(d: Diff, out: Output, opts: Options, split: Split | None = None) -> None:
     """The comparison as Markdown (the renderer of `tlview diff --format markdown`)."""
     got = lines(d, opts, not out.is_stdout)
     with out.open() as f:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tlview.analyze.names import Refs
-from tlview.analyze.summary import Overview, Tally, break_title, short_place
-from tlview.model import Compile, Report
-from tlview.render import Options
+from tlview.analyze.compiles import Analysis, analysed
+from tlview.analyze.summary import Overview, Tally, short_place
+from tlview.model import BreakSummary, Report
+from tlview.render import Options, Split
 from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
 from tlview.runtime.output import Output
 from tlview.units import count
@@ -56,34 +56,44 @@ def verdict(checked: list[tuple[str, str, bool]]) -> list[str]:
     return [*lines, ""]
 
 
-def _recompile(c: Compile, refs: Refs, rows: Rows) -> None:
-    r = c.recompile
-    if r is None or c.id is None or c.is_retry:
+def _recompile(a: Analysis, rows: Rows) -> None:
+    r = a.recompile
+    if r is None or not r.listed:
         return
-    guard = r.reasons[0].strip().partition("\n")[0] if r.reasons else "(no reason logged)"
-    more = f" (and {len(r.reasons) - 1} more)" if len(r.reasons) > 1 else ""
-    rows.add([text(refs(c)), text(c.function or ""), text(guard) + more])
+    guard = r.guards[0].strip().partition("\n")[0] if r.guards else "(no reason logged)"
+    more = f" (and {len(r.guards) - 1} more)" if len(r.guards) > 1 else ""
+    rows.add([text(a.ref), text(a.compile.function or ""), text(guard) + more])
 
 
-def _failure(c: Compile, refs: Refs, rows: Rows) -> None:
-    if c.status not in ("failed", "incomplete"):
+def _failure(a: Analysis, rows: Rows) -> None:
+    f = a.failure
+    if f is None:
         return
-    first = (c.fail_reason or "").strip().partition("\n")[0]
-    if c.status == "incomplete" and not first:
-        first = "no compilation_metrics: the run stopped during this compile"
-    rows.add([text(refs(c)), c.status, text(c.fail_type or ""), text(first),
-              text(short_place(c.fail_where) if c.fail_where else "")])  # fmt: skip
+    rows.add([text(a.ref), a.status, text(f.type or ""), text(f.first),
+              text(short_place(f.where) if f.where else "")])  # fmt: skip
 
 
-def lines(report: Report, opts: Options, to_file: bool) -> tuple[list[str], Overview]:
+def _break_row(s: BreakSummary) -> list[str]:
+    """A break's count, its title and what torch says it is about, where, and its hints."""
+    where = ", ".join(
+        text(short_place(w)) + (f" ×{n}" if n > 1 else "") for w, n in list(s.where.items())[:3]
+    )
+    if len(s.where) > 3:
+        where += f" and {len(s.where) - 3} more"
+    title = s.title + (f": {s.explanation}" if s.explanation else "")
+    return [str(s.count), text(title), where, text("; ".join(s.hints))]
+
+
+def lines(
+    report: Report, opts: Options, to_file: bool, split: Split | None = None
+) -> tuple[list[str], Overview]:
     """The summary's lines, and the figures counted on the way."""
-    refs = Refs.of(report)
     tally = Tally(report)
     recompiles, failures = Rows(), Rows()
-    for c in report.compiles:
-        tally.add(c)
-        _recompile(c, refs, recompiles)
-        _failure(c, refs, failures)
+    for a in analysed(report):
+        tally.add(a)
+        _recompile(a, recompiles)
+        _failure(a, failures)
     o = tally.done()
     out = marker(to_file)
     out += [f"### tlview: {text(report.path)}", ""]
@@ -99,16 +109,10 @@ def lines(report: Report, opts: Options, to_file: bool) -> tuple[list[str], Over
         )
     if o.breaks:
         out += [f"#### Graph breaks ({o.graph_breaks:,}, {count(len(o.breaks), 'reason')})", ""]
-        rows = []
-        for s in o.breaks[:MAX_ROWS]:
-            where = ", ".join(
-                text(short_place(w)) + (f" ×{n}" if n > 1 else "")
-                for w, n in list(s.where.items())[:3]
-            )
-            if len(s.where) > 3:
-                where += f" and {len(s.where) - 3} more"
-            rows.append([str(s.count), text(break_title(s.reason)), where])
-        out += [*table(("count", "reason", "where"), rows, len(o.breaks), "reasons", MORE), ""]
+        rows = [_break_row(s) for s in o.breaks[:MAX_ROWS]]
+        out += table(("count", "reason", "where", "what to change"), rows, len(o.breaks),
+                     "reasons", MORE)  # fmt: skip
+        out.append("")
     if recompiles.total:
         out += [f"#### Recompiles ({recompiles.total:,})", ""]
         out += table(("compile", "function", "failed guard"), recompiles.rows, recompiles.total,
@@ -127,8 +131,9 @@ def lines(report: Report, opts: Options, to_file: bool) -> tuple[list[str], Over
     return out, o
 
 
-def write(report: Report, out: Output, opts: Options) -> Overview:
-    """The report as Markdown (the renderer of `--format markdown`)."""
+def write(report: Report, out: Output, opts: Options, split: Split | None = None) -> Overview:
+    """The report as Markdown (the renderer of `--format markdown`): a few rows of each table,
+    in one pass here."""
     got, o = lines(report, opts, not out.is_stdout)
     with out.open() as f:
         f.write(fit(got).encode("utf-8"))

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from tlview import __version__
 from tlview.analyze.diff import CacheFigure, Diff, Figure, change_words
-from tlview.render import Options
+from tlview.render import Options, Split
 from tlview.render.text.console import T, on_console, table
 from tlview.runtime.output import Output
 
@@ -78,6 +78,6 @@ def draw(d: Diff, console: Console, verbose: int = 0) -> None:
         console.print(t)
 
 
-def write(d: Diff, out: Output, opts: Options) -> None:
+def write(d: Diff, out: Output, opts: Options, split: Split | None = None) -> None:
     """The comparison for the terminal (the renderer of `tlview diff --format text`)."""
     on_console(out, lambda console: draw(d, console, opts.verbosity))

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from rich.console import Console
 
 from tlview import __version__
+from tlview.analyze.compiles import Analysis, analysed
 from tlview.analyze.divergence import names_text
-from tlview.analyze.names import Refs, is_named
-from tlview.analyze.summary import (
-    Overview,
-    Tally,
-    overview,
-    problem_order,
-)
-from tlview.model import Compile, Report
-from tlview.render import Options
+from tlview.analyze.names import is_named
+from tlview.analyze.summary import Overview, Tally
+from tlview.model import Report
+from tlview.render import Options, Split
 from tlview.render.text.console import T, on_console
 from tlview.render.text.detail import _outside_has, detail
 from tlview.render.text.tables import (
     Capped,
     FrameRef,
+    RankRows,
     RecompileRow,
     breaks,
     compile_table,
@@ -38,7 +36,7 @@ from tlview.render.text.tables import (
     table_row,
 )
 from tlview.runtime.output import Output
-from tlview.strings import numbering
+from tlview.strings import Names
 from tlview.units import count
 
 
@@ -140,71 +138,108 @@ def bad_lines(report: Report, console: Console, limit: int) -> None:
 
 def draw(report: Report, console: Console, opts: TextOptions) -> Overview:
     """Draw the terminal report on CONSOLE; return its figures (for `--fail-on`)."""
-    with numbering():
-        return _draw(report, console, opts)
-
-
-def _draw(report: Report, console: Console, opts: TextOptions) -> Overview:
+    names = Names()  # a long name is written whole once, then referred to (tlview/strings.py)
     if opts.compile_id is not None:
-        chosen = [c for c in report.compiles if is_named(c, opts.compile_id)]
-        o = overview(report)
-        header(report, o, console)
-        for c in chosen:
-            detail(c, report, console, full=True)
-        return o
-    # One pass over the compiles keeps what the tables need and the compiles shown in detail;
-    # the compiles themselves may be on disk (store.py), so no list of all of them is made.
-    refs = Refs.of(report)
+        return _one(report, console, opts.compile_id, names)
+    return _draw(report, analysed(report), console, opts, names)
+
+
+def _one(report: Report, console: Console, ref: str, names: Names) -> Overview:
+    """The header, then the compiles --compile-id names, in full."""
     tally = Tally(report)
-    cap = None if opts.verbosity > 0 else opts.max_rows
-    rows: Capped[tuple[str, ...]] = Capped(cap)
-    recompile_rows: Capped[RecompileRow] = Capped(cap)
-    failure_rows: list[tuple[str, ...]] = []
-    issue_rows: Capped[tuple[str, ...]] = Capped(cap)
-    names: dict[FrameRef, str] = {}
-    shown: list[Compile] = []
-    more = 0  # compiles with inputs beyond those shown in detail
-    for c in report.compiles:
-        tally.add(c)
-        if (row := table_row(c, refs)) is not None:
-            rows.add(problem_order(c), c.status, row)
-        if (rr := recompile_row(c, refs)) is not None:
-            recompile_rows.add(0 if rr.limit is not None else 1, "", rr)
-        if (fr := failure_row(c, refs)) is not None:
-            failure_rows.append(fr)
+    chosen = []
+    for a in analysed(report):
+        tally.add(a)
+        if is_named(a.compile, ref):
+            chosen.append(a)
+    o = tally.done()
+    header(report, o, console)
+    for a in chosen:
+        detail(a, console, names, full=True)
+    return o
+
+
+@dataclass(slots=True)
+class Tables:
+    """What the report's tables show, kept as the compiles go by: at most `cap` rows of each
+    (the compiles themselves may be on disk, so no list of all of them is made)."""
+
+    cap: int | None
+    max_detail: int | None  # compiles shown with their inputs (None: every one, later)
+    processes: dict[tuple[str, int | None], str] | None  # a job's: each log's process
+    rows: Capped[tuple[str, ...]] = field(init=False)
+    recompiles: Capped[RecompileRow] = field(init=False)
+    failures: list[tuple[str, ...]] = field(default_factory=list)
+    issues: Capped[tuple[str, ...]] = field(init=False)
+    names: dict[FrameRef, str] = field(default_factory=dict)
+    shown: list[Analysis] = field(default_factory=list)
+    by_process: RankRows = field(default_factory=RankRows)
+    more: int = 0  # compiles with inputs beyond those shown in detail
+
+    def __post_init__(self) -> None:
+        self.rows = Capped(self.cap)
+        self.recompiles = Capped(self.cap)
+        self.issues = Capped(self.cap)
+
+    def add(self, a: Analysis, names: Names) -> None:
+        c = a.compile
+        if self.processes is not None:
+            self.by_process.add(a, self.processes.get((c.log, c.pid), ""), names)
+        if (row := table_row(a, names)) is not None:
+            self.rows.add(a.problem, c.status, row)
+        if (rr := recompile_row(a)) is not None:
+            self.recompiles.add(0 if rr.limit is not None else 1, "", rr)
+        if (fr := failure_row(a, names)) is not None:
+            self.failures.append(fr)
         for x in c.export_issues:
-            issue_rows.add(0, "", issue_row(refs(c), x))
+            self.issues.add(0, "", issue_row(a.ref, x, names))
         if c.id is not None and c.function:
-            names[(c.log, c.pid, c.id.frame, c.id.run)] = c.function
-        if opts.verbosity <= 0 and c.inputs:
-            if len(shown) < opts.max_detail:
-                shown.append(c)
+            self.names[(c.log, c.pid, c.id.frame, c.id.run)] = c.function
+        if c.inputs and self.max_detail is not None:
+            if len(self.shown) < self.max_detail:
+                self.shown.append(a)
             else:
-                more += 1
+                self.more += 1
+
+
+def _draw(
+    report: Report, compiles: Iterator[Analysis], console: Console, opts: TextOptions, names: Names
+) -> Overview:
+    tally = Tally(report)
+    many = sum(1 for log in report.logs if log.process) > 1
+    kept = Tables(
+        None if opts.verbosity > 0 else opts.max_rows,
+        opts.max_detail if opts.verbosity <= 0 else None,
+        {(log.name, log.pid): log.process for log in report.logs} if many else None,
+    )
+    for a in compiles:
+        tally.add(a)
+        kept.add(a, names)
     o = tally.done()
     header(report, o, console)
     divergence(report, console)
-    if sum(1 for log in report.logs if log.process) > 1:
-        rank_tables(report, console)
+    if many:
+        rank_tables(kept.by_process, console)
     else:
-        compile_table(rows.rows(), console)
-        footnote(rows.note("compiles"), console)
+        compile_table(kept.rows.rows(), console)
+        footnote(kept.rows.note("compiles"), console)
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
         return o
     compile_time(o, console)
-    breaks(o, console)
-    recompiles(recompile_rows.rows(), names, console)
-    footnote(recompile_rows.note("recompiles"), console)
-    failures(failure_rows, console)
-    export_issues(issue_rows.rows(), console)
-    footnote(issue_rows.note("export issues"), console)
+    breaks(o, console, names)
+    recompiles(kept.recompiles.rows(), kept.names, console)
+    footnote(kept.recompiles.note("recompiles"), console)
+    failures(kept.failures, console)
+    export_issues(kept.issues.rows(), console)
+    footnote(kept.issues.note("export issues"), console)
     # -v shows every compile in full: read them again, one at a time.
-    for c in shown if opts.verbosity <= 0 else report.compiles:
-        if c.id is None and not _outside_has(c):
+    for a in kept.shown if opts.verbosity <= 0 else analysed(report):
+        if a.compile.id is None and not _outside_has(a.compile):
             continue  # records outside any compile that this report shows nothing of
-        detail(c, report, console, full=opts.verbosity > 0)
-    if more:
+        detail(a, console, names, full=opts.verbosity > 0)
+    if kept.more:
+        more = kept.more
         console.print(T(f"... inputs of {more} more compiles: use -v, or --compile-id ID", "dim"))
     if o.unknown_kinds:
         console.print(
@@ -218,7 +253,8 @@ def _draw(report: Report, console: Console, opts: TextOptions) -> Overview:
     return o
 
 
-def write(report: Report, out: Output, opts: Options) -> Overview:
-    """The terminal report (the renderer of `--format text`)."""
+def write(report: Report, out: Output, opts: Options, split: Split | None = None) -> Overview:
+    """The terminal report (the renderer of `--format text`): one pass, here; the compiles a
+    terminal shows in full are few, so it is not split."""
     shown = TextOptions(compile_id=opts.compile_id, verbosity=opts.verbosity)
     return on_console(out, lambda console: draw(report, console, shown))

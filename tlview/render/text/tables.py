@@ -9,22 +9,13 @@ from typing import Generic, TypeVar
 
 from rich.console import Console
 
-from tlview.analyze.changes import change_text
+from tlview.analyze.compiles import MAX_GUARDS, PHASE_NAMES, Analysis, Break
 from tlview.analyze.divergence import names_text, rank_ranges
-from tlview.analyze.names import Refs, compile_ref
-from tlview.analyze.summary import (
-    PHASE_NAMES,
-    Overview,
-    break_explanation,
-    break_hints,
-    break_title,
-    stopped_in,
-)
-from tlview.index.recompiles import limit_text
-from tlview.inert import command
-from tlview.model import Compile, ExportIssue, Report
+from tlview.analyze.names import compile_ref
+from tlview.analyze.summary import Overview
+from tlview.model import BreakSummary, ExportIssue, Report
 from tlview.render.text.console import T, table
-from tlview.strings import shown as named
+from tlview.strings import Names
 from tlview.units import count, seconds, short_path
 
 STATUS_STYLE = {
@@ -79,18 +70,19 @@ class Capped(Generic[RowT]):
         return f"{left}: {see}"
 
 
-def table_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
+def table_row(a: Analysis, names: Names) -> tuple[str, ...] | None:
     """A compile's row in the compile table, or None for records outside compiles with nothing."""
+    c = a.compile
     if c.id is None and not c.inputs and not c.graphs and not c.outside:
         return None
     return (
-        refs(c),
-        c.status + (f" ({c.fail_type})" if c.fail_type else ""),
+        a.ref,
+        a.status_text,
         c.function or "",
-        f"{named(short_path(c.file))}:{c.firstline}" if c.file else "",
+        f"{names.shown(short_path(c.file))}:{c.firstline}" if c.file else "",
         "" if c.graph_ops is None else str(c.graph_ops),
         seconds(c.compile_time_s) if c.compile_time_s is not None else "",
-        _inputs_count(c),
+        a.inputs_text,
     )
 
 
@@ -173,28 +165,35 @@ def divergence(report: Report, console: Console) -> None:
         )
 
 
-def rank_tables(report: Report, console: Console) -> None:
+@dataclass(slots=True)
+class RankRows:
+    """Each process's compile rows and times, for the per-process tables of a job."""
+
+    rows: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    times: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def add(self, a: Analysis, process: str, names: Names) -> None:
+        """`process` is "" for the logs with no rank: one list, each compile by its log."""
+        c = a.compile
+        if c.id is None and not c.inputs and not c.graphs:
+            return
+        self.rows.setdefault(process, []).append(
+            (
+                compile_ref(c, not process),
+                a.status_text,
+                c.function or "",
+                f"{names.shown(short_path(c.file))}:{c.firstline}" if c.file else "",
+                "" if c.graph_ops is None else str(c.graph_ops),
+                a.inputs_text,
+            )
+        )
+        self.times.setdefault(process, []).append(c.compile_time_s)
+
+
+def rank_tables(got: RankRows, console: Console) -> None:
     """Each process's compile list; processes with the same list share one table. Two logs that
     claim one rank are two processes (`rank1`, `rank1#2`): their compiles are never merged."""
-    rows: dict[str, list[tuple[str, ...]]] = {}
-    times: dict[str, list[float | None]] = {}
-    for log in report.logs:
-        key = log.process  # "" for the logs with no rank: one list, each compile by its log
-        for c in log.compiles:
-            if c.id is None and not c.inputs and not c.graphs:
-                continue
-            status = c.status + (f" ({c.fail_type})" if c.fail_type else "")
-            rows.setdefault(key, []).append(
-                (
-                    compile_ref(c, not key),
-                    status,
-                    c.function or "",
-                    f"{named(short_path(c.file))}:{c.firstline}" if c.file else "",
-                    "" if c.graph_ops is None else str(c.graph_ops),
-                    _inputs_count(c),
-                )
-            )
-            times.setdefault(key, []).append(c.compile_time_s)
+    rows, times = got.rows, got.times
     groups: dict[tuple[tuple[str, ...], ...], list[str]] = {}
     for key, rs in rows.items():
         groups.setdefault(tuple(rs), []).append(key)
@@ -233,23 +232,14 @@ def rank_tables(report: Report, console: Console) -> None:
         console.print(t)
 
 
-def _inputs_count(c: Compile) -> str:
-    n = len(c.inputs)
-    groups = {i.alias_group for i in c.inputs if i.alias_group}
-    return f"{n}" + (
-        f" ({len(groups)} alias group{'s' if len(groups) > 1 else ''})" if groups else ""
-    )
-
-
-def _break_text(reason: str) -> str:
+def _break_text(b: Break | BreakSummary) -> str:
     """A break's title and, under it, what torch says it was about (which call, which op) and
     its hints (what to change)."""
-    why = break_explanation(reason)
-    hints = "".join(f"\nhint: {h}" for h in break_hints(reason))
-    return break_title(reason) + (f"\n{why}" if why else "") + hints
+    hints = "".join(f"\nhint: {h}" for h in b.hints)
+    return b.title + (f"\n{b.explanation}" if b.explanation else "") + hints
 
 
-def breaks(o: Overview, console: Console) -> None:
+def breaks(o: Overview, console: Console, names: Names) -> None:
     if not o.breaks:
         return
     t = table(
@@ -257,9 +247,9 @@ def breaks(o: Overview, console: Console) -> None:
     )
     for s in o.breaks:
         where = ", ".join(
-            named(short_path(w)) + (f" x{n}" if n > 1 else "") for w, n in s.where.items()
+            names.shown(short_path(w)) + (f" x{n}" if n > 1 else "") for w, n in s.where.items()
         )
-        t.add_row(T(s.count), T(_break_text(s.reason)), T(where), T(", ".join(s.compiles[:8])))
+        t.add_row(T(s.count), T(_break_text(s)), T(where), T(", ".join(s.compiles[:8])))
     console.print(t)
 
 
@@ -275,24 +265,17 @@ class RecompileRow:
     limit: str | None
 
 
-def recompile_row(c: Compile, refs: Refs) -> RecompileRow | None:
-    r = c.recompile
-    if r is None or c.id is None or c.is_retry:
+def recompile_row(a: Analysis) -> RecompileRow | None:
+    r, c = a.recompile, a.compile
+    if r is None or not r.listed or c.id is None:
         return None
-    changed = [change_text(x) for x in r.input_changes[:8]]
-    if len(r.input_changes) > 8:
-        changed.append(f"... {len(r.input_changes) - 8} more")
-    if not changed:
-        changed.append(
-            f"no tensor input changed since {r.previous}" if r.compared else "inputs not logged"
-        )
     return RecompileRow(
-        refs(c),
+        a.ref,
         (c.log, c.pid, c.id.frame, c.id.run),
         c.function,
-        r.reasons[:5],
-        changed,
-        limit_text(c) if r.limit_hit else None,
+        list(r.guards[:MAX_GUARDS]),
+        r.changed(),
+        r.limit,
     )
 
 
@@ -324,34 +307,12 @@ def recompiles(
             )
 
 
-REASON_LINES = 4  # lines of a failure's reason in the table; --compile-id shows all
-
-
-def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
-    if c.status not in ("failed", "incomplete"):
+def failure_row(a: Analysis, names: Names) -> tuple[str, ...] | None:
+    f = a.failure
+    if f is None:
         return None
-    reason = (c.fail_reason or "").strip().splitlines()
-    ref = refs(c)
-    shown = reason[:REASON_LINES]
-    if len(reason) > REASON_LINES:
-        while shown and (not shown[-1].strip() or shown[-1].endswith(":")):
-            shown.pop()  # a heading ("User stack:") or a gap whose lines are cut
-        shown.append(
-            f"... {len(reason) - len(shown)} more lines: {command('--compile-id', ref)} shows them"
-        )
-    return (
-        ref,
-        c.status,
-        c.fail_type or "",
-        "\n".join(shown)
-        if reason
-        else (
-            f"no compilation_metrics: the run stopped during this compile{stopped_in(c)}"
-            if c.status == "incomplete"
-            else ""
-        ),
-        named(short_path(c.fail_where, 3)) if c.fail_where else "",
-    )
+    where = names.shown(short_path(f.where, 3)) if f.where else ""
+    return (a.ref, a.status, f.type or "", "\n".join(f.lines), where)
 
 
 def failures(rows: list[tuple[str, ...]], console: Console) -> None:
@@ -371,8 +332,10 @@ def failures(rows: list[tuple[str, ...]], console: Console) -> None:
     console.print(t)
 
 
-def issue_row(ref: str, x: ExportIssue) -> tuple[str, ...]:
-    where = f"{named(short_path(x.where.file, 3))}:{x.where.line}" if x.where is not None else ""
+def issue_row(ref: str, x: ExportIssue, names: Names) -> tuple[str, ...]:
+    where = (
+        f"{names.shown(short_path(x.where.file, 3))}:{x.where.line}" if x.where is not None else ""
+    )
     return (ref, x.kind, x.subject, x.detail, where)
 
 

@@ -1,0 +1,369 @@
+"""What each compile means, worked out once: every renderer formats an `Analysis`, none works
+out a status, a reason or a stack of its own, so text, JSON, page and Markdown say the same."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tlview.analyze.breaks import (
+    break_callers,
+    break_context,
+    break_explanation,
+    break_hints,
+    break_key,
+    break_title,
+)
+from tlview.analyze.changes import change_text
+from tlview.analyze.collectives import Parity, parity
+from tlview.analyze.kernels import kernels
+from tlview.analyze.names import Refs
+from tlview.index.core import is_torch_file
+from tlview.index.recompiles import limit_text
+from tlview.model import (
+    PHASES,
+    Compile,
+    GraphBreak,
+    Kernel,
+    Report,
+    StackFrame,
+    Status,
+    seconds_of,
+    severity,
+)
+from tlview.units import short_path
+
+REASON_LINES = 4  # lines of a failure's reason in a table; a compile shown alone shows all
+MAX_CHANGES = 8  # input changes a recompile's row lists (then "... N more")
+MAX_GUARDS = 5  # failed guards a recompile's row lists
+
+
+# A compile's phases (model.PHASES); "backward" adds up the inductor time of its backward
+# graphs (`bwd_compilation_metrics`).
+PHASE_NAMES = (*(name for name, _ in PHASES), "backward")
+
+
+def phase_times(c: Compile) -> dict[str, float]:
+    """A compile's time by phase (PHASE_NAMES), for the phases its metrics give."""
+    out: dict[str, float] = {}
+    m = c.metrics or {}
+    for name, metric in PHASES:
+        v = seconds_of(m, metric)
+        if v is not None:
+            out[name] = v
+    for bm in c.bwd_metrics:
+        v = seconds_of(bm, "inductor_compile_time_s")
+        if v is not None:
+            out["backward"] = out.get("backward", 0.0) + v
+    return out
+
+
+def is_recompile(c: Compile) -> bool:
+    """A compile of a frame after its first, because guards failed: not a restart, and not a
+    retry of a compile that failed (nothing was cached, so no guard could fail)."""
+    return (
+        c.id is not None and bool(c.id.frame_compile) and c.status != "restarted" and not c.is_retry
+    )
+
+
+def stopped_in(c: Compile) -> str:
+    """For a compile that never finished: `, in NAME`, the innermost phase that began and never
+    ended (where the process stopped), or "" when its log has no such phase."""
+    open_ = [p for p in c.phases if p.dur_us is None]
+    if not open_:
+        return ""
+    last = max(open_, key=lambda p: (p.depth, p.start_us))
+    return f", in {last.name}"
+
+
+def is_library(file: str) -> bool:
+    """A frame of torch's own code, which stacks dim or leave out: the one rule of every format
+    (installed packages such as transformers are not torch: a user debugs through them)."""
+    return is_torch_file(file)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A stack frame as every format shows it: the frame, and whether it is torch's own."""
+
+    frame: StackFrame
+    lib: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """One graph break in words: the line naming it, what torch says it is about, its hints,
+    its debug context and the user calls that led to it."""
+
+    where: str | None  # "file:line" in the user's code
+    line: int  # log line of its record
+    title: str
+    explanation: str | None
+    hints: tuple[str, ...]
+    context: str | None
+    callers: tuple[StackFrame, ...]  # from the compiled function on, outside torch; () if direct
+    key: str  # what makes two breaks the same (summary.break_key)
+    reason: str  # as torch worded it
+    text: str  # the whole logged message
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """A restart of the compile's analysis, in words (a restart that is no graph break, such as
+    `TensorifyScalarRestartAnalysis`, said as what it did)."""
+
+    text: str
+    reason: str  # as torch logged it
+    before: str | None  # the attempt that restarted, when it is not this one (`0/0`)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a compile failed or never finished, in words."""
+
+    type: str | None
+    reason: str  # the whole reason, stripped ("" when torch gave none)
+    where: str | None
+    lines: tuple[str, ...]  # the reason's first REASON_LINES lines, and how to see the rest
+    first: str  # its first line, or what an unfinished compile says instead
+
+
+@dataclass(frozen=True, slots=True)
+class RecompileFacts:
+    """Why a frame compiled again, in words: its failed guards and what changed in its inputs."""
+
+    previous: str | None
+    guards: tuple[str, ...]  # the guards that failed, as torch logged them
+    changes: tuple[str, ...]  # each input change in words (change_text)
+    compared: bool  # both compiles described their inputs, so `changes` is whole
+    limit: str | None  # `recompile_limit (8)` when dynamo gave up on the frame here
+    listed: bool  # a recompile the report lists (not a retry after a failure)
+
+    def changed(self, most: int = MAX_CHANGES) -> list[str]:
+        """What changed, for a row: at most `most`, or why nothing is listed."""
+        out = list(self.changes[:most])
+        if len(self.changes) > most:
+            out.append(f"... {len(self.changes) - most} more")
+        if not out:
+            out.append(
+                f"no tensor input changed since {self.previous}"
+                if self.compared
+                else "inputs not logged"
+            )
+        return out
+
+
+class Analysis:
+    """One compile as every format shows it. Cheap parts are worked out at once; the parts only
+    a compile shown in full needs (its kernels, its collectives) when first asked for."""
+
+    def __init__(self, c: Compile, ref: str, n: int = 0, at: tuple[int, int] = (0, 0)) -> None:
+        self.compile = c
+        self.ref = ref  # how the report names it (analyze.names.Refs)
+        self.n = n  # its place among the report's compiles
+        self.at = at  # (its log's place in the report, its place in that log)
+        self.status: Status = c.status
+        self.severity = severity(c.status)
+        self.where = f"{short_path(c.file)}:{c.firstline}" if c.file else ""
+        self.inputs = len(c.inputs)
+        self.alias_groups = len({i.alias_group for i in c.inputs if i.alias_group})
+        self.breaks = [_break(g, c) for g in c.graph_breaks]
+        self.restarts = _restarts(c, ref)
+        self.failure = _failure(c, ref)
+        self.recompile = _recompile(c)
+        self.listed_recompile = _listed_recompile(c)
+        self.listed_reasons = c.recompile_reasons if self.listed_recompile else []
+        self.problem = _problem_order(c)
+        self.reason = _reason(self)
+
+    @property
+    def status_text(self) -> str:
+        """The status, with the failure's type: `failed (BackendCompilerFailed)`."""
+        c = self.compile
+        return c.status + (f" ({c.fail_type})" if c.fail_type else "")
+
+    @property
+    def inputs_text(self) -> str:
+        """How many inputs, and in how many alias groups: `3 (1 alias group)`."""
+        g = self.alias_groups
+        return f"{self.inputs}" + (f" ({g} alias group{'s' if g > 1 else ''})" if g else "")
+
+    @cached_property
+    def stack(self) -> list[Frame]:
+        return [Frame(f, is_library(f.file)) for f in self.compile.stack]
+
+    def user_stack(self, most: int | None = 3) -> tuple[list[StackFrame], int]:
+        """The frames outside torch, innermost last: with `most`, the outermost (the user's
+        script, when a library made the call) and the innermost others; and how many are left
+        out between them."""
+        user = [f.frame for f in self.stack if not f.lib]
+        if most is None or len(user) <= most:
+            return user, 0
+        return [user[0], *user[-(most - 1) :]], len(user) - most
+
+    @cached_property
+    def times(self) -> dict[str, float]:
+        """Its compile time by phase (summary.PHASE_NAMES), for the phases its metrics give."""
+        c = self.compile
+        return phase_times(c) if c.metrics is not None or c.bwd_metrics else {}
+
+    @cached_property
+    def kernels(self) -> list[Kernel]:
+        return kernels(self.compile)
+
+    @cached_property
+    def parity(self) -> Parity | None:
+        return parity(self.compile)
+
+    def names(self) -> Iterator[str]:
+        yield self.ref
+
+
+def _break(g: GraphBreak, c: Compile) -> Break:
+    return Break(
+        g.where,
+        g.line,
+        break_title(g.reason),
+        break_explanation(g.reason),
+        tuple(break_hints(g.reason)),
+        break_context(g.reason),
+        tuple(_callers(g, c)),
+        break_key(g.reason),
+        g.reason,
+        g.text or g.reason,
+    )
+
+
+def _callers(g: GraphBreak, c: Compile) -> list[StackFrame]:
+    """The calls that led to a break deeper than the compiled function (in a helper or a
+    library's code): from the compiled function on, outside torch (the compile's stack has the
+    frames above it); none when it broke in the compiled function itself."""
+    calls = break_callers(g.text)
+    own = next((i for i, f in enumerate(calls) if f.name == c.function and f.file == c.file), None)
+    inner = [] if own is None else [f for f in calls[own:] if not is_library(f.file)]
+    return inner if len(inner) > 1 else []
+
+
+def _restarts(c: Compile, ref: str) -> list[Restart]:
+    """Each restart of the compile: in the attempt that restarted, or (for a later attempt) the
+    attempt before it that holds where it broke."""
+    out = []
+    for i, r in enumerate(c.restart_reasons):
+        before = None
+        if c.status != "restarted" and c.id is not None and i < c.id.attempt:
+            before = ref[: len(ref) - len(c.key)] + str(dataclasses.replace(c.id, attempt=i))
+        out.append(Restart(break_title(r), r, before))
+    return out
+
+
+def _failure(c: Compile, ref: str) -> Failure | None:
+    if c.status not in ("failed", "incomplete"):
+        return None
+    reason = (c.fail_reason or "").strip()
+    lines = reason.splitlines()
+    shown = lines[:REASON_LINES]
+    if len(lines) > REASON_LINES:
+        while shown and (not shown[-1].strip() or shown[-1].endswith(":")):
+            shown.pop()  # a heading ("User stack:") or a gap whose lines are cut
+        from tlview.inert import command
+
+        shown.append(
+            f"... {len(lines) - len(shown)} more lines: {command('--compile-id', ref)} shows them"
+        )
+    unfinished = (
+        f"no compilation_metrics: the run stopped during this compile{stopped_in(c)}"
+        if c.status == "incomplete"
+        else ""
+    )
+    first = lines[0] if lines else unfinished
+    return Failure(c.fail_type, reason, c.fail_where, tuple(shown) or (unfinished,), first)
+
+
+def _listed_recompile(c: Compile) -> bool:
+    """A recompile the report lists: one explained by the index (not a retry of a failure), or
+    a later compile of a frame with the reasons torch logged for it."""
+    return (c.recompile is not None and not c.is_retry) or (
+        is_recompile(c) and bool(c.recompile_reasons)
+    )
+
+
+def _recompile(c: Compile) -> RecompileFacts | None:
+    r = c.recompile
+    if r is None:
+        return None
+    return RecompileFacts(
+        r.previous,
+        tuple(r.reasons),
+        tuple(change_text(x) for x in r.input_changes),
+        r.compared,
+        limit_text(c) if r.limit_hit else None,
+        c.id is not None and not c.is_retry,
+    )
+
+
+def _problem_order(c: Compile) -> int:
+    """Which compiles a report shows first when it cannot show them all: failures (0), then
+    graph breaks, restarts and recompiles (1), then the rest (2)."""
+    if severity(c.status) <= severity("incomplete"):
+        return 0
+    if c.graph_breaks or c.restart_reasons or c.recompile is not None or c.recompile_reasons:
+        return 1
+    return 2
+
+
+def _reason(a: Analysis) -> str:
+    """Why the compile is not plainly ok, in one line (for a table's cell)."""
+    c = a.compile
+    if c.fail_type:
+        lines = [ln.strip() for ln in (c.fail_reason or "").splitlines() if ln.strip()]
+        return f"{c.fail_type}: {' '.join(lines[:2])}" if lines else c.fail_type
+    if c.status == "incomplete":
+        return (
+            "never finished: no compilation_metrics (the process stopped during this "
+            f"compile{stopped_in(c)})"
+        )
+    if c.status == "restarted" and a.restarts:
+        return "restarted: " + a.restarts[0].text
+    if a.breaks:
+        return "graph break: " + a.breaks[0].title
+    if a.restarts:
+        return "restarted: " + a.restarts[0].text
+    if c.recompile is not None and c.recompile.reasons:
+        return "recompiled: " + c.recompile.reasons[0]
+    if c.recompile_reasons:
+        return "recompiled: " + c.recompile_reasons[0]
+    return ""
+
+
+@dataclass(slots=True)
+class Analyser:
+    """Analyses a report's compiles one at a time, in order, naming each as the report does."""
+
+    refs: Refs
+    seen: int = 0
+    kept: list[Analysis] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, report: Report) -> Analyser:
+        return cls(Refs.of(report))
+
+    def __call__(self, c: Compile, n: int | None = None, at: tuple[int, int] = (0, 0)) -> Analysis:
+        if n is None:
+            n = self.seen
+        self.seen = n + 1
+        return Analysis(c, self.refs(c), n, at)
+
+
+def analysed(report: Report, start: int = 0, stop: int | None = None) -> Iterator[Analysis]:
+    """The report's compiles [start, stop), analysed in order: one process, no split."""
+    analyse = Analyser.of(report)
+    n = 0
+    for li, log in enumerate(report.logs):
+        for k, c in enumerate(log.compiles):
+            if stop is not None and n >= stop:
+                return
+            if n >= start:
+                yield analyse(c, n, (li, k))
+            n += 1
