@@ -24,6 +24,7 @@ import orjson
 from click.testing import CliRunner, Result
 from conftest import CORPUS, FIXTURES
 
+from tlview.analyze.baseline import every_attempt
 from tlview.cli import main
 
 # torch's glog prefix: optional "[rankN]:", level letter, "MMDD HH:MM:SS.ffffff", process id.
@@ -219,7 +220,7 @@ def report_json(path: Path, *extra: str, expected: int = EXIT_OK, what: str = ""
     if expected != EXIT_OK:
         return None
     doc = orjson.loads(res.stdout_bytes)
-    assert doc["format"] == "tlview.report/1"
+    assert doc["format"] == "tlview.report/2"
     return doc
 
 
@@ -247,7 +248,7 @@ class Facts:
     @classmethod
     def of(cls, doc: Any) -> Facts:
         f = cls()
-        for c in doc["compiles"]:
+        for c in every_attempt(doc):
             ck = (c["pid"], c["key"])
             f.compiles[ck] = c["status"]
             for i in c["inputs"]:

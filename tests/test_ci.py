@@ -112,7 +112,8 @@ def test_markdown_report_structure_on_a_real_log() -> None:
     assert headings(doc)[0].startswith("tlview: ")
     assert headings(doc)[1:] == ["Graph breaks (2, 1 reason)", "Recompiles (2)", "Slowest compiles"]
     figures, breaks, recompiles, slowest = tables(doc)
-    assert figures == [["6", "2", "2", "0", "2", "1.71 s"]]
+    # 4 compiles, as torch logged compilation_metrics: the 2 attempts that restarted apart
+    assert figures == [["4", "2", "2", "0", "2", "1.71 s"]]
     # The break's title and what torch says it is about, and its hint: as text and page say.
     assert breaks == [
         [
@@ -203,9 +204,9 @@ def test_markdown_diff_figures_changes_and_verdict() -> None:
     assert r.exit_code == 3
     doc = r.stdout
     figures = tables(doc)[0]
-    assert figures[0] == ["compiles", "6", "7", "+1 (worse)"]
+    assert figures[0] == ["compiles", "4", "5", "+1 (worse)"]
     assert figures[1][:3] == ["graph breaks", "2", "2"]
-    assert "❌ failed: compiles: 6 -> 7 (no more than BASE)" in shown_text(doc)
+    assert "❌ failed: compiles: 4 -> 5 (no more than BASE)" in shown_text(doc)
     assert "✅ passed: graph-breaks: 2 -> 2 (no more than BASE)" in shown_text(doc)
     changes = tables(doc)[1]
     assert changes and changes[0][0] == "worse"
@@ -220,7 +221,7 @@ def test_markdown_file_is_replaced_only_when_tlview_wrote_it(tmp_path: Path) -> 
     assert run_cli("report", FIXTURES / "demo.log", "-o", out).exit_code == 0
     assert out.read_text().startswith("<!-- written by tlview ")
     assert run_cli("report", FIXTURES / "demo.log", "-o", out).exit_code == 0
-    assert tables(out.read_text())[0] == [["7", "2", "2", "0", "2", "1.61 s"]]
+    assert tables(out.read_text())[0] == [["5", "2", "2", "0", "2", "1.61 s"]]
 
 
 # -- JUnit ------------------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def test_junit_diff_and_its_own_file(tmp_path: Path) -> None:
     assert run_cli(*args).exit_code == 3
     cases = {c.get("name"): c for c in _junit(out)}
     failure = cases["compiles"].find("failure")
-    assert failure is not None and failure.get("message") == "compiles: 6 -> 7 (no more than BASE)"
+    assert failure is not None and failure.get("message") == "compiles: 4 -> 5 (no more than BASE)"
     assert cases["failures"].find("failure") is None
     assert run_cli(*args).exit_code == 3  # its own file is replaced
     out.write_text("<mine/>")
@@ -442,14 +443,15 @@ def test_a_partial_or_damaged_stored_report_is_refused(tmp_path: Path) -> None:
     r = run_cli("report", FIXTURES / "demo.log", "--format", "json", "--compile-id", "2/0")
     part.write_text(r.stdout)
     r = run_cli("diff", part, FIXTURES / "demo.log")
-    assert r.exit_code == 1 and "holds 1 of its 7 compiles (written with --compile-id?)" in r.output
+    assert r.exit_code == 1 and "holds 1 of its 5 compiles (written with --compile-id?)" in r.output
     bad = tmp_path / "bad.json"
-    bad.write_text(
-        '{"format":"tlview.report/1","compiles":[{"compile_id":"0/0","graph_breaks":[7]}]}'
-    )
-    r = run_cli("diff", bad, FIXTURES / "demo.log")
-    assert r.exit_code == 1 and f"{bad}: a damaged tlview.report/1 file" in r.output
-    assert len(r.output.strip().splitlines()) == 1
+    for fmt in ("tlview.report/1", "tlview.report/2"):  # what tlview wrote before, and now
+        bad.write_text(
+            f'{{"format":"{fmt}","compiles":[{{"compile_id":"0/0","log":"a","graph_breaks":[7]}}]}}'
+        )
+        r = run_cli("diff", bad, FIXTURES / "demo.log")
+        assert r.exit_code == 1 and f"{bad}: a damaged {fmt} file" in r.output
+        assert len(r.output.strip().splitlines()) == 1
 
 
 # -- growth -----------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ from damage import (
     valid,
 )
 
+from tlview.analyze.baseline import every_attempt
+
 SEED = 6  # the issue number: change it to try other damage, the checks stay the same
 LOGS = real_logs(SEED, 4, max_bytes=700_000)
 DAMAGES = {
@@ -230,7 +232,7 @@ def test_times_no_clock_gives_are_bad_lines(tmp_path: Path) -> None:
         ),
         (bwd.line, "bwd_compilation_metrics: not a duration: inductor_compile_time_s -0.5"),
     ]
-    c = next(c for c in doc["compiles"] if c["first_log_line"] <= fwd.line <= c["last_log_line"])
+    c = next(c for c in every_attempt(doc) if c["first_log_line"] <= fwd.line <= c["last_log_line"])
     assert c["compile_time_s"] is None and c["metrics"]["graph_op_count"] is not None
     total, was = doc["stats"]["compile_time_s"], before["stats"]["compile_time_s"]
     assert total == pytest.approx(was - 1.104691)
@@ -257,8 +259,8 @@ def test_absurd_compile_times_are_bad_lines(
         reasons == ["compilation_metrics: not a duration: entire_frame_compile_time_s 1e+308"] * n
     )
     assert doc["stats"]["compile_time_s"] == pytest.approx(want["stats"]["compile_time_s"])
-    assert [c["compile_time_s"] for c in doc["compiles"]] == pytest.approx(
-        [c["compile_time_s"] for c in want["compiles"]]
+    assert [c["compile_time_s"] for c in every_attempt(doc)] == pytest.approx(
+        [c["compile_time_s"] for c in every_attempt(want)]
     )
     monkeypatch.setenv("COLUMNS", "200")
     res = run("report", str(log))
@@ -385,7 +387,7 @@ def test_values_nested_deeper_than_json_writers_go(tmp_path: Path) -> None:
     cut = "<nested deeper than 200 levels: cut>"
     doc = report_json(log)
     assert doc["stats"]["bad_lines"] == 0
-    metrics = [c["metrics"] for c in doc["compiles"] if "deep" in (c.get("metrics") or {})]
+    metrics = [c["metrics"] for c in every_attempt(doc) if "deep" in (c.get("metrics") or {})]
     assert len(metrics) == 1 and cut in orjson.dumps(metrics[0]).decode()
     for fmt in ("html", "perfetto"):
         out = tmp_path / f"out.{fmt}"
@@ -736,7 +738,7 @@ def test_a_log_the_suite_never_saw(fresh_log: Path, damage: str, tmp_path: Path)
     """The same checks on damaged copies of a log torch wrote a moment ago."""
     original = fresh_log.read_bytes()
     doc = report_json(fresh_log)
-    assert doc["stats"]["bad_lines"] == 0 and len(doc["compiles"]) >= 3
+    assert doc["stats"]["bad_lines"] == 0 and len(every_attempt(doc)) >= 3
     rng = random.Random(f"{SEED}:fresh:{damage}")
     failures = []
     for what, damaged in list(DAMAGES[damage](original, rng))[:8]:
@@ -812,7 +814,7 @@ def test_nan_and_infinity_as_json_dumps_writes_them(tmp_path: Path) -> None:
     log = tmp_path / "nan.log"
     log.write_bytes(replace_unit(data, first, head + b"\n"))
     doc = report_json(log)
-    (c,) = [c for c in doc["compiles"] if c["key"] == "0/0"]
+    (c,) = [c for c in every_attempt(doc) if c["key"] == "0/0"]
     assert c["status"] == "failed" and c["fail_type"] == "BackendCompilerFailed"
     assert c["metrics"]["remote_cache_time_saved_s"] is None  # NaN: JSON has no such number
     assert c["compile_time_s"] == pytest.approx(
@@ -835,7 +837,7 @@ def test_a_refused_recompile_is_no_retry(tmp_path: Path) -> None:
     log = tmp_path / "refused0.log"
     log.write_bytes(replace_unit(data, u, unit_bytes(meta, None, u)))
     doc = report_json(log)
-    (c,) = [c for c in doc["compiles"] if c["key"] == "0/1"]
+    (c,) = [c for c in every_attempt(doc) if c["key"] == "0/1"]
     assert c["recompile"]["retry"] is False and doc["stats"]["recompiles"] == 1
 
 
@@ -865,7 +867,7 @@ def test_an_empty_fail_type_is_still_a_failure(tmp_path: Path) -> None:
     log = tmp_path / "empty_type.log"
     log.write_bytes(replace_unit(data, first, unit_bytes(meta, None, first)))
     doc = report_json(log)
-    (c,) = [c for c in doc["compiles"] if c["key"] == "0/0"]
+    (c,) = [c for c in every_attempt(doc) if c["key"] == "0/0"]
     assert c["status"] == "failed" and c["fail_type"] == "(exception type not logged)"
     assert c["fail_reason"] == meta["compilation_metrics"]["fail_reason"]
     assert doc["stats"]["failures"] == 4 and doc["bad_lines"] == []
@@ -884,7 +886,7 @@ def test_a_failed_compile_outside_dynamo_says_so(tmp_path: Path) -> None:
     log = tmp_path / "aoti_failed.log"
     log.write_bytes(replace_unit(data, u, unit_bytes(meta, None, u)))
     doc = report_json(log)
-    (c,) = [c for c in doc["compiles"] if c["key"] == "-/-"]
+    (c,) = [c for c in every_attempt(doc) if c["key"] == "-/-"]
     (o,) = c["outside_compiles"]
     assert (o["log_line"], o["fail_type"]) == (u.line, "CppCompileError")
     assert o["fail_reason"] == "C++ compile error\nwrapper.cpp:12: error"

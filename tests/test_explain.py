@@ -11,6 +11,7 @@ import pytest
 from conftest import FIXTURES, corpus, report_json, run_cli
 from runs import traces  # noqa: F401  (session fixture: the program run under TORCH_TRACE)
 
+from tlview.analyze.baseline import every_attempt
 from tlview.analyze.changes import change_text
 from tlview.index.recompiles import limit_text
 from tlview.load import read as load
@@ -173,7 +174,7 @@ def test_json_recompile_record() -> None:
     result = run_cli("report", corpus("mlp_aot_eager"), "--format", "json")
     assert result.exit_code == 0, result.output
     data: dict[str, Any] = json.loads(result.stdout)
-    cs = {c["key"]: c for c in data["compiles"]}
+    cs = {c["key"]: c for c in every_attempt(data)}
     assert cs["0/0_1"]["recompile"] is None
     assert cs["0/1"]["recompile"] is None
     assert cs["0/1_1"]["recompile"] == {
@@ -223,7 +224,7 @@ def test_recompile_limit_hit_is_called_out(traces: dict[str, Path]) -> None:  # 
     text = run_cli("report", traces["base"]).stdout
     assert "1/2: frame 1 (g) hit recompile_limit (2): dynamo stopped compiling it" in text
     data = json.loads(run_cli("report", traces["base"], "--format", "json").stdout)
-    rec = {c["key"]: c for c in data["compiles"]}["1/2"]["recompile"]
+    rec = {c["key"]: c for c in every_attempt(data)}["1/2"]["recompile"]
     assert rec["limit_hit"] is True and rec["limit"] == "recompile_limit (2)"
     assert rec["inputs_compared"] is False
 
@@ -233,7 +234,7 @@ def test_a_refused_recompile_names_its_failed_guard() -> None:
     names the failed guard; the Recompiles table says it, not "(no reason logged)"."""
     log = FIXTURES / "refused.log"
     data = report_json(log)
-    (c,) = [c for c in data["compiles"] if c["key"] == "0/1"]
+    (c,) = [c for c in every_attempt(data) if c["key"] == "0/1"]
     assert c["status"] == "failed" and c["fail_type"] == "RecompileError"
     assert c["recompile_reasons"] == []
     assert c["recompile"]["reasons"] == ["0/0: tensor 'x' rank mismatch. expected 1, actual 3"]

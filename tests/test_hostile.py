@@ -36,6 +36,7 @@ from crafted import (
 from damage import EXIT_OK, EXIT_REFUSED, assert_clean_exit, run, units
 
 import tlview
+from tlview.analyze.baseline import every_attempt
 
 EXIT_NO_REPRO = 6
 # What a terminal obeys: escapes, C0/C1 controls, bidi overrides and isolates.
@@ -143,7 +144,7 @@ def test_json_printed_from_a_log_is_inert_and_exact(tmp_path: Path) -> None:
         assert_clean_exit(res, EXIT_OK, args[0])
         assert not OBEYED.search(res.stdout_bytes.decode("utf-8")), args
     doc = doc_of(log)
-    assert doc["compiles"][0]["inputs"][0]["sources"] == [name]
+    assert every_attempt(doc)[0]["inputs"][0]["sources"] == [name]
 
 
 @pytest.mark.slow
@@ -330,7 +331,7 @@ def test_one_record_over_the_bound_is_one_bad_line(tmp_path: Path) -> None:
     for what, (p, line, words) in _bounded_cases(tmp_path).items():
         for mmap in ("", "1"):
             doc = doc_of(p, env={**env, "TLVIEW_NO_MMAP": mmap})
-            assert [c["key"] for c in doc["compiles"]] == ["0/0", "1/0"], what
+            assert [c["key"] for c in every_attempt(doc)] == ["0/0", "1/0"], what
             bad = [(b["line"], b["reason"]) for b in doc["bad_lines"]]
             assert len(bad) == 1 and words in bad[0][1], (what, bad)
             assert "1,048,576 bytes, $TLVIEW_MAX_RECORD" in bad[0][1], bad
@@ -365,7 +366,7 @@ def test_long_lines_and_floods_in_bounded_memory(tmp_path: Path) -> None:
         err = res.stderr.decode()
         assert res.returncode == 0 and "Traceback" not in err, (name, res.returncode, err[-500:])
         doc = orjson.loads(res.stdout)
-        assert "0/0" in [c["key"] for c in doc["compiles"]], name
+        assert "0/0" in [c["key"] for c in every_attempt(doc)], name
         assert len(doc["bad_lines"]) == 1 and "TLVIEW_MAX_RECORD" in doc["bad_lines"][0]["reason"]
 
 
@@ -384,7 +385,7 @@ def test_a_compile_id_beyond_64_bits_is_a_bad_line(tmp_path: Path) -> None:
     for fmt in ("json", "text", "html", "perfetto"):
         assert_clean_exit(run("report", str(log), "--format", fmt), EXIT_OK, fmt)
     doc = doc_of(log)
-    assert "0/0" in [c["key"] for c in doc["compiles"]]
+    assert "0/0" in [c["key"] for c in every_attempt(doc)]
     reasons = [b["reason"] for b in doc["bad_lines"]]
     assert any("compile_id is not a compile id: '99999999999999999999/0'" in r for r in reasons)
     assert any("str" in r for r in reasons), reasons  # the index over 64 bits: a wrong type
@@ -474,7 +475,7 @@ def test_the_log_is_never_overwritten_by_its_report(tmp_path: Path) -> None:
     """A log whose first 4 KB hold tlview's JSON signature in a payload is no file of
     tlview's: `-o LOG` is refused, with --force too, through a link too; a copy of it needs
     --force; tlview's own files are still replaced."""
-    payload = b'{"format": "tlview.report/1", "written_by": "tlview 0.1.0"}'
+    payload = b'{"format": "tlview.report/2", "written_by": "tlview 0.1.0"}'
     data = record("artifact", {"name": "x", "encoding": "json"}, payload=payload)
     data += interned("/m.py") + one_input()
     log = _log(tmp_path, "run.log", data)
@@ -502,8 +503,8 @@ def test_a_compile_whose_first_payload_is_cut_is_kept(tmp_path: Path) -> None:
     u = units(data)[0]  # the chromium_event that opens compile 0/0
     cut = _log(tmp_path, "cut.log", data[: u.start + len(u.head) + 1 + 20])
     doc = doc_of(cut)
-    assert [c["key"] for c in doc["compiles"]] == ["0/0"]
-    assert doc["compiles"][0]["status"] == "incomplete"
+    assert [c["key"] for c in every_attempt(doc)] == ["0/0"]
+    assert every_attempt(doc)[0]["status"] == "incomplete"
     assert [b["line"] for b in doc["bad_lines"]] == [2]
 
 
@@ -553,7 +554,7 @@ def test_a_gzip_cut_after_1000_bytes_is_read(tmp_path: Path) -> None:
     z = gzip.compress((FIXTURES / "demo.log").read_bytes(), mtime=0)
     log = _log(tmp_path, "cut.log.gz", z[:1000])
     doc = doc_of(log)
-    assert [c["key"] for c in doc["compiles"]] == ["-/-", "0/0"]  # -/-: the torch version
+    assert [c["key"] for c in every_attempt(doc)] == ["-/-", "0/0"]  # -/-: the torch version
     assert any("compressed data is damaged" in b["reason"] for b in doc["bad_lines"])
 
 

@@ -14,20 +14,22 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, ROOT, corpus, gloo_rank0, only_log, report_json, run_cli
 
+from tlview.analyze.baseline import every_attempt
+
 
 def compiles(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["key"]: c for c in data["compiles"]}
+    return {c["key"]: c for c in every_attempt(data)}
 
 
 def test_json_contract_keys() -> None:
     data = report_json(only_log("mlp_aot_eager"))
-    assert data["format"] == "tlview.report/1"
+    assert data["format"] == "tlview.report/2"
     for key in ("lines", "records", "bad_lines", "unknown_kinds"):
         assert key in data["stats"]
     assert data["stats"]["records"] == 247
     assert data["stats"]["bad_lines"] == 0
     assert data["stats"]["unknown_kinds"] == {}
-    for c in data["compiles"]:
+    for c in every_attempt(data):
         assert {"compile_id", "log", "rank", "status", "inputs"} <= c.keys()
         for i in c["inputs"]:
             assert {
@@ -64,7 +66,7 @@ def test_mlp_compiles_statuses_and_breaks() -> None:
     assert gb["count"] == 2
     assert gb["title"] == "Call to `torch._dynamo.graph_break()`"
     assert gb["where"] == {"/home/user/corpus/gen/mlp_aot_eager.py:13": 2}
-    assert gb["compiles"] == ["0/0", "0/1"]
+    assert gb["compiles"] == ["0/0_1", "0/1_1"]  # the compiles whose attempts broke
     assert data["stats"]["graph_breaks"] == 2
     assert data["stats"]["restarts"] == 2
     # Recompiles name the guard that failed.
@@ -151,7 +153,7 @@ def test_dtypes_as_logged() -> None:
 def test_failures_with_type_and_reason() -> None:
     data = report_json(corpus("compile_error"))
     assert len(data["logs"]) == 2
-    failed = [c for c in data["compiles"] if c["status"] == "failed"]
+    failed = [c for c in every_attempt(data) if c["status"] == "failed"]
     assert len(failed) == data["stats"]["failures"] == 7
     types = sorted({c["fail_type"] for c in failed})
     assert types == ["BackendCompilerFailed", "TorchRuntimeError"]
@@ -211,7 +213,7 @@ def test_subclass_and_nested_inputs() -> None:
 def test_ranks_from_multirank_logs() -> None:
     data = report_json(corpus("multirank_gloo"))
     assert data["ranks"] == [0, 1]
-    assert {c["rank"] for c in data["compiles"]} == {0, 1}
+    assert {c["rank"] for c in every_attempt(data)} == {0, 1}
     data = report_json(corpus("tlparse-tests", "multi_rank_logs"))
     assert data["ranks"] == [0, 1, 2, 3]
 
@@ -291,11 +293,11 @@ def test_compile_ids_started_over_by_dynamo_reset_are_compiles_of_their_run() ->
     # torch._dynamo.reset() between three compiles: f, g and f again, each logged as 0/0.
     log = FIXTURES / "reset.log"
     data = report_json(log)
-    got = [(c["key"], c["compile_id"], c["run"], c["function"]) for c in data["compiles"][1:]]
+    got = [(c["key"], c["compile_id"], c["run"], c["function"]) for c in every_attempt(data)[1:]]
     assert got == [("0/0", "0/0", 1, "f"), ("0/0@2", "0/0", 2, "g"), ("0/0@3", "0/0", 3, "f")]
-    by = {c["key"]: c for c in data["compiles"]}
+    by = {c["key"]: c for c in every_attempt(data)}
     assert [i["size"] for i in by["0/0@3"]["inputs"]] == [[4, 4]]
-    for c in data["compiles"][1:]:
+    for c in every_attempt(data)[1:]:
         assert [i["size"] for k in [c] for i in k["inputs"]] in ([[4]], [[4, 4]])
         assert c["events"] == [] and c["status"] == "ok"
         assert c["metrics"]["co_name"] == c["function"]
@@ -324,7 +326,7 @@ def test_a_reset_after_a_restart_starts_a_new_run() -> None:
     """f breaks its graph, so 0/0 restarts as 0/0_1 (whose metrics end attempt 0 too), then
     torch._dynamo.reset(), twice: the second run's 0/0 is a compile of its own, not the first's."""
     data = report_json(FIXTURES / "reset_break.log")
-    got = [(c["key"], c["status"], c["function"]) for c in data["compiles"][1:]]
+    got = [(c["key"], c["status"], c["function"]) for c in every_attempt(data)[1:]]
     resume = "torch_dynamo_resume_in_f_at_6"
     assert got == [
         ("0/0", "restarted", "f"),
@@ -334,7 +336,7 @@ def test_a_reset_after_a_restart_starts_a_new_run() -> None:
         ("0/0_1@2", "graph_break", "f"),
         ("1/0@2", "ok", resume),
     ]
-    by = {c["key"]: c for c in data["compiles"]}
+    by = {c["key"]: c for c in every_attempt(data)}
     for key, n in (("0/0", 3), ("0/0_1", 3), ("0/0@2", 6), ("0/0_1@2", 6)):
         assert [i["size"] for i in by[key]["inputs"]] == [[n]], key
     assert data["stats"]["restarts"] == 2 and data["stats"]["graph_breaks"] == 2
@@ -348,7 +350,7 @@ def test_a_copied_dynamo_start_is_no_new_run(tmp_path: Path) -> None:
     start, end = data.rfind(b"\n", 0, at) + 1, data.index(b"\n", at) + 1
     log = tmp_path / "copied.log"
     log.write_bytes(data[:end] + data[start:end] + data[end:])
-    keys = [c["key"] for c in report_json(log)["compiles"]]
+    keys = [c["key"] for c in every_attempt(report_json(log))]
     assert keys == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 
@@ -363,7 +365,7 @@ def test_latest_reads_the_newest_log_of_a_directory(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert [log["name"] for log in data["logs"]] == ["new.log"]
-    assert [c["key"] for c in data["compiles"]] == ["-/-", "0/0", "0/0@2", "0/0@3"]
+    assert [c["key"] for c in every_attempt(data)] == ["-/-", "0/0", "0/0@2", "0/0@3"]
     assert res.stderr == f"tlview: reading the newest log, {new}\n"
     listed = run_cli("inputs", tmp_path, "--latest", "--compile-id", "0/0@3")
     assert listed.exit_code == 0 and "[4, 4]" in listed.stdout
@@ -386,7 +388,7 @@ def test_json_output_file(tmp_path: Path) -> None:
     result = run_cli("report", FIXTURES / "demo.log", "--format", "json", "-o", out)
     assert result.exit_code == 0
     data = json.loads(out.read_text())
-    assert data["stats"]["compiles"] == 7
+    assert data["stats"]["compiles"] == 5
     # tlview replaces its own output without --force.
     again = run_cli("report", FIXTURES / "demo.log", "--format", "json", "-o", out)
     assert again.exit_code == 0
@@ -453,14 +455,15 @@ def test_the_compile_table_keeps_problems_first_in_log_order_when_capped() -> No
     # max_rows, failures, graph breaks, restarts and recompiles first, and says what it left out.
     path = only_log("mlp_aot_eager")
     whole = _text_report(path)
-    assert _listed(whole) == ["0/0", "0/0_1", "0/1", "0/1_1", "1/0", "1/1"]
+    # The attempts that restarted (0/0, 0/1) are no rows: the compile after each says so.
+    assert _listed(whole) == ["0/0_1", "0/1_1", "1/0", "1/1"]
     assert "not listed" not in whole
-    five = _text_report(path, max_rows=5)
-    assert _listed(five) == ["0/0", "0/0_1", "0/1", "0/1_1", "1/1"]  # 1/1 is a recompile
-    assert "... 1 more compiles not listed (1 ok): -v lists them all" in five
-    two = _text_report(path, max_rows=2)
-    assert _listed(two) == ["0/0", "0/0_1"]
-    assert "... 4 more compiles not listed (2 ok, 1 restarted, 1 graph_break)" in two
+    three = _text_report(path, max_rows=3)
+    assert _listed(three) == ["0/0_1", "0/1_1", "1/1"]  # 1/1 is a recompile
+    assert "... 1 more compiles not listed (1 ok): -v lists them all" in three
+    two = _text_report(path, max_rows=1)
+    assert _listed(two) == ["0/0_1"]
+    assert "... 3 more compiles not listed (2 ok, 1 graph_break)" in two
     assert _listed(_text_report(path, max_rows=2, verbosity=1)) == _listed(whole)
     # The recompile table too: 0/1_1 and 1/1 recompiled.
     assert "... 1 more recompiles not listed: -v lists them all" in _text_report(path, max_rows=1)
@@ -590,8 +593,8 @@ def test_a_log_on_standard_input() -> None:
     r = _tlview(["report", "-", "--format", "json"], input=log.read_bytes(), stdout=subprocess.PIPE)
     assert r.returncode == 0, r.stderr
     piped, direct = json.loads(r.stdout), report_json(log)
-    assert [c["compile_id"] for c in piped["compiles"]] == [
-        c["compile_id"] for c in direct["compiles"]
+    assert [c["compile_id"] for c in every_attempt(piped)] == [
+        c["compile_id"] for c in every_attempt(direct)
     ]
     assert piped["stats"] == direct["stats"]
     with log.open("rb") as f:  # `tlview report - < LOG`: a file, read as one
@@ -607,7 +610,7 @@ def test_the_output_name_picks_the_format(tmp_path: Path) -> None:
     for name, starts in [
         ("r.html", b"<!doctype html>"),
         ("R.HTM", b"<!doctype html>"),
-        ("r.json", b'{"format":"tlview.report/1"'),
+        ("r.json", b'{"format":"tlview.report/2"'),
         ("r.txt", b"# written by tlview"),
         ("r", b"# written by tlview"),
     ]:
@@ -635,16 +638,18 @@ def test_json_of_one_compile() -> None:
     one = json.loads(r.stdout)
     (c,) = one["compiles"]
     assert c == next(x for x in whole["compiles"] if x["key"] == "0/1_1")
+    assert [a["key"] for a in c["attempts"]] == ["0/1"] and one["outside"] == []
     assert one["stats"] == whole["stats"] and one["graph_breaks"] == whole["graph_breaks"]
     multi = run_cli("report", corpus("multirank_gloo"), "--format", "json", "--compile-id", "0/0")
-    assert [c["key"] for c in json.loads(multi.stdout)["compiles"]] == ["0/0", "0/0"]  # a rank each
+    # 0/0 restarted: the compile it restarted into, a rank each.
+    assert [c["key"] for c in json.loads(multi.stdout)["compiles"]] == ["0/0_1", "0/0_1"]
 
 
 def test_where_the_compile_time_went() -> None:
     # dynamic_shapes: 12 compiles, two of them (f's 0/0 and 0/1) under inductor.
     log = only_log("dynamic_shapes")
     data = report_json(log)
-    timed = [c for c in data["compiles"] if c["compile_id"] and c["metrics"]]
+    timed = [c for c in every_attempt(data) if c["compile_id"] and c["metrics"]]
     phases = {
         "total": "entire_frame_compile_time_s",
         "backend": "backend_compile_time_s",
@@ -679,7 +684,7 @@ def test_times_logged_only_in_microseconds() -> None:
     """A torch that logs compilation_metrics times only as *_us (tlparse's test logs): the
     compile time and its phases come from them, in seconds."""
     doc = report_json(corpus("tlparse-tests", "simple.log"))
-    (c,) = [c for c in doc["compiles"] if c["key"] == "0/0"]
+    (c,) = [c for c in every_attempt(doc) if c["key"] == "0/0"]
     assert "entire_frame_compile_time_s" not in c["metrics"]  # as logged: nothing added
     assert c["compile_time_s"] == pytest.approx(1.659332)
     assert doc["stats"]["compile_time_s"] == pytest.approx(1.659332)
@@ -703,7 +708,7 @@ def test_no_time_logged_is_not_zero(tmp_path: Path) -> None:
     doc = report_json(log)
     assert doc["stats"]["compiles"] > 0 and doc["bad_lines"] == []
     assert doc["stats"]["compile_time_s"] is None
-    assert all(c["compile_time_s"] is None for c in doc["compiles"])
+    assert all(c["compile_time_s"] is None for c in every_attempt(doc))
     assert "total" not in doc["stats"]["compile_time_by_phase_s"]
     text = run_cli("report", log).stdout
     assert "compile time not logged" in text and "s compiling" not in text
@@ -715,7 +720,7 @@ def test_a_recompile_reason_keeps_its_stack() -> None:
     """A recompile_reasons payload of text: one reason per guard failure (a line starting with
     a compile id), its "User stack trace:" lines part of it, not reasons of their own."""
     doc = report_json(corpus("subclasses"))
-    reasons = {c["key"]: c["recompile_reasons"] for c in doc["compiles"]}
+    reasons = {c["key"]: c["recompile_reasons"] for c in every_attempt(doc)}
     (only,) = reasons["2/1"]
     first, *rest = only.splitlines()
     assert first.startswith("2/0: ___check_type_id(args[0], ")
@@ -734,7 +739,7 @@ def test_a_retry_after_a_failure_is_not_a_recompile() -> None:
     cache_size 0, no guard failed); only g's 1/1 is a recompile (its guard on x failed)."""
     path = corpus("compile_error", "dedicated_log_torch_trace_4oku3kw2.log")
     doc = report_json(path)
-    by = {c["key"]: c for c in doc["compiles"]}
+    by = {c["key"]: c for c in every_attempt(doc)}
     assert doc["stats"]["recompiles"] == 1
     assert by["0/1"]["status"] == "failed" and by["0/1"]["recompile"]["retry"] is True
     assert by["0/1"]["recompile"]["previous"] == "0/0"
@@ -754,9 +759,10 @@ def test_one_graph_break_under_its_wrappers_is_one_row() -> None:
     doc = report_json(corpus("subclasses"))
     (row,) = [b for b in doc["graph_breaks"] if "sparse" in b["reason"]]
     assert row["title"] == "Attempted to wrap sparse Tensor" and row["count"] == 3
-    assert row["compiles"] == ["3/0", "3/0_1", "4/0"]
+    # 3/0 broke and restarted, 3/0_1 broke again: both breaks are compile 3/0_1's.
+    assert row["compiles"] == ["3/0_1", "4/0"]
     assert sorted(row["where"].values()) == [1, 2]
-    titles = {g["title"] for c in doc["compiles"] for g in c["graph_breaks"]}
+    titles = {g["title"] for c in every_attempt(doc) for g in c["graph_breaks"]}
     assert titles == {"Attempted to wrap sparse Tensor"}
     # breaks of two kinds stay two rows; the four skipped calls (CALL and CALL_FUNCTION_EX) one
     gloo = report_json(corpus("multirank_gloo"))
@@ -772,7 +778,7 @@ def test_a_restart_is_named_by_its_compiles_metrics() -> None:
     doc = report_json(corpus("tlparse-tests", "comp_metrics.log"))
     got = {
         c["key"]: (c["function"], c["file"].rsplit("/", 1)[-1], c["line"])
-        for c in doc["compiles"]
+        for c in every_attempt(doc)
         if c["key"] != "-/-"
     }
     assert got["0/0"] == got["0/0_1"] == ("fn", "test_misc.py", 9549)
@@ -784,7 +790,7 @@ def test_a_compile_with_no_graph_is_empty() -> None:
     """DDP's resume function 3/0 finished with no graph logged and no ops counted (null):
     empty, as tlparse says, not ok."""
     doc = report_json(gloo_rank0())
-    by = {c["key"]: c for c in doc["compiles"]}
+    by = {c["key"]: c for c in every_attempt(doc)}
     assert by["3/0"]["status"] == "empty" and by["3/0"]["graph_ops"] is None
     assert by["3/0"]["graphs"] == [] and by["4/0"]["status"] == "ok"
 
@@ -800,7 +806,7 @@ def test_non_compliant_custom_ops_are_said() -> None:
 def _issues(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [
         (x["kind"], x["log_line"], x["subject"], x["detail"], (x["where"] or {}).get("line"))
-        for c in doc["compiles"]
+        for c in every_attempt(doc)
         for x in c["export_issues"]
     ]
 
@@ -869,7 +875,7 @@ def test_exports_sharing_a_source_are_told_apart() -> None:
     """Four exports outside any compile each named an input L['x']: the report names them as
     `tlview inputs` does, L['x'] then L['x'] [describer N], and the JSON gives each describer."""
     doc = report_json(corpus("export"))
-    (out,) = [c for c in doc["compiles"] if c["key"] == "-/-"]
+    (out,) = [c for c in every_attempt(doc) if c["key"] == "-/-"]
     got = [(i["sources"], i["describer"], i["size"]) for i in out["inputs"]]
     assert [s for s, _, _ in got] == [["L['x']"], ["L['y']"], ["L['x']"], ["L['x']"], ["L['x']"]]
     assert len({d for _, d, _ in got}) == 4
@@ -907,12 +913,15 @@ def test_compiles_outside_any_compile_id_are_reported_with_their_time(
     st = data["stats"]
     assert st["outside_compiles"] == 1
     assert st["outside_compile_time_s"] == pytest.approx(took, abs=1e-6)
-    (outside,) = [c for c in data["compiles"] if c["key"] == "-/-"]
+    (outside,) = [c for c in every_attempt(data) if c["key"] == "-/-"]
     assert outside["outside_compiles"] == [
         {"log_line": line, "seconds": pytest.approx(took), "fail_type": None, "fail_reason": None}
     ]
     assert outside["compile_time_s"] == pytest.approx(took)
-    assert st["compiles"] == sum(1 for c in data["compiles"] if c["key"] != "-/-")
+    # The compiles of frames, as torch counts them: not the records outside any compile, nor
+    # a graph export traced (export's log has one).
+    assert data["outside"] == [outside]
+    assert st["compiles"] == sum(1 for c in data["compiles"] if c["status"] != "traced")
     text = run_cli("report", path).stdout
     assert f"1 compiled outside dynamo ({took:.2f} s)" in text
     assert f"compiled outside dynamo (log line {line}): {took:.2f} s" in text
@@ -953,7 +962,7 @@ def test_processes_of_one_file_name_their_compiles_apart(tmp_path: Path) -> None
     assert res.exit_code == 2
     assert f"use both.log:pid{p0}:4/0, both.log:pid{p1}:4/0" in res.stderr
     data = report_json(both)
-    fours = [c for c in data["compiles"] if c["key"] == "4/0"]
+    fours = [c for c in every_attempt(data) if c["key"] == "4/0"]
     assert [(c["log"], c["pid"]) for c in fours] == [("both.log", p0), ("both.log", p1)]
 
 
@@ -972,13 +981,13 @@ def test_compile_work_at_run_time_is_an_event_of_its_compile() -> None:
     data = report_json(path)
     assert "compilation_metrics_runtime" not in data["stats"]["unknown_kinds"]
     assert data["stats"]["kinds"]["compilation_metrics_runtime"] == 1
-    (ev,) = [e for c in data["compiles"] for e in c["events"] if e["log_line"] == line]
+    (ev,) = [e for c in every_attempt(data) for e in c["events"] if e["log_line"] == line]
     assert ev["kind"] == "compilation_metrics_runtime"
     assert ev["summary"] == (
         f"compile work at run time (forward), inductor {m['inductor_compile_time_s']:.3f} s"
     )
     assert ev["where"]["file"].endswith("aoti.py") and ev["where"]["name"] == "<lambda>"
-    total = sum(c["compile_time_s"] or 0 for c in data["compiles"] if c["key"] != "-/-")
+    total = sum(c["compile_time_s"] or 0 for c in every_attempt(data) if c["key"] != "-/-")
     assert data["stats"]["compile_time_s"] == pytest.approx(total)
 
 
@@ -1000,7 +1009,7 @@ def test_torch26_failures_written_as_backward_metrics_are_the_frames_own() -> No
     assert set(bwd) == {"0/2", "8/1"}
     assert all(b["is_forward"] is None for b in bwd.values())
     data = report_json(path)
-    by_id = {c["compile_id"]: c for c in data["compiles"]}
+    by_id = {c["compile_id"]: c for c in every_attempt(data)}
     for cid, b in bwd.items():
         c = by_id[cid]
         assert (c["status"], c["fail_type"]) == ("failed", b["fail_type"])
@@ -1028,7 +1037,8 @@ def test_torch26_graph_breaks_are_named_by_their_reason_line() -> None:
     for r in logger:
         ((where, n),) = breaks[r]["where"].items()
         assert where.endswith("torch26.py:18") and n == breaks[r]["count"] == 1
-    assert [b["compiles"] for b in data["graph_breaks"]] == [["1/0"], ["2/0"], ["3/0"]]
+    # Each found by an attempt that restarted: named by the compile it restarted into.
+    assert [b["compiles"] for b in data["graph_breaks"]] == [["1/0_1"], ["2/0_1"], ["3/0_1"]]
     text = run_cli("report", path).stdout
     assert "| Unsupported: Logger not supported" in text
     assert "| Graph break in user code" not in text
@@ -1040,7 +1050,7 @@ def test_torch24_fail_type_written_as_a_class_repr_is_its_name() -> None:
     ((_, m),) = [(n, b) for n, b in _records(path, "compilation_metrics") if b["fail_type"]]
     assert m["fail_type"] == "<class 'torch._dynamo.exc.BackendCompilerFailed'>"
     data = report_json(path)
-    (c,) = [c for c in data["compiles"] if c["status"] == "failed"]
+    (c,) = [c for c in every_attempt(data) if c["status"] == "failed"]
     assert c["compile_id"] == m["compile_id"] and c["fail_type"] == "BackendCompilerFailed"
     assert "my backend exploded" in c["fail_reason"]
     assert f"{m['compile_id']} | failed (BackendCompilerFailed)" in run_cli("report", path).stdout
@@ -1055,7 +1065,7 @@ def test_torch28_version_from_its_runnable_graph_and_limit_from_its_config() -> 
     assert "\t# torch version: 2.8.0+cu128\n" in text
     data = report_json(path)
     assert data["torch_version"] == data["logs"][0]["torch_version"] == "2.8.0+cu128"
-    by_id = {c["compile_id"]: c for c in data["compiles"]}
+    by_id = {c["compile_id"]: c for c in every_attempt(data)}
     assert (by_id["2/2"]["fail_type"], by_id["2/2"]["fail_reason"]) == (
         "RecompileLimitExceeded",
         "recompile_limit reached",
@@ -1087,7 +1097,7 @@ def test_torch215_nonstrict_export_is_traced_not_unfinished() -> None:
     }
     data = report_json(path)
     assert data["torch_version"].startswith("2.15.0")
-    by_id = {c["compile_id"]: c for c in data["compiles"]}
+    by_id = {c["compile_id"]: c for c in every_attempt(data)}
     c = by_id["0/0"]
     assert c["status"] == "traced"
     assert [(i["sources"], i["size"], i["stride"]) for i in c["inputs"]] == [
@@ -1183,7 +1193,7 @@ def test_inputs_a_broken_graph_lacks_are_not_why_it_recompiled() -> None:
     takes no `b` parameters, which says where it broke, not what changed."""
     path = FIXTURES / "break_params.log"
     data = report_json(path)
-    by_key = {c["key"]: c for c in data["compiles"]}
+    by_key = {c["key"]: c for c in every_attempt(data)}
     first = {i["sources"][0] for i in by_key["0/0"]["inputs"]}
     broken = {i["sources"][0] for i in by_key["0/1_1"]["inputs"]}
     assert first - broken == {
@@ -1376,7 +1386,7 @@ def test_kernels_from_inductor_provenance() -> None:
     )
     # Without provenance tracking, no kernels: the corpus's inductor log.
     plain = report_json(corpus("transformer_inductor"))
-    assert all(c["kernels"] == [] for c in plain["compiles"])
+    assert all(c["kernels"] == [] for c in every_attempt(plain))
 
 
 def test_a_disabled_cache_is_said() -> None:
@@ -1385,7 +1395,7 @@ def test_a_disabled_cache_is_said() -> None:
     cache activity, as if the caches had not been asked."""
     data = report_json(FIXTURES / "recomp.log")
     assert data["stats"]["cache"] == {"disabled": 1}
-    (c,) = [c for c in data["compiles"] if c["cache"]]
+    (c,) = [c for c in every_attempt(data) if c["cache"]]
     assert c["key"] == "3/0"
     assert c["cache"] == [{"cache": "fx_graph", "outcome": "disabled", "key": None, "reason": None}]
     text = run_cli("report", FIXTURES / "recomp.log").stdout
@@ -1447,8 +1457,13 @@ def test_the_attempt_after_a_restart_says_which_attempt_broke() -> None:
         "  restarted before this attempt: Call to `torch._dynamo.graph_break()` "
         "(--compile-id 0/0 shows where)"
     )
-    first = next(i for i, ln in enumerate(out) if ln.startswith("0/0  forward  [restarted]"))
-    assert out[first + 3] == "  restart: Call to `torch._dynamo.graph_break()`"
+    # Its break, found by the attempt that restarted, is the compile's.
+    assert out[at + 4] == (
+        "  graph break at /tmp/tmps3otvy77/demo.py:15: Call to `torch._dynamo.graph_break()`"
+    )
+    alone = run_cli("report", FIXTURES / "demo.log", "--compile-id", "0/0").stdout.splitlines()
+    assert any(ln.startswith("0/0  forward  [restarted]") for ln in alone)
+    assert "  restart: Call to `torch._dynamo.graph_break()`" in alone
     job = run_cli("report", FIXTURES / "ranks", "--compile-id", "rank1:0/0_1").stdout
     assert "(--compile-id rank1:0/0 shows where)" in job
 
@@ -1470,4 +1485,7 @@ def test_a_restart_to_make_a_float_a_tensor_is_no_graph_break() -> None:
     assert (data["stats"]["restarts"], data["stats"]["graph_breaks"]) == (1, 0)
     text = run_cli("report", FIXTURES / "tensorify_restart.log").stdout
     assert "0 graph breaks | 0 recompiles | 0 failed | 1 restart" in text
-    assert "restart: TensorifyScalarRestartAnalysis: a Python float made a tensor input" in text
+    assert (
+        "restarted before this attempt: TensorifyScalarRestartAnalysis: a Python float made a "
+        "tensor input" in text
+    )

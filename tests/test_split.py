@@ -16,6 +16,7 @@ from conftest import FIXTURES, corpus, only_log, run_cli
 import tlview.index.halves as split
 import tlview.runtime.cores as cores
 import tlview.runtime.store as store
+from tlview.analyze.baseline import every_attempt
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
 
@@ -83,7 +84,7 @@ def test_ids_started_over_read_in_two_at_any_of_their_records(
         assert _json(path) == whole, at
     # Each time, this process read on from the cut to the end (the copy's part was dropped).
     assert spans == [(at, len(data)) for at in cuts]
-    assert [c["key"] for c in whole["compiles"]] == ["-/-", "0/0", "0/0@2", "0/0@3"]
+    assert [c["key"] for c in every_attempt(whole)] == ["-/-", "0/0", "0/0@2", "0/0@3"]
 
 
 def test_metrics_written_twice_across_the_split(
@@ -101,7 +102,7 @@ def test_metrics_written_twice_across_the_split(
     monkeypatch.setattr(split, "record_start", lambda path, x: end)
     assert _json(log) == whole
     last = data.count(b"\n") + 1
-    (c,) = [c for c in whole["compiles"] if any(e["log_line"] == last for e in c["events"])]
+    (c,) = [c for c in every_attempt(whole) if any(e["log_line"] == last for e in c["events"])]
     assert c["metrics"] is not None and c["events"][-1]["kind"] == "compilation_metrics"
 
 
@@ -399,6 +400,6 @@ def test_an_end_whose_begin_was_lost_closes_nothing_in_either_part(
         monkeypatch.setattr(split, "record_start", lambda path, x, at=at: at)
         assert _json(log) == whole, at
     # The events after the lost one sit where one reader puts them.
-    (c,) = [c for c in whole["compiles"] if c["key"] == "0/0"]
+    (c,) = [c for c in every_attempt(whole) if c["key"] == "0/0"]
     depth = {p["name"]: p["depth"] for p in c["phases"]}
     assert depth["create_aot_dispatcher_function"] == depth["backend_compile"] + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tlview.analyze.compiles import Analyser, Analysis
+from tlview.analyze.compiles import Analyser, Analysis, restarted
 from tlview.render import REPORT_FORMATS, Options
 from tlview.runtime.output import Output
 from tlview.runtime.split import Forking
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def forking(report: Report) -> Forking[Analysis]:
     """The split that runs a renderer's passes over REPORT's analysed compiles, on two cores
     when they are worth it."""
-    return Forking(report, lambda: Analyser.of(report))
+    return Forking(report, lambda: Analyser.of(report), restarted)
 
 
 def write_report(report: Report, fmt: str, out: Output, opts: Options) -> Overview | None:

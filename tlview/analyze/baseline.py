@@ -1,5 +1,6 @@
-"""A stored baseline: a `tlview.report/1` file (what an earlier CI run uploaded) read back as
-a Report, so `tlview diff BASE NEW` needs BASE's JSON, not its log.
+"""A stored baseline: a `tlview.report/2` file (what an earlier CI run uploaded; `/1`, what
+tlview wrote before, too) read back as a Report, so `tlview diff BASE NEW` needs BASE's JSON,
+not its log.
 
 What the JSON does not hold stays empty: payload texts, the inputs' described tensors (so no
 input changes are found against a stored BASE: `--fail-on input-changes` needs its log), and
@@ -31,41 +32,44 @@ from tlview.model import (
 )
 from tlview.strings import expand
 
-FORMAT = "tlview.report/1"
+FORMAT = "tlview.report/2"
+FORMATS = ("tlview.report/1", FORMAT)  # /1: each attempt and `-/-` in `compiles`
 # The start of a file `tlview report --format json` wrote: how `diff` tells one from a log.
-_HEAD = b'{"format":"tlview.report/1"'
+_HEADS = tuple(b'{"format":"' + f.encode() + b'"' for f in FORMATS)
 # The checks that need BASE's log, not its report (they compare what the JSON leaves out).
 NEEDS_LOG = ("input-changes",)
 
 
 def is_report(path: str | Path) -> bool:
-    """Whether PATH is a file that starts as a `tlview.report/1` document."""
+    """Whether PATH is a file that starts as a `tlview.report/2` (or `/1`) document."""
     try:
         with open(path, "rb") as f:
-            return f.read(len(_HEAD) + 8).replace(b" ", b"").startswith(_HEAD)
+            return f.read(len(_HEADS[-1]) + 8).replace(b" ", b"").startswith(_HEADS)
     except OSError:
         return False
 
 
 def read_report(path: str | Path) -> Report:
-    """The one reader of a stored `tlview.report/1` file: its JSON, expanded, as a Report.
-    A file that is not one, or holds only some compiles, is one line naming it."""
+    """The one reader of a stored `tlview.report/2` (or `/1`) file: its JSON, expanded, as a
+    Report. A file that is not one, or holds only some compiles, is one line naming it."""
     try:
         doc = orjson.loads(Path(path).read_bytes())
     except (OSError, orjson.JSONDecodeError) as e:
         raise TlviewError(f"{path}: not a readable {FORMAT} file: {e}", EXIT_NO_TRACE) from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") not in FORMATS:
         raise TlviewError(f"{path}: not a {FORMAT} file", EXIT_NO_TRACE)
     try:
         doc = expand(doc)  # long strings written once, put back where they were referred to
     except TlviewError as e:
         raise TlviewError(f"{path}: {e.message}", EXIT_NO_TRACE) from None
     try:
-        report = _report(doc, str(path))
+        report = _report(_attempts(doc), str(path))
     except (TypeError, ValueError, KeyError, AttributeError) as e:
-        raise TlviewError(f"{path}: a damaged {FORMAT} file: {e!r}", EXIT_NO_TRACE) from None
+        raise TlviewError(f"{path}: a damaged {doc['format']} file: {e!r}", EXIT_NO_TRACE) from None
     stated = (doc.get("stats") or {}).get("compiles")
-    got = sum(1 for c in report.compiles if c.id is not None)
+    # /2 counts no attempt that restarted and no graph export traced; /1 counted each
+    counted = doc["format"] == FORMAT
+    got = sum(1 for c in report.compiles if c.id is not None and not (counted and _uncounted(c)))
     if isinstance(stated, int) and stated != got:
         raise TlviewError(
             f"{path}: holds {got} of its {stated} compiles (written with --compile-id?): "
@@ -73,6 +77,33 @@ def read_report(path: str | Path) -> Report:
             EXIT_NO_TRACE,
         )
     return report
+
+
+def _attempts(doc: dict[str, Any]) -> dict[str, Any]:
+    """A `/2` document as `/1` lists its compiles (see `every_attempt`)."""
+    if doc["format"] != FORMAT:
+        return doc
+    return {**doc, "compiles": every_attempt(doc)}
+
+
+def every_attempt(doc: dict[str, Any]) -> list[Any]:
+    """Every compile and attempt of a `tlview.report/2` document, as `/1` listed them: each log's
+    records outside any compile first, then each attempt in order (those that restarted just
+    before the compile they restarted into)."""
+    outside: dict[Any, list[Any]] = {}
+    for o in doc.get("outside") or []:
+        outside.setdefault(o["log"], []).append(o)
+    flat: list[Any] = []
+    for c in doc["compiles"]:
+        flat += outside.pop(c["log"], [])
+        flat += [*(c.get("attempts") or []), c]
+    for rest in outside.values():
+        flat += rest
+    return flat
+
+
+def _uncounted(c: Compile) -> bool:
+    return c.status in ("restarted", "traced")
 
 
 def _frame(d: Any) -> StackFrame | None:
@@ -150,6 +181,8 @@ def compile_of(d: dict[str, Any]) -> Compile:
         graph_breaks=[
             GraphBreak(str(g["reason"]), g.get("where"), _opt_int(g.get("log_line")) or 0)
             for g in d.get("graph_breaks") or []
+            # /2 lists with a compile the breaks of its attempts that restarted: theirs
+            if g.get("attempt", d.get("key")) == d.get("key")
         ],
         metrics=metrics if isinstance(metrics, dict) else None,
         bwd_metrics=[m for m in d.get("bwd_metrics") or [] if isinstance(m, dict)],

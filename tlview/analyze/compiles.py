@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from tlview.analyze.breaks import (
@@ -25,6 +25,7 @@ from tlview.index.recompiles import limit_text
 from tlview.model import (
     PHASES,
     Compile,
+    CompileId,
     GraphBreak,
     Kernel,
     Report,
@@ -107,6 +108,7 @@ class Break:
     key: str  # what makes two breaks the same (summary.break_key)
     reason: str  # as torch worded it
     text: str  # the whole logged message
+    attempt: str | None = None  # the key of the attempt that logged it, when one that restarted
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,33 +158,84 @@ class RecompileFacts:
 
 
 class Analysis:
-    """One compile as every format shows it. Cheap parts are worked out at once; the parts only
-    a compile shown in full needs (its kernels, its collectives) when first asked for."""
+    """One compile as every format shows it, worked out when first asked for: a pass that only
+    counts pays for what it counts.
+
+    A compile is what torch counts as one (a `compilation_metrics` record, or a failure): its
+    last attempt. The attempts before it that restarted (`0/0` before `0/0_1`) are analysed
+    too, apart (`counted` False), and handed to it as `earlier`: their graph breaks are its."""
 
     def __init__(self, c: Compile, ref: str, n: int = 0, at: tuple[int, int] = (0, 0)) -> None:
         self.compile = c
         self.ref = ref  # how the report names it (analyze.names.Refs)
-        self.n = n  # its place among the report's compiles
+        self.n = n  # its place among the report's attempts
         self.at = at  # (its log's place in the report, its place in that log)
         self.status: Status = c.status
-        self.severity = severity(c.status)
-        self.where = f"{short_path(c.file)}:{c.firstline}" if c.file else ""
-        self.inputs = len(c.inputs)
-        self.alias_groups = len({i.alias_group for i in c.inputs if i.alias_group})
-        self.breaks = [_break(g, c) for g in c.graph_breaks]
-        self.restarts = _restarts(c, ref)
-        self.failure = _failure(c, ref)
-        self.recompile = _recompile(c)
-        self.listed_recompile = _listed_recompile(c)
-        self.listed_reasons = c.recompile_reasons if self.listed_recompile else []
-        self.problem = _problem_order(c)
-        self.reason = _reason(self)
+        # A compile or a graph export traced, not the records outside any compile, nor an
+        # attempt that restarted (the attempt after it is the compile, and has its row).
+        self.counted = c.id is not None and c.status != "restarted"
+        self.earlier: list[Analysis] = []  # the attempts of this compile that restarted
+
+    @cached_property
+    def severity(self) -> int:
+        return severity(self.status)
+
+    @cached_property
+    def where(self) -> str:
+        c = self.compile
+        return f"{short_path(c.file)}:{c.firstline}" if c.file else ""
+
+    @cached_property
+    def inputs(self) -> int:
+        return len(self.compile.inputs)
+
+    @cached_property
+    def alias_groups(self) -> int:
+        return len({i.alias_group for i in self.compile.inputs if i.alias_group})
+
+    @cached_property
+    def breaks(self) -> list[Break]:
+        """Its graph breaks, those its restarted attempts found first."""
+        own = [_break(g, self.compile) for g in self.compile.graph_breaks]
+        found = [replace(b, attempt=a.compile.key) for a in self.earlier for b in a.breaks]
+        return found + own
+
+    @cached_property
+    def restarts(self) -> list[Restart]:
+        return _restarts(self.compile, self.ref)
+
+    @cached_property
+    def failure(self) -> Failure | None:
+        return _failure(self.compile, self.ref)
+
+    @cached_property
+    def recompile(self) -> RecompileFacts | None:
+        return _recompile(self.compile)
+
+    @cached_property
+    def listed_recompile(self) -> bool:
+        return _listed_recompile(self.compile)
+
+    @cached_property
+    def listed_reasons(self) -> list[str]:
+        return self.compile.recompile_reasons if self.listed_recompile else []
+
+    @cached_property
+    def problem(self) -> int:
+        return _problem_order(self.compile)
+
+    @cached_property
+    def reason(self) -> str:
+        return _reason(self)
 
     @property
     def status_text(self) -> str:
-        """The status, with the failure's type: `failed (BackendCompilerFailed)`."""
+        """The status, with the failure's type and the restarts before it: `failed
+        (BackendCompilerFailed)`, `graph_break, 1 restart`."""
         c = self.compile
-        return c.status + (f" ({c.fail_type})" if c.fail_type else "")
+        n = len(self.earlier)
+        restarts = f", {n} restart{'s' if n != 1 else ''}" if n else ""
+        return c.status + (f" ({c.fail_type})" if c.fail_type else "") + restarts
 
     @property
     def inputs_text(self) -> str:
@@ -339,11 +392,12 @@ def _reason(a: Analysis) -> str:
 
 @dataclass(slots=True)
 class Analyser:
-    """Analyses a report's compiles one at a time, in order, naming each as the report does."""
+    """Analyses a report's attempts one at a time, in order, naming each as the report does and
+    handing a compile the attempts before it that restarted (they come just before it)."""
 
     refs: Refs
     seen: int = 0
-    kept: list[Analysis] = field(default_factory=list)
+    restarted: dict[tuple[str, int | None, CompileId], list[Analysis]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, report: Report) -> Analyser:
@@ -353,17 +407,24 @@ class Analyser:
         if n is None:
             n = self.seen
         self.seen = n + 1
-        return Analysis(c, self.refs(c), n, at)
+        a = Analysis(c, self.refs(c), n, at)
+        if c.id is not None:
+            key = (c.log, c.pid, c.id.base)
+            if c.status == "restarted":
+                self.restarted.setdefault(key, []).append(a)
+            else:
+                a.earlier = self.restarted.pop(key, [])
+        return a
 
 
 def analysed(report: Report, start: int = 0, stop: int | None = None) -> Iterator[Analysis]:
-    """The report's compiles [start, stop), analysed in order: one process, no split."""
-    analyse = Analyser.of(report)
-    n = 0
-    for li, log in enumerate(report.logs):
-        for k, c in enumerate(log.compiles):
-            if stop is not None and n >= stop:
-                return
-            if n >= start:
-                yield analyse(c, n, (li, k))
-            n += 1
+    """The report's attempts [start, stop), analysed in order, in this process: each compile
+    handed the attempts before it that restarted, also when they come before `start`."""
+    from tlview.runtime.split import part
+
+    return part(report, Analyser.of(report), start, stop, restarted)
+
+
+def restarted(c: Compile) -> bool:
+    """An attempt that restarted: the attempt after it is the compile torch counts."""
+    return c.status == "restarted"

@@ -37,7 +37,7 @@ class Overview:
     lines: int = 0
     records: int = 0
     bad_lines: int = 0
-    compiles: int = 0
+    compiles: int = 0  # as torch counts them: no attempt that restarted, no graph export traced
     by_status: dict[str, int] = field(default_factory=dict)
     graph_breaks: int = 0
     recompiles: int = 0
@@ -64,7 +64,7 @@ class Overview:
     def timed(self) -> bool:
         """Whether the compile time says something: some compile logged one, or none ran
         (torch logs none for a compile that never finished, and some builds none at all)."""
-        return "total" in self.phases or not self.compiles
+        return "total" in self.phases or not (self.compiles or self.by_status.get("traced"))
 
 
 def short(path: str | None) -> str:
@@ -132,7 +132,12 @@ class Tally:
                 o.outside_s += took
                 o.outside_timed = True
             return
-        o.compiles += 1
+        if not a.counted:  # an attempt that restarted: the compile after it counts
+            o.restarts += 1
+            for ev in c.cache:
+                self.cache[ev.outcome] += 1
+            return
+        o.compiles += c.status != "traced"  # a graph export traced: torch counts no compile
         self.status[c.status] += 1
         o.inputs += sum(1 for i in c.inputs if not i.superseded)
         if is_recompile(c):
@@ -170,6 +175,7 @@ class Tally:
         this one had gone on to count them."""
         o, lo = self.o, later.o
         o.compiles += lo.compiles
+        o.restarts += lo.restarts
         o.inputs += lo.inputs
         o.recompiles += lo.recompiles
         o.graph_breaks += lo.graph_breaks
@@ -203,7 +209,6 @@ class Tally:
         o.slowest = [s for _, _, s in sorted(self.slow, key=lambda e: (-e[0], e[1]))]
         o.by_status = dict(self.status)
         o.failures = self.status.get("failed", 0)
-        o.restarts = self.status.get("restarted", 0)
         o.incomplete = self.status.get("incomplete", 0)
         o.cache = dict(self.cache)
         o.breaks = sorted(self.breaks.values(), key=lambda s: -s.count)

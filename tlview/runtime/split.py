@@ -25,10 +25,16 @@ class Forking(Generic[A]):
     runs in two parts when a second core is spare, else here in one."""
 
     def __init__(
-        self, report: Report, analyser: Callable[[], Callable[[Compile, int, tuple[int, int]], A]]
+        self,
+        report: Report,
+        analyser: Callable[[], Callable[[Compile, int, tuple[int, int]], A]],
+        lead_in: Callable[[Compile], bool] = lambda c: False,
     ) -> None:
         self.report = report
         self.analyser = analyser  # a fresh analyser for each part: what it was given is read
+        # Whether a compile just before a part still goes to the part's analyser (not to its
+        # pass): the attempts that restarted into the part's first compile.
+        self.lead_in = lead_in
         self._costs: list[int] | None = None
 
     @property
@@ -38,9 +44,7 @@ class Forking(Generic[A]):
         return self._costs
 
     def _analysed(self, start: int, stop: int | None = None) -> Iterator[A]:
-        analyse = self.analyser()
-        for li, k, n, c in _numbered(self.report, start, stop):
-            yield analyse(c, n, (li, k))
+        return part(self.report, self.analyser(), start, stop, self.lead_in)
 
     def fold(self, p: _Pass[S], scale: int = 1) -> S:
         return self._run(p, halves.middle(self.costs, scale), None)
@@ -91,6 +95,36 @@ class Forking(Generic[A]):
         yield from p.run(p.start(False), self._analysed(first, at))
         ok, _ = copy.result()
         yield from copy.text() if ok else p.run(p.start(False), self._analysed(at, stop))
+
+
+def part(
+    report: Report,
+    analyse: Callable[[Compile, int, tuple[int, int]], A],
+    start: int,
+    stop: int | None = None,
+    lead_in: Callable[[Compile], bool] = lambda c: False,
+) -> Iterator[A]:
+    """The report's compiles [start, stop), analysed in order, each compile read once; the
+    compiles just before `start` that `lead_in` keeps go to `analyse` first, unyielded."""
+    for li, k, n, c in _before(report, start, lead_in):
+        analyse(c, n, (li, k))
+    for li, k, n, c in _numbered(report, start, stop):
+        yield analyse(c, n, (li, k))
+
+
+def _before(
+    report: Report, start: int, lead_in: Callable[[Compile], bool]
+) -> list[tuple[int, int, int, Compile]]:
+    """The compiles just before `start` that `lead_in` keeps, in order."""
+    out: list[tuple[int, int, int, Compile]] = []
+    n = start - 1
+    while n >= 0:
+        got = next(_numbered(report, n, n + 1))
+        if not lead_in(got[3]):
+            break
+        out.append(got)
+        n -= 1
+    return out[::-1]
 
 
 def _drain(pieces: Any, out: IO[bytes] | None) -> None:

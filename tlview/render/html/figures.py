@@ -38,7 +38,7 @@ def figures(o: Overview) -> list[HeadFigure]:
         ),
         HeadFigure("graph breaks", f"{o.graph_breaks:,}", rows("graph_break")),
         HeadFigure("recompiles", f"{o.recompiles:,}"),
-        HeadFigure("restarts", f"{o.restarts:,}", rows("restarted")),
+        HeadFigure("restarts", f"{o.restarts:,}"),
         HeadFigure(
             "compile time",
             f"{o.compile_time_s:.2f} s" if o.timed else "not logged",

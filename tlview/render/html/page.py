@@ -181,7 +181,7 @@ def build(
         trie=trie(rows),
         breaks=breaks,
         recompiles=[r for r in rows if r.listed_recompile],
-        problems=[r for r in rows if r.status in PROBLEMS],
+        problems=[r for r in rows if r.status in PROBLEMS or r.restarts],
         issues=[(r, x) for r in rows for x in r.export_issues],
         divergence=[
             DivergenceView(

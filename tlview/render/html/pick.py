@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tlview.analyze.compiles import Analysis
 from tlview.analyze.summary import Tally
-from tlview.model import Compile, LogIndex, Report, StackFrame, Status
+from tlview.model import Compile, LogIndex, Report, StackFrame
 from tlview.render.html.metrics import long_metrics
 from tlview.render.html.payloads import Budget, budget_items
 from tlview.render.html.rows import Row, issue_view, recompile_view
@@ -21,7 +21,7 @@ MAX_ROW_CHANGES = 6  # input changes a recompile shows in the Recompiles table
 MAX_ROW_ISSUES = 100  # export issues of one compile in the page's Export issues table
 _REASON_CHARS = 1000  # of a compile's one-line reason kept for the table (which shows 140)
 _ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/!@-]")
-PROBLEMS = ("failed", "incomplete", "restarted")
+PROBLEMS = ("failed", "incomplete")  # and a compile that restarted: `is_problem`
 Picked = Callable[[Compile], bool]  # --compile-id: whether the page shows a compile
 
 
@@ -66,7 +66,7 @@ class FirstPass:
 class _Gone:
     """A row the other process made and dropped: it still holds its place until dropped here."""
 
-    status: Status
+    problem: bool
     listed_recompile: bool
 
 
@@ -92,27 +92,31 @@ class Pick:
         self.used: set[str] = set()
         self.frames: dict[StackFrame, StackFrame] = {}
         self.n = 0
+        self.total = 0  # compiles, and records outside any compile, picked from
         self.hidden_problems = 0
         self.hidden_recompiles = 0
         # Picking from later compiles in another process: each row made, in order, as (n,
-        # -order, anchor base, status, listed recompile), and the compiles turned away before
+        # -order, anchor base, problem, listed recompile), and the compiles turned away before
         # any row was made (problems, recompiles), so `merge` can replay them exactly.
-        self.made: list[tuple[int, int, str, Status, bool]] | None = [] if later else None
+        self.made: list[tuple[int, int, str, bool, bool]] | None = [] if later else None
         self.skipped = [0, 0]
 
     def add(self, a: Analysis) -> None:
         n = a.n
         self.n = n + 1
         c = a.compile
-        if self.only is not None and not self.only(c):
+        if c.id is not None and not a.counted:
+            return  # an attempt that restarted: its compile (the attempt after it) has the row
+        self.total += 1
+        if self.only is not None and not any(self.only(x.compile) for x in (a, *a.earlier)):
             return
         key = (-a.problem, -n)
         if self.full:
             self.rows.append((*key, self.row(a, True)))
             return
         if self._turned_away(key):
-            self._hide_count(c.status, a.listed_recompile)
-            self.skipped[0] += c.status in PROBLEMS
+            self._hide_count(is_problem(a), a.listed_recompile)
+            self.skipped[0] += is_problem(a)
             self.skipped[1] += a.listed_recompile
             return
         in_detail = self._in_detail(key)
@@ -130,7 +134,7 @@ class Pick:
         heapq.heappush(self.rows, (*key, r))
         if len(self.rows) > self.cap:
             out = heapq.heappop(self.rows)[2]
-            self._hide_count(out.status, out.listed_recompile)
+            self._hide_count(out.problem, out.listed_recompile)
         if in_detail:
             heapq.heappush(self.detailed, (*key, r))
             if len(self.detailed) > self.detail_cap:
@@ -144,10 +148,11 @@ class Pick:
         rows are kept, in full or not, under the same anchors as in one pass."""
         assert later.made is not None
         self.n = later.n
+        self.total += later.total
         self.hidden_problems += later.skipped[0]
         self.hidden_recompiles += later.skipped[1]
         theirs = {e[2].n: e[2] for e in later.rows if isinstance(e[2], Row)}
-        for n, neg_order, base, status, recompile in later.made:
+        for n, neg_order, base, problem, recompile in later.made:
             key = (neg_order, -n)
             r = theirs.get(n)
             if self.full:
@@ -156,12 +161,12 @@ class Pick:
                 self.rows.append((*key, r))
                 continue
             if self._turned_away(key):
-                self._hide_count(status, recompile)
+                self._hide_count(problem, recompile)
                 continue
             in_detail = self._in_detail(key)
             anchor = unique(self.used, base)  # taken even by a row dropped later, as in one pass
             if r is None:
-                self._keep(key, _Gone(status, recompile), in_detail)
+                self._keep(key, _Gone(problem, recompile), in_detail)
                 continue
             # A row the other process kept in full may lose that here; one it made light was
             # beaten by rows that are here too, and will be dropped from the detailed ones.
@@ -170,8 +175,8 @@ class Pick:
                 _lighten(r)
             self._keep(key, r, in_detail)
 
-    def _hide_count(self, status: Status, recompile: bool) -> None:
-        self.hidden_problems += status in PROBLEMS
+    def _hide_count(self, problem: bool, recompile: bool) -> None:
+        self.hidden_problems += problem
         self.hidden_recompiles += recompile
 
     def row(self, a: Analysis, detail: bool) -> Row:
@@ -179,7 +184,7 @@ class Pick:
         base = "c-" + _ANCHOR_UNSAFE.sub("_", a.ref)
         anchor = unique(self.used, base)
         if self.made is not None:
-            self.made.append((n, -a.problem, base, c.status, a.listed_recompile))
+            self.made.append((n, -a.problem, base, is_problem(a), a.listed_recompile))
         ph = c.phases
         li = a.at[0]
         r = Row(
@@ -213,10 +218,10 @@ class Pick:
             detail=detail,
         )
         r.export_issues = [issue_view(x) for x in c.export_issues[:MAX_ROW_ISSUES]]
+        r.restarts = [x.text for x in a.restarts]
         if c.status in PROBLEMS:
             r.fail_type, r.fail_where = c.fail_type, c.fail_where
             r.fail_reason = c.fail_reason if c.fail_type else None
-            r.restarts = [x.text for x in a.restarts]
         rc = c.recompile
         if rc is not None:
             r.recompile = recompile_view(rc, MAX_ROW_CHANGES)
@@ -229,7 +234,7 @@ class Pick:
 
     def done(self) -> tuple[list[Row], Budget]:
         rows = sorted((e[2] for e in self.rows if isinstance(e[2], Row)), key=lambda r: r.n)
-        budget = Budget(full=self.full, compiles=self.n, hidden=self.n - len(rows))
+        budget = Budget(full=self.full, compiles=self.total, hidden=self.total - len(rows))
         budget.hidden_problems = self.hidden_problems
         budget.hidden_recompiles = self.hidden_recompiles
         budget.light = sum(not r.detail for r in rows)
@@ -241,6 +246,11 @@ def _lighten(r: Row) -> None:
     r.detail = False
     r.payloads = [p for p in r.payloads if p.kind == "dynamo_error"]
     r.long_metrics = []
+
+
+def is_problem(a: Analysis) -> bool:
+    """A compile the page lists under Failures and restarts."""
+    return a.status in PROBLEMS or bool(a.earlier)
 
 
 def unique(used: set[str], anchor: str) -> str:

@@ -1,9 +1,12 @@
-"""The machine format `tlview.report/1`: written compile by compile, so memory stays flat."""
+"""The machine format `tlview.report/2`: written compile by compile, so memory stays flat.
+
+`compiles` holds what torch counts as compiles (the headline's count), each with the attempts
+before it that restarted (`attempts`); `outside` holds each log's records outside any compile."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import orjson
@@ -27,7 +30,7 @@ def _same(s: str | None) -> str | None:
     return s
 
 
-FORMAT = "tlview.report/1"
+FORMAT = "tlview.report/2"
 _OPTS = orjson.OPT_NON_STR_KEYS
 
 
@@ -149,10 +152,12 @@ def collectives(a: Analysis) -> dict[str, Any] | None:
     }
 
 
-def graph_break(b: Break, r: Ref) -> dict[str, Any]:
+def graph_break(b: Break, key: str, r: Ref) -> dict[str, Any]:
     """A graph break in words: its title, what torch says it is about, its hints, its debug
-    context and the user calls that led to it (as the terminal shows them)."""
+    context and the user calls that led to it (as the terminal shows them); `attempt`, the
+    key of the attempt that logged it (one that restarted, or the compile's own)."""
     return {
+        "attempt": b.attempt or key,
         "reason": b.reason,
         "title": b.title,
         "where": b.where,
@@ -199,7 +204,7 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
         "recompile_reasons": c.recompile_reasons,
         "recompile": recompile(c),
         "restarts": [x.text for x in a.restarts],
-        "graph_breaks": [graph_break(b, r) for b in a.breaks],
+        "graph_breaks": [graph_break(b, c.key, r) for b in a.breaks],
         "stack": [frame(f, r) for f in c.stack],
         "inputs": [input_dict(i, dynamic) for i in c.inputs],
         "symbols": [
@@ -267,6 +272,8 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
         ],
         "metrics": c.metrics,
         "bwd_metrics": c.bwd_metrics,
+        # the attempts of this compile that restarted, in order, each as a compile is written
+        "attempts": [compile_dict(e, table) for e in a.earlier],
     }
 
 
@@ -363,11 +370,13 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class Part:
-    """What writing a run of compiles counted and referred to."""
+    """What writing a run of compiles counted and referred to, and the records outside any
+    compile it met (written after the compiles, as `outside`)."""
 
     tally: Tally
     table: Table
     after: bool  # an item was written before this run's first
+    outside: list[bytes] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,15 +396,23 @@ class Items:
     def run(self, part: Part, compiles: Iterator[Analysis]) -> Iterator[bytes]:
         for a in compiles:
             part.tally.add(a)
-            if self.only is not None and not self.only(a.compile):
+            c = a.compile
+            if c.id is not None and not a.counted:
+                continue  # an attempt that restarted: written in its compile's `attempts`
+            if self.only is not None and not any(self.only(x.compile) for x in (a, *a.earlier)):
                 continue
-            item = dumps(compile_dict(a, part.table), option=_OPTS, default=str)
+            d = compile_dict(a, part.table)
+            item = dumps(d, option=_OPTS, default=str)
+            if c.id is None:
+                part.outside.append(item)
+                continue
             yield b"," + item if part.after else item
             part.after = True
 
     def merge(self, part: Part, later: Part) -> None:
         part.tally.merge(later.tally)
         part.table.merge(later.table.entries)
+        part.outside += later.outside
 
 
 def stream(
@@ -421,11 +438,12 @@ def stream(
     top.setdefault("divergence", [])
     if table.entries:  # only then: a report of no long repeated string is as it always was
         top[TABLE] = table.entries
-    out.write(b"]," + dumps(top, option=_OPTS)[1:] + b"\n")
+    outside = b'"outside":[' + b",".join(part.outside) + b"],"
+    out.write(b"]," + outside + dumps(top, option=_OPTS)[1:] + b"\n")
     return o
 
 
 def write(report: Report, out: Output, opts: Options, split: Split | None = None) -> Overview:
-    """The report as `tlview.report/1` (the renderer of `--format json`)."""
+    """The report as `tlview.report/2` (the renderer of `--format json`)."""
     with out.open() as f:
         return stream(report, f, only=picker(opts.compile_id), split=split)

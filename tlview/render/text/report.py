@@ -183,6 +183,8 @@ class Tables:
 
     def add(self, a: Analysis, names: Names) -> None:
         c = a.compile
+        if c.id is not None and not a.counted:
+            return  # an attempt that restarted: the compile after it has its row and breaks
         if self.processes is not None:
             self.by_process.add(a, self.processes.get((c.log, c.pid), ""), names)
         if (row := table_row(a, names)) is not None:
