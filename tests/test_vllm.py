@@ -148,3 +148,20 @@ def test_fields_of_the_wrong_type_are_bad_lines(tmp_path: Path) -> None:
     assert [c.prefix for c in calls] == ["backbone", None]  # the event opens a call of its own
     piece = calls[0].pieces[0]
     assert (piece.submod, piece.start, piece.label) == ("submod_0", None, "range ?")
+
+
+def test_a_compile_event_belongs_to_the_config_after_it(tmp_path: Path) -> None:
+    """tlparse's rule: the event comes first; an `aot_cache_hit` call is a cache hit."""
+    event = {"name": "vllm_compile_event", "encoding": "json"}
+    config = {"name": "vllm_compilation_config", "encoding": "json"}
+    log = _crafted(
+        tmp_path,
+        record("artifact", event, None, payload='{"type": "aot_cache_hit"}', stack=[]),
+        record("artifact", config, (0, 0), payload='{"prefix": "backbone"}'),
+        record("artifact", config, (1, 0), payload='{"prefix": "eagle_head"}'),
+    )
+    calls = vllm_calls(tlview.read(log).logs[0])
+    assert [(c.prefix, c.event, c.cache_hit, c.compile) for c in calls] == [
+        ("backbone", "aot_cache_hit", True, "0/0"),
+        ("eagle_head", None, False, "1/0"),
+    ]

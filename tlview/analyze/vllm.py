@@ -367,13 +367,16 @@ def _fill_graphs(call: VllmCall) -> None:
 
 def _fill_seconds(calls: list[VllmCall], ends: dict[str, str | None]) -> None:
     """A piece without inductor's own figure (compiled in the frame's compile) takes the log
-    time from its start to the next start, config or event, else to its compile's end."""
+    time from its start to the next start, config or event, else (the last piece, with records
+    of its own) to its compile's last record."""
     starts = [p for call in calls for p in call.pieces]
     marks = sorted((c.line, c.time) for c in calls)
     for k, p in enumerate(starts):
         if p.seconds is not None or p.time is None:
             continue
-        end = _next_time(p, starts[k + 1 :], marks) or ends.get(p.compile)
+        end = _next_time(p, starts[k + 1 :], marks)
+        if end is None and p.artifacts:  # the last piece: to the end of its compile's records
+            end = ends.get(p.compile)
         got = seconds_between(p.time, end)
         if got is not None:
             p.seconds, p.seconds_from = got, "log times"
