@@ -76,6 +76,8 @@ def test_passes_show_the_first_graph_whole_then_each_pass_as_a_diff() -> None:
     assert "torch.ops.tlv.fused_sincos.default(all_reduce)" in added[0]
     # the second piece's stages follow, in log order, each begun by its own graph whole
     assert ">> before_post_grad_graph#2 (line 2518), whole:" in out
+    # a rank of the job's directory, by its rank
+    assert show(FIXTURES / "vllm_tp", "--compile-id", "rank0:0/0", "--passes").splitlines() == out
 
 
 def test_a_compile_without_pass_graphs_says_so() -> None:
@@ -230,3 +232,18 @@ def test_every_text_shown_is_inert(tmp_path: Path) -> None:
     assert "vllm_post_grad.0.Evil\\x1bPass" in out
     assert "+    x = 1  # \\x1b]0;owned\\x07 \\u202e" in out
     assert "r\\x1b[2J" in out
+
+
+def test_a_subgraph_name_not_a_string_is_a_bad_line(tmp_path: Path) -> None:
+    log = tmp_path / "odd.log"
+    art = {"name": "fx_graph_runnable", "encoding": "string"}
+    log.write_bytes(
+        record("artifact", art, payload="x", subgraph_name=["r"])
+        + record("artifact", art, payload="y", subgraph_name="r" * 300)
+    )
+    report = tlview.read(log)
+    assert [b.reason for b in report.logs[0].bad_lines] == [
+        "artifact: subgraph_name is not a string: ['r']"
+    ]
+    c = find_compile(report, "0/0")
+    assert [p.subgraph for p in c.graphs] == [None, "r" * 200]  # cut, as kept

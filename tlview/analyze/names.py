@@ -274,15 +274,22 @@ def find_artifact(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
     in_region = _in_region(named, name)
     if in_region is not None:
         return in_region
-    have = ", ".join(n for n, _ in named[:40]) or "none"
-    more = f" (and {len(named) - 40} more)" if len(named) > 40 else ""
-    regions = sorted({p.subgraph for _, p in named if p.subgraph is not None})
-    if regions:  # NAME[SUBGRAPH] takes these
-        more += f"; its subgraphs: {', '.join(regions[:20])}"
     raise TlviewError(
-        f"{report.path}: compile {c.key} has no artifact {name!r}; it has: {have}{more}",
+        f"{report.path}: compile {c.key} has no artifact {name!r}; it has: {_have(named)}",
         EXIT_USAGE,
     )
+
+
+def _have(named: list[tuple[str, Payload]]) -> str:
+    """A compile's artifact names for an error, the first 40, and the regions NAME[SUBGRAPH]
+    takes."""
+    have = ", ".join(n for n, _ in named[:40]) or "none"
+    if len(named) > 40:
+        have += f" (and {len(named) - 40} more)"
+    regions = sorted({p.subgraph for _, p in named if p.subgraph is not None})
+    if regions:
+        have += f"; its subgraphs: {', '.join(regions[:20])}"
+    return have
 
 
 # `NAME[SUBGRAPH]`: an artifact of one region of regional inductor (its `subgraph_name`).

@@ -140,6 +140,21 @@ class Asked:
 
 def show(path: str, ref: str, artifact: str | None, asked: Asked, progress: Any = False) -> None:
     """The one diff asked for, after checking the options go together."""
+    _check(asked, artifact)
+    if asked.passes:
+        show_passes(path, ref, progress)
+    elif asked.bytecode:
+        from tlview.commands.bytecode import show_bytecode
+
+        show_bytecode(path, ref, progress)
+    elif asked.diff_with is not None and artifact is not None:
+        show_diff(path, ref, artifact, asked.diff_with, progress)
+    elif artifact is not None:
+        show_diff_previous(path, ref, artifact, progress)
+
+
+def _check(asked: Asked, artifact: str | None) -> None:
+    """A usage error unless one diff is asked, with an ARTIFACT exactly where it needs one."""
     many = asked.passes + (asked.diff_with is not None) + asked.diff_previous + asked.bytecode
     if many > 1:
         raise TlviewError("give one of --passes, --diff, --diff-previous, --bytecode", EXIT_USAGE)
@@ -150,15 +165,3 @@ def show(path: str, ref: str, artifact: str | None, asked: Asked, progress: Any 
         raise TlviewError(
             "--passes and --bytecode show a whole compile: give no ARTIFACT", EXIT_USAGE
         )
-    if asked.passes:
-        show_passes(path, ref, progress)
-    elif asked.bytecode:
-        from tlview.commands.bytecode import show_bytecode
-
-        show_bytecode(path, ref, progress)
-    elif asked.diff_with is not None:
-        assert artifact is not None
-        show_diff(path, ref, artifact, asked.diff_with, progress)
-    else:
-        assert artifact is not None
-        show_diff_previous(path, ref, artifact, progress)
