@@ -32,7 +32,11 @@ class BytecodePair:
     co_name: str
     original: Payload | None
     modified: Payload | None
-    where: str  # the compiles they are filed under, as `show` names them
+    compiles: tuple[str, ...]  # the compiles they are filed under (a restart: two attempts)
+
+    @property
+    def where(self) -> str:
+        return ", ".join(self.compiles)
 
 
 def bytecode_pairs(report: Report, c: Compile) -> list[BytecodePair]:
@@ -47,10 +51,8 @@ def bytecode_pairs(report: Report, c: Compile) -> list[BytecodePair]:
     out = []
     for co, got in found.items():
         orig, mod = got.get("ORIGINAL"), got.get("MODIFIED")
-        keys = dict.fromkeys(x[0] for x in (orig, mod) if x is not None)
-        out.append(
-            BytecodePair(co, orig[1] if orig else None, mod[1] if mod else None, ", ".join(keys))
-        )
+        keys = tuple(dict.fromkeys(x[0] for x in (orig, mod) if x is not None))
+        out.append(BytecodePair(co, orig[1] if orig else None, mod[1] if mod else None, keys))
     return out
 
 
