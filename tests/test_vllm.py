@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import FIXTURES
+import pytest
+from conftest import FIXTURES, report_json, run_cli
 from crafted import record
 
 import tlview
@@ -165,3 +166,22 @@ def test_a_compile_event_belongs_to_the_config_after_it(tmp_path: Path) -> None:
         ("backbone", "aot_cache_hit", True, "0/0"),
         ("eagle_head", None, False, "1/0"),
     ]
+
+
+@pytest.mark.slow  # twelve reports
+def test_every_report_format_reads_the_new_fixtures() -> None:
+    """The renderers take vLLM's, regional inductor's and the passes' logs as any other; the
+    JSON gives each vLLM record's fields in its payload's meta."""
+    logs = [VLLM, TP, FIXTURES / "regional.log", FIXTURES / "passes.log"]
+    for log in logs:
+        for fmt in ("text", "html", "markdown"):
+            result = run_cli("report", log, "--format", fmt)
+            assert result.exit_code == 0, (log, fmt, result.stderr)
+    doc = report_json(VLLM)
+    metas = [
+        a["meta"]
+        for c in doc["compiles"]
+        for a in c["artifacts"]
+        if a["kind"] == "vllm_compilation_config"
+    ]
+    assert [m["prefix"] for m in metas] == ["backbone", "eagle_head"]

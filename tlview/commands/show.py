@@ -33,7 +33,8 @@ def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> Non
         rows.append((clean(name), str(p.line), f"{p.lines:,}", nbytes(p.bytes), *region, odd))
     for line in aligned(rows):
         say(line)
-    say(f"{command('tlview', 'show', path, '--compile-id', ref)} NAME writes one whole")
+    name = "NAME (or NAME[SUBGRAPH])" if regions else "NAME"
+    say(f"{command('tlview', 'show', path, '--compile-id', ref)} {name} writes one whole")
 
 
 def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
