@@ -54,7 +54,13 @@ def test_passes_show_the_first_graph_whole_then_each_pass_as_a_diff() -> None:
     """The shape of tlparse's vllm_post_grad_diff.log, on a log torch wrote: the graph before
     post-grad passes whole, then vLLM's FusionPass removing sin and cos for fused_sincos."""
     out = show(TP0, "--compile-id", "0/0", "--passes").splitlines()
-    k = out.index("== stage 3/6: post_grad, 2 pass graph(s)")
+    # each stage names the vLLM piece and range it compiled
+    k = out.index(
+        "== stage 3/6: post_grad, 2 pass graph(s) (vLLM backbone submod_0, range [1, 16])"
+    )
+    assert out[out.index(">> before_post_grad_graph#2 (line 2518), whole:") - 1] == (
+        "== stage 6/6: post_grad, 2 pass graph(s) (vLLM backbone submod_2, range [1, 16])"
+    )
     assert out[k + 1] == ">> before_post_grad_graph (line 892), whole:"
     fusion = out.index(
         ">> vllm_post_grad.0.FusionPass (line 1124), against before_post_grad_graph:"

@@ -469,3 +469,20 @@ def all_calls(report: Report) -> Iterator[VllmCall]:
     """Every call of every log of the report, log by log."""
     for log in report.logs:
         yield from vllm_calls(log)
+
+
+def pieces_by_artifact(report: Report, c: Compile) -> dict[str, tuple[VllmCall, VllmPiece]]:
+    """For each artifact of compile `c` that a vLLM piece compiled, by its name: its call and
+    piece (none for a compile without vLLM's records)."""
+    log = next((g for g in report.logs if g.name == c.log and g.pid == c.pid), None)
+    if log is None or not is_vllm(log):
+        return {}
+    out: dict[str, tuple[VllmCall, VllmPiece]] = {}
+    for call in vllm_calls(log):
+        for p in _in_compile(call.pieces, c.key):
+            out.update((name, (call, p)) for name, _ in p.artifacts)
+    return out
+
+
+def _in_compile(pieces: list[VllmPiece], key: str) -> list[VllmPiece]:
+    return [p for p in pieces if p.compile == key]

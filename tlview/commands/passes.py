@@ -8,6 +8,7 @@ from typing import Any
 
 from tlview.analyze.names import find_artifact, find_compile
 from tlview.analyze.passes import ShownStep, pass_lines, pass_stages, shown_steps, unified
+from tlview.analyze.vllm import pieces_by_artifact
 from tlview.commands.funnel import say  # say: text from the log, made inert
 from tlview.commands.texts import WHOLE, kept, read, texts_at
 from tlview.errors import EXIT_USAGE, TlviewError
@@ -21,15 +22,22 @@ def show_passes(path: str, ref: str, progress: Any = False) -> None:
     """Each stage's first graph whole, then each pass's graph as a diff against the one before
     it, in the order torch or vLLM ran them; a pass that changed nothing in one line."""
     stdout()
-    c = find_compile(read(path, progress), ref)
+    report = read(path, progress)
+    c = find_compile(report, ref)
     stages = pass_stages(c)
     if not stages:
         say(f"compile {ref} of {path}: no pass graphs (torch logs them from inductor's passes)")
         return
     texts = texts_at(path, ref, pass_lines(stages), progress)
+    pieces = pieces_by_artifact(report, c)
     for k, stage in enumerate(stages, 1):
         where = f" [{stage.subgraph}]" if stage.subgraph else ""
-        say(f"== stage {k}/{len(stages)}: {stage.stage}{where}, {stage.passes} pass graph(s)")
+        of = pieces.get(stage.steps[0].name)
+        piece = f" (vLLM {of[0].prefix or 'call'} {of[1].submod}, {of[1].label})" if of else ""
+        say(
+            f"== stage {k}/{len(stages)}: {stage.stage}{where}, {stage.passes} pass graph(s)"
+            + piece
+        )
         for shown in shown_steps(stage, texts):
             _say_step(shown)
 
