@@ -282,16 +282,17 @@ def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = Fal
     """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
     in `data`; None there when torch logged it without a payload. The log is read twice: to
     find the artifact's record, then to keep its bytes alone (never the others of its kind)."""
-    from tlview.analyze.names import artifact_kind, find_artifact, find_compile
+    from tlview.analyze.names import find_artifact, find_compile
     from tlview.index.keep import Keep
 
     report = read(log, progress=progress)
-    line = find_artifact(report, find_compile(report, compile_id), name)[1].line
+    found = find_artifact(report, find_compile(report, compile_id), name)[1]
+    line = found.line
     whole = 1 << 62
     keep = Keep(
         payload_bytes=whole,
         total_bytes=whole,
-        kinds=frozenset({artifact_kind(name)}),
+        kinds=frozenset({found.kind}),
         compile=compile_id.rpartition(":")[2],
         exact=True,
         line=line,

@@ -552,10 +552,45 @@ def repro(
     help="Write the exact bytes to a pipe or a terminal too, control characters and all "
     "(into a file they always are).",
 )
+@click.option(
+    "--passes",
+    is_flag=True,
+    help="The compile's graphs pass by pass: each stage's first graph whole, then each pass's "
+    "graph as a diff against the one before it.",
+)
+@click.option("--diff", "diff_with", metavar="OTHER", help="ARTIFACT against OTHER, as a diff.")
+@click.option(
+    "--diff-previous",
+    is_flag=True,
+    help="ARTIFACT against the same artifact of the frame's previous compile.",
+)
+@click.option(
+    "--bytecode",
+    is_flag=True,
+    help="The frame's bytecode before and after dynamo, as a diff (decompiled with depyf "
+    "when it is installed).",
+)
 @latest_option
-def show(path: str, artifact: str | None, compile_id: str, raw: bool, latest: bool) -> None:
-    """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives)."""
+def show(
+    path: str,
+    artifact: str | None,
+    compile_id: str,
+    raw: bool,
+    latest: bool,
+    passes: bool,
+    diff_with: str | None,
+    diff_previous: bool,
+    bytecode: bool,
+) -> None:
+    """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives,
+    `NAME[SUBGRAPH]` for one of a region)."""
     path = newest(path) if latest else path
+    if passes or diff_with is not None or diff_previous or bytecode:
+        from tlview.commands import passes as show_passes
+
+        asked = show_passes.Asked(passes, diff_with, diff_previous, bytecode)
+        show_passes.show(path, compile_id, artifact, asked, progress=on_terminal(sys.stderr))
+        return
     if artifact is None:
         named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
         show_help.list_artifacts(path, compile_id, named)

@@ -156,6 +156,9 @@ class Payload:
     # (`{"L_x_": "f32[s0, 4][4, 1]cpu"}`): the graph's own symbols, kept without its text.
     placeholders: dict[str, str] | None = None
     data: builtins.bytes | None = None  # the exact bytes, whole, when asked for (`tlview show`)
+    # the region torch's regional inductor compiled it for (`subgraph_name`, torch 2.13), so
+    # two `fx_graph_runnable` of one compile can be told apart
+    subgraph: str | None = None
 
     @property
     def absent(self) -> bool:

@@ -3,7 +3,8 @@
 Every command takes the same names: the id torch logged (`0/1`, `0/0_1`, `!0/1/0`, `0/0@2` in a
 later run), `LOG:ID` or `rankN:ID` when a report holds several logs, `LOG:pidN:ID` in a file
 that several processes wrote to, and `ID#N` for the Nth graph filed under one compile (repro).
-A compile's artifacts (`tlview show`) are named by their kind, `KIND#N` for the Nth of a kind.
+A compile's artifacts (`tlview show`) are named by their kind, `KIND#N` for the Nth of a kind,
+and `KIND[SUBGRAPH]` (`KIND#N[SUBGRAPH]`) for the Nth of a kind in one region of regional inductor.
 """
 
 from __future__ import annotations
@@ -270,9 +271,43 @@ def find_artifact(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
     found = [(n, p) for n, p in named if p.kind == kind]
     if 1 <= nth <= len(found):
         return found[nth - 1]
-    have = ", ".join(n for n, _ in named[:40]) or "none"
-    more = f" (and {len(named) - 40} more)" if len(named) > 40 else ""
+    in_region = _in_region(named, name)
+    if in_region is not None:
+        return in_region
     raise TlviewError(
-        f"{report.path}: compile {c.key} has no artifact {name!r}; it has: {have}{more}",
+        f"{report.path}: compile {c.key} has no artifact {name!r}; it has: {_have(named)}",
         EXIT_USAGE,
     )
+
+
+def _have(named: list[tuple[str, Payload]]) -> str:
+    """A compile's artifact names for an error, the first 40, and the regions NAME[SUBGRAPH]
+    takes."""
+    have = ", ".join(n for n, _ in named[:40]) or "none"
+    if len(named) > 40:
+        have += f" (and {len(named) - 40} more)"
+    regions = sorted({p.subgraph for _, p in named if p.subgraph is not None})
+    if regions:
+        have += f"; its subgraphs: {', '.join(regions[:20])}"
+    return have
+
+
+# `NAME[SUBGRAPH]`: an artifact of one region of regional inductor (its `subgraph_name`).
+_REGION = re.compile(r"(?s)(.+)\[([^\[\]]+)\]")
+
+
+def split_region(name: str) -> tuple[str, str | None]:
+    """`NAME[SUBGRAPH]` as the name and its region; any other name as itself and None."""
+    m = _REGION.fullmatch(name)
+    return (m.group(1), m.group(2)) if m else (name, None)
+
+
+def _in_region(named: list[tuple[str, Payload]], name: str) -> tuple[str, Payload] | None:
+    """The artifact `KIND[SUBGRAPH]` (`KIND#N[SUBGRAPH]`) names: the Nth of that kind among
+    those of that region; None when the name has no region or the region no such artifact."""
+    base, region = split_region(name)
+    if region is None:
+        return None
+    kind, nth = artifact_position(base)
+    found = [(n, p) for n, p in named if p.kind == kind and p.subgraph == region]
+    return found[nth - 1] if 1 <= nth <= len(found) else None

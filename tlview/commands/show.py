@@ -25,13 +25,16 @@ def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> Non
     say(f"compile {ref} of {path}: {len(named)} artifact(s)")
     if not named:
         return
-    rows = [("name", "line", "lines", "size", "")]
+    regions = any(p.subgraph is not None for _, p in named)  # regional inductor's
+    rows = [("name", "line", "lines", "size", *(("subgraph",) if regions else ()), "")]
     for name, p in named:
         odd = "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
-        rows.append((clean(name), str(p.line), f"{p.lines:,}", nbytes(p.bytes), odd))
+        region = (clean(p.subgraph or ""),) if regions else ()
+        rows.append((clean(name), str(p.line), f"{p.lines:,}", nbytes(p.bytes), *region, odd))
     for line in aligned(rows):
         say(line)
-    say(f"{command('tlview', 'show', path, '--compile-id', ref)} NAME writes one whole")
+    name = "NAME (or NAME[SUBGRAPH])" if regions else "NAME"
+    say(f"{command('tlview', 'show', path, '--compile-id', ref)} {name} writes one whole")
 
 
 def write_artifact(name: str, p: Payload, raw: bool = False) -> None:

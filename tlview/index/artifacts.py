@@ -10,6 +10,7 @@ from tlview.index.core import Core, innermost_user
 from tlview.index.digests import artifact_meta
 from tlview.index.kinds import MAX_EVENTS, json_of, peek
 from tlview.index.recompiles import split_reasons
+from tlview.index.vllm import VLLM_ARTIFACTS, on_vllm_artifact
 from tlview.model import CacheEvent, Compile, ExportIssue, GraphBreak, Payload, Provenance
 from tlview.parse import Record
 
@@ -32,6 +33,8 @@ class ArtifactRecords(Core):
         enc = body.get("encoding") if isinstance(body, dict) else None
         if enc is not None and not isinstance(enc, str):
             self.bad(rec, f"encoding is not a string: {peek(enc)}")
+        if name in VLLM_ARTIFACTS:
+            return on_vllm_artifact(self, rec, c, name)
         if name == "torch_version":
             v = json_of(rec.payload)
             if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):

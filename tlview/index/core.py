@@ -36,6 +36,7 @@ from tlview.parse import MAX_BAD_KEPT, Record
 from tlview.runtime.store import SHARED_MIN, OpenCompiles, Strings
 
 CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
+MAX_SUBGRAPH = 200  # characters of a subgraph_name kept
 MAX_LOGGED_FRAMES = 1 << 16  # frames found by their logged fields, per process (then forgotten)
 
 
@@ -226,7 +227,17 @@ class Core:
             if self.keep.ranks
             else None,
             data=rec.payload if self.keep.wants_data(kind, c.key, rec.line) else None,
+            subgraph=self.subgraph(rec),
         )
+
+    def subgraph(self, rec: Record) -> str | None:
+        """The record's `subgraph_name` (regional inductor's region), cut and kept once; a
+        value of another type is a bad line."""
+        v = rec.meta.get("subgraph_name")
+        if v is None or isinstance(v, str):
+            return None if v is None else self.intern(v[:MAX_SUBGRAPH])
+        self.bad(rec, f"subgraph_name is not a string: {peek(v)}")
+        return None
 
     def on_str(self, rec: Record) -> None:
         body = rec.body

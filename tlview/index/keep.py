@@ -21,6 +21,7 @@ class Keep:
     ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
     exact: bool = False  # keep the payloads' exact bytes whole (`data`), not their text
     line: int | None = None  # with `exact`: only the payload of the record at this line
+    lines: frozenset[int] = frozenset()  # with `exact`: also the payloads at these lines
     used: int = 0
     full: bool = False  # a text did not fit: no more are kept
     kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
@@ -35,6 +36,7 @@ class Keep:
             self.ranks,
             self.exact,
             self.line,
+            lines=self.lines,
         )
 
     def wants(self, kind: str, compile_key: str) -> bool:
@@ -45,7 +47,11 @@ class Keep:
 
     def wants_data(self, kind: str, compile_key: str, line: int) -> bool:
         """Whether to keep this payload's exact bytes: `tlview show` keeps the one it writes."""
-        return self.exact and self.wants(kind, compile_key) and self.line in (None, line)
+        if not (self.exact and self.wants(kind, compile_key)):
+            return False
+        if self.lines:
+            return line in self.lines or line == self.line
+        return self.line in (None, line)
 
     def take(self, kind: str, compile_key: str, size: int, line: int) -> int:
         """Bytes of this payload (of `size` bytes, at `line`) to keep as text."""
