@@ -477,13 +477,8 @@ MICROS = {
 }
 
 
-# A compile's time by phase, from its `compilation_metrics` (name, metric).
-PHASES = (
-    ("total", "entire_frame_compile_time_s"),
-    ("backend", "backend_compile_time_s"),
-    ("inductor", "inductor_compile_time_s"),
-    ("code_gen", "code_gen_time_s"),
-)
+# A compile's time by phase: (name, its metric of `compilation_metrics`), in MICROS' order.
+PHASES = tuple(zip(("total", "backend", "inductor", "code_gen"), MICROS, strict=True))
 
 
 def seconds_of(metrics: dict[str, Any], name: str) -> float | None:
