@@ -51,17 +51,23 @@ def parity(c: Compile) -> Parity | None:
         out.schedule += [str(x) for x in m.get("ops") or ()]
     for m in codes:
         out.code += [str(op) for op, _ in _calls(m)]
+    out.problems = _problems(schedules, codes)
+    return out
+
+
+def _problems(schedules: list[dict[str, Any]], codes: list[dict[str, Any]]) -> list[str]:
+    """Where each graph's schedule and output code part, at most MAX_PROBLEMS and a count."""
+    out = []
     if len(schedules) != len(codes):
-        out.problems.append(
+        out.append(
             f"{_n(len(schedules), 'collective schedule')}, "
             f"{_n(len(codes), 'output code')} calling collectives"
         )
     for k, (sched, code) in enumerate(zip(schedules, codes, strict=False)):
         where = f"graph {k + 1}: " if len(codes) > 1 else ""
-        out.problems += [where + p for p in _pair(sched, code)]
-    if len(out.problems) > MAX_PROBLEMS:
-        more = len(out.problems) - MAX_PROBLEMS
-        out.problems = out.problems[:MAX_PROBLEMS] + [f"and {more} more"]
+        out += [where + p for p in _pair(sched, code)]
+    if len(out) > MAX_PROBLEMS:
+        out = out[:MAX_PROBLEMS] + [f"and {len(out) - MAX_PROBLEMS} more"]
     return out
 
 

@@ -230,44 +230,52 @@ def input_names(inputs: list[Input]) -> dict[tuple[int, int], str]:
 def input_flags(i: Input, names: Mapping[tuple[int, int], str]) -> str:
     """What sets an input apart, in a few words: param, grad, non-leaf, view, subclass, ...
     A view names its base by `names` (`input_names` of its compile), or says it is none."""
-    t = i.tensor
-    f = t.fields  # read directly: the page asks this of every input it shows
-    out = []
-    if f.get("is_parameter"):
-        out.append("param")
-    if f.get("requires_grad"):
-        out.append("grad")
+    f = i.tensor.fields  # read directly: the page asks this of every input it shows
+    out = [word for key, word in _FLAG_WORDS if f.get(key)]
     if not f.get("is_leaf") and f:
         out.append("non-leaf")
     if f.get("is_view"):
-        base = i.base.id if i.base is not None else t.base
-        if base is None:
-            out.append("view")
-        else:
-            named = names.get((i.describer, base))
-            inner = next((n for n, d in i.inner.items() if d.id == base), None)
-            if named:
-                out.append(f"view of {named}")
-            elif inner is not None:  # a jagged tensor is a view of its own ._values
-                out.append(f"view of its .{inner}")
-            else:  # no source: a base the graph does not take, or one torch logged no source for
-                out.append(f"view of tensor {base} (no source names it)")
+        out.append(_view_of(i, names))
     if i.grad is not None:
         out.append(".grad")
-    if "type" in f and t.type_name:
-        out.append(t.type_name.rsplit(".", 1)[-1])
-        if t.type_name.endswith(".DTensor"):
-            out += _dtensor_layout(f)
+    out += _type_words(i)
     layout = f.get("layout", "torch.strided")
     if layout != "torch.strided":
         out.append(str(layout).replace("torch.", ""))
     if not _RARE_FLAGS.isdisjoint(f):
-        for name in _RARE_FLAGS_ORDER:
-            if f.get(name):
-                out.append(name.removeprefix("is_"))
+        out += [name.removeprefix("is_") for name in _RARE_FLAGS_ORDER if f.get(name)]
     if i.superseded:
         out.append("superseded")
     return " ".join(out)
+
+
+_FLAG_WORDS = (("is_parameter", "param"), ("requires_grad", "grad"))
+
+
+def _view_of(i: Input, names: Mapping[tuple[int, int], str]) -> str:
+    """What a view is a view of: an input by its source, its own inner tensor, or neither."""
+    base = i.base.id if i.base is not None else i.tensor.base
+    if base is None:
+        return "view"
+    named = names.get((i.describer, base))
+    inner = next((n for n, d in i.inner.items() if d.id == base), None)
+    if named:
+        return f"view of {named}"
+    if inner is not None:  # a jagged tensor is a view of its own ._values
+        return f"view of its .{inner}"
+    # no source: a base the graph does not take, or one torch logged no source for
+    return f"view of tensor {base} (no source names it)"
+
+
+def _type_words(i: Input) -> list[str]:
+    """A subclass's short type name, and a DTensor's layout over its mesh."""
+    t = i.tensor
+    if "type" not in t.fields or not t.type_name:
+        return []
+    out = [t.type_name.rsplit(".", 1)[-1]]
+    if t.type_name.endswith(".DTensor"):
+        out += _dtensor_layout(t.fields)
+    return out
 
 
 _RARE_FLAGS_ORDER = ("is_conj", "is_neg", "is_inference", "is_functional", "is_nested")
