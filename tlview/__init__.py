@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.rebuilt import Rebuilt
 
-__version__ = "0.1.0"
+from tlview.version import __version__
 
 __all__ = [
     "Compile",

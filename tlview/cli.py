@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import click
 
 import tlview
-from tlview import __version__
 from tlview.commands import funnel
 from tlview.commands import show as show_help
 from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
@@ -24,6 +23,7 @@ from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
 from tlview.replay import DEFAULT_TIMEOUT
 from tlview.runtime.cores import meanwhile
 from tlview.runtime.output import Output
+from tlview.version import __version__
 
 if TYPE_CHECKING:
     from tlview.analyze.gate import Check

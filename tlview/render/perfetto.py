@@ -8,7 +8,6 @@ from typing import IO, Any
 
 import orjson
 
-from tlview import __version__
 from tlview.analyze.names import Refs, picker
 from tlview.dumps import dumps
 from tlview.index.digests import RUNTIME_ESTIMATE
@@ -16,6 +15,7 @@ from tlview.model import Compile, CompileId, Report
 from tlview.parse import Reader, Record
 from tlview.render import Options, Split
 from tlview.runtime.output import Output
+from tlview.version import __version__
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.

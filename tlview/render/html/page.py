@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
-from tlview import __version__
 from tlview.analyze.breaks import break_key
 from tlview.analyze.divergence import names_text
 from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview
@@ -33,6 +32,7 @@ from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
 from tlview.strings import Names
 from tlview.units import count, nbytes
+from tlview.version import __version__
 
 
 class LogView(NamedTuple):

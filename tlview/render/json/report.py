@@ -11,7 +11,6 @@ from typing import IO, Any
 
 import orjson
 
-from tlview import __version__
 from tlview.analyze.compiles import Analysis, Break
 from tlview.analyze.names import picker
 from tlview.analyze.summary import Overview, Tally
@@ -36,6 +35,7 @@ from tlview.model import (
 from tlview.render import InProcess, Options, Split, split_of
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
+from tlview.version import __version__
 
 Ref = Callable[[str | None], Any]  # a string as written: itself, or a reference to the table
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from tlview import __version__
 from tlview.inert import clean
+from tlview.version import __version__
 
 MAX_ROWS = 10  # rows of a table before "... N more"
 MAX_CELL = 240  # characters of log text in one cell

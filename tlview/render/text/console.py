@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.text import Text
 
-from tlview import __version__
 from tlview.render.clean import clean
 from tlview.render.text.grid import Grid
 from tlview.runtime.output import Output, stdout
+from tlview.version import __version__
 
 Drawn = TypeVar("Drawn")
 

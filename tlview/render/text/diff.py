@@ -5,11 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from tlview import __version__
 from tlview.analyze.diff import CacheFigure, Diff, Figure, change_words
 from tlview.render import Options, Split
 from tlview.render.text.console import T, on_console, table
 from tlview.runtime.output import Output
+from tlview.version import __version__
 
 ORDER = {True: 0, None: 1, False: 2}  # worse first, then neutral, then better
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
-from tlview import __version__
 from tlview.analyze.compiles import Analysis, analysed
 from tlview.analyze.divergence import names_text
 from tlview.analyze.names import is_named
@@ -38,6 +37,7 @@ from tlview.render.text.tables import (
 from tlview.runtime.output import Output
 from tlview.strings import Names
 from tlview.units import count
+from tlview.version import __version__
 
 
 @dataclass(slots=True)
