@@ -7,7 +7,10 @@ import functools
 import re
 from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+
+if TYPE_CHECKING:
+    from tlview.aside import CodeState, Lined, Loose, RunMetrics, Trouble
 
 Dim = int | str  # a size, stride or offset: an int, or a symbolic expression as logged ("s0", "j1")
 
@@ -337,6 +340,7 @@ class Symbol:
     reason: str | None = None
     where: StackFrame | None = None
     describer: int | None = None  # the fake mode whose tensors were described last before it
+    origin: StackFrame | None = None  # its record's stack's user frame (`where`: user_stack's)
 
 
 @pickled_by_fields
@@ -553,6 +557,10 @@ class Compile:
     recompile: Recompile | None = (
         None  # set by index/recompiles.py (`explain_frame`) for recompiles
     )
+    runtime: list[RunMetrics] = field(default_factory=list)  # tlview.aside: work when it ran,
+    troubles: list[Trouble] = field(default_factory=list)  # failures logged as artifacts,
+    code_states: list[CodeState] = field(default_factory=list)  # profile-guided code states,
+    loose: list[Loose] = field(default_factory=list)  # of `-/-`: records without an id
 
     @property
     def key(self) -> str:
@@ -606,6 +614,9 @@ class Compile:
             o.line += n
         for k in self.provenance:
             k.line += n
+        aside: list[Lined] = [*self.runtime, *self.troubles, *self.code_states, *self.loose]
+        for a in aside:
+            a.line += n
         self.graph_breaks = shifted_breaks(self.graph_breaks, n)
         seen: set[int] = set()  # a tensor or storage can be in several sets: move it once
         described: list[TensorDesc | StorageDesc] = []

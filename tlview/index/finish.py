@@ -136,6 +136,10 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         broke = bool(final.graph_breaks)
     if final.fail_type:
         final.status = "failed"
+    elif not final.has_metrics and final.trouble is not None:
+        # No metrics, and torch logged the error that stopped it (fx_interpreter_error, ...).
+        final.status = "failed"
+        final.fail_type, final.fail_reason = final.trouble
     elif not final.has_metrics:
         # No metrics: a compile dynamo started and never finished (a crashed run), or one
         # logged without dynamo_start/metrics: compiled autograd's graphs, and torch.export's
