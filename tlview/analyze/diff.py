@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tlview.analyze.changes import change_text
+from tlview.analyze.phases import span_totals
 from tlview.analyze.summary import (
     PHASE_NAMES,
     Overview,
@@ -178,6 +179,9 @@ class Diff:
     frames: list[FrameDiff]
     changes: list[Change]
     notes: list[str] = field(default_factory=list)
+    # Each compile phase's time in both runs, by span name (analyze/phases.span_totals):
+    # what `--fail-on phase:NAME` compares.
+    spans: dict[str, Figure] = field(default_factory=dict)
 
 
 def norm(text: str) -> str:
@@ -561,6 +565,7 @@ def compare(base: Report, new: Report) -> Diff:
     if base.torch_version != new.torch_version:
         notes.append(f"torch {base.torch_version or 'unknown'} -> {new.torch_version or 'unknown'}")
     return Diff(
+        spans=span_figures(base, new),
         base_path=base.path,
         new_path=new.path,
         base_torch=base.torch_version,
@@ -574,6 +579,16 @@ def compare(base: Report, new: Report) -> Diff:
         changes=changes,
         notes=notes,
     )
+
+
+def span_figures(base: Report, new: Report) -> dict[str, Figure]:
+    """Each compile phase's time in both runs (seconds; a phase one run lacks is 0 there)."""
+    b, n = span_totals(base.compiles), span_totals(new.compiles)
+    out = {}
+    for name in sorted(b.keys() | n.keys()):
+        vb, vn = round(b.get(name, 0.0), 6), round(n.get(name, 0.0), 6)
+        out[name] = Figure(name, vb, vn, beyond_noise(vb, vn), seconds=True)
+    return out
 
 
 # -- words shared by the renderers --------------------------------------------------------------
