@@ -110,3 +110,18 @@ def test_a_code_state_is_read_back_per_code_object() -> None:
     assert got == {
         "hash(1)/a.py:8:f": {"L['x']": "tensor size=[?] stride=[1]", "L['n']": "scalar 3"}
     }
+
+
+def test_a_phase_check_over_a_baseline_allows_timing_noise() -> None:
+    from dataclasses import replace
+
+    from tlview.analyze.gate import evaluate_report, parse_checks
+    from tlview.analyze.summary import Overview
+
+    (check,) = parse_checks(["phase:inductor_compile:+0%"], True)
+    assert check.phase == "inductor_compile"
+    noise = replace(check, base=1.0, new=1.5)  # +0.5 s: under the 1 s noise floor
+    slower = replace(check, base=1.0, new=2.5)
+    got = evaluate_report(Overview(), [noise, slower])
+    assert got[0].failure is None
+    assert got[1].failure == "phase:inductor_compile: 1.00 s -> 2.50 s (allowed +0%)"
