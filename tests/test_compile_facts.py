@@ -372,6 +372,10 @@ def test_why_metrics_are_missing_in_one_line() -> None:
     assert _missing(FIXTURES / "demo.log")["0/0"] == (
         "no metrics: restarted: the attempt after it logged the metrics"
     )
+    # torch 2.13 logs inductor's graph and code on an FX graph cache hit: nothing to explain
+    hit = compiles(FIXTURES / "cache_hit.log")["0/0"]
+    assert ("fx_graph", "hit") in [(e.cache, e.outcome) for e in hit.cache]
+    assert _missing(FIXTURES / "cache_hit.log")["0/0"] is None
     ca = _missing(FIXTURES / "compiled_autograd.log")
     assert ca["!0"] is not None and ca["!0"].startswith("no metrics: compiled autograd's capture")
     assert ca["!0/0/0"] is None

@@ -150,17 +150,7 @@ def report(
     source = path
     if f.rereads:  # the trace reads the log again: a pipe is read once, into a file
         source = click.get_current_context().with_resource(rereadable(path, f.rereads))
-    checks: list[Check] = []
-    if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
-        from tlview.analyze.gate import parse_checks
-
-        checks = parse_checks(fail_on, against_base=baseline is not None)
-    elif baseline is not None:
-        raise TlviewError(
-            "--baseline is what --fail-on checks are over: give --fail-on CHECKS too", EXIT_USAGE
-        )
-    _junit_needs_checks(junit_xml, checks)
-    base = _baseline(baseline, checks)
+    checks, base = _report_checks(fail_on, baseline, junit_xml)
     opts = Options(
         compile_id=compile_id, verbosity=-1 if brief else verbose, full=full, checks=tuple(checks)
     )
@@ -374,6 +364,23 @@ def diff(
         junit.write(junit_xml, force, f"tlview diff {base} {new}", verdicts)
         say(f"tlview: wrote {junit_xml}", err=True)
     gate(failures or [])
+
+
+def _report_checks(
+    fail_on: tuple[str, ...], baseline: str | None, junit_xml: str | None
+) -> tuple[list[Check], Report | None]:
+    """`report`'s --fail-on checks, and the run --baseline names (read)."""
+    checks: list[Check] = []
+    if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
+        from tlview.analyze.gate import parse_checks
+
+        checks = parse_checks(fail_on, against_base=baseline is not None)
+    elif baseline is not None:
+        raise TlviewError(
+            "--baseline is what --fail-on checks are over: give --fail-on CHECKS too", EXIT_USAGE
+        )
+    _junit_needs_checks(junit_xml, checks)
+    return checks, _baseline(baseline, checks)
 
 
 def _baseline(path: str | None, checks: list[Check]) -> Report | None:

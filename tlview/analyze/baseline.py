@@ -174,8 +174,13 @@ def compile_of(d: dict[str, Any]) -> Compile:
         ],
         recompile=_recompile(d.get("recompile")),
         inputs=[_input(i) for i in d.get("inputs") or [] if isinstance(i, dict)],
-        phases=[p for x in d.get("phases") or [] if (p := _phase(x)) is not None],
+        phases=_phases(d.get("phases")),
     )
+
+
+def _phases(v: Any) -> list[Phase]:
+    """A compile's spans as the JSON lists them (the ones it can be trusted to give)."""
+    return [p for x in v or [] if (p := _phase(x)) is not None] if isinstance(v, list) else []
 
 
 def _phase(d: Any) -> Phase | None:

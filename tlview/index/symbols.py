@@ -93,15 +93,20 @@ class SymbolRecords(Core):
             detail[:1000],
             user_line(user),
         )
-        last = c.export_issues[-1] if c.export_issues else None
-        if last is not None and (last.kind, last.subject, last.detail) == (
-            issue.kind,
-            issue.subject,
-            issue.detail,
-        ):
-            # TORCH_DTRACE writes propagate_real_tensors, then its provenance: one issue.
-            c.export_issues[-1] = issue
-            return
+        add_issue(c, issue)
+
+
+def add_issue(c: Compile, issue: ExportIssue) -> None:
+    """An export issue, once: TORCH_DTRACE writes propagate_real_tensors and then its
+    provenance for one expression, the latter with the user's stack."""
+    last = c.export_issues[-1] if c.export_issues else None
+    if last is not None and (last.kind, last.subject, last.detail) == (
+        issue.kind,
+        issue.subject,
+        issue.detail,
+    ):
+        c.export_issues[-1] = issue
+    else:
         c.export_issues.append(issue)
 
 
