@@ -419,3 +419,15 @@ def test_records_without_an_id_go_to_their_compile_or_their_writer() -> None:
     groups = {g.writer: g for g in owners(aoti).groups}
     assert groups["meta_utils.py:514 in describe_tensor"].names == {"describe_tensor": 1}
     assert groups["meta_utils.py:514 in describe_tensor"].user == "aoti.py:13"
+
+
+@pytest.mark.parametrize("name", ["item_float.log", "pgo.log", "recomp.log"])
+def test_origins_built_compile_by_compile_are_the_same(name: str) -> None:
+    """The per-compile analysis streams: the context a compile needs comes before it."""
+    from tlview.analyze.origins import OriginContext
+
+    whole = _origins(FIXTURES / name)
+    ctx = OriginContext()
+    for c in read(FIXTURES / name).compiles:
+        ctx.add(c)
+        assert origins(c, ctx) == whole[c.key]

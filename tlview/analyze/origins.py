@@ -83,22 +83,27 @@ def _stack_frames(lines: Sequence[str]) -> list[StackFrame]:
 @dataclass(slots=True)
 class OriginContext:
     """What origins need from the rest of the run: graph breaks by place, and the
-    profile-guided code states each log read."""
+    profile-guided code states each log read. Built compile by compile (`add`), in log order:
+    a resume function's break and a frame's code state come before the compiles they explain."""
 
     breaks: dict[str, str] = field(default_factory=dict)  # "file.py:12" -> its reason
     code_states: dict[str, list[CodeState]] = field(default_factory=dict)  # log -> got
+
+    def add(self, c: Compile) -> None:
+        """Take in what one compile tells the others."""
+        for b in c.graph_breaks:
+            if b.where:
+                self.breaks.setdefault(short_place(b.where), b.reason)
+        got = [s for s in c.code_states if s.kind.startswith("get_")]
+        if got:
+            self.code_states.setdefault(c.log, []).extend(got)
 
 
 def origin_context(compiles: Iterable[Compile]) -> OriginContext:
     """One pass over the run's compiles for what origins need."""
     ctx = OriginContext()
     for c in compiles:
-        for b in c.graph_breaks:
-            if b.where:
-                ctx.breaks.setdefault(short_place(b.where), b.reason)
-        got = [s for s in c.code_states if s.kind.startswith("get_")]
-        if got:
-            ctx.code_states.setdefault(c.log, []).extend(got)
+        ctx.add(c)
     return ctx
 
 
