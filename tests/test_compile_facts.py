@@ -182,6 +182,13 @@ def test_phase_gate_on_report_with_a_stored_baseline(tmp_path: Path) -> None:
         "--fail-on", "phase:inductor_compile:+0%,compile-time",
     )  # fmt: skip
     assert same.exit_code == 0
+    md = run_cli(
+        "report", FIXTURES / "export_aoti.log", "--format", "markdown", "--baseline", base,
+        "--fail-on", "phase:inductor_compile:+0%",
+    )  # fmt: skip
+    assert (
+        r"phase\:inductor\_compile\:\+0\%: " in md.output and "failed (1 of 1 check)" in md.output
+    )
 
 
 def test_a_stored_report_keeps_each_compiles_spans(tmp_path: Path) -> None:
