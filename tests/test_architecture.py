@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "tlview.errors",
             "tlview.model",
+            "tlview.aside",
             "tlview.units",
             "tlview.dumps",
             "tlview.inert",

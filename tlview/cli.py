@@ -7,6 +7,7 @@ and its exit status, the paths (`--latest`, pipes), and the inputs listing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from tlview.version import __version__
 
 if TYPE_CHECKING:
     from tlview.analyze.gate import Check
+    from tlview.model import Report
 
 # Importing torch alone, and torch with dynamo (what FakeTensorMode needs), on this machine with
 # both cores busy: done while a second reader still reads a large log.
@@ -94,7 +96,15 @@ def main() -> None:
     "fail_on",
     multiple=True,
     metavar="CHECKS",
-    help=f"Exit {EXIT_STRICT} past these limits, e.g. graph-breaks:0,recompiles:3,compile-time:60s.",
+    help=f"Exit {EXIT_STRICT} past these limits, e.g. graph-breaks:0,recompiles:3,compile-time:60s,"
+    "phase:inductor_compile:30s.",
+)
+@click.option(
+    "--baseline",
+    metavar="BASE",
+    type=click.Path(),
+    help="With --fail-on: +N, +N% and bare checks are over BASE (a report stored with "
+    "--format json, or a log), e.g. --fail-on phase:inductor_compile:+20%.",
 )
 @junit_option
 @click.option(
@@ -127,6 +137,7 @@ def report(
     force: bool,
     full: bool,
     fail_on: tuple[str, ...],
+    baseline: str | None,
     junit_xml: str | None,
     annotations: str | None,
     jobs: int | None,
@@ -139,12 +150,7 @@ def report(
     source = path
     if f.rereads:  # the trace reads the log again: a pipe is read once, into a file
         source = click.get_current_context().with_resource(rereadable(path, f.rereads))
-    checks: list[Check] = []
-    if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
-        from tlview.analyze.gate import parse_checks
-
-        checks = parse_checks(fail_on, against_base=False)
-    _junit_needs_checks(junit_xml, checks)
+    checks, base = _report_checks(fail_on, baseline, junit_xml)
     opts = Options(
         compile_id=compile_id, verbosity=-1 if brief else verbose, full=full, checks=tuple(checks)
     )
@@ -159,6 +165,11 @@ def report(
             scheduler=scheduler or None,
         )
     outlive(rep)
+    if checks:  # the phases the checks name, measured before the renderers show the checks
+        from tlview.analyze.gate import measure
+
+        checks = measure(checks, rep.compiles, base)
+        opts = dataclasses.replace(opts, checks=tuple(checks))
     if compile_id is not None:
         from tlview.analyze.names import check_named
 
@@ -355,6 +366,39 @@ def diff(
         junit.write(junit_xml, force, f"tlview diff {base} {new}", verdicts)
         say(f"tlview: wrote {junit_xml}", err=True)
     gate(failures or [])
+
+
+def _report_checks(
+    fail_on: tuple[str, ...], baseline: str | None, junit_xml: str | None
+) -> tuple[list[Check], Report | None]:
+    """`report`'s --fail-on checks, and the run --baseline names (read)."""
+    checks: list[Check] = []
+    if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
+        from tlview.analyze.gate import parse_checks
+
+        checks = parse_checks(fail_on, against_base=baseline is not None)
+    elif baseline is not None:
+        raise TlviewError(
+            "--baseline is what --fail-on checks are over: give --fail-on CHECKS too", EXIT_USAGE
+        )
+    _junit_needs_checks(junit_xml, checks)
+    return checks, _baseline(baseline, checks)
+
+
+def _baseline(path: str | None, checks: list[Check]) -> Report | None:
+    """The run `report --baseline` names, read (a stored report, or a log)."""
+    if path is None:
+        return None
+    from tlview.analyze.baseline import NEEDS_LOG, is_report, read_report
+
+    if not is_report(path):
+        return tlview.read(path, progress=on_terminal(sys.stderr))
+    for c in checks:
+        if c.measure in NEEDS_LOG:
+            raise TlviewError(
+                f"--fail-on {c.text!r}: needs the log of {path}, not a stored report", EXIT_USAGE
+            )
+    return read_report(path)
 
 
 def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:

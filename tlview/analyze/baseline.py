@@ -5,7 +5,8 @@ not its log.
 What the JSON does not hold stays empty: payload texts, the inputs' described tensors (so no
 input changes are found against a stored BASE: `--fail-on input-changes` needs its log), and
 symbols. Everything else `tlview diff` compares is there: frames, statuses, graph breaks,
-failed guards, failures, metrics (times, graph ops), cache events."""
+failed guards, failures, metrics (times, graph ops), cache events, and each compile's spans (its
+phases, for `--fail-on phase:NAME`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tlview.model import (
     InputChange,
     LogIndex,
     OutsideCompile,
+    Phase,
     Recompile,
     Report,
     StackFrame,
@@ -205,6 +207,24 @@ def compile_of(d: dict[str, Any]) -> Compile:
         ],
         recompile=_recompile(d.get("recompile")),
         inputs=[_input(i) for i in d.get("inputs") or [] if isinstance(i, dict)],
+        phases=_phases(d.get("phases")),
+    )
+
+
+def _phases(v: Any) -> list[Phase]:
+    """A compile's spans as the JSON lists them (the ones it can be trusted to give)."""
+    return [p for x in v or [] if (p := _phase(x)) is not None] if isinstance(v, list) else []
+
+
+def _phase(d: Any) -> Phase | None:
+    """A compile's span as the JSON lists it (name, start_us, dur_us, depth)."""
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+        return None
+    start, dur = d.get("start_us"), d.get("dur_us")
+    if not isinstance(start, int | float) or not (dur is None or isinstance(dur, int | float)):
+        return None
+    return Phase(
+        d["name"], float(start), None if dur is None else float(dur), _opt_int(d.get("depth")) or 0
     )
 
 

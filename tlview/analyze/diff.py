@@ -17,6 +17,7 @@ from typing import Any
 from tlview.analyze.breaks import break_title
 from tlview.analyze.changes import change_text
 from tlview.analyze.compiles import PHASE_NAMES
+from tlview.analyze.phases import span_totals
 from tlview.analyze.summary import Overview, frame_label, overview, short, short_place
 from tlview.index.recompiles import input_changes, limit_text
 from tlview.model import Compile, CompileId, InputChange, LogIndex, Report, severity
@@ -172,6 +173,9 @@ class Diff:
     frames: list[FrameDiff]
     changes: list[Change]
     notes: list[str] = field(default_factory=list)
+    # Each compile phase's time in both runs, by span name (analyze/phases.span_totals):
+    # what `--fail-on phase:NAME` compares.
+    spans: dict[str, Figure] = field(default_factory=dict)
 
 
 def norm(text: str) -> str:
@@ -552,6 +556,7 @@ def compare(base: Report, new: Report) -> Diff:
     if base.torch_version != new.torch_version:
         notes.append(f"torch {base.torch_version or 'unknown'} -> {new.torch_version or 'unknown'}")
     return Diff(
+        spans=span_figures(base, new),
         base_path=base.path,
         new_path=new.path,
         base_torch=base.torch_version,
@@ -565,6 +570,16 @@ def compare(base: Report, new: Report) -> Diff:
         changes=changes,
         notes=notes,
     )
+
+
+def span_figures(base: Report, new: Report) -> dict[str, Figure]:
+    """Each compile phase's time in both runs (seconds; a phase one run lacks is 0 there)."""
+    b, n = span_totals(base.compiles), span_totals(new.compiles)
+    out = {}
+    for name in sorted(b.keys() | n.keys()):
+        vb, vn = round(b.get(name, 0.0), 6), round(n.get(name, 0.0), 6)
+        out[name] = Figure(name, vb, vn, beyond_noise(vb, vn), seconds=True)
+    return out
 
 
 # -- words shared by the renderers --------------------------------------------------------------

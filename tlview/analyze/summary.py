@@ -11,13 +11,27 @@ from pathlib import PurePath
 
 from tlview.analyze.compiles import PHASE_NAMES, Analysis, analysed, is_recompile
 from tlview.model import (
-    BreakSummary,
     Input,
     Report,
 )
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
+
+
+@dataclass(slots=True)
+class BreakSummary:
+    """One graph-break reason over a whole log or job, with where and how often it happened."""
+
+    reason: str
+    count: int = 0
+    where: dict[str, int] = field(default_factory=dict)  # "file:line" -> count
+    compiles: list[str] = field(default_factory=list)  # "log#compile" keys, first few
+    # Of its first: the line naming it, what torch says it is about, its hints, debug context.
+    title: str = ""
+    explanation: str | None = None
+    hints: tuple[str, ...] = ()
+    context: str | None = None
 
 
 @dataclass(slots=True)

@@ -83,6 +83,9 @@ class Core:
         # when the part before has metrics for the compile too (see merge_compile).
         self.metrics_events: dict[CompileId | None, Event] = {}
         self.bad_at = 0  # the line of the last bad line
+        # Records outside any compile id, grouped (index/beside.py): each group's place in the
+        # `-/-` compile's `loose` list, by (name, writer, compile open, span open).
+        self.loose_at: dict[tuple[str, str | None, str | None, str | None], int] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent back by the reader of another part: what it keeps for cross-references while

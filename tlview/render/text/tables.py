@@ -12,8 +12,8 @@ from rich.console import Console
 from tlview.analyze.compiles import MAX_GUARDS, PHASE_NAMES, Analysis, Break
 from tlview.analyze.divergence import names_text, rank_ranges
 from tlview.analyze.names import compile_ref
-from tlview.analyze.summary import Overview
-from tlview.model import BreakSummary, ExportIssue, Report
+from tlview.analyze.summary import BreakSummary, Overview
+from tlview.model import ExportIssue, Report
 from tlview.render.text.console import T, table
 from tlview.strings import Names
 from tlview.units import count, seconds, short_path
