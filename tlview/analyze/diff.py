@@ -395,13 +395,29 @@ def _counter_changes(
 def frame_changes(p: FrameDiff) -> list[Change]:
     """What changed in one frame: its coming or going, breaks, reasons, failures, compiles."""
     name = str(p.key)
-    out: list[Change] = []
+    out = _presence(p, name) + _break_changes(p, name) + _reason_changes(p, name)
+    _counter_changes(
+        out, name, _failures(p.base), _failures(p.new), ("failure-new", "failure-gone")
+    )
+    for cc in p.compiles:
+        out.extend(_compile_changes(name, cc))
+    return out
+
+
+def _presence(p: FrameDiff, name: str) -> list[Change]:
+    """A frame only one run compiled."""
     if p.match == "added":
         n = len(p.new.compiles) if p.new else 0
-        out.append(Change("frame-added", name, f"{n} compile(s)", None, n))
-    elif p.match == "removed":
+        return [Change("frame-added", name, f"{n} compile(s)", None, n)]
+    if p.match == "removed":
         n = len(p.base.compiles) if p.base else 0
-        out.append(Change("frame-removed", name, f"{n} compile(s)", n, None))
+        return [Change("frame-removed", name, f"{n} compile(s)", n, None)]
+    return []
+
+
+def _break_changes(p: FrameDiff, name: str) -> list[Change]:
+    """Graph breaks new, gone, moved (one title at another place) or more or fewer."""
+    out = []
     b_br, n_br = _breaks(p.base), _breaks(p.new)
     new_breaks = [k for k in n_br if k not in b_br]
     gone_breaks = [k for k in b_br if k not in n_br]
@@ -412,38 +428,28 @@ def frame_changes(p: FrameDiff) -> list[Change]:
             out.append(Change("graph-break-moved", name, k[0], g[1], k[1], None))
             new_breaks.remove(k)
             gone_breaks.remove(g)
-    for k in new_breaks:
-        out.append(Change("graph-break-new", name, k[0], None, k[1], True))
-    for k in gone_breaks:
-        out.append(Change("graph-break-gone", name, k[0], k[1], None, False))
+    out += [Change("graph-break-new", name, k[0], None, k[1], True) for k in new_breaks]
+    out += [Change("graph-break-gone", name, k[0], k[1], None, False) for k in gone_breaks]
     for k in b_br.keys() & n_br.keys():
-        if b_br[k] != n_br[k]:
-            out.append(
-                Change(
-                    "graph-break-count",
-                    name,
-                    f"{k[0]} at {k[1]}",
-                    b_br[k],
-                    n_br[k],
-                    n_br[k] > b_br[k],
-                )
-            )
-    if p.base and p.new:
-        bn, nn = len(p.base.compiles), len(p.new.compiles)
-        if bn != nn:
-            out.append(Change("compiles", name, f"{bn} -> {nn} compiles", bn, nn, nn > bn))
-        b_rs, n_rs = _reasons(p.base), _reasons(p.new)
-        for guard in sorted(n_rs.keys() - b_rs.keys()):
-            shown = n_rs[guard]
-            out.append(Change("recompile-reason-new", name, shown, None, shown, True))
-        for guard in sorted(b_rs.keys() - n_rs.keys()):
-            shown = b_rs[guard]
-            out.append(Change("recompile-reason-gone", name, shown, shown, None, False))
-    _counter_changes(
-        out, name, _failures(p.base), _failures(p.new), ("failure-new", "failure-gone")
-    )
-    for cc in p.compiles:
-        out.extend(_compile_changes(name, cc))
+        b, n = b_br[k], n_br[k]
+        if b != n:
+            out.append(Change("graph-break-count", name, f"{k[0]} at {k[1]}", b, n, n > b))
+    return out
+
+
+def _reason_changes(p: FrameDiff, name: str) -> list[Change]:
+    """More or fewer compiles of a frame, and failed guards new or gone."""
+    if not (p.base and p.new):
+        return []
+    out = []
+    bn, nn = len(p.base.compiles), len(p.new.compiles)
+    if bn != nn:
+        out.append(Change("compiles", name, f"{bn} -> {nn} compiles", bn, nn, nn > bn))
+    b_rs, n_rs = _reasons(p.base), _reasons(p.new)
+    for guard in sorted(n_rs.keys() - b_rs.keys()):
+        out.append(Change("recompile-reason-new", name, n_rs[guard], None, n_rs[guard], True))
+    for guard in sorted(b_rs.keys() - n_rs.keys()):
+        out.append(Change("recompile-reason-gone", name, b_rs[guard], b_rs[guard], None, False))
     return out
 
 
@@ -497,9 +503,8 @@ def _ops(report: Report) -> int:
     )
 
 
-def compare(base: Report, new: Report) -> Diff:
-    """The difference between two runs, for the renderers and the --fail-on gate."""
-    ob, on = overview(base), overview(new)
+def _figures(base: Report, new: Report, ob: Overview, on: Overview) -> list[Figure]:
+    """The headline figures of both runs, each marked changed beyond noise or not."""
     figures = [
         Figure("compiles", ob.compiles, on.compiles),
         Figure("graph breaks", ob.graph_breaks, on.graph_breaks),
@@ -517,36 +522,39 @@ def compare(base: Report, new: Report) -> Diff:
     for f in figures:
         if f.base is not None and f.new is not None:
             f.changed = beyond_noise(f.base, f.new) if f.seconds else f.base != f.new
+    return figures
+
+
+def _phases(ob: Overview, on: Overview) -> list[Figure]:
+    """Each phase of compile time (summary.PHASE_NAMES) either run logged."""
     pb, pn = ob.phases, on.phases
-    phases = []
+    out = []
     for name in PHASE_NAMES:
         if name in pb or name in pn:
             b, n = round(pb.get(name, 0.0), 6), round(pn.get(name, 0.0), 6)
-            phases.append(Figure(name, b, n, beyond_noise(b, n), seconds=True))
-    cb, cn = _cache(base), _cache(new)
-    cache = [CacheFigure(k, cb.get(k, {}), cn.get(k, {})) for k in sorted(cb.keys() | cn.keys())]
-    many = len(base.logs) > 1 or len(new.logs) > 1
-    pairs = match(frames_of(base, many), frames_of(new, many))
-    changes: list[Change] = []
-    for p in pairs:
-        changes.extend(frame_changes(p))
-    for ph in phases:
-        if ph.changed:
-            changes.append(
-                Change(
-                    "compile-time",
-                    "",
-                    f"{ph.name} compile time (s)",
-                    ph.base,
-                    ph.new,
-                    (ph.delta or 0) > 0,
-                )
-            )
+            out.append(Figure(name, b, n, beyond_noise(b, n), seconds=True))
+    return out
+
+
+def _run_changes(phases: list[Figure], cache: list[CacheFigure]) -> list[Change]:
+    """The changes of the whole run: a phase's time, a cache's hit rate."""
+    out = [
+        Change(
+            "compile-time", "", f"{ph.name} compile time (s)", ph.base, ph.new, (ph.delta or 0) > 0
+        )
+        for ph in phases
+        if ph.changed
+    ]
     for cf in cache:
         rb, rn = CacheFigure.rate(cf.base), CacheFigure.rate(cf.new)
         if cf.base != cf.new and rb != rn:
             worse = None if rb is None or rn is None else rn < rb
-            changes.append(Change("cache", "", f"{cf.cache} cache hit rate", rb, rn, worse))
+            out.append(Change("cache", "", f"{cf.cache} cache hit rate", rb, rn, worse))
+    return out
+
+
+def _run_notes(base: Report, new: Report) -> list[str]:
+    """What sets the two runs apart before any compile: processes, ranks, torch."""
     notes = []
     lb, ln = {lg.rank for lg in base.logs}, {lg.rank for lg in new.logs}
     if len(base.logs) != len(new.logs):
@@ -555,6 +563,18 @@ def compare(base: Report, new: Report) -> Diff:
         notes.append("the two runs have different ranks")
     if base.torch_version != new.torch_version:
         notes.append(f"torch {base.torch_version or 'unknown'} -> {new.torch_version or 'unknown'}")
+    return notes
+
+
+def compare(base: Report, new: Report) -> Diff:
+    """The difference between two runs, for the renderers and the --fail-on gate."""
+    ob, on = overview(base), overview(new)
+    phases = _phases(ob, on)
+    cb, cn = _cache(base), _cache(new)
+    cache = [CacheFigure(k, cb.get(k, {}), cn.get(k, {})) for k in sorted(cb.keys() | cn.keys())]
+    many = len(base.logs) > 1 or len(new.logs) > 1
+    pairs = match(frames_of(base, many), frames_of(new, many))
+    changes = [c for p in pairs for c in frame_changes(p)] + _run_changes(phases, cache)
     return Diff(
         spans=span_figures(base, new),
         base_path=base.path,
@@ -563,12 +583,12 @@ def compare(base: Report, new: Report) -> Diff:
         new_torch=new.torch_version,
         base=ob,
         new=on,
-        figures=figures,
+        figures=_figures(base, new, ob, on),
         phases=phases,
         cache=cache,
         frames=pairs,
         changes=changes,
-        notes=notes,
+        notes=_run_notes(base, new),
     )
 
 
