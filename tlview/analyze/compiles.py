@@ -377,17 +377,19 @@ def _reason(a: Analysis) -> str:
             "never finished: no compilation_metrics (the process stopped during this "
             f"compile{stopped_in(c)})"
         )
-    if c.status == "restarted" and a.restarts:
-        return "restarted: " + a.restarts[0].text
+    return _why(a)
+
+
+def _why(a: Analysis) -> str:
+    """A compile that finished: why it restarted, broke or compiled again ("" when none)."""
+    restarted = "restarted: " + a.restarts[0].text if a.restarts else ""
+    if a.status == "restarted" and restarted:
+        return restarted
     if a.breaks:
         return "graph break: " + a.breaks[0].title
-    if a.restarts:
-        return "restarted: " + a.restarts[0].text
-    if c.recompile is not None and c.recompile.reasons:
-        return "recompiled: " + c.recompile.reasons[0]
-    if c.recompile_reasons:
-        return "recompiled: " + c.recompile_reasons[0]
-    return ""
+    r = a.compile.recompile
+    guards = (r.reasons if r is not None else []) or a.compile.recompile_reasons
+    return restarted or ("recompiled: " + guards[0] if guards else "")
 
 
 @dataclass(slots=True)

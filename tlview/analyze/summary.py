@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from tlview.analyze.compiles import PHASE_NAMES, Analysis, analysed, is_recompile
+from tlview.analyze.compiles import PHASE_NAMES, Analysis, Break, analysed, is_recompile
 from tlview.model import (
     Input,
     Report,
@@ -139,44 +139,52 @@ class Tally:
         o = self.o
         o.export_issues += len(c.export_issues)
         if c.id is None:
-            o.inputs += len(c.inputs)
-            o.outside += len(c.outside)
-            o.outside_failed += sum(x.fail_type is not None for x in c.outside)
-            if (took := c.compile_time_s) is not None:  # the outside compiles', added up
-                o.outside_s += took
-                o.outside_timed = True
+            self._outside(a)
             return
+        self.cache.update(ev.outcome for ev in c.cache)
         if not a.counted:  # an attempt that restarted: the compile after it counts
             o.restarts += 1
-            for ev in c.cache:
-                self.cache[ev.outcome] += 1
-            return
+        else:
+            self._compile(a)
+
+    def _outside(self, a: Analysis) -> None:
+        """The records outside any compile: the compiles outside dynamo, added up."""
+        c, o = a.compile, self.o
+        o.inputs += len(c.inputs)
+        o.outside += len(c.outside)
+        o.outside_failed += sum(x.fail_type is not None for x in c.outside)
+        if (took := c.compile_time_s) is not None:
+            o.outside_s += took
+            o.outside_timed = True
+
+    def _compile(self, a: Analysis) -> None:
+        c, o = a.compile, self.o
         o.compiles += c.status != "traced"  # a graph export traced: torch counts no compile
         self.status[c.status] += 1
         o.inputs += sum(1 for i in c.inputs if not i.superseded)
-        if is_recompile(c):
-            o.recompiles += 1
-        ref = a.ref
+        o.recompiles += is_recompile(c)
         times = a.times
         for name, v in times.items():
             self.phases.setdefault(name, []).append(v)
         if times.get("total"):
-            self._slow((times["total"], ref, Slow(ref, c.function, times)))
-        for ev in c.cache:
-            self.cache[ev.outcome] += 1
+            self._slow((times["total"], a.ref, Slow(a.ref, c.function, times)))
         for b in a.breaks:
-            o.graph_breaks += 1
-            s = self.breaks.get(b.key)
-            if s is None:
-                s = self.breaks[b.key] = BreakSummary(
-                    b.reason, title=b.title, explanation=b.explanation, hints=b.hints,
-                    context=b.context,
-                )  # fmt: skip
-            s.count += 1
-            if b.where:
-                s.where[b.where] = s.where.get(b.where, 0) + 1
-            if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
-                s.compiles.append(ref)
+            self._break(b, a.ref)
+
+    def _break(self, b: Break, ref: str) -> None:
+        """One graph break, under the breaks that are the same (summary.break_key)."""
+        self.o.graph_breaks += 1
+        s = self.breaks.get(b.key)
+        if s is None:
+            s = self.breaks[b.key] = BreakSummary(
+                b.reason, title=b.title, explanation=b.explanation, hints=b.hints,
+                context=b.context,
+            )  # fmt: skip
+        s.count += 1
+        if b.where:
+            s.where[b.where] = s.where.get(b.where, 0) + 1
+        if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
+            s.compiles.append(ref)
 
     def _slow(self, item: tuple[float, str, Slow]) -> None:
         if len(self.slow) < MAX_SLOWEST:
