@@ -216,17 +216,22 @@ def _log_frames(log: LogIndex, process: str) -> list[Frame]:
     out: list[Frame] = []
     for (_, autograd, frame), cs in groups.items():
         cs.sort(key=lambda c: c.id.sort_key if c.id else (0, 0, 0, 0))
-        named = next((c for c in cs if c.function), None)
-        if frame is None:
-            fn, file, line = f"<compiled autograd {autograd}>", "", None
-        elif named is not None:
-            fn, file, line = named.function or "", named.file or "", named.firstline
-        else:
-            fn, file, line = f"<frame {frame}>", "", None
-        key = FrameKey(process, fn, file, line)
+        key = FrameKey(process, *_frame_name(cs, autograd, frame))
         finals = [c for c in cs if c.status != "restarted"]
         out.append(Frame(key, finals, cs))
     return out
+
+
+def _frame_name(
+    cs: list[Compile], autograd: int | None, frame: int | None
+) -> tuple[str, str, int | None]:
+    """(function, file, line) a frame is known by: its first named compile's, else its id."""
+    if frame is None:
+        return f"<compiled autograd {autograd}>", "", None
+    named = next((c for c in cs if c.function), None)
+    if named is None:
+        return f"<frame {frame}>", "", None
+    return named.function or "", named.file or "", named.firstline
 
 
 def _merge(frames: list[Frame]) -> dict[FrameKey, Frame]:
@@ -300,20 +305,28 @@ def _described(frame: Frame) -> dict[CompileId, Compile]:
 def _pair_compiles(p: FrameDiff) -> list[ComparedCompile]:
     bs = p.base.compiles if p.base else []
     ns = p.new.compiles if p.new else []
-    left = _described(p.base) if p.base and p.new else {}
-    right = _described(p.new) if p.base and p.new else {}
+    both = p.base is not None and p.new is not None
+    left = _described(p.base) if both and p.base else {}
+    right = _described(p.new) if both and p.new else {}
     out = []
     for i in range(max(len(bs), len(ns))):
-        b = bs[i] if i < len(bs) else None
-        n = ns[i] if i < len(ns) else None
-        cc = ComparedCompile(i, b, n)
-        if b is not None and n is not None and b.id is not None and n.id is not None:
-            db, dn = left.get(b.id.base), right.get(n.id.base)
-            if db is not None and dn is not None:
-                cc.input_changes = input_changes(db, dn)
-                cc.compared = True
+        cc = ComparedCompile(i, bs[i] if i < len(bs) else None, ns[i] if i < len(ns) else None)
+        _compare_inputs(cc, left, right)
         out.append(cc)
     return out
+
+
+def _compare_inputs(
+    cc: ComparedCompile, left: dict[CompileId, Compile], right: dict[CompileId, Compile]
+) -> None:
+    """The input changes of two paired compiles, when both described their inputs."""
+    b, n = cc.base, cc.new
+    if b is None or n is None or b.id is None or n.id is None:
+        return
+    db, dn = left.get(b.id.base), right.get(n.id.base)
+    if db is not None and dn is not None:
+        cc.input_changes = input_changes(db, dn)
+        cc.compared = True
 
 
 # -- what changed -------------------------------------------------------------------------------
