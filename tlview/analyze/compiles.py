@@ -4,7 +4,7 @@ out a status, a reason or a stack of its own, so text, JSON, page and Markdown s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -397,7 +397,7 @@ class Analyser:
     """Analyses a report's attempts one at a time, in order, naming each as the report does and
     handing a compile the attempts before it that restarted (they come just before it)."""
 
-    refs: Refs
+    refs: Callable[[Compile], str]  # how the report names a compile (analyze.names.Refs)
     seen: int = 0
     restarted: dict[tuple[str, int | None, CompileId], list[Analysis]] = field(default_factory=dict)
 
