@@ -25,6 +25,7 @@ from tlview.replay import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
+    from tlview.analyze.summary import Overview
     from tlview.index.keep import Keep
     from tlview.model import Compile, Payload, Report
     from tlview.replay.make import Outcome
@@ -49,6 +50,7 @@ __all__ = [
     "repro",
     "repro_all",
     "save_inputs",
+    "write_report",
 ]
 
 Log = Union[str, Path, "Report"]  # what the functions below read a compile from
@@ -233,6 +235,34 @@ def repro_all(
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None
     return make_all(_graphs(log, progress), where, opts)
+
+
+def write_report(
+    log: Log,
+    path: str | Path = "-",
+    format: str | None = None,  # the word the command line uses
+    *,
+    compile_id: str | None = None,
+    verbosity: int = 0,
+    full: bool = False,
+    force: bool = False,
+) -> Overview | None:
+    """Write the report of LOG (a path, read as the format needs, or a Report) to PATH ("-":
+    standard output) as `tlview report` does: `format` is text, json, html, perfetto or
+    markdown (default: what PATH's name asks for, else text). A Report read without `keep`
+    has no payload texts for the page to show. A file is replaced only if tlview wrote it
+    (else `force`). Returns the report's figures when the format counts them (not perfetto)."""
+    from tlview.model import Report
+    from tlview.render import REPORT_FORMATS, Options, format_for
+    from tlview.runtime.output import Output
+    from tlview.write import write_report as write
+
+    out = None if str(path) == "-" else str(path)
+    fmt = format_for(format, out)
+    opts = Options(compile_id=compile_id, verbosity=verbosity, full=full)
+    if not isinstance(log, Report):
+        log = read(log, keep=REPORT_FORMATS[fmt].keep_for(opts))
+    return write(log, fmt, Output(out, force), opts)
 
 
 def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
