@@ -22,7 +22,8 @@ def test_each_format_is_what_the_command_writes(tmp_path: Path) -> None:
     ):
         (tmp_path / "api").mkdir(exist_ok=True)
         mine, theirs = tmp_path / "api" / name, tmp_path / name  # a page names its own file
-        figures = tlview.write_report(report, mine, fmt)
+        # a log's path: read as the format needs (the page keeps payload texts)
+        figures = tlview.write_report(FIXTURES / "demo.log", mine, fmt)
         assert (
             run_cli("report", FIXTURES / "demo.log", "--format", fmt, "-o", theirs).exit_code == 0
         )
