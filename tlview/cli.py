@@ -172,7 +172,7 @@ def report(
         from tlview.render import annotate
 
         for line in annotate.lines(sites(rep), annotations):
-            say(line)
+            say(line, command=annotations == "github")
     if checks:
         from tlview.analyze.gate import evaluate_report
         from tlview.analyze.summary import overview
@@ -346,7 +346,7 @@ def diff(
         from tlview.render import annotate
 
         for line in annotate.lines(added(d), annotations):
-            say(line)
+            say(line, command=annotations == "github")
     if junit_xml is not None:
         from tlview.render import junit
 

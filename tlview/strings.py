@@ -9,6 +9,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from tlview.errors import EXIT_NO_TRACE, TlviewError
+from tlview.inert import one_line
 
 # A string this long or longer is written where it first occurs and referred to after that.
 MIN_CHARS = 200
@@ -141,6 +142,7 @@ def shown(s: str | None) -> str:
     """`s` as the text report or page being drawn writes it ("" for None); whole outside one."""
     if not s:
         return ""
+    s = one_line(s)  # a file name is one line wherever it is shown
     names = _names.get()
     return s if names is None else names.shown(s)
 
