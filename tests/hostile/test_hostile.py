@@ -43,7 +43,7 @@ OBEYED = re.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
 ESC = "\x1b]0;TITLE\x07\x1b[2J\x9b2J\u202e"
-PACKAGE = Path(__file__).resolve().parent.parent / "tlview"
+PACKAGE = Path(__file__).resolve().parents[2] / "tlview"
 
 
 def _log(tmp: Path, name: str, *parts: bytes) -> Path:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from growth import FLOOR, LIMIT, RUNS
 
-SCRIPT = Path(__file__).resolve().parent.parent / "templates" / "report.js"
+SCRIPT = Path(__file__).resolve().parents[2] / "templates" / "report.js"
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="no node to run the page's script")
 # The colouring's regex before issue 34: the reference for the tokens on ordinary text.
