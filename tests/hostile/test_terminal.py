@@ -10,13 +10,37 @@ start after white space and the legacy `##[NAME props]data` anywhere in a line (
 
 from __future__ import annotations
 
+import ast
+import json
+import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from crafted import arg_name, graph, interned, metrics, record, source, start, storage, tensor
-from damage import EXIT_OK, assert_clean_exit, run
+from crafted import (
+    ESC,
+    OBEYED,
+    arg_name,
+    graph,
+    interned,
+    metrics,
+    one_input,
+    record,
+    source,
+    start,
+    storage,
+    tensor,
+    write_log,
+)
+from damage import (
+    EXIT_OK,
+    assert_clean_exit,
+    doc_of,
+    run,
+)
+from planted import DEMO, ESCAPES, Hostile, planted
 from rich.console import Console
 from rich.text import Text
 
@@ -226,9 +250,181 @@ def test_github_annotations_are_tlviews_own_commands_only(tmp_path: Path) -> Non
 
 def test_json_writes_no_legacy_command_and_keeps_the_value(tmp_path: Path) -> None:
     """`##[` in JSON text is written `##\\u005b`: the same string to any JSON reader."""
-    import json
 
     res = run("report", str(ci_log(tmp_path)), "--format", "json")
     assert "##[" not in res.stdout and "##\\u005b" in res.stdout
     doc = json.loads(res.stdout)
     assert doc["compiles"][0]["function"] == "f##[add-mask]WORD"
+
+
+@pytest.mark.slow  # over a second in all (pytest --durations)
+def test_nothing_prints_but_through_the_sanitiser() -> None:
+    """Every line a command prints goes through funnel.say (render/clean.py's rule), rich's
+    text through console.T: no click.echo, print or stream write of its own elsewhere."""
+    allowed = {
+        ("commands/funnel.py", "say"),  # the one way out
+        ("commands/funnel.py", "run"),  # its flush at exit
+        ("commands/funnel.py", "invoke"),  # "tlview: interrupted" and "terminated"
+        ("commands/funnel.py", "_warned"),  # a warning, cleaned
+        ("replay/make.py", "make_one"),  # the --run warning: tlview's text and the user's DIR
+        ("replay/make.py", "make_all"),
+        ("replay/run.py", "_pump"),  # what repros print, cleaned, as it comes
+        ("replay/child.py", "run_one"),  # the repro's child: its stdout is run_scripts' pipe
+        ("runtime/halves.py", "result"),  # TLVIEW_DEBUG only
+    }
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.Call):
+                    continue
+                f = node.func
+                name = (
+                    f.id
+                    if isinstance(f, ast.Name)
+                    else f"{ast.unparse(f.value)}.{f.attr}"
+                    if isinstance(f, ast.Attribute)
+                    else ""
+                )
+                if name in ("print", "click.echo", "sys.stdout.write", "sys.stderr.write"):
+                    where = (str(path.relative_to(PACKAGE)), fn.name)
+                    if where not in allowed:
+                        found.append(f"{where[0]}:{node.lineno} in {fn.name}: {name}")
+    assert not found, "\n".join(found)
+
+
+PACKAGE = Path(__file__).resolve().parents[2] / "tlview"
+
+
+@pytest.mark.slow  # over a second
+def test_messages_of_every_command_are_inert(tmp_path: Path) -> None:
+    """A command's one-line failures and notes name the log's text escaped, tty or pipe."""
+    bad = write_log(tmp_path, f"x{ESC}.log", b"")
+    for env in ({"NO_COLOR": "1"}, {"FORCE_COLOR": "1", "NO_COLOR": None}):
+        for args in (
+            ("report", str(bad)),
+            ("inputs", str(bad)),
+            ("repro", str(bad), "--all", "-o", str(tmp_path / "o")),
+            ("diff", str(bad), str(FIXTURES / "demo.log")),
+        ):
+            res = run(*args, env=env)
+            assert res.exit_code == 1, res.output
+            assert not OBEYED.search(res.stderr), (args, res.stderr)
+            assert "\\x1b]0;TITLE\\x07" in res.stderr, res.stderr
+
+
+def test_json_printed_from_a_log_is_inert_and_exact(tmp_path: Path) -> None:
+    """JSON writers escape C0 controls but not C1 controls or bidi overrides: tlview's JSON
+    (report, diff, trace) writes those as \\uXXXX too, the values unchanged."""
+    name = "L['x\u202eevil\u2066\x85\x9b2J']"
+    log = write_log(tmp_path, "bidi\u202e.log", interned("/m\u2028.py"), one_input(name=name))
+    for args in (
+        ("report", str(log), "--format", "json"),
+        ("report", str(log), "--format", "perfetto"),
+        ("diff", str(log), str(FIXTURES / "demo.log"), "--format", "json"),
+    ):
+        res = run(*args)
+        assert_clean_exit(res, EXIT_OK, args[0])
+        assert not OBEYED.search(res.stdout_bytes.decode("utf-8")), args
+    doc = doc_of(log)
+    assert doc["compiles"][0]["inputs"][0]["sources"] == [name]
+
+
+EXIT_NO_REPRO = 6
+
+
+@pytest.mark.slow
+def test_repro_notes_and_summary_lines_are_inert(tmp_path: Path) -> None:
+    """A source holding OSC and clear-screen escapes: repro's notes (stderr) and --all's
+    summary lines (stdout) show them escaped."""
+    pytest.importorskip("torch")
+    src = "L['x\x1b[\x07\x9b']"  # dynamo's name for it is still L_x_
+    refused = f"L['{ESC}']"  # a quantized input: its repro is skipped, the reason names it
+    cid = (1, 0)
+    quantized = start(cid) + storage(0, 16, cid)
+    quantized += tensor(0, [4], [1], 0, dtype="torch.qint8", cid=cid) + source(0, refused, cid)
+    quantized += graph([(arg_name(refused), "f32[4][1]cpu")], cid=cid) + metrics(cid)
+    log = write_log(
+        tmp_path, "esc.log", interned("/m.py"), one_input(name=src, is_inference=True), quantized
+    )
+    one = run("repro", str(log), "--compile-id", "0/0", "-o", str(tmp_path / "one"))
+    assert_clean_exit(one, EXIT_OK, "repro one")
+    assert "inference tensor" in one.stderr and "\\x1b[\\x07\\x9b" in one.stderr, one.stderr
+    every = run("repro", str(log), "--all", "-o", str(tmp_path / "all"))
+    assert every.exit_code == EXIT_NO_REPRO, every.output
+    assert "\\x1b]0;TITLE\\x07" in every.stdout, every.stdout  # 1/0's reason quotes its source
+    for stream in (one.stdout, one.stderr, every.stdout, every.stderr):
+        assert not OBEYED.search(stream), stream
+
+
+# Bytes a terminal may obey: anything but rich's own colour codes (SGR) is a failure.
+_OBEYED = re.compile(
+    r"\x1b(?!\[[0-9;]*m)"
+    r"|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+@pytest.fixture
+def evil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hostile]:
+    yield from planted(tmp_path, monkeypatch)
+
+
+def _obeyed(text: str) -> list[str]:
+    return sorted(
+        {repr(m.group()) for m in _OBEYED.finditer(text.replace("\n", "").replace("\t", ""))}
+    )
+
+
+@pytest.mark.parametrize("color", [False, True], ids=["piped", "colour"])
+def test_no_escape_sequence_from_the_log_reaches_the_terminal(evil: Hostile, color: bool) -> None:
+    env = {"FORCE_COLOR": "1", "NO_COLOR": None} if color else {"NO_COLOR": "1"}
+    cases = [
+        ("report", str(evil.log)),
+        ("report", str(evil.log), "-v"),
+        ("report", str(evil.log), "--compile-id", "0/0"),
+        ("report", str(evil.log), "-q"),
+        ("diff", str(DEMO), str(evil.log)),
+        ("diff", str(DEMO), str(evil.log), "-v"),
+        ("report", str(evil.log), "--format", "markdown"),
+        ("report", str(evil.log), "-o", os.devnull, "--annotations", "github"),
+        ("report", str(evil.log), "-o", os.devnull, "--annotations", "plain"),
+        ("diff", str(DEMO), str(evil.log), "--format", "markdown"),
+    ]
+    for args in cases:
+        res = run(*args, env=env)
+        assert_clean_exit(res, EXIT_OK, " ".join(args))
+        for stream in (res.stdout, res.stderr):
+            assert _obeyed(stream) == [], (args, _obeyed(stream))
+        if args[0] == "report" and "-q" not in args and len(args) < 4:
+            # the text is shown, its control characters as escapes
+            assert "\\x1b]0;TITLE" in res.stdout and "REVERSED" in res.stdout, args
+
+
+@pytest.mark.slow
+def test_no_escape_sequence_in_the_inputs_listing(evil: Hostile) -> None:
+    res = run("inputs", str(evil.log), env={"FORCE_COLOR": "1", "NO_COLOR": None})
+    assert_clean_exit(res, EXIT_OK, "inputs")
+    assert _obeyed(res.stdout) == [] and _obeyed(res.stderr) == []
+
+
+def test_file_names_are_cleaned_too(tmp_path: Path) -> None:
+    """A log (and a decoy) named with escapes, in a directory: the notes and ids stay inert."""
+    d = tmp_path / "trace"
+    d.mkdir()
+    (d / f"rank{ESCAPES}.log").write_bytes(DEMO.read_bytes())
+    (d / "b.log").write_bytes(DEMO.read_bytes())
+    (d / f"decoy{ESCAPES}.txt").write_bytes(b"x")
+    (d / f"empty{ESCAPES}.log").write_bytes(b"")
+    for args in ((), ("-v",)):
+        res = run(
+            "report", str(d), "--jobs", "1", *args, env={"FORCE_COLOR": "1", "NO_COLOR": None}
+        )
+        assert_clean_exit(res, EXIT_OK, "directory")
+        assert _obeyed(res.stdout) == [] and _obeyed(res.stderr) == []
+    bad = tmp_path / f"x{ESCAPES}.log"
+    bad.write_bytes(b"")
+    res = run("report", str(bad))
+    assert res.exit_code == 1 and _obeyed(res.stderr) == [], res.stderr

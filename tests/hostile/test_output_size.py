@@ -1,5 +1,6 @@
-"""Every format's output is at most about twice the log: a long file name a log interns once
-and names in every frame is written once and referred to (docs/trust.md#what-is-bounded)."""
+"""Output size: every format's output is at most about twice the log. A long file name a log
+interns once and names in every frame is written once and referred to (a strings table, put
+back by `expand_report`), and shown cut with its length (docs/trust.md#what-is-bounded)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from typing import Any
 import orjson
 import pytest
 from conftest import run_cli
-from crafted import interned, metrics, record
+from crafted import (
+    interned,
+    metrics,
+    record,
+    write_log,
+)
+from damage import assert_clean_exit, doc_of, run
 
 import tlview
 import tlview.render.json.report as json_mod
@@ -232,3 +239,20 @@ def test_a_stored_report_with_a_strings_table_diffs_as_its_log(tmp_path: Path) -
     assert got["frames"] == want["frames"] and got["changes"] == want["changes"]
     files = {f["base_frame"]["file"] for f in got["frames"]}
     assert len(got["frames"]) > 10 and len(files) == 1 and len(files.pop()) > 200
+
+
+@pytest.mark.slow  # over a second
+def test_a_long_interned_name_is_cut_with_its_length(tmp_path: Path) -> None:
+    """A 64 KB file name interned once and named by 20 stacks of 500 frames: JSON, HTML and
+    -v text stay within a few times the log, the name shown cut, with its length."""
+    name = "/" + "d" * 65_535
+    stack = [{"line": i, "name": "f", "filename": 0} for i in range(500)]
+    parts = [interned(name)] + [record("dynamo_start", {"stack": stack}, (k, 0)) for k in range(20)]
+    log = write_log(tmp_path, "names.log", *parts)
+    size = log.stat().st_size
+    for fmt, extra in (("json", ()), ("html", ()), ("text", ("-v",))):
+        out = tmp_path / f"out.{fmt}"
+        assert_clean_exit(run("report", str(log), "--format", fmt, "-o", str(out), *extra), 0, fmt)
+        assert out.stat().st_size < 40 * size, (fmt, out.stat().st_size, size)
+    frame = tlview.expand_report(doc_of(log))["compiles"][0]["stack"][0]  # the strings table
+    assert "...[65,536 characters]..." in frame["file"] and len(frame["file"]) < 520, frame
