@@ -64,3 +64,106 @@ def test_repro_writes_but_runs_nothing_from_the_log(evil: Hostile, tmp_path: Pat
     assert res.exit_code in (0, 6), res.stderr  # 6: some graph gave no repro (README)
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
     check_inert(evil, events)
+
+
+# -- the op check: what a graph may call ----------------------------------------------------------
+def graph_text(line: str) -> str:
+    """A graph module's code as fx prints it, with LINE among its statements."""
+    return (
+        "class GraphModule(torch.nn.Module):\n"
+        '    def forward(self, L_x_: "f32[4][1]cpu"):\n'
+        "        relu = torch.nn.functional.relu(L_x_);  L_x_ = None\n"
+        f"        {line}\n"
+        "        return (relu,)\n"
+    )
+
+
+NOT_FX = {
+    'c = __import__("os").system("touch marker")': "a call of \"__import__('os').system\"",
+    "c = eval('1')": "the builtin eval",
+    "c = exec('x = 1')": "the builtin exec",
+    "c = open('/etc/passwd')": "the builtin open",
+    "c = getattr(torch, 'os')": "the builtin getattr",
+    "c = compile('1', 'f', 'eval')": "the builtin compile",
+    "c = globals()": "the builtin globals",
+    "c = max(['1'], key=eval)": "the builtin eval",
+    "c = relu.__class__": "the attribute __class__",
+    "c = torch.tensor(1).data": "an attribute of a call's result (data)",
+    "c = [print][0]('x')": "a call of '[print][0]'",
+    "c = torch.ops.load_library('/tmp/evil.so')": "torch.ops.load_library",
+}
+
+
+@pytest.mark.parametrize("line", sorted(NOT_FX))
+def test_code_fx_never_prints_is_no_graph(line: str) -> None:
+    """A call of a call's result, a builtin fx never names (called or passed on), a dunder
+    attribute: no graph fx printed, so no repro (before: `__import__("os").system(...)` passed,
+    and `repro --run` ran it)."""
+    from tlview.replay import graphcode as gc
+
+    with pytest.raises(gc.GraphCodeError, match="which fx never prints") as e:
+        gc.parse(graph_text(line))
+    assert NOT_FX[line] in str(e.value)
+
+
+def test_what_fx_prints_still_reads() -> None:
+    from tlview.replay import graphcode as gc
+
+    for line in ("c = slice(None, None, 2)", "c = len(relu)", "c = torch.float32",
+                 "c = relu.view(4)", "c = max(relu.size(0), 2)", "c = device(type='cpu')",
+                 "c = torch.ops.aten.add.Tensor(relu, 1)"):  # fmt: skip
+        code = gc.parse(graph_text(line))
+        assert "torch.nn.functional.relu" in code.torch_names, line
+
+
+@pytest.mark.slow  # torch: each name resolved
+def test_a_torch_name_outside_torch_is_written_never_run(tmp_path: Path) -> None:
+    """`torch.os.system(...)`, `torch.load(...)`, `torch.hub.load(...)`: the repro is written
+    with the reason (exit 6) and `--run` runs none of it; torch's own names pass."""
+    pytest.importorskip("torch")
+    marker = tmp_path / "marker"
+    for line in (f"c = torch.os.system('touch {marker}')", f"c = torch.load('{marker}')",
+                 f"c = torch.hub.load('{marker}', 'x')"):  # fmt: skip
+        body = "\n".join(graph_text(line).splitlines()[2:4]).strip()
+        parts = [start(), storage(0, 16), tensor(0, [4], [1], 0), source(0, "L['x']")]
+        g = graph([("L_x_", "f32[4][1]cpu")], body=body.replace("        ", ""))
+        log = write_log(tmp_path, "t.log", interned("/m.py"), *parts, g, metrics())
+        out = tmp_path / "r"
+        res = run("repro", str(log), "--compile-id", "0/0", "-o", str(out), "--run")
+        assert res.exit_code == 6, res.output
+        assert "not code fx prints, not run" in res.stderr, res.stderr
+        assert (out / "repro.py").exists() and not marker.exists()
+    import torch
+
+    from tlview.replay.plan import _not_torch
+
+    for name in ("torch.nn.functional.relu", "torch._C._nn.linear", "torch.Tensor.add",
+                 "torch.distributed.tensor.placement_types.Replicate", "torch.float32"):  # fmt: skip
+        assert _not_torch(torch, name) is None, name
+
+
+@pytest.mark.slow  # every graph of the corpus and the fixtures
+def test_every_graph_torch_wrote_passes_the_check() -> None:
+    """The check refuses no graph torch wrote: every dynamo graph of the shared corpus and the
+    fixtures that reads as graph code names only what fx prints and torch's own names."""
+    import torch
+    from conftest import CORPUS, FIXTURES
+
+    import tlview
+    from tlview.replay import graphcode as gc
+    from tlview.replay.make import graph_keep
+    from tlview.replay.plan import _not_torch
+
+    seen = 0
+    for log in sorted([*CORPUS.rglob("*.log"), *FIXTURES.rglob("*.log")]):
+        for c in tlview.read(str(log), keep=graph_keep(), jobs=1).compiles:
+            for g in c.graphs:
+                try:
+                    code = gc.parse(g.text or "")
+                except gc.GraphCodeError as e:
+                    assert "fx never prints" not in str(e), (log, c.key, str(e))
+                    continue
+                seen += 1
+                for name in code.torch_names:
+                    assert _not_torch(torch, name) is None, (log, c.key, name)
+    assert seen > 100, seen
