@@ -558,8 +558,10 @@ def show(path: str, artifact: str | None, compile_id: str, raw: bool, latest: bo
         named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
         show_help.list_artifacts(path, compile_id, named)
         return
-    p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
-    show_help.write_artifact(artifact, p, raw)
+    p, log = show_help.located(path, compile_id, artifact, on_terminal(sys.stderr))
+    if log is None or not show_help.stream_artifact(p, log, raw):
+        p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
+        show_help.write_artifact(artifact, p, raw)
 
 
 def _progress_reader(path: str) -> object:
