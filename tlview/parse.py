@@ -8,6 +8,7 @@ import io
 import mmap
 import os
 import re
+import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -260,6 +261,8 @@ class Reader:
         if self.span is not None:
             pos = f.seek(self.span[0])
             left = self.span[1] - self.span[0]
+        elif not compressed:
+            left = _file_size(f)  # a log still growing is read as it was, as a mapped one is
         while True:
             want = CHUNK if left is None else min(CHUNK, left)
             parts: list[bytes] = []
@@ -528,6 +531,15 @@ class Reader:
         if type(rank_v) is not int:
             rank_v = int(rank) if rank else None
         return Record(kind, meta[kind], meta, line, int(pid), time.decode(), rank_v), ""
+
+
+def _file_size(f: IO[bytes]) -> int | None:
+    """The size of a regular file as it is opened (None for a pipe, a device, a stream)."""
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def _line_breaks(data: bytes | bytearray) -> int:

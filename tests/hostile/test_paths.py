@@ -145,3 +145,169 @@ def test_slugs_are_bounded_and_folders_unique() -> None:
         "a_b.log--0-0-2",
         "A_B.log--0-0-3",
     ]
+
+
+# -- what a job folder, an output path or a URL may be --------------------------------------------
+def test_a_job_folder_of_odd_entries_is_read_and_said_once(tmp_path: Path) -> None:
+    """A FIFO (never opened: a read of it would block), a link to nothing, a link back to the
+    folder and 3,000 empty logs beside one log: its report, and one note for each kind of thing
+    left out (before: a note for every empty log, 3,000 lines)."""
+    import os
+    import subprocess
+    import sys
+
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "a.log").write_bytes(DEMO.read_bytes())
+    os.mkfifo(job / "fifo.log")
+    (job / "gone.log").symlink_to(tmp_path / "nothing")
+    (job / "loop").symlink_to(job)
+    for i in range(3000):
+        (job / f"e{i}.log").write_bytes(b"")
+    p = subprocess.run(
+        [sys.executable, "-m", "tlview", "report", str(job), "--format", "json", "--jobs", "1"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert p.returncode == EXIT_OK, p.stderr.decode()
+    notes = json.loads(p.stdout)["notes"]
+    assert len(notes) == 3, notes
+    assert notes[0] == "could not read 2 *.log entr(ies): fifo.log (not a regular file), " \
+        "gone.log (not a regular file)"  # fmt: skip
+    assert notes[1] == "did not enter 1 subdirector(ies): loop"
+    assert notes[2].startswith("skipped 3,000 logs (empty file): e0.log, e1.log, e10.log")
+
+
+def test_a_log_that_grows_while_it_is_read(tmp_path: Path) -> None:
+    """Records appended while tlview reads (a job still running): every compile of what was
+    there is reported, what came after is read or is one bad line, never an error."""
+    import threading
+    import time
+
+    log = tmp_path / "growing.log"
+    data = DEMO.read_bytes()
+    log.write_bytes(data * 20)
+    done = threading.Event()
+
+    def grow() -> None:
+        # Bounded (the lead's edit: unbounded, a reader that chases the end filled the disk
+        # with 65 GB): at most 64 MB more, then the writer stops as a finished job does.
+        with log.open("ab") as f:
+            for _ in range((64 << 20) // 70_000):
+                if done.is_set():
+                    break
+                f.write(data[:70_000])  # a record cut anywhere, as a writer leaves it
+                f.flush()
+                time.sleep(0.001)
+
+    t = threading.Thread(target=grow, daemon=True)
+    t.start()
+    try:
+        for mmap in ("", "1"):
+            res = run("report", str(log), "--format", "json", env={"TLVIEW_NO_MMAP": mmap})
+            assert_clean_exit(res, EXIT_OK, f"mmap={mmap!r}")
+            keys = [c["key"] for c in json.loads(res.stdout)["compiles"]]
+            assert len(keys) >= 20 * 7, len(keys)
+    finally:
+        done.set()
+        t.join()
+
+
+def test_output_onto_a_link_is_refused_unless_forced(tmp_path: Path) -> None:
+    """`-o LINK`: tlview writes no link, so one is refused (before: a link to tlview's own file,
+    or to nothing, was silently replaced by a file); with --force the link is replaced and the
+    file it names left alone. A link to a device is written through, as the device is."""
+    mine = tmp_path / "mine.json"
+    assert_clean_exit(run("report", str(DEMO), "--format", "json", "-o", str(mine)), 0, "mine")
+    before = mine.read_bytes()
+    for target in (mine, tmp_path / "no" / "such.json"):
+        link = tmp_path / f"link{len(str(target))}.json"
+        link.symlink_to(target)
+        res = run("report", str(DEMO), "--format", "json", "-o", str(link))
+        assert_clean_exit(res, EXIT_REFUSED, str(target))
+        assert f"is a link (to {target}), which tlview did not write" in res.stderr
+        assert link.is_symlink()
+        res = run("report", str(DEMO), "--format", "json", "-o", str(link), "--force")
+        assert_clean_exit(res, EXIT_OK, f"--force {target}")
+        assert not link.is_symlink() and link.read_bytes() == before
+    assert mine.read_bytes() == before
+    null = tmp_path / "null.json"
+    null.symlink_to("/dev/null")
+    assert_clean_exit(run("report", str(DEMO), "-o", str(null)), EXIT_OK, "a link to a device")
+    assert null.is_symlink()
+    if Path("/dev/full").exists():
+        res = run("report", str(DEMO), "--format", "json", "-o", "/dev/full")
+        assert_clean_exit(res, EXIT_REFUSED, "/dev/full")
+        assert "/dev/full: cannot write: No space left on device" in res.stderr
+
+
+def test_latest_passes_over_what_is_no_log(tmp_path: Path) -> None:
+    """--latest among links: the newest entry is a link to an empty file, which is passed over
+    for the newest log, and said; a folder of no log is one line (exit 1)."""
+    import os
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "a.log").write_bytes(DEMO.read_bytes())
+    os.utime(d / "a.log", (0, 1_000_000))
+    (tmp_path / "empty").write_bytes(b"")
+    (d / "z.log").symlink_to(tmp_path / "empty")
+    res = run("report", str(d), "--latest", "-q")
+    assert_clean_exit(res, EXIT_OK, "--latest")
+    assert f"reading the newest log, {d / 'a.log'} (passed over newer: z.log: empty file)" in (
+        res.stderr
+    )
+    (d / "a.log").write_bytes(b"")
+    res = run("report", str(d), "--latest")
+    assert_clean_exit(res, 1, "no log")
+    assert "no log to read among its *.log files: " in res.stderr
+    res = run("report", "", "--latest")
+    assert_clean_exit(res, 2, "an empty PATH")
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "words"),
+    [
+        ("", 2, "an empty PATH names no log"),
+        ("zip://a.log::{demo}", 1, "cannot open: BadZipFile"),
+        ("nosuchproto://x.log", 5, "Protocol not known"),
+        ("{demo}\x00x", 1, "no such file or directory"),
+        ("memory://none.log", 1, "no such file or directory"),
+    ],
+)
+def test_a_hostile_path_is_one_error_in_the_api_and_the_command(
+    path: str, status: int, words: str
+) -> None:
+    """`tlview.read` and `tlview report` on paths and fsspec URLs that name no log (before:
+    `zip://` of no zip file ended in exit 70, and "" read the current directory)."""
+    import tlview
+
+    path = path.format(demo=DEMO)
+    with pytest.raises(tlview.TlviewError, match=words) as e:
+        tlview.read(path)
+    assert e.value.exit_code == status
+    if "\x00" not in path:  # no command line holds a NUL: only a Python caller can give one
+        assert_clean_exit(run("report", path), status, repr(path))
+
+
+def test_a_growing_log_is_read_as_it_was_when_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read in chunks (not mapped: a .gz's plain twin, TLVIEW_NO_MMAP), a log that grows after
+    tlview opened it is read to the size it had then, as a mapped one is (before: the reader
+    chased the end, and a job writing faster than it reads kept it reading for ever)."""
+    from tlview import parse
+
+    monkeypatch.setenv("TLVIEW_NO_MMAP", "1")
+    monkeypatch.setattr(parse, "CHUNK", 1 << 16)
+    log = tmp_path / "growing.log"
+    data = DEMO.read_bytes()
+    log.write_bytes(data * 4)
+    records = iter(parse.Reader(log))
+    first = [next(records) for _ in range(10)]
+    with log.open("ab") as f:  # grows after it was opened
+        f.write(data * 4)
+    rest = list(records)
+    whole = sum(1 for _ in parse.Reader(tmp_path / "growing.log"))
+    assert len(first) + len(rest) == whole // 2, (len(rest), whole)

@@ -99,6 +99,19 @@ def directory_notes(skipped: list[str], subdirs: list[str], odd: Sequence[str] =
     return notes
 
 
+def skipped_notes(skipped: Sequence[tuple[str, str]]) -> list[str]:
+    """One note per reason a directory's logs were skipped (`empty file`), naming the first
+    few: a folder of thousands of empty logs is one line, not thousands."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in skipped:
+        by_reason.setdefault(why, []).append(name)
+    return [
+        f"skipped {names[0]}: {why}" if len(names) == 1
+        else f"skipped {len(names):,} logs ({why}): {_names(names)}"
+        for why, names in by_reason.items()
+    ]  # fmt: skip
+
+
 def no_logs(path: str, notes: Sequence[str]) -> str:
     """The error for a directory with no log: what it did hold says where the logs may be."""
     held = "; ".join(notes)
