@@ -241,7 +241,9 @@ def inputs(
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
     from tlview.commands.listing import list_inputs, quiet_torch
+    from tlview.replay.thirdparty import check_names
 
+    check_names(allow_import)
     quiet_torch()
     path = newest(path) if latest else path
     from tlview.tensors.options import DEFAULT_MAX_BYTES

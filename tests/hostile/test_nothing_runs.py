@@ -181,3 +181,28 @@ def _atime_is_kept(tmp: Path) -> bool:
     os.utime(probe, (0, probe.stat().st_mtime))
     probe.read_text()
     return probe.stat().st_atime != 0
+
+
+@pytest.mark.parametrize("name", ["", "../evil", "a b", "os;x", ".x", "x.", "a..b", "é"])
+def test_allow_import_takes_only_a_module_name(name: str) -> None:
+    """A name no `import` statement could hold is a usage error (exit 2), for `inputs` as for
+    `repro`, and in the API (before: `inputs --allow-import ../evil` was taken silently)."""
+    import tlview
+
+    res = run("inputs", str(DEMO), "--compile-id", "2/0", "--allow-import", name)
+    assert_clean_exit(res, 2, repr(name))
+    assert f"--allow-import {name!r}: not a module name" in res.stderr
+    with pytest.raises(tlview.TlviewError, match="not a module name") as e:
+        tlview.save_inputs(str(DEMO), "/dev/null", "2/0", allow_import=[name])
+    assert e.value.exit_code == 2
+
+
+@pytest.mark.slow
+def test_a_name_like_the_module_is_not_the_module(evil: Hostile) -> None:
+    """`--allow-import` of a prefix of the module the log names (or of a package beside it)
+    imports nothing: only that module, or one inside it, is let in."""
+    pytest.importorskip("torch")
+    for near in (evil.module[:-1], evil.module + "x", evil.module.rsplit("_", 1)[0]):
+        res = run("inputs", str(evil.log), "--compile-id", "0/0", "--allow-import", near)
+        assert_clean_exit(res, EXIT_OK, near)
+        assert evil.marks() == [], near

@@ -17,7 +17,6 @@ from tlview.commands.funnel import say
 from tlview.errors import EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.logs.files import discover, no_logs
 from tlview.logs.sources import is_url
-from tlview.parse import sniff
 
 
 class Reader(Protocol):
@@ -87,6 +86,8 @@ def newest(path: str) -> str:
     names), then name; a newer file that is plainly no log (empty, binary) is passed over."""
     if not path or is_url(path) or not Path(path).is_dir():
         raise TlviewError(f"{path}: --latest needs a local directory of logs", EXIT_USAGE)
+    from tlview.parse import sniff  # here: `tlview --help` imports no orjson
+
     logs, notes = discover(Path(path))
     when = {}
     for log in logs:
