@@ -345,3 +345,12 @@ def test_huge_claims_real_rebuild_is_refused_meta_and_fake_work(tmp_path: Path) 
     status, err, rss = inputs()
     assert status == EXIT_OK and "Traceback" not in err, err
     assert rss < 1536 << 20, rss
+
+
+@pytest.mark.slow  # torch, as a process under a memory limit
+def test_a_mesh_just_past_its_bound_is_refused(tmp_path: Path) -> None:
+    """MAX_MESH_RANKS + 1 ranks: refused with the bound, in the listing and in meta mode."""
+    log = with_mesh(tmp_path, str(MAX_MESH_RANKS + 1))
+    res = limited(["inputs", str(log), "--mode", "meta"], TORCH_LIMIT)
+    assert res.returncode == EXIT_OK, res.stderr[-2000:]
+    assert f"over {MAX_MESH_RANKS:,} ranks" in res.stdout.decode()

@@ -211,3 +211,12 @@ def test_byte_counts_beyond_a_float_are_written() -> None:
     from tlview.units import nbytes
 
     assert nbytes(1048575**64) == "about 2^1279 B" and nbytes(3 << 40) == "3.0 TiB"
+
+
+def test_a_number_just_past_its_bound_is_none() -> None:
+    """docs/trust.md: at most 19 ASCII digits, within 64 bits: each tried at and just past."""
+    assert number("9" * MAX_DIGITS) == int("9" * MAX_DIGITS)
+    assert number("1" + "0" * MAX_DIGITS) is None  # 20 digits
+    assert number(str((1 << 63) - 1)) == (1 << 63) - 1
+    assert number(str(-(1 << 63))) == -(1 << 63) and number(str(-(1 << 63) - 1)) is None
+    assert number(str(1 << 64)) is None
