@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from crafted import (
     OBEYED,
+    arg_name,
     graph,
     interned,
     metrics,
@@ -167,3 +168,48 @@ def test_every_graph_torch_wrote_passes_the_check() -> None:
                 for name in code.torch_names:
                     assert _not_torch(torch, name) is None, (log, c.key, name)
     assert seen > 100, seen
+
+
+# -- strings of the log inside repro.py -----------------------------------------------------------
+MARK = "tlview_script_mark"
+# Sources, a dtype and a device that would end a string literal, a comment or a line of
+# repro.py if written raw: each must stay one string of the script.
+ODD = [
+    f"L['{MARK}\\n'] + __import__('os').system('x') #",
+    f'L["{MARK}"""\'\'\'"] ; {MARK}()',
+    f"L['{MARK}\\\\'] \\N{{BULLET}} {{0}} %s",
+    f"L['{MARK}\r\x1b[2J\u202e']",
+]
+
+
+@pytest.mark.slow  # torch: the repro is planned and written
+def test_strings_of_the_log_stay_strings_in_repro(tmp_path: Path) -> None:
+    """Hostile sources (quotes of every kind, line ends, backslashes, format fields, escapes),
+    a dtype and a device the log gives: repro.py parses, and every one is a string constant of
+    it (no name, call or comment of the script holds the marker)."""
+    import ast
+
+    pytest.importorskip("torch")
+    parts = [interned(f"/{MARK}'\"\n.py"), start()]
+    params = []
+    for i, src in enumerate(ODD):
+        parts += [storage(i, 16), tensor(i, [4], [1], i), source(i, src)]
+        params.append((arg_name(src), "f32[4][1]cpu"))
+    parts += [storage(9, 16), tensor(9, [4], [1], 9, dtype=f"torch.float32'); {MARK}('")]
+    parts += [source(9, "L['y']"), graph(params), metrics()]
+    log = write_log(tmp_path, "odd.log", *parts)
+    out = tmp_path / "r"
+    res = run("repro", str(log), "--compile-id", "0/0", "-o", str(out))
+    assert res.exit_code in (0, 6), res.output
+    assert "Traceback" not in res.output and "internal error" not in res.output
+    script = (out / "repro.py").read_text()
+    tree = ast.parse(script)
+    placeholders = {arg_name(src) for src in ODD}  # the graph's own names, as dynamo names them
+    for node in ast.walk(tree):
+        own = getattr(node, "id", None) or getattr(node, "arg", None)
+        if isinstance(node, ast.Name | ast.arg) and own in placeholders:
+            continue
+        if isinstance(node, ast.Name | ast.Attribute | ast.arg | ast.alias):
+            assert MARK not in ast.unparse(node), ast.unparse(node)
+    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+    assert sum(isinstance(v, str) and v in ODD for v in strings) >= len(ODD)  # each whole
