@@ -8,7 +8,6 @@ import io
 import mmap
 import os
 import re
-import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import IO, Any
 
 import orjson
 
-from tlview.logs.files import Opener, open_log
+from tlview.logs.files import Opener, file_size, open_log
 from tlview.model import BadLine, CompileId
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
@@ -262,7 +261,7 @@ class Reader:
             pos = f.seek(self.span[0])
             left = self.span[1] - self.span[0]
         elif not compressed:
-            left = _file_size(f)  # a log still growing is read as it was, as a mapped one is
+            left = file_size(f)  # a log still growing is read as it was, as a mapped one is
         while True:
             want = CHUNK if left is None else min(CHUNK, left)
             parts: list[bytes] = []
@@ -531,15 +530,6 @@ class Reader:
         if type(rank_v) is not int:
             rank_v = int(rank) if rank else None
         return Record(kind, meta[kind], meta, line, int(pid), time.decode(), rank_v), ""
-
-
-def _file_size(f: IO[bytes]) -> int | None:
-    """The size of a regular file as it is opened (None for a pipe, a device, a stream)."""
-    try:
-        st = os.fstat(f.fileno())
-    except (AttributeError, OSError, ValueError):
-        return None
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def _line_breaks(data: bytes | bytearray) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
@@ -19,6 +20,15 @@ def is_gzip(path: Path) -> bool:
             return f.read(2) == _GZIP_MAGIC
     except OSError:
         return False
+
+
+def file_size(f: IO[bytes]) -> int | None:
+    """The size of an open regular file as it is now (None for a pipe, a device, a stream)."""
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def open_log(path: Path) -> IO[bytes]:
