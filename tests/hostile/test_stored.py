@@ -228,3 +228,43 @@ def test_expanding_a_hostile_document_copies_no_string() -> None:
     while isinstance(node, list):
         node = node[0]
     assert node == "s"
+
+
+# The issue's crafted baselines, each of which ended in exit 70: (where, value, what is said).
+CRAFTED: list[tuple[tuple[Any, ...], Any, str]] = [
+    (("stats",), [1], "stats is a list, not an object"),
+    (("compiles", 1, "status"), ["ok"], "compiles[1].status is a list, not a string"),
+    (("compiles", 1, "function"), 7, "compiles[1].function is an integer, not a string"),
+    (
+        ("compiles", 1, "fail_reason"),
+        {"a": 1},
+        "compiles[1].fail_reason is an object, not a string",
+    ),
+    (("compiles", 1, "graph_breaks", 0, "reason"), {"a": 1}, "graph_breaks[0].reason is an object"),
+    (("compiles", 1, "graph_breaks", 0, "where"), 7, "graph_breaks[0].where is an integer"),
+    (("logs", 0), "x", "logs[0] is a string, not an object"),
+    (("stats", "kinds"), {"str": "many"}, "stats.kinds.str is a string, not an integer"),
+    (("compiles", 1, "status"), "pwned", "compiles[1].status is 'pwned', no status tlview writes"),
+]
+
+
+@pytest.mark.parametrize(("at", "value", "said"), CRAFTED, ids=lambda v: str(v)[:30])
+def test_each_crafted_baseline_of_the_issue_is_one_line(
+    tmp_path: Path, at: tuple[Any, ...], value: Any, said: str
+) -> None:
+    base = json.loads(stored(FIXTURES / "demo.log", tmp_path).read_text())
+    p = tmp_path / "crafted.json"
+    p.write_text(json.dumps(put(base, at, value)))
+    res = run("diff", str(p), str(FIXTURES / "demo.log"))
+    assert_clean_exit(res, EXIT_NO_TRACE, said)
+    assert said in res.stderr, res.stderr
+
+
+def test_outside_compile_seconds_as_a_string_is_one_line(tmp_path: Path) -> None:
+    base = json.loads(stored(FIXTURES / "demo.log", tmp_path).read_text())
+    base["compiles"][0]["outside_compiles"] = [{"log_line": 1, "seconds": "5"}]
+    p = tmp_path / "crafted.json"
+    p.write_text(json.dumps(base))
+    res = run("diff", str(p), str(FIXTURES / "demo.log"))
+    assert_clean_exit(res, EXIT_NO_TRACE, "seconds")
+    assert "compiles[0].outside_compiles[0].seconds is a string, not a number" in res.stderr
