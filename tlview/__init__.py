@@ -196,7 +196,9 @@ def repro(
     `allow_import` names packages to import for third-party ops and tensor subclasses (runs
     their code); `check_accuracy` (with `run`) compares eager with the backend per output."""
     from tlview.replay.make import ReproOptions, make_one
+    from tlview.replay.thirdparty import check_names
 
+    check_names(allow_import)
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
         max_bytes=max_bytes, timeout=timeout, allow_import=tuple(allow_import),
@@ -226,7 +228,9 @@ def repro_all(
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
     `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
     from tlview.replay.make import ReproOptions, make_all
+    from tlview.replay.thirdparty import check_names
 
+    check_names(allow_import)
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
         max_bytes=max_bytes, world=world, timeout=timeout, allow_import=tuple(allow_import),
@@ -336,8 +340,10 @@ def _options(
     mode: str, seed: int, device: str | None, max_bytes: int | None, allow_import: Sequence[str]
 ) -> RebuildOptions:
     """The one record of what a rebuild was asked, from the keywords the API takes."""
+    from tlview.replay.thirdparty import check_names
     from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
 
+    check_names(allow_import)  # a dotted module name, as `repro` takes: else a usage error
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     return RebuildOptions(
         mode=mode, seed=seed, device=device, max_bytes=limit, allow_import=allow_import

@@ -185,7 +185,7 @@ def report(
         from tlview.render import annotate
 
         for line in annotate.lines(sites(rep), annotations):
-            say(line)
+            say(line, command=annotations == "github")
     if checks:
         from tlview.analyze.gate import evaluate_report
         from tlview.analyze.summary import overview
@@ -254,7 +254,9 @@ def inputs(
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
     from tlview.commands.listing import list_inputs, quiet_torch
+    from tlview.replay.thirdparty import check_names
 
+    check_names(allow_import)
     quiet_torch()
     path = newest(path) if latest else path
     from tlview.tensors.options import DEFAULT_MAX_BYTES
@@ -359,7 +361,7 @@ def diff(
         from tlview.render import annotate
 
         for line in annotate.lines(added(d), annotations):
-            say(line)
+            say(line, command=annotations == "github")
     if junit_xml is not None:
         from tlview.render import junit
 
@@ -639,8 +641,10 @@ def show(
         named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
         show_help.list_artifacts(path, compile_id, named)
         return
-    p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
-    show_help.write_artifact(artifact, p, raw)
+    p, log = show_help.located(path, compile_id, artifact, on_terminal(sys.stderr))
+    if log is None or not show_help.stream_artifact(p, log, raw):
+        p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
+        show_help.write_artifact(artifact, p, raw)
 
 
 def _progress_reader(path: str) -> object:

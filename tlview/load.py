@@ -15,7 +15,7 @@ from tlview.analyze.divergence import Fingerprint, find_in, fingerprint, process
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
-from tlview.logs.files import Opener, no_logs, open_log
+from tlview.logs.files import Opener, no_logs, open_log, skipped_notes
 from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
@@ -146,16 +146,18 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
     """One report from the reads of a PATH's logs, in file order, with the ranks compared."""
     report = Report(path=path, notes=list(notes))
     per_log: list[Fingerprint] = []
+    skipped: list[tuple[str, str]] = []
     for r in reads:
         if r.error is not None:
             raise TlviewError(*r.error)
         if r.skipped is not None:
             if not directory:
                 raise TlviewError(f"{path}: {r.skipped}", EXIT_NO_TRACE)
-            report.notes.append(f"skipped {r.source.name}: {r.skipped}")
+            skipped.append((r.source.name, r.skipped))
             continue
         report.logs.extend(r.logs)
         per_log.extend(r.fingerprints)
+    report.notes += skipped_notes(skipped)
     if not report.logs:
         raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
     name_processes(report.logs)

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import orjson
 
-from tlview.logs.files import Opener, open_log
+from tlview.logs.files import Opener, file_size, open_log
 from tlview.model import BadLine, CompileId
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
@@ -260,6 +260,8 @@ class Reader:
         if self.span is not None:
             pos = f.seek(self.span[0])
             left = self.span[1] - self.span[0]
+        elif not compressed:
+            left = file_size(f)  # a log still growing is read as it was, as a mapped one is
         while True:
             want = CHUNK if left is None else min(CHUNK, left)
             parts: list[bytes] = []

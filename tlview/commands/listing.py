@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from tlview.analyze.names import Refs
 from tlview.commands.funnel import say
+from tlview.inert import one_line  # a cell is one line: a source's line feed shown as `\n`
 from tlview.model import Compile, Report
 from tlview.render.clean import clean  # text from the log: control characters shown
 from tlview.runtime.output import stdout
@@ -55,7 +56,7 @@ def list_inputs(rep: Report, chosen: Iterable[Compile], allow_import: tuple[str,
         rows, notes, problem = input_rows(c, allow_import)
         ref = refs(c)
         say(f"compile {ref}  {c.status}  {len(rows)} input(s)")
-        table = [HEAD, *[tuple(clean(v) for v in r) for r in rows]]  # widths of the inert text
+        table = [HEAD, *[tuple(one_line(clean(v)) for v in r) for r in rows]]  # as shown, inert
         for line in aligned(table):
             say(line)
         for line in notes:

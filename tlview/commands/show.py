@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,6 +15,7 @@ import click
 from tlview.commands.funnel import on_terminal, say  # say: text from the log, made inert
 from tlview.commands.listing import aligned
 from tlview.inert import command
+from tlview.logs import payload
 from tlview.model import Payload
 from tlview.render.clean import clean
 from tlview.runtime.output import stdout
@@ -59,6 +62,46 @@ def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
     out = stdout()
     out.write(data)
     out.flush()
+
+
+def located(path: str, compile_id: str, name: str, progress: bool) -> tuple[Payload, Path | None]:
+    """The artifact NAME names (no text kept), and the log file that holds it, when that is a
+    file to read again (not standard input or a URL)."""
+    import tlview
+    from tlview.analyze.names import find_artifact, find_compile
+
+    report = tlview.read(path, progress=progress)
+    c = find_compile(report, compile_id)
+    p = find_artifact(report, c, name)[1]
+    log = next((lg for lg in report.logs if lg.name == c.log), None)
+    f = Path(log.path) if log is not None else None
+    return p, f if f is not None and f.is_file() else None
+
+
+def stream_artifact(p: Payload, log: Path, raw: bool = False) -> bool:
+    """The artifact written as `write_artifact` writes it, read from LOG a chunk at a time, so
+    no more than a chunk of it (and no other payload) is held; False, having written nothing,
+    when its bytes are not as torch logged them (torch wrote none, a damaged or repaired
+    payload: the caller reads it whole, as before)."""
+    if p.absent or not p.ok or p.md5 is None or payload.md5(log, p.line) != p.md5:
+        return False
+    if raw or _into_file():
+        out = stdout()
+        for chunk in payload.chunks(log, p.line):
+            out.write(chunk)
+        out.flush()
+        return True
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    last = ""
+    for chunk in payload.chunks(log, p.line):  # each ends where a line does: inert alone
+        text = decode.decode(chunk)
+        if text:
+            say(text, nl=False)
+            last = text
+    # On a terminal, a line end after it, so the prompt starts on a line of its own.
+    if on_terminal(sys.stdout) and not last.endswith("\n"):
+        say("")
+    return True
 
 
 def _into_file() -> bool:

@@ -9,7 +9,7 @@ from tlview.analyze.names import describer_marks
 from tlview.analyze.summary import input_flags, input_names
 from tlview.index.dims import dynamic_dims, input_symbols
 from tlview.index.recompiles import limit_text
-from tlview.inert import command
+from tlview.inert import command, one_line
 from tlview.model import CacheEvent, Compile, Input, StackFrame
 from tlview.render.text.console import T, table
 from tlview.render.text.tables import Capped, footnote
@@ -49,7 +49,8 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     for i in shown:
         tt = i.tensor
         storage = "" if i.storage is None else nbytes(i.storage.size)
-        src = ("\n".join(i.sources) if i.sources else f"<tensor {tt.id}>") + marks.get(id(i), "")
+        src = "\n".join(map(one_line, i.sources)) if i.sources else f"<tensor {tt.id}>"
+        src += marks.get(id(i), "")
         t.add_row(
             T(src),
             T(dims(tt.size, input_symbols(i, dynamic))),
@@ -63,7 +64,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
         )
         for name, inner in i.inner.items():
             t.add_row(
-                T(f"  .{name}"),
+                T(f"  .{one_line(name)}"),
                 T(dims(inner.size)),
                 T(dims(inner.stride)),
                 T(inner.storage_offset),
@@ -76,7 +77,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     console.print(t)
     for i in shown:
         for n in i.notes:
-            console.print(T(f"  {i.source}: {n}", "dim"))
+            console.print(T(f"  {one_line(i.source)}: {n}", "dim"))
     footnote(chosen.note("inputs", f"{command('--compile-id', ref)} or -v lists them all"), console)
 
 
