@@ -4,10 +4,12 @@ a Report, so `tlview diff BASE NEW` needs BASE's JSON, not its log.
 What the JSON does not hold stays empty: payload texts, the inputs' described tensors (so no
 input changes are found against a stored BASE: `--fail-on input-changes` needs its log), and
 symbols. Everything else `tlview diff` compares is there: frames, statuses, graph breaks,
-failed guards, failures, metrics (times, graph ops), cache events."""
+failed guards, failures, metrics (times, graph ops), cache events, and each compile's spans (its
+phases, for `--fail-on phase:NAME`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from tlview.model import (
     InputChange,
     LogIndex,
     OutsideCompile,
+    Phase,
     Recompile,
     Report,
     StackFrame,
@@ -63,9 +66,8 @@ def read_report(path: str | Path) -> Report:
         raise TlviewError(f"{path}: not a {FORMAT} file", EXIT_NO_TRACE)
     fmt = doc["format"]
     try:
-        flat = doc if fmt != FORMAT else {**doc, "compiles": every_attempt(doc)}
-        top = Fields(flat, "", Strings(doc.get(TABLE)))
-        report = _report(top, str(path))
+        top = Fields(doc, "", Strings(doc.get(TABLE)))
+        report = _report(top, str(path), fmt == FORMAT)
         stated = top.obj("stats").integer("compiles")
     except Damaged as e:
         raise TlviewError(f"{path}: a damaged {fmt} file: {e}", EXIT_NO_TRACE) from None
@@ -178,12 +180,7 @@ def compile_of(d: Fields) -> Compile:
         fail_where=d.text("fail_where"),
         restart_reasons=d.strs("restart_reasons"),
         recompile_reasons=d.strs("recompile_reasons"),
-        graph_breaks=[
-            GraphBreak(g.need_text("reason"), g.text("where"), g.integer("log_line") or 0)
-            for g in d.items("graph_breaks")
-            # /2 lists with a compile the breaks of its attempts that restarted: theirs
-            if (g.text("attempt") or d.text("key")) == d.text("key")
-        ],
+        graph_breaks=[b for g in d.items("graph_breaks") if (b := _break(g, d)) is not None],
         metrics=d.raw("metrics"),
         bwd_metrics=[m.d for m in d.items("bwd_metrics")],
         cache=[
@@ -207,6 +204,7 @@ def compile_of(d: Fields) -> Compile:
         ],
         recompile=_recompile(d.maybe("recompile")),
         inputs=[_input(i) for i in d.items("inputs")],
+        phases=[_phase(x) for x in d.items("phases")],
     )
 
 
@@ -228,12 +226,46 @@ def _log(x: Fields) -> LogIndex:
     )
 
 
-def _report(doc: Fields, path: str) -> Report:
+def _entries(doc: Fields, attempts: bool) -> Iterator[Fields]:
+    """Each compile as `/1` lists them; with `attempts` (`/2`), each log's records outside any
+    compile first, then each compile's attempts that restarted, then the compile."""
+    if not attempts:
+        yield from doc.items("compiles")
+        return
+    outside: dict[str | None, list[Fields]] = {}
+    for o in doc.items("outside"):
+        outside.setdefault(o.text("log"), []).append(o)
+    for c in doc.items("compiles"):
+        yield from outside.pop(c.text("log"), [])
+        yield from c.items("attempts")
+        yield c
+    for rest in outside.values():
+        yield from rest
+
+
+def _break(g: Fields, c: Fields) -> GraphBreak | None:
+    """A compile's graph break, each field checked; None for one `/2` lists with a compile but
+    an attempt of it that restarted logged (the attempt lists it as its own)."""
+    b = GraphBreak(g.need_text("reason"), g.text("where"), g.integer("log_line") or 0)
+    return b if (g.text("attempt") or c.text("key")) == c.text("key") else None
+
+
+def _phase(d: Fields) -> Phase:
+    """A compile's span as the JSON lists it (for `--fail-on phase:NAME`)."""
+    return Phase(
+        d.need_text("name"),
+        d.number("start_us") or 0.0,
+        d.number("dur_us"),
+        d.integer("depth") or 0,
+    )
+
+
+def _report(doc: Fields, path: str, attempts: bool) -> Report:
     logs: dict[str, LogIndex] = {}
     for x in doc.items("logs"):
         log = _log(x)
         logs[log.name] = log
-    for d in doc.items("compiles"):
+    for d in _entries(doc, attempts):
         c = compile_of(d)
         if c.log not in logs:  # a compile of a log the file does not list: a log of its own
             logs[c.log] = LogIndex(path=c.log, name=c.log, compiles=[])
