@@ -147,6 +147,8 @@ class Payload:
     # (`{"L_x_": "f32[s0, 4][4, 1]cpu"}`): the graph's own symbols, kept without its text.
     placeholders: dict[str, str] | None = None
     data: builtins.bytes | None = None  # the exact bytes, whole, when asked for (`tlview show`)
+    # False: the md5 was not checked (no report read this payload's bytes; docs/formats.md).
+    checked: bool = True
 
     @property
     def absent(self) -> bool:

@@ -21,6 +21,7 @@ class Keep:
     ranks: bool = True  # also keep what comparing ranks needs (masked graph hashes)
     exact: bool = False  # keep the payloads' exact bytes whole (`data`), not their text
     line: int | None = None  # with `exact`: only the payload of the record at this line
+    check: bool = False  # check the md5 of every payload it wants, its text kept or not
     used: int = 0
     full: bool = False  # a text did not fit: no more are kept
     kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
@@ -35,6 +36,7 @@ class Keep:
             self.ranks,
             self.exact,
             self.line,
+            self.check,
         )
 
     def wants(self, kind: str, compile_key: str) -> bool:
@@ -42,6 +44,10 @@ class Keep:
         return (self.kinds is None or kind in self.kinds) and (
             self.compile is None or compile_key == self.compile
         )
+
+    def checks(self, kind: str, compile_key: str) -> bool:
+        """Whether a payload's md5 is checked because a renderer may show it (or was asked)."""
+        return (self.payload_bytes > 0 or self.check) and self.wants(kind, compile_key)
 
     def wants_data(self, kind: str, compile_key: str, line: int) -> bool:
         """Whether to keep this payload's exact bytes: `tlview show` keeps the one it writes."""
