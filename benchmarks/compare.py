@@ -10,7 +10,7 @@
 Logs: the three shapes of make_logs.py (`deep_inductor`: a deep model under inductor, large
 output code; `small_records`: many small records; `dynamic_params`: a real model's dynamic-shape
 log) at each size asked (MB; 1, 10, 30 and 200 by default, 1000 when asked), and with `--job`
-a directory of 64 rank logs of 2 MB (make_job.py). Commands: tlview's JSON report, its terminal
+a directory of 64 rank logs of 2 MB, 128 MB in all (make_job.py). Commands: tlview's JSON report, its terminal
 report (on a pseudo-terminal, as a user sees it), its page, its Markdown summary, the `inputs`
 listing, `inputs --emit` (meta tensors: the rebuild without the values' memory), `diff` of the
 log against itself; tlparse's plain mode (`-p`) and its HTML mode. Each command runs once
@@ -178,7 +178,15 @@ def logs_of(args: argparse.Namespace) -> list[Path]:
     if args.job:
         if not JOB.exists():
             subprocess.run(
-                [sys.executable, str(HERE / "make_job.py"), str(JOB), "--ranks", "64"],
+                [
+                    sys.executable,
+                    str(HERE / "make_job.py"),
+                    str(JOB),
+                    "--ranks",
+                    "64",
+                    "--size-mb",
+                    "2",
+                ],
                 check=True,
             )
         got.append(JOB)
@@ -260,7 +268,9 @@ def _size(log: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="*", type=Path, help="logs to time (default: generated ones)")
-    ap.add_argument("--sizes", type=int, nargs="+", default=list(make_logs.SIZES), help="MB")
+    ap.add_argument(
+        "--sizes", type=int, nargs="*", default=list(make_logs.SIZES), help="MB (none: only --job)"
+    )
     ap.add_argument("--shapes", nargs="+", default=list(make_logs.SHAPES), choices=make_logs.SHAPES)
     ap.add_argument("--job", action="store_true", help="also a job of 64 rank logs")
     ap.add_argument("--runs", type=int, default=3)
