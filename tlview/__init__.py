@@ -304,11 +304,17 @@ def expand_report(doc: Any) -> Any:
 
 def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:
     """A compile's artifacts (its graphs, code, guards and other payloads) in log order, by the
-    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind. Texts are not kept."""
+    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind, each md5 checked (`ok`).
+    Texts are not kept."""
     from tlview.analyze.names import artifact_names, find_compile
+    from tlview.index.keep import Keep
     from tlview.model import Report
 
-    report = log if isinstance(log, Report) else read(log, progress=progress)
+    if not isinstance(log, Report):
+        log = read(
+            log, keep=Keep(check=True, compile=compile_id.rpartition(":")[2]), progress=progress
+        )
+    report = log
     return artifact_names(find_compile(report, compile_id))
 
 

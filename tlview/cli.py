@@ -238,6 +238,12 @@ def report(
     metavar="FILE",
     help="Write the rebuilt inputs with torch.save (format tlview.inputs/1).",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also rebuild each input as a fake and a meta tensor and say whether it rebuilds "
+    "(imports torch).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing FILE that tlview did not write.")
 @latest_option
 def inputs(
@@ -249,6 +255,7 @@ def inputs(
     max_bytes: str | None,
     allow_import: tuple[str, ...],
     emit: str | None,
+    check: bool,
     force: bool,
     latest: bool,
 ) -> None:
@@ -264,9 +271,13 @@ def inputs(
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
     # torch is imported while a second reader still reads a large log (and reads more of it):
-    # the listing's fake column needs dynamo's too, which FakeTensorMode imports.
-    job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
-    with meanwhile(job, ns):
+    # --check's fake column needs dynamo's too, which FakeTensorMode imports. The listing
+    # alone imports none of it.
+    warm: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if emit or check:
+        job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
+        warm = meanwhile(job, ns)
+    with warm:
         rep = tlview.read(path, progress=on_terminal(sys.stderr))
     if emit is not None:
         summary = tlview.save_inputs(
@@ -284,7 +295,7 @@ def inputs(
         return
     from tlview.analyze.names import compiles_with_inputs
 
-    list_inputs(rep, compiles_with_inputs(rep, compile_id), allow_import)
+    list_inputs(rep, compiles_with_inputs(rep, compile_id), allow_import, check)
 
 
 def _import_torch() -> None:

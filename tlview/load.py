@@ -9,9 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tlview.analyze.divergence import Fingerprint, find_in, fingerprint, process_name
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
@@ -22,6 +21,9 @@ from tlview.parse import sniff
 from tlview.runtime.output import reading
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
 from tlview.runtime.store import CompileList, SpillFile
+
+if TYPE_CHECKING:
+    from tlview.analyze.divergence import Fingerprint
 
 
 def read(
@@ -165,7 +167,10 @@ def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> R
     for r in reads:
         for lg, f in zip(r.logs, r.fingerprints, strict=False):
             f.name = lg.process
-    report.divergence = find_in(per_log)
+    if len(per_log) > 1:  # ranks to compare: the analysis imported only then
+        from tlview.analyze.divergence import find_in
+
+        report.divergence = find_in(per_log)
     return report
 
 
@@ -176,7 +181,13 @@ def name_processes(logs: list[LogIndex]) -> None:
     for log in logs:
         if log.rank is not None:
             n = seen[log.rank] = seen.get(log.rank, 0) + 1
-            log.process = process_name(log.rank, n)
+            log.process = _process_name(log.rank, n)
+
+
+def _process_name(rank: int, n: int) -> str:
+    from tlview.analyze.divergence import process_name
+
+    return process_name(rank, n)
 
 
 def same_rank_notes(logs: list[LogIndex]) -> list[str]:
@@ -254,6 +265,8 @@ def read_one(
     hashed = keep is None or keep.ranks
     if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
         return Read(src, logs, [])
+    from tlview.analyze.divergence import fingerprint
+
     return Read(src, logs, [fingerprint(log, graphs=hashed) for log in logs])
 
 

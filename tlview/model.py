@@ -162,6 +162,8 @@ class Payload:
     # the region torch's regional inductor compiled it for (`subgraph_name`, torch 2.13), so
     # two `fx_graph_runnable` of one compile can be told apart
     subgraph: str | None = None
+    # False: the md5 was not checked (no report read this payload's bytes; docs/formats.md).
+    checked: bool = True
 
     @property
     def absent(self) -> bool:

@@ -135,9 +135,10 @@ class Indexer(
                 calls = code_collectives(rec.payload)
                 if calls is not None:
                     meta = {**(meta or {}), **calls}
+            # Read before the payload is summed up: reading it checks its md5.
+            params = forward_params(rec.payload) if kind == "dynamo_output_graph" else None
             g = self.payload(rec, named, c, meta)
-            if kind == "dynamo_output_graph":
-                g.placeholders = forward_params(rec.payload)
+            g.placeholders = params
             c.graphs.append(g)
             if (
                 kind == "dynamo_output_graph"

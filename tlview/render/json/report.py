@@ -121,7 +121,7 @@ def payload(p: Payload) -> dict[str, Any]:
         "bytes": p.bytes,
         "lines": p.lines,
         "md5": p.md5,
-        "md5_ok": p.ok,
+        "md5_ok": p.ok if p.checked else None,  # None: not checked (docs/formats.md)
     }
     if p.encoding:
         d["encoding"] = p.encoding
