@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from tlview.analyze.summary import input_flags
 from tlview.index.dims import DynamicDims, input_symbols
-from tlview.model import Compile, Input, StorageDesc, TensorDesc
+from tlview.model import Compile, Dim, Input, StorageDesc, TensorDesc
 from tlview.render.html.fmt import pct
 from tlview.units import dims, itemsize, nbytes
 
@@ -117,23 +117,24 @@ def byte_range(t: TensorDesc) -> tuple[int | None, int | None]:
     isz = itemsize(t.dtype)
     if isz is None or size is None or stride is None or len(size) != len(stride):
         return None, None
-    if not isinstance(off, int):
+    steps = _steps(size, stride)
+    if not isinstance(off, int) or steps is None:
         return None, None
-    lo = hi = off
-    empty = False
+    if 0 in size:  # a dim of 0: it covers nothing, at its offset
+        return off * isz, off * isz
+    lo = off + sum(x for x in steps if x < 0)
+    hi = off + sum(x for x in steps if x >= 0)
+    return lo * isz, (hi + 1) * isz
+
+
+def _steps(size: list[Dim], stride: list[Dim]) -> list[int] | None:
+    """Each dim's reach, (size - 1) * stride; None when one is symbolic."""
+    out = []
     for d, s in zip(size, stride, strict=True):
         if not isinstance(d, int) or not isinstance(s, int):
-            return None, None
-        if d == 0:
-            empty = True
-        step = (d - 1) * s
-        if step < 0:
-            lo += step
-        else:
-            hi += step
-    if empty:
-        return off * isz, off * isz
-    return lo * isz, (hi + 1) * isz
+            return None
+        out.append((d - 1) * s)
+    return out
 
 
 def _span_text(t: TensorDesc, start: int | None, end: int | None) -> str:
@@ -226,19 +227,25 @@ def _plain(sv: StorageView) -> bool:
 
 
 def _scale(sv: StorageView) -> None:
-    ends = [s.end for s in sv.spans if s.end is not None]
-    size = sv.size if isinstance(sv.size, int) and not isinstance(sv.size, bool) else None
-    total = size or max(ends, default=0)
-    if size is not None and ends and max(ends) > size:
-        sv.note = f"tensors reach byte {max(ends):,} of a {size:,}-byte storage" + (
-            " (resized to zero, as FSDP does)" if size == 0 else ""
-        )
-        total = max(ends)
-    elif isinstance(sv.size, str):
-        sv.note = f"symbolic storage size {sv.size}; drawn to the furthest tensor"
+    """Each span's place on the storage's bar, and the storage's note when tensors reach past it
+    or its size is symbolic."""
+    total = _extent(sv)
     for s in sv.spans:
         if s.start is None or s.end is None or total <= 0:
             s.x, s.w = "0", "0"
             continue
         s.x = pct(100 * s.start / total)
         s.w = pct(max(0.4, 100 * (s.end - s.start) / total))
+
+
+def _extent(sv: StorageView) -> int:
+    """The bytes a storage's bar stands for: its size, or the furthest tensor on it."""
+    ends = [s.end for s in sv.spans if s.end is not None]
+    size = sv.size if isinstance(sv.size, int) and not isinstance(sv.size, bool) else None
+    if isinstance(sv.size, str):
+        sv.note = f"symbolic storage size {sv.size}; drawn to the furthest tensor"
+    if size is None or not ends or max(ends) <= size:
+        return size or max(ends, default=0)
+    zero = " (resized to zero, as FSDP does)" if size == 0 else ""
+    sv.note = f"tensors reach byte {max(ends):,} of a {size:,}-byte storage{zero}"
+    return max(ends)
