@@ -224,7 +224,7 @@ def _outside(x: OutsideCompile) -> OutsideView:
 
 def _break(g: GraphBreak, anchor: str) -> BreakNote:
     headline = g.reason.splitlines()[0] if g.reason else "?"
-    short = short_path(g.where, 3) if g.where else ""
+    short = short_path(g.where) if g.where else ""
     return BreakNote(g.where, short, headline, anchor, g.line, g.text or g.reason)
 
 

@@ -121,6 +121,13 @@ def _frame_line(f: StackFrame) -> str:
     return f"{named(f.file)}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
 
 
+def _later(reason: str | None, indent: int) -> str:
+    """A failure's reason, its later lines (`RuntimeError: ...` under `backend=... raised:`)
+    indented under its first."""
+    first, *rest = (reason or "").strip().split("\n")
+    return "\n".join([first, *(" " * indent + x if x.strip() else "" for x in rest)])
+
+
 def _outside_has(c: Compile) -> bool:
     """Whether the records outside any compile hold anything a section shows."""
     return bool(
@@ -151,9 +158,9 @@ def detail(c: Compile, report: Report, console: Console, full: bool) -> None:
         took = "time not logged" if o.seconds is None else f"{o.seconds:.2f} s"
         console.print(T(f"  compiled outside dynamo (log line {o.line}): {took}"))
         if o.fail_type:
-            console.print(T(f"    failed: {o.fail_type}: {(o.fail_reason or '').strip()}", "red"))
+            console.print(T(f"    failed: {o.fail_type}: {_later(o.fail_reason, 6)}", "red"))
     if c.fail_type and not c.outside:
-        console.print(T(f"  failed: {c.fail_type}: {(c.fail_reason or '').strip()}", "red"))
+        console.print(T(f"  failed: {c.fail_type}: {_later(c.fail_reason, 4)}", "red"))
     for i, r in enumerate(c.restart_reasons):
         if c.status == "restarted" or c.id is None or i >= c.id.attempt:
             console.print(T(f"  restart: {break_title(r)}", "cyan"))

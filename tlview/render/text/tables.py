@@ -103,10 +103,17 @@ def compile_table(rows: list[tuple[str, ...]], console: Console) -> None:
     t = table(
         "Compiles", "id", "status", "function", "where", "ops", "time", "inputs", console=console
     )
-    for ref, status, *rest in rows:
+    for k in outside_last([row[0] for row in rows]):
+        ref, status, *rest = rows[k]
         style = STATUS_STYLE.get(status.split(" ")[0], "")
         t.add_row(T(ref), T(status, style), *(T(x) for x in rest))
     console.print(t)
+
+
+def outside_last(refs: list[str]) -> list[int]:
+    """The order of the rows of compiles REFS: theirs, the records outside any compile (`-/-`)
+    after the compiles."""
+    return sorted(range(len(refs)), key=lambda k: refs[k].endswith("-/-"))
 
 
 def compile_time(o: Overview, console: Console) -> None:
@@ -195,6 +202,9 @@ def rank_tables(report: Report, console: Console) -> None:
                 )
             )
             times.setdefault(key, []).append(c.compile_time_s)
+    for key, rs in rows.items():
+        order = outside_last([row[0] for row in rs])
+        rows[key], times[key] = [rs[k] for k in order], [times[key][k] for k in order]
     groups: dict[tuple[tuple[str, ...], ...], list[str]] = {}
     for key, rs in rows.items():
         groups.setdefault(tuple(rs), []).append(key)
@@ -343,14 +353,14 @@ def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
         ref,
         c.status,
         c.fail_type or "",
-        "\n".join(shown)
-        if reason
+        "\n".join([shown[0], *(f"  {x}" if x.strip() else "" for x in shown[1:])])
+        if reason  # its later lines indented under its first
         else (
             f"no compilation_metrics: the run stopped during this compile{stopped_in(c)}"
             if c.status == "incomplete"
             else ""
         ),
-        named(short_path(c.fail_where, 3)) if c.fail_where else "",
+        named(short_path(c.fail_where)) if c.fail_where else "",
     )
 
 
@@ -372,7 +382,7 @@ def failures(rows: list[tuple[str, ...]], console: Console) -> None:
 
 
 def issue_row(ref: str, x: ExportIssue) -> tuple[str, ...]:
-    where = f"{named(short_path(x.where.file, 3))}:{x.where.line}" if x.where is not None else ""
+    where = f"{named(short_path(x.where.file))}:{x.where.line}" if x.where is not None else ""
     return (ref, x.kind, x.subject, x.detail, where)
 
 
