@@ -25,7 +25,7 @@ from conftest import CORPUS, FIXTURES, ROOT, corpus, only_log
 
 import tlview
 from tlview import __version__
-from tlview.analyze.names import Refs, compile_ref
+from tlview.analyze.names import Refs
 from tlview.analyze.summary import overview
 from tlview.load import read as load
 from tlview.model import Divergence, Report
@@ -291,8 +291,9 @@ def test_failures_show_reason_stack_and_dynamo_error() -> None:
     rep, text = render(corpus("compile_error"))
     failed = [c for c in rep.compiles if c.status == "failed"]
     assert len(failed) == 7
+    refs = Refs.of(rep)
     for c in failed:
-        sec = _section(text, "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", compile_ref(c, True)))
+        sec = _section(text, "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", refs(c)))
         assert f"<strong>Failed: {esc(c.fail_type or '')}</strong>" in sec
         assert esc((c.fail_reason or "").strip().splitlines()[0]) in sec
         assert '<details class="stack" open>' in sec
@@ -612,7 +613,7 @@ def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
     assert len(compiles) == 13 and len(failed) == 7
     # Failures first, then the rest in log order; the page lists them in log order.
     shown = sorted(failed + rest[:2])
-    refs = [compile_ref(compiles[k], True) for k in shown]
+    refs = [Refs.of(rep)(compiles[k]) for k in shown]
     built = page.build(rep)
     assert [r.ref for r in built.compiles] == refs
     b = built.budget
@@ -620,7 +621,7 @@ def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
     assert len(re.findall(r'<section class="compile" id="', text)) == 9
     assert len(re.findall(r'<td class="id" data-sort="', text)) == 9
     for k, c in enumerate(compiles):
-        anchor = "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", compile_ref(c, True))
+        anchor = "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", Refs.of(rep)(c))
         assert (f'<section class="compile" id="{anchor}"' in text) == (k in shown)
     # Every failure has its row among the failures and its section; the figures count all.
     problems = text[text.index('<section id="problems"') :]

@@ -40,16 +40,18 @@ def test_listing_names_each_artifact_once() -> None:
     names = [r[0] for r in rows]
     assert len(names) == len(set(names)) == 27
     # Forward, then backward: the second of a kind is KIND#2, in log order.
-    assert ["inductor_output_code", "1608", "208", "10.0", "KiB"] in rows
-    assert ["inductor_output_code#2", "3143", "258", "12.4", "KiB"] in rows
+    assert ["inductor_output_code", "(forward)", "1608", "208", "10.0", "KiB"] in rows
+    assert ["inductor_output_code#2", "(backward)", "3143", "258", "12.4", "KiB"] in rows
     assert names.index("dynamo_cpp_guards_str") < names.index("fx_graph_runnable#2")
-    assert [int(r[1]) for r in rows] == sorted(int(r[1]) for r in rows)
+    lines_of = [int(r[2] if r[1].startswith("(") else r[1]) for r in rows]
+    assert lines_of == sorted(lines_of)
     assert lines[-1].endswith("--compile-id 0/0 NAME writes one whole")
     # A record torch wrote without a payload says so.
     res = run_cli("show", FIXTURES / "cache_hit.log", "--compile-id", "0/0")
     row = next(ln for ln in res.stdout.splitlines() if "node_mappings " in ln)
     assert row.split() == [
         "inductor_provenance_tracking_node_mappings",
+        "(forward)",
         "666",
         "0",
         "0",

@@ -270,21 +270,23 @@ def expand_report(doc: Any) -> Any:
 
 def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:
     """A compile's artifacts (its graphs, code, guards and other payloads) in log order, by the
-    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind. Texts are not kept."""
-    from tlview.analyze.names import artifact_names, find_compile
+    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind, and for inductor's the
+    graph they are of (`inductor_output_code#2 (backward)`). Texts are not kept."""
+    from tlview.analyze.names import find_compile, listed_artifacts
     from tlview.model import Report
 
     report = log if isinstance(log, Report) else read(log, progress=progress)
-    return artifact_names(find_compile(report, compile_id))
+    return listed_artifacts(find_compile(report, compile_id))
 
 
 def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = False) -> Payload:
     """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
     in `data`; None there when torch logged it without a payload. The log is read twice: to
     find the artifact's record, then to keep its bytes alone (never the others of its kind)."""
-    from tlview.analyze.names import artifact_kind, find_artifact, find_compile
+    from tlview.analyze.names import artifact_kind, find_artifact, find_compile, plain_ref
     from tlview.index.keep import Keep
 
+    compile_id = plain_ref(compile_id)
     report = read(log, progress=progress)
     line = find_artifact(report, find_compile(report, compile_id), name)[1].line
     whole = 1 << 62

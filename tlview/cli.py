@@ -52,6 +52,13 @@ force_option = click.option(
 )
 
 
+def _plain_id(value: str | None) -> str | None:
+    """A --compile-id as tlview names compiles: `[0/1]` (torch's and tlparse's way) is `0/1`."""
+    from tlview.analyze.names import plain_ref
+
+    return None if value is None else plain_ref(value)
+
+
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tlview")
 def main() -> None:
@@ -72,6 +79,7 @@ def main() -> None:
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="Show one compile in full, e.g. 0/1, 0/0_1 or 0/0@2 (LOG:ID or rankN:ID with several logs); "
     "JSON and HTML: that compile alone.",
 )
@@ -193,6 +201,7 @@ def report(
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="Only this compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
@@ -367,6 +376,7 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="The compile whose graph to re-run, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
@@ -540,6 +550,7 @@ def repro(
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     required=True,
     shell_complete=show_help.complete_ids,
     help="The compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
