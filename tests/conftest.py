@@ -49,6 +49,17 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if "\npytestmark = pytest.mark.slow" in text else None
 
 
+TEST_COLUMNS = "160"
+
+
+@pytest.fixture(autouse=True)
+def _columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees text 160 columns wide (its own COLUMNS aside), whatever the terminal
+    pytest runs in: tlview fits text to an attached terminal even when it is piped. Tests of
+    the width itself unset it (tests/test_terminal.py)."""
+    monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The corpus is required: a run without it stops at once, in one line, rather than skip
     half the suite and pass."""

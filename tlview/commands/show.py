@@ -6,32 +6,49 @@ import os
 import stat
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tlview.commands.funnel import on_terminal, say  # say: text from the log, made inert
-from tlview.commands.listing import aligned
 from tlview.inert import command
 from tlview.model import Payload
-from tlview.render.clean import clean
 from tlview.runtime.output import stdout
 from tlview.units import nbytes
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> None:
-    """One line per artifact: its name, log line, size, and what is odd about it."""
+    """A table of the artifacts, as the report draws its tables: each one's name, log line,
+    size, and what is odd about it; then how to write one."""
+    from tlview.render.text.console import T, on_console, table
+    from tlview.runtime.output import Output
+
     stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
-    say(f"compile {ref} of {path}: {len(named)} artifact(s)")
+    title = f"Artifacts of compile {ref} ({len(named)}) in {path}"
     if not named:
+        say(f"compile {ref} of {path}: no artifact")
         return
-    rows = [("name", "line", "lines", "size", "")]
-    for name, p in named:
-        odd = "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
-        rows.append((clean(name), str(p.line), f"{p.lines:,}", nbytes(p.bytes), odd))
-    for line in aligned(rows):
-        say(line)
-    say(f"{command('tlview', 'show', path, '--compile-id', ref)} NAME writes one whole")
+    odd = {id(p): _odd(p) for _, p in named}
+    cols = ("name", "log line", "lines", "bytes") + (("note",) if any(odd.values()) else ())
+
+    def draw(console: Console) -> None:
+        t = table(title, *cols, console=console)
+        for name, p in named:
+            cells = (name, p.line, f"{p.lines:,}", nbytes(p.bytes), odd[id(p)])
+            t.add_row(*(T(c) for c in cells[: len(cols)]))
+        console.print(t)
+        show = command("tlview", "show", path, "--compile-id", ref)
+        # One line, never wrapped: it is pasted.
+        console.print(T(f"{show} NAME writes one whole"), no_wrap=True)
+
+    on_console(Output(None), draw)
+
+
+def _odd(p: Payload) -> str:
+    return "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
 
 
 def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
