@@ -48,9 +48,19 @@ def real_paths() -> list[Path]:
     ]
     if CORPUS.is_dir():
         for d in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
-            out.append(d)
-            out += sorted(p for p in d.iterdir() if p.is_dir())
+            out += _launches(d)
+            for sub in sorted(p for p in d.iterdir() if p.is_dir()):
+                out += _launches(sub)
     return out
+
+
+def _launches(folder: Path) -> list[Path]:
+    """A folder torch wrote (every log named by it) as one path; a folder of logs gathered by
+    hand (tlparse's tests: one program each) as its logs, one launch each."""
+    logs = sorted(folder.glob("*.log"))
+    if all(p.name.startswith("dedicated_log_torch_trace_") for p in logs):
+        return [folder]
+    return logs
 
 
 def render(path: Path | str, full: bool = False) -> tuple[Report, str]:
@@ -926,9 +936,10 @@ def test_logs_of_one_rank_are_told_apart_in_labels(tmp_path: Path) -> None:
 def test_a_page_over_budget_keeps_what_a_reader_opens_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Five real logs in one directory: failed compiles (compile_error), restarts, graph breaks
+    """Five real logs in one report: failed compiles (compile_error), restarts, graph breaks
     and recompiles (mlp_aot_eager, dynamic_shapes), inductor's slowest compiles
-    (transformer_inductor). With a page budget of 600 KB of their 1.7 MB of payload text, the
+    (transformer_inductor); five launches of one folder, each read with --launch and put in one
+    report. With a page budget of 600 KB of their 1.7 MB of payload text, the
     graphs, code and guards of the failed and recompiled compiles are all on the page; what is
     left out is of the others, and the page lists exactly that, each with its command."""
     for src in (
@@ -940,7 +951,10 @@ def test_a_page_over_budget_keeps_what_a_reader_opens_first(
     ):
         (tmp_path / src.name).write_bytes(src.read_bytes())
     monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", 600_000)
-    rep, text = render(tmp_path)
+    keep = kept.page_keep(False)
+    parts = [load(tmp_path, keep, launch=n) for n in range(1, 6)]
+    rep = Report(path=str(tmp_path), logs=[lg for p in parts for lg in p.logs])
+    text = html.render(rep)
     built = page.build(rep)
     slowest = {s.ref for s in built.o.slowest}
     shown = page_payloads(text)

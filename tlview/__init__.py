@@ -70,18 +70,21 @@ def read(
     progress: Any = False,
     jobs: int | None = None,
     scheduler: str | None = None,
+    launch: int | None = None,
 ) -> Report:
     """Read every log PATH names (a file, a .gz, a directory of ranks, `-`, an fsspec URL).
 
     `keep`: which payload texts to hold in memory (default: none; graphs and code are hashed,
     measured and let go); `progress`: True for a bar on stderr when the read is long; `jobs`:
     processes reading a directory's logs (default: the cores); `scheduler`: the address of a
-    Dask scheduler whose workers read the logs instead. Raises TlviewError when no log holds a
-    TORCH_TRACE record.
+    Dask scheduler whose workers read the logs instead; `launch`: of a folder that holds the
+    logs of several launches (programs run into one TORCH_TRACE folder), the Nth to start.
+    Raises TlviewError when no log holds a TORCH_TRACE record, or (exit 2) when a folder holds
+    several launches and `launch` picks none.
     """
     from tlview.load import read as read_path
 
-    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
+    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler, launch=launch)
 
 
 def fake_inputs(
@@ -182,6 +185,7 @@ def repro(
     timeout: float | None = DEFAULT_TIMEOUT,
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
+    launch: int | None = None,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -201,7 +205,7 @@ def repro(
         check_accuracy=check_accuracy,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
-    return make_one(_graphs(log, progress), compile_id, where, opts)
+    return make_one(_graphs(log, progress, launch), compile_id, where, opts)
 
 
 def repro_all(
@@ -220,6 +224,7 @@ def repro_all(
     timeout: float | None = DEFAULT_TIMEOUT,
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
+    launch: int | None = None,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
     `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
@@ -232,7 +237,7 @@ def repro_all(
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None
-    return make_all(_graphs(log, progress), where, opts)
+    return make_all(_graphs(log, progress, launch), where, opts)
 
 
 def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
@@ -268,18 +273,27 @@ def expand_report(doc: Any) -> Any:
     return expand(doc)
 
 
-def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:
+def artifacts(
+    log: Log, compile_id: str, *, progress: Any = False, launch: int | None = None
+) -> list[tuple[str, Payload]]:
     """A compile's artifacts (its graphs, code, guards and other payloads) in log order, by the
     names `artifact` takes: their kind, `KIND#N` for the Nth of a kind, and for inductor's the
     graph they are of (`inductor_output_code#2 (backward)`). Texts are not kept."""
     from tlview.analyze.names import find_compile, listed_artifacts
     from tlview.model import Report
 
-    report = log if isinstance(log, Report) else read(log, progress=progress)
+    report = log if isinstance(log, Report) else read(log, progress=progress, launch=launch)
     return listed_artifacts(find_compile(report, compile_id))
 
 
-def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = False) -> Payload:
+def artifact(
+    log: str | Path,
+    compile_id: str,
+    name: str,
+    *,
+    progress: Any = False,
+    launch: int | None = None,
+) -> Payload:
     """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
     in `data`; None there when torch logged it without a payload. The log is read twice: to
     find the artifact's record, then to keep its bytes alone (never the others of its kind)."""
@@ -287,7 +301,7 @@ def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = Fal
     from tlview.index.keep import Keep
 
     compile_id = plain_ref(compile_id)
-    report = read(log, progress=progress)
+    report = read(log, progress=progress, launch=launch)
     line = find_artifact(report, find_compile(report, compile_id), name)[1].line
     whole = 1 << 62
     keep = Keep(
@@ -298,7 +312,7 @@ def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = Fal
         exact=True,
         line=line,
     )
-    report = read(log, keep=keep, progress=progress)
+    report = read(log, keep=keep, progress=progress, launch=launch)
     c = find_compile(report, compile_id)
     return find_artifact(report, c, name)[1]
 
@@ -328,7 +342,7 @@ def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:
     return find_compile(log if isinstance(log, Report) else read(log), compile_id)
 
 
-def _graphs(log: Log, progress: Any) -> Report:
+def _graphs(log: Log, progress: Any, launch: int | None = None) -> Report:
     """The report a repro reads: graph code kept, one log at a time."""
     from tlview.model import Report
 
@@ -336,7 +350,7 @@ def _graphs(log: Log, progress: Any) -> Report:
         return log
     from tlview.replay.make import graph_keep
 
-    return read(log, keep=graph_keep(), progress=progress, jobs=1)
+    return read(log, keep=graph_keep(), progress=progress, jobs=1, launch=launch)
 
 
 def _dir(out: str | Path | None) -> Path | None:

@@ -40,6 +40,13 @@ latest_option = click.option(
     is_flag=True,
     help="PATH is a directory: read only its newest log (as tlparse --latest does).",
 )
+launch_option = click.option(
+    "--launch",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="PATH is a folder that holds the logs of several launches (programs run into one "
+    "TORCH_TRACE folder): read the Nth to start (tlview lists them).",
+)
 junit_option = click.option(
     "--junit-xml",
     "junit_xml",
@@ -124,6 +131,7 @@ def main() -> None:
     help="Read the logs on this Dask cluster, e.g. tcp://host:8786 (or $DASK_SCHEDULER_ADDRESS).",
 )
 @latest_option
+@launch_option
 def report(
     path: str,
     fmt: str | None,
@@ -140,6 +148,7 @@ def report(
     jobs: int | None,
     scheduler: str | None,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
     f = REPORT_FORMATS[format_for(fmt, output)]
@@ -165,6 +174,7 @@ def report(
             progress=on_terminal(sys.stderr),
             jobs=jobs,
             scheduler=scheduler or None,
+            launch=launch,
         )
     outlive(rep)
     if compile_id is not None:
@@ -236,6 +246,7 @@ def report(
 )
 @click.option("--force", is_flag=True, help="Replace an existing FILE that tlview did not write.")
 @latest_option
+@launch_option
 def inputs(
     path: str,
     compile_id: str | None,
@@ -247,6 +258,7 @@ def inputs(
     emit: str | None,
     force: bool,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
     from tlview.commands.listing import list_inputs, quiet_torch
@@ -261,7 +273,7 @@ def inputs(
     # the listing's fake column needs dynamo's too, which FakeTensorMode imports.
     job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
     with meanwhile(job, ns):
-        rep = tlview.read(path, progress=on_terminal(sys.stderr))
+        rep = tlview.read(path, progress=on_terminal(sys.stderr), launch=launch)
     if emit is not None:
         summary = tlview.save_inputs(
             rep,
@@ -457,6 +469,7 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
 )
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
 @latest_option
+@launch_option
 def repro(
     path: str,
     compile_id: str | None,
@@ -474,6 +487,7 @@ def repro(
     check_accuracy: bool,
     force: bool,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """Write a script that re-runs a captured graph on inputs rebuilt from the log."""
     from tlview.commands.listing import quiet_torch
@@ -503,7 +517,7 @@ def repro(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
             force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
             allow_import=allow_import,
-            check_accuracy=check_accuracy,
+            check_accuracy=check_accuracy, launch=launch,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
             say(line)
@@ -526,7 +540,7 @@ def repro(
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
         run=run_now, force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
-        allow_import=allow_import, check_accuracy=check_accuracy,
+        allow_import=allow_import, check_accuracy=check_accuracy, launch=launch,
     )  # fmt: skip
     ran = run_now and o.status in ("ran", "mismatch", "inaccurate", "failed")
     for note in [] if ran else o.notes:  # a repro that ran printed its notes itself
@@ -562,14 +576,22 @@ def repro(
     "(into a file they always are).",
 )
 @latest_option
-def show(path: str, artifact: str | None, compile_id: str, raw: bool, latest: bool) -> None:
+@launch_option
+def show(
+    path: str,
+    artifact: str | None,
+    compile_id: str,
+    raw: bool,
+    latest: bool,
+    launch: int | None,
+) -> None:
     """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives)."""
     path = newest(path) if latest else path
     if artifact is None:
-        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
+        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr), launch=launch)
         show_help.list_artifacts(path, compile_id, named)
         return
-    p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
+    p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr), launch=launch)
     show_help.write_artifact(artifact, p, raw)
 
 
