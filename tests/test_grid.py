@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+import random
+import re
 
 import pytest
 from conftest import only_log, run_cli
 from rich.console import Console
 
 from tlview.render.text.console import T
-from tlview.render.text.grid import Grid, Kind
+from tlview.render.text.grid import Grid, Kind, wrap
 
 LONG = "L['self']._modules['enc']._modules['layers']._modules['0']._modules['self_attn']"
 KINDS = (Kind.NAME, Kind.KEEP, Kind.TEXT)  # source, size, flags
@@ -156,3 +158,17 @@ def test_text_report_tables_fit_a_narrow_pipe(monkeypatch: pytest.MonkeyPatch) -
     assert len(under) == len({s for s in sources if len(s) > 40})
     first = c["inputs"][0]
     assert shown[0][1] == "[" + ", ".join(str(d) for d in first["size"]) + "]"
+
+
+def test_wrapped_text_reads_back_whole() -> None:
+    """Fuzz: every wrapped line fits; a line that starts indented followed a space, one that does
+    not continues a folded word, so the text reads back whole (as tests of long names join it)."""
+    rng = random.Random(49)
+    for _ in range(3000):
+        width = rng.randrange(8, 90)
+        words = [rng.choice(("a", "bb", "ccc ddd", "e" * rng.randrange(1, 200))) for _ in range(6)]
+        line = " " * rng.randrange(0, 5) + " ".join(words)
+        lines = wrap(line, width)
+        assert all(len(x) <= width for x in lines), (width, line)
+        joined = re.sub(r"\n {2,}", " ", "\n".join([lines[0], *lines[1:]])).replace("\n", "")
+        assert joined == line, (width, line, lines)

@@ -302,8 +302,10 @@ def _tail(text: str, width: int) -> str:
 
 def wrap(line: str, width: int, fold: bool = True) -> list[str]:
     """One line as lines of at most WIDTH cells, broken at its spaces, the later ones indented
-    HANG past the first's own indent; a word wider than a line is folded (with `fold`), else
-    kept whole on a line of its own. No line ends in a space."""
+    HANG past the first's own indent; a word wider than a line is folded where it starts (with
+    `fold`: its pieces on lines of their own, not indented), else kept whole on a line of its
+    own. So a line that starts indented followed a space, one that does not continues a word.
+    No line ends in a space."""
     line = line.rstrip()
     if cell_len(line) <= width:
         return [line]
@@ -318,11 +320,16 @@ def wrap(line: str, width: int, fold: bool = True) -> list[str]:
         if not bare and cell_len(cur) + 1 + cell_len(word) <= width:
             cur += " " + word
             continue
-        if not bare:
+        if not bare and fold and cell_len(hang) + cell_len(word) > width:
+            cur += " "  # too long for an indented line: folded from here
+        elif not bare:
             out.append(cur)
-            # Indented, unless that folds a word that fits a line of its own.
-            cur = hang if cell_len(hang) + cell_len(word) <= width else ""
+            cur = hang
         room = width - cell_len(cur)
+        if fold and room <= 0 < width:  # no cell left here: the space is a line break
+            out.append(cur)
+            cur = hang
+            room = width - cell_len(cur)
         while fold and cell_len(word) > room > 0:
             piece = _head(word, room)
             out.append(cur + piece)
