@@ -152,25 +152,8 @@ def reduce(
     """One report from the reads of a PATH's logs, in file order, with the ranks compared: of
     a folder, its one launch (or launch LAUNCH: analyze/launches.py)."""
     report = Report(path=path, notes=list(notes))
-    read: list[tuple[LogIndex, Fingerprint | None]] = []
-    for r in reads:
-        if r.error is not None:
-            raise TlviewError(*r.error)
-        if r.skipped is not None:
-            if not directory:
-                raise TlviewError(f"{path}: {r.skipped}", EXIT_NO_TRACE)
-            report.notes.append(f"skipped {r.source.name}: {r.skipped}")
-            continue
-        fps: list[Fingerprint | None] = list(r.fingerprints) or [None] * len(r.logs)
-        read += zip(r.logs, fps, strict=True)
-    if not read:
-        raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
-    if directory:
-        kept, note = one_launch(path, [lg for lg, _ in read], launch)
-        read = [read[k] for k in kept]
-        report.notes += [note] if note else []
-    elif launch not in (None, 1):
-        raise TlviewError(f"{path}: --launch {launch}: a file is one launch", EXIT_USAGE)
+    read = _logs_read(path, reads, directory, report.notes)
+    read = _launch(path, read, directory, launch, report.notes)
     report.logs = [lg for lg, _ in read]
     name_processes(report.logs)
     report.notes += same_rank_notes(report.logs)
@@ -179,6 +162,43 @@ def reduce(
             f.name = lg.process
     report.divergence = find_in([f for _, f in read if f is not None])
     return report
+
+
+Pair = tuple[LogIndex, "Fingerprint | None"]
+
+
+def _launch(
+    path: str, read: list[Pair], directory: bool, launch: int | None, notes: list[str]
+) -> list[Pair]:
+    """Of a folder's logs, those of its one launch, or of launch LAUNCH (noted in NOTES)."""
+    if not directory:
+        if launch not in (None, 1):
+            raise TlviewError(f"{path}: --launch {launch}: a file is one launch", EXIT_USAGE)
+        return read
+    kept, note = one_launch(path, [lg for lg, _ in read], launch)
+    notes += [note] if note else []
+    return [read[k] for k in kept]
+
+
+def _logs_read(
+    path: str, reads: list[Read], directory: bool, notes: list[str]
+) -> list[tuple[LogIndex, Fingerprint | None]]:
+    """Each log read, with its fingerprint (None: not hashed); a folder's skipped files noted in
+    NOTES; the first failure raised; no log at all an error."""
+    read: list[tuple[LogIndex, Fingerprint | None]] = []
+    for r in reads:
+        if r.error is not None:
+            raise TlviewError(*r.error)
+        if r.skipped is not None:
+            if not directory:
+                raise TlviewError(f"{path}: {r.skipped}", EXIT_NO_TRACE)
+            notes.append(f"skipped {r.source.name}: {r.skipped}")
+            continue
+        fps: list[Fingerprint | None] = list(r.fingerprints) or [None] * len(r.logs)
+        read += zip(r.logs, fps, strict=True)
+    if not read:
+        raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
+    return read
 
 
 def name_processes(logs: list[LogIndex]) -> None:

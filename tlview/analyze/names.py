@@ -211,12 +211,17 @@ def graphs(report: Report) -> list[tuple[str, Compile]]:
     return out
 
 
+def _as_named(report: Report, ref: str) -> str:
+    """A --compile-id as the report names its graphs: out of brackets, and LOG:ID by the log's
+    label when that is how the report names a log."""
+    ref = plain_ref(ref)
+    return log_label(ref) if Refs.of(report).short else ref
+
+
 def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     """The graph the user named (`ID`, `LOG:ID`, `ID#N`), or the attempt of that compile that
     holds a graph, with a note saying so."""
-    compile_id = plain_ref(compile_id)
-    if Refs.of(report).short:  # LOG:ID by the log's whole name: as the graphs are named
-        compile_id = log_label(compile_id)
+    compile_id = _as_named(report, compile_id)
     found = graphs(report)
     names = {log.name for log in report.logs}
     prefix, _, key = compile_id.rpartition(":")
@@ -362,20 +367,31 @@ def _without_role(name: str) -> tuple[str, str | None]:
     return (name, None) if m is None else (name[: m.start()], m.group(1))
 
 
-def find_artifact(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
-    """The artifact of a compile that NAME names, found by its kind and position, or by the
-    graph it is of (`KIND (backward)`), never by a name a log could give another payload; a
-    usage error listing its names otherwise."""
+def _named_artifact(
+    named: list[tuple[str, Payload]], roles: dict[int, str], name: str
+) -> tuple[str, Payload] | None:
+    """The artifact NAME names by its kind and position (`KIND#N`), its graph (`KIND (ROLE)`)
+    or both, of a compile's NAMED artifacts; None when none, or when they disagree."""
     base, role = _without_role(name)
     kind, nth = artifact_position(base)
-    named = listed_artifacts(c)
-    roles = artifact_roles(c)
     found = [(n, p) for n, p in named if p.kind == kind]
     if role is not None and not _NTH.search(base):  # by its role alone
         found = [(n, p) for n, p in found if roles.get(p.line) == role]
         nth = 1
-    if 1 <= nth <= len(found) and (role is None or roles.get(found[nth - 1][1].line) == role):
-        return found[nth - 1]
+    if not 1 <= nth <= len(found):
+        return None
+    hit = found[nth - 1]
+    return hit if role is None or roles.get(hit[1].line) == role else None
+
+
+def find_artifact(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
+    """The artifact of a compile that NAME names, found by its kind and position, or by the
+    graph it is of (`KIND (backward)`), never by a name a log could give another payload; a
+    usage error listing its names otherwise."""
+    named = listed_artifacts(c)
+    hit = _named_artifact(named, artifact_roles(c), name)
+    if hit is not None:
+        return hit
     have = ", ".join(n for n, _ in named[:40]) or "none"
     more = f" (and {len(named) - 40} more)" if len(named) > 40 else ""
     raise TlviewError(

@@ -78,27 +78,12 @@ class Grid:
         allows, phase by phase: prose to its words, names to NAME_FLOOR, lists of ids between
         their items, then prose and names further; never inside an id, a place or a number
         (a table of those alone may be wider than the room)."""
-        need = [max(cell_len(c), 1) for c in self.cols]
-        word = need[:]  # the widest word (a KEEP column's: with its unit, `1.105 s`)
-        first = need[:]  # the widest first word of a line
-        for row in self.rows:
-            for k, cell in enumerate(row):
-                for line in cell.plain.split("\n"):
-                    n = cell_len(line)
-                    if n > need[k]:
-                        need[k] = n
-                    if n > word[k]:
-                        word[k] = max(word[k], *map(cell_len, _words(line, self.kinds[k])))
-                    if n > first[k]:
-                        first[k] = max(first[k], cell_len(line.split(" ", 1)[0]))
+        need, word, first = self._measure()
         widths = need[:]
-        head = [max(cell_len(c), 1) for c in self.cols]
         if sum(need) <= room:
             return widths
-        for k, kind in enumerate(self.kinds):
-            if kind is Kind.NAME:  # a name's floor: as narrow as tells the column's names apart
-                names = {line for row in self.rows for line in row[k].plain.split("\n")}
-                word[k] = _apart(names, NAME_FLOOR, need[k])
+        head = [max(cell_len(c), 1) for c in self.cols]
+        self._name_floors(word, need)
         for floors in _PHASES[:phases]:
             over = sum(widths) - room
             if over <= 0:
@@ -111,32 +96,53 @@ class Grid:
             _narrow(widths, least, over)
         return widths
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+    def _name_floors(self, word: list[int], need: list[int]) -> None:
+        """A name column's floor, in WORD: as narrow as still tells the column's names apart."""
+        for k, kind in enumerate(self.kinds):
+            if kind is Kind.NAME:
+                names = {line for row in self.rows for line in row[k].plain.split("\n")}
+                word[k] = _apart(names, NAME_FLOOR, need[k])
+
+    def _measure(self) -> tuple[list[int], list[int], list[int]]:
+        """Per column: the widest line, the widest word (a KEEP column's with its unit, `1.105
+        s`), the widest first word of a line; the header counts in each."""
+        need = [max(cell_len(c), 1) for c in self.cols]
+        word, first = need[:], need[:]
+        for row in self.rows:
+            for k, cell in enumerate(row):
+                for line in cell.plain.split("\n"):
+                    n = cell_len(line)
+                    need[k] = max(need[k], n)
+                    if n > word[k]:
+                        word[k] = max(word[k], *map(cell_len, _words(line, self.kinds[k])))
+                    if n > first[k]:
+                        first[k] = max(first[k], cell_len(line.split(" ", 1)[0]))
+        return need, word, first
+
+    def _fit(self, max_width: int) -> tuple[str, list[int]]:
+        """The separator and widths the table is drawn with: columns one cell closer when that
+        keeps names NAME_FLOOR wide and prose unfolded, or fits the table in the room at all."""
         n = len(self.cols)
-        # Columns one cell closer when that is what keeps names NAME_FLOOR wide and prose
-        # unfolded, or what fits the table in the room at all.
         tries = [(" | ", SOFT), ("|", SOFT), ("|", len(_PHASES))]
         if not self.ascii_box:
             tries = [("  ", SOFT), (" ", SOFT), (" ", len(_PHASES))]
         for sep, phases in tries:
-            room = options.max_width - len(sep) * (n - 1)
+            room = max_width - len(sep) * (n - 1)
             widths = self.widths(room, phases)
             if sum(widths) <= room:
                 break
-        width = sum(widths) + len(sep) * (n - 1)
+        return sep, widths
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        sep, widths = self._fit(options.max_width)
+        width = sum(widths) + len(sep) * (len(widths) - 1)
         new_line = Segment.line()
         for line in wrap(self.title, max(width, options.max_width)):
             yield Segment(line, _BOLD)
             yield new_line
         cut: dict[str, str] = {}  # each name cut, whole, as its column shows it
         yield from self._line([Text(c, style=_BOLD) for c in self.cols], widths, sep, console, cut)
-        if self.ascii_box:
-            # A cell's padding: one space on each side that has a neighbour (none with `|`).
-            pad = len(sep) // 2
-            rule = "+".join("-" * (w + pad * ((k > 0) + (k < n - 1))) for k, w in enumerate(widths))
-        else:
-            rule = ("-" if options.ascii_only else "\u2500") * width
-        yield Segment(rule)
+        yield Segment(_rule(widths, sep, self.ascii_box, options.ascii_only))
         yield new_line
         for row in self.rows:
             yield from self._line(row, widths, sep, console, cut)
@@ -160,28 +166,47 @@ class Grid:
             for cell, w, kind in zip(row, widths, self.kinds, strict=True)
         ]
         styles = [cell.style for cell in row]
-        height = max(len(c) for c in cells)
-        last = len(cells) - 1
-        for i in range(height):
-            runs: list[tuple[str, str | Style]] = []
-            for k, (lines, w) in enumerate(zip(cells, widths, strict=True)):
-                text = lines[i] if i < len(lines) else ""
-                if k < last:
-                    text = _pad(text, w)
-                if k:
-                    runs.append((sep, ""))
-                style = styles[k]
-                if runs and runs[-1][1] == style:
-                    runs[-1] = (runs[-1][0] + text, style)
-                else:
-                    runs.append((text, style))
-            while runs and not runs[-1][0].rstrip():
-                runs.pop()
-            if runs:
-                runs[-1] = (runs[-1][0].rstrip(), runs[-1][1])
-            for text, style in runs:
+        for i in range(max(len(c) for c in cells)):
+            for text, style in _runs(cells, i, widths, styles, sep):
                 yield Segment(text, console.get_style(style) if style else None)
             yield Segment.line()
+
+
+def _rule(widths: list[int], sep: str, ascii_box: bool, ascii_only: bool) -> str:
+    """The line under the header: `---+---` (a cell's padding: one space on each side that has
+    a neighbour, none with `|`), or a rule across on a terminal."""
+    n = len(widths)
+    if not ascii_box:
+        return ("-" if ascii_only else "\u2500") * (sum(widths) + len(sep) * (n - 1))
+    pad = len(sep) // 2
+    return "+".join("-" * (w + pad * ((k > 0) + (k < n - 1))) for k, w in enumerate(widths))
+
+
+Run = tuple[str, "str | Style"]
+
+
+def _runs(
+    cells: list[list[str]], i: int, widths: list[int], styles: list[str | Style], sep: str
+) -> list[Run]:
+    """Line I of a row as runs of one style each, every cell but the last padded to its width,
+    nothing after the last character."""
+    runs: list[Run] = []
+    last = len(cells) - 1
+    for k, (lines, w) in enumerate(zip(cells, widths, strict=True)):
+        text = lines[i] if i < len(lines) else ""
+        if k < last:
+            text = _pad(text, w)
+        if k:
+            runs.append((sep, ""))
+        if runs and runs[-1][1] == styles[k]:
+            runs[-1] = (runs[-1][0] + text, styles[k])
+        else:
+            runs.append((text, styles[k]))
+    while runs and not runs[-1][0].rstrip():
+        runs.pop()
+    if runs:
+        runs[-1] = (runs[-1][0].rstrip(), runs[-1][1])
+    return runs
 
 
 def _narrow(widths: list[int], least: dict[int, int], over: int) -> None:
@@ -189,13 +214,7 @@ def _narrow(widths: list[int], least: dict[int, int], over: int) -> None:
     far as they go: each cut to a cap, the cap as large as takes OVER off, the widest first."""
     cols = list(least)
     total = sum(widths[k] for k in cols)
-    lo, hi = 0, max((widths[k] for k in cols), default=0)
-    while lo < hi:  # the largest cap that takes off OVER
-        cap = (lo + hi + 1) // 2
-        if total - sum(max(least[k], min(widths[k], cap)) for k in cols) >= over:
-            lo = cap
-        else:
-            hi = cap - 1
+    lo = _cap(widths, least, over)
     cut = {k: max(least[k], min(widths[k], lo)) for k in cols}
     spare = total - sum(cut.values()) - over  # taken off past OVER: given back, widest first
     for k in sorted(cols, key=lambda k: -widths[k]):
@@ -206,6 +225,19 @@ def _narrow(widths: list[int], least: dict[int, int], over: int) -> None:
             spare -= 1
     for k, w in cut.items():
         widths[k] = w
+
+
+def _cap(widths: list[int], least: dict[int, int], over: int) -> int:
+    """The largest cap on the columns LEAST names that takes OVER cells off (0: none does)."""
+    total = sum(widths[k] for k in least)
+    lo, hi = 0, max((widths[k] for k in least), default=0)
+    while lo < hi:
+        cap = (lo + hi + 1) // 2
+        if total - sum(max(f, min(widths[k], cap)) for k, f in least.items()) >= over:
+            lo = cap
+        else:
+            hi = cap - 1
+    return lo
 
 
 def _apart(names: set[str], lo: int, hi: int) -> int:
@@ -315,27 +347,32 @@ def wrap(line: str, width: int, fold: bool = True) -> list[str]:
     cur = line[:indent]
     bare = True  # whether `cur` holds no word yet
     for word in line[indent:].split(" "):
-        if not word:
-            continue
-        if not bare and cell_len(cur) + 1 + cell_len(word) <= width:
-            cur += " " + word
-            continue
-        if not bare and fold and cell_len(hang) + cell_len(word) > width:
-            cur += " "  # too long for an indented line: folded from here
-        elif not bare:
-            out.append(cur)
-            cur = hang
-        room = width - cell_len(cur)
-        if fold and room <= 0 < width:  # no cell left here: the space is a line break
-            out.append(cur)
-            cur = hang
-            room = width - cell_len(cur)
-        while fold and cell_len(word) > room > 0:
-            piece = _head(word, room)
-            out.append(cur + piece)
-            word, cur = word[len(piece) :], ""  # a folded word's pieces, not indented
-            room = width - cell_len(cur)
-        cur += word
-        bare = False
+        if word:
+            cur = _put(word, cur, bare, out, (width, hang, fold))
+            bare = False
     out.append(cur)
     return [x.rstrip() for x in out]
+
+
+def _put(word: str, cur: str, bare: bool, out: list[str], how: tuple[int, str, bool]) -> str:
+    """The line CUR with WORD put on it: after a space, on a new line indented `hang`, or folded
+    from here when too long for one (`fold`); lines filled go to OUT."""
+    width, hang, fold = how
+    if not bare and cell_len(cur) + 1 + cell_len(word) <= width:
+        return cur + " " + word
+    if not bare and fold and cell_len(hang) + cell_len(word) > width:
+        cur += " "  # too long for an indented line: folded from here
+    elif not bare:
+        out.append(cur)
+        cur = hang
+    if not fold:
+        return cur + word
+    if cell_len(cur) >= width:  # no cell left here: the space is a line break
+        out.append(cur)
+        cur = hang
+    room = width - cell_len(cur)
+    while cell_len(word) > room > 0:
+        piece = _head(word, room)
+        out.append(cur + piece)
+        word, cur, room = word[len(piece) :], "", width  # a folded word's pieces, not indented
+    return cur + word

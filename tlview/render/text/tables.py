@@ -116,6 +116,15 @@ def outside_last(refs: list[str]) -> list[int]:
     return sorted(range(len(refs)), key=lambda k: refs[k].endswith("-/-"))
 
 
+def _put_outside_last(
+    rows: dict[str, list[tuple[str, ...]]], times: dict[str, list[float | None]]
+) -> None:
+    """Each process's rows, and their times, with the records outside any compile last."""
+    for key, rs in rows.items():
+        order = outside_last([row[0] for row in rs])
+        rows[key], times[key] = [rs[k] for k in order], [times[key][k] for k in order]
+
+
 def compile_time(o: Overview, console: Console) -> None:
     """Where the compile time went: each phase summed over the compiles, then the slowest."""
     if not o.slowest:
@@ -202,9 +211,7 @@ def rank_tables(report: Report, console: Console) -> None:
                 )
             )
             times.setdefault(key, []).append(c.compile_time_s)
-    for key, rs in rows.items():
-        order = outside_last([row[0] for row in rs])
-        rows[key], times[key] = [rs[k] for k in order], [times[key][k] for k in order]
+    _put_outside_last(rows, times)
     groups: dict[tuple[tuple[str, ...], ...], list[str]] = {}
     for key, rs in rows.items():
         groups.setdefault(tuple(rs), []).append(key)
@@ -353,8 +360,8 @@ def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
         ref,
         c.status,
         c.fail_type or "",
-        "\n".join([shown[0], *(f"  {x}" if x.strip() else "" for x in shown[1:])])
-        if reason  # its later lines indented under its first
+        _indented(shown)
+        if reason
         else (
             f"no compilation_metrics: the run stopped during this compile{stopped_in(c)}"
             if c.status == "incomplete"
@@ -362,6 +369,11 @@ def failure_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
         ),
         named(short_path(c.fail_where)) if c.fail_where else "",
     )
+
+
+def _indented(lines: list[str]) -> str:
+    """A reason's lines, the later ones indented under its first."""
+    return "\n".join([lines[0], *(f"  {x}" if x.strip() else "" for x in lines[1:])])
 
 
 def failures(rows: list[tuple[str, ...]], console: Console) -> None:
