@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -468,8 +469,8 @@ def test_ci_formats_grow_linearly_with_compiles(tmp_path: Path) -> None:
     from tlview.render.markdown.report import lines as summary
 
     def build(n: int) -> tuple[tlview.Report, Path]:
-        where = tmp_path / str(n)
-        where.mkdir()
+        # A folder of its own each time: assert_linear builds each size again when it retries.
+        where = Path(tempfile.mkdtemp(prefix=f"{n}-", dir=tmp_path))
         rep = tlview.read(_hostile_log(where, n))
         return rep, _stored(where / "hostile.log", where)
 

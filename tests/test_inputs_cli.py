@@ -259,8 +259,9 @@ def test_without_torch_the_listing_works_and_emit_says_why(tmp_path: Path) -> No
     ]
     assert "torch is not installed: the fake and real rebuilds were not tried" in out
     code, err = got["emit"]
-    assert (
-        code == 5 and err == "tlview: rebuilding tensors needs torch: pip install 'tlview[torch]'\n"
+    assert code == 5  # the install line is the README's (Install)
+    assert err == "tlview: rebuilding tensors needs torch 2.4.1 to 2.15: " + (
+        "pip install 'torch>=2.4.1,<2.16'\n"
     )
     assert got["help"] == 0
 

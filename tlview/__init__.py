@@ -72,18 +72,21 @@ def read(
     progress: Any = False,
     jobs: int | None = None,
     scheduler: str | None = None,
+    launch: int | None = None,
 ) -> Report:
     """Read every log PATH names (a file, a .gz, a directory of ranks, `-`, an fsspec URL).
 
     `keep`: which payload texts to hold in memory (default: none; graphs and code are hashed,
     measured and let go); `progress`: True for a bar on stderr when the read is long; `jobs`:
     processes reading a directory's logs (default: the cores); `scheduler`: the address of a
-    Dask scheduler whose workers read the logs instead. Raises TlviewError when no log holds a
-    TORCH_TRACE record.
+    Dask scheduler whose workers read the logs instead; `launch`: of a folder that holds the
+    logs of several launches (programs run into one TORCH_TRACE folder), the Nth to start.
+    Raises TlviewError when no log holds a TORCH_TRACE record, or (exit 2) when a folder holds
+    several launches and `launch` picks none.
     """
     from tlview.load import read as read_path
 
-    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
+    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler, launch=launch)
 
 
 def fake_inputs(
@@ -184,6 +187,7 @@ def repro(
     timeout: float | None = DEFAULT_TIMEOUT,
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
+    launch: int | None = None,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -205,7 +209,7 @@ def repro(
         check_accuracy=check_accuracy,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
-    return make_one(_graphs(log, progress), compile_id, where, opts)
+    return make_one(_graphs(log, progress, launch), compile_id, where, opts)
 
 
 def repro_all(
@@ -224,6 +228,7 @@ def repro_all(
     timeout: float | None = DEFAULT_TIMEOUT,
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
+    launch: int | None = None,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
     `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
@@ -238,7 +243,7 @@ def repro_all(
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None
-    return make_all(_graphs(log, progress), where, opts)
+    return make_all(_graphs(log, progress, launch), where, opts)
 
 
 def write_report(
@@ -302,30 +307,39 @@ def expand_report(doc: Any) -> Any:
     return expand(doc)
 
 
-def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:
+def artifacts(
+    log: Log, compile_id: str, *, progress: Any = False, launch: int | None = None
+) -> list[tuple[str, Payload]]:
     """A compile's artifacts (its graphs, code, guards and other payloads) in log order, by the
-    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind, each md5 checked (`ok`).
-    Texts are not kept."""
-    from tlview.analyze.names import artifact_names, find_compile
+    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind, and for inductor's the
+    graph they are of (`inductor_output_code#2 (backward)`), each md5 checked (`ok`). Texts are
+    not kept."""
+    from tlview.analyze.names import find_compile, listed_artifacts, plain_ref
     from tlview.index.keep import Keep
     from tlview.model import Report
 
     if not isinstance(log, Report):
-        log = read(
-            log, keep=Keep(check=True, compile=compile_id.rpartition(":")[2]), progress=progress
-        )
-    report = log
-    return artifact_names(find_compile(report, compile_id))
+        keep = Keep(check=True, compile=plain_ref(compile_id).rpartition(":")[2])
+        log = read(log, keep=keep, progress=progress, launch=launch)
+    return listed_artifacts(find_compile(log, compile_id))
 
 
-def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = False) -> Payload:
+def artifact(
+    log: str | Path,
+    compile_id: str,
+    name: str,
+    *,
+    progress: Any = False,
+    launch: int | None = None,
+) -> Payload:
     """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
     in `data`; None there when torch logged it without a payload. The log is read twice: to
     find the artifact's record, then to keep its bytes alone (never the others of its kind)."""
-    from tlview.analyze.names import find_artifact, find_compile
+    from tlview.analyze.names import find_artifact, find_compile, plain_ref
     from tlview.index.keep import Keep
 
-    report = read(log, progress=progress)
+    compile_id = plain_ref(compile_id)
+    report = read(log, progress=progress, launch=launch)
     found = find_artifact(report, find_compile(report, compile_id), name)[1]
     line = found.line
     whole = 1 << 62
@@ -337,7 +351,7 @@ def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = Fal
         exact=True,
         line=line,
     )
-    report = read(log, keep=keep, progress=progress)
+    report = read(log, keep=keep, progress=progress, launch=launch)
     c = find_compile(report, compile_id)
     return find_artifact(report, c, name)[1]
 
@@ -369,7 +383,7 @@ def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:
     return find_compile(log if isinstance(log, Report) else read(log), compile_id)
 
 
-def _graphs(log: Log, progress: Any) -> Report:
+def _graphs(log: Log, progress: Any, launch: int | None = None) -> Report:
     """The report a repro reads: graph code kept, one log at a time."""
     from tlview.model import Report
 
@@ -377,7 +391,7 @@ def _graphs(log: Log, progress: Any) -> Report:
         return log
     from tlview.replay.make import graph_keep
 
-    return read(log, keep=graph_keep(), progress=progress, jobs=1)
+    return read(log, keep=graph_keep(), progress=progress, jobs=1, launch=launch)
 
 
 def _dir(out: str | Path | None) -> Path | None:

@@ -42,6 +42,13 @@ latest_option = click.option(
     is_flag=True,
     help="PATH is a directory: read only its newest log (as tlparse --latest does).",
 )
+launch_option = click.option(
+    "--launch",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="PATH is a folder that holds the logs of several launches (programs run into one "
+    "TORCH_TRACE folder): read the Nth to start (tlview lists them).",
+)
 junit_option = click.option(
     "--junit-xml",
     "junit_xml",
@@ -52,6 +59,13 @@ junit_option = click.option(
 force_option = click.option(
     "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
 )
+
+
+def _plain_id(value: str | None) -> str | None:
+    """A --compile-id as tlview names compiles: `[0/1]` (torch's and tlparse's way) is `0/1`."""
+    from tlview.analyze.names import plain_ref
+
+    return None if value is None else plain_ref(value)
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,6 +88,7 @@ def main() -> None:
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="Show one compile in full, e.g. 0/1, 0/0_1 or 0/0@2 (LOG:ID or rankN:ID with several logs); "
     "JSON and HTML: that compile alone.",
 )
@@ -126,6 +141,7 @@ def main() -> None:
     help="Read the logs on this Dask cluster, e.g. tcp://host:8786 (or $DASK_SCHEDULER_ADDRESS).",
 )
 @latest_option
+@launch_option
 def report(
     path: str,
     fmt: str | None,
@@ -143,6 +159,7 @@ def report(
     jobs: int | None,
     scheduler: str | None,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
     f = REPORT_FORMATS[format_for(fmt, output)]
@@ -163,6 +180,7 @@ def report(
             progress=on_terminal(sys.stderr),
             jobs=jobs,
             scheduler=scheduler or None,
+            launch=launch,
         )
     outlive(rep)
     if checks:  # the phases the checks name, measured before the renderers show the checks
@@ -206,6 +224,7 @@ def report(
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="Only this compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
@@ -246,6 +265,7 @@ def report(
 )
 @click.option("--force", is_flag=True, help="Replace an existing FILE that tlview did not write.")
 @latest_option
+@launch_option
 def inputs(
     path: str,
     compile_id: str | None,
@@ -258,6 +278,7 @@ def inputs(
     check: bool,
     force: bool,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
     from tlview.commands.listing import list_inputs, quiet_torch
@@ -278,7 +299,7 @@ def inputs(
         job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
         warm = meanwhile(job, ns)
     with warm:
-        rep = tlview.read(path, progress=on_terminal(sys.stderr))
+        rep = tlview.read(path, progress=on_terminal(sys.stderr), launch=launch)
     if emit is not None:
         summary = tlview.save_inputs(
             rep,
@@ -426,6 +447,7 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="The compile whose graph to re-run, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
@@ -506,6 +528,7 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
 )
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
 @latest_option
+@launch_option
 def repro(
     path: str,
     compile_id: str | None,
@@ -523,6 +546,7 @@ def repro(
     check_accuracy: bool,
     force: bool,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """Write a script that re-runs a captured graph on inputs rebuilt from the log."""
     from tlview.commands.listing import quiet_torch
@@ -552,7 +576,7 @@ def repro(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
             force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
             allow_import=allow_import,
-            check_accuracy=check_accuracy,
+            check_accuracy=check_accuracy, launch=launch,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
             say(line)
@@ -575,7 +599,7 @@ def repro(
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
         run=run_now, force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
-        allow_import=allow_import, check_accuracy=check_accuracy,
+        allow_import=allow_import, check_accuracy=check_accuracy, launch=launch,
     )  # fmt: skip
     ran = run_now and o.status in ("ran", "mismatch", "inaccurate", "failed")
     for note in [] if ran else o.notes:  # a repro that ran printed its notes itself
@@ -599,6 +623,7 @@ def repro(
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     required=True,
     shell_complete=show_help.complete_ids,
     help="The compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
@@ -628,6 +653,7 @@ def repro(
     "when it is installed).",
 )
 @latest_option
+@launch_option
 def show(
     path: str,
     artifact: str | None,
@@ -638,6 +664,7 @@ def show(
     diff_with: str | None,
     diff_previous: bool,
     bytecode: bool,
+    launch: int | None,
 ) -> None:
     """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives,
     `NAME[SUBGRAPH]` for one of a region)."""
@@ -649,12 +676,14 @@ def show(
         show_passes.show(path, compile_id, artifact, asked, progress=on_terminal(sys.stderr))
         return
     if artifact is None:
-        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
+        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr), launch=launch)
         show_help.list_artifacts(path, compile_id, named)
         return
-    p, log = show_help.located(path, compile_id, artifact, on_terminal(sys.stderr))
+    p, log = show_help.located(path, compile_id, artifact, on_terminal(sys.stderr), launch)
     if log is None or not show_help.stream_artifact(p, log, raw):
-        p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
+        p = tlview.artifact(
+            path, compile_id, artifact, progress=on_terminal(sys.stderr), launch=launch
+        )
         show_help.write_artifact(artifact, p, raw)
 
 

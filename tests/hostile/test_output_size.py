@@ -116,7 +116,9 @@ def check(tmp: Path, log: Path, depth: int, monkeypatch: pytest.MonkeyPatch) -> 
     # Text and page: the name whole once, numbered; every other frame by its number and its end
     # (the page's later sections, when a forked copy drew them, show it whole once more).
     verbose = out["text -v"].read_text()
-    joined = verbose.replace("\n", "")  # the terminal's width wraps the whole name
+    # The terminal's width wraps the whole name: folded inside a word, or at a space with the
+    # wrapped line indented.
+    joined = re.sub(r"\n {2,}", " ", verbose).replace("\n", "")
     whole = re.search(re.escape(kept) + r" \[name (\d+)\]", joined)
     assert joined.count(kept) == 1 and whole is not None  # the compile table's `pkg/file` is
     n = whole.group(1)  # another name, numbered apart

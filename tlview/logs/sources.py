@@ -73,7 +73,7 @@ def _fs(url: str) -> tuple[Any, str]:
         from fsspec.core import url_to_fs
     except ImportError:
         raise TlviewError(
-            f"{url}: reading URLs needs fsspec: pip install 'tlview[dask]'", EXIT_NEEDS_EXTRA
+            f"{url}: reading URLs needs fsspec: pip install 'fsspec>=2023.1'", EXIT_NEEDS_EXTRA
         ) from None
     try:
         fs, path = url_to_fs(url)

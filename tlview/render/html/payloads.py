@@ -9,7 +9,7 @@ import zlib
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from tlview.analyze.names import artifact_names
+from tlview.analyze.names import listed_artifacts
 from tlview.dumps import dumps
 from tlview.index.kinds import INDUCTOR_KINDS, PAYLOAD_OPTIONAL
 from tlview.inert import command
@@ -103,7 +103,7 @@ def section_payloads(c: Compile) -> list[tuple[str, Payload]]:
 
 def budget_items(c: Compile, errors_only: bool) -> list[BudgetItem]:
     """What the budget needs of the payloads a compile's section shows (light: its errors)."""
-    names = {id(p): n for n, p in artifact_names(c)}
+    names = {id(p): n for n, p in listed_artifacts(c)}
     out = []
     for pos, (where, p) in enumerate(section_payloads(c)):
         if errors_only and p.kind != "dynamo_error":

@@ -107,6 +107,13 @@ def _frame_line(f: StackFrame, names: Names) -> str:
     return f"{names.shown(f.file)}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
 
 
+def _later(reason: str | None, indent: int) -> str:
+    """A failure's reason, its later lines (`RuntimeError: ...` under `backend=... raised:`)
+    indented under its first."""
+    first, *rest = (reason or "").strip().split("\n")
+    return "\n".join([first, *(" " * indent + x if x.strip() else "" for x in rest)])
+
+
 def _outside_has(c: Compile) -> bool:
     """Whether the records outside any compile hold anything a section shows."""
     return bool(
@@ -144,9 +151,9 @@ def _problems(a: Analysis, console: Console) -> None:
         took = "time not logged" if o.seconds is None else f"{o.seconds:.2f} s"
         _say(console, f"  compiled outside dynamo (log line {o.line}): {took}")
         if o.fail_type:
-            _say(console, f"    failed: {o.fail_type}: {(o.fail_reason or '').strip()}", "red")
+            _say(console, f"    failed: {o.fail_type}: {_later(o.fail_reason, 6)}", "red")
     if c.fail_type and not c.outside:
-        _say(console, f"  failed: {c.fail_type}: {(c.fail_reason or '').strip()}", "red")
+        _say(console, f"  failed: {c.fail_type}: {_later(c.fail_reason, 4)}", "red")
     for r in a.restarts:
         if r.before is None:
             _say(console, f"  restart: {r.text}", "cyan")
