@@ -56,6 +56,8 @@ def test_columns_line_up_when_a_source_name_is_long(
     assert max(len(ln) for ln in lines[2:]) > 80 or width == "80"
     bars = [k for k, ch in enumerate(lines[2]) if ch == "|"]
     assert len(bars) == 7
-    for ln in lines[4:]:
+    rows = [ln for ln in lines[4:] if "|" in ln]  # a name cut in the middle is whole below
+    assert rows
+    for ln in rows:
         assert [k for k, ch in enumerate(ln) if ch == "|"] == bars, ln
-        assert len(ln.rstrip()) <= int(width)
+        assert len(ln) <= int(width), ln

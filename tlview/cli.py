@@ -568,7 +568,9 @@ def repro(
     from tlview.units import parse_bytes
 
     limit = None if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
-    bar = _progress_reader(path)
+    from tlview.logs.progress import bar_for  # on stderr for a long read, on a terminal
+
+    bar = bar_for(path) if on_terminal(sys.stderr) else None
     out = Path(output) if output is not None else None
     if all_graphs:
         assert out is not None
@@ -685,15 +687,6 @@ def show(
             path, compile_id, artifact, progress=on_terminal(sys.stderr), launch=launch
         )
         show_help.write_artifact(artifact, p, raw)
-
-
-def _progress_reader(path: str) -> object:
-    """A rich progress bar on stderr for long reads on a terminal, else None."""
-    if not on_terminal(sys.stderr):
-        return None
-    from tlview.logs.progress import bar_for
-
-    return bar_for(path)
 
 
 def run() -> None:
