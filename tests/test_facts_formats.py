@@ -425,3 +425,38 @@ def test_crafted_span_names_reasons_and_file_names_stay_inert(tmp_path: Path) ->
     assert "::" not in md and "##[" not in md  # each character escaped
     for line in md.splitlines():
         assert not line.lstrip().startswith(("::", "##[")), line
+
+
+# -- bounded like the rest --------------------------------------------------------------------------
+
+
+def test_skip_reasons_and_origins_are_bounded_in_each_format(tmp_path: Path) -> None:
+    from crafted import compile_of as crafted_compile
+    from crafted import interned
+    from test_facts_growth import _compile, _guards
+
+    log = tmp_path / "many.log"
+    log.write_bytes(b"".join([interned("/u.py"), *(b for k in range(25) for b in _compile(k))]))
+    cg = orjson.loads(run_cli("report", log, "--format", "json").stdout_bytes)["stats"][
+        "cudagraphs"
+    ]
+    assert cg["skipped"] == 25 and len(cg["skipped_by_reason"]) == 21  # 20, then the rest
+    assert cg["skipped_by_reason"]["(other reasons)"] == 5
+    head = wide("report", log).stdout.splitlines()[2]
+    assert "25 CUDA graph skips (reason 0 x1, reason 1 x1, reason 10 x1, 18 more reasons)" in head
+    skips = [t for t in tables(markdown(log)) if t and t[0][1].startswith("reason ")]
+    assert len(skips[0]) == 10  # MAX_ROWS, then "… and 11 more reasons"
+    assert "… and 11 more reasons" in markdown(log)
+
+    guards = tmp_path / "guards.log"  # a recompile of 12 failed guards, with an input
+    whys = _guards(12)[3]  # its recompile_reasons record
+    again = crafted_compile((0, 1), [("L['x0']", [6], "torch.float32")])
+    at = again.index(b"\n") + 1  # after its dynamo_start
+    first = crafted_compile((0, 0), [("L['x0']", [4], "torch.float32")])
+    guards.write_bytes(interned("/u.py") + first + again[:at] + whys + again[at:])
+    lines = wide("report", guards).stdout.splitlines()
+    said = [ln for ln in lines if ln.startswith("  failed guard: ")]
+    assert len(said) == 8 and "  ... 4 more origins (--compile-id ID lists them all)" in lines
+    full = wide("report", guards, "--compile-id", "0/1").stdout.splitlines()
+    assert len([ln for ln in full if ln.startswith("  failed guard: ")]) == 12
+    assert page(guards).count("failed guard:") == 12  # 50 on the page

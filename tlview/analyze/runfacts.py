@@ -79,7 +79,7 @@ class FactTally:
         return RunFacts(
             time if time.compiles else None,
             dict(self.graphs),
-            dict(sorted(self.skips.items(), key=lambda kv: (-kv[1], kv[0]))),
+            dict(sorted(self.skips.items(), key=lambda kv: (kv[0] == OTHER_REASON, -kv[1], kv[0]))),
             self.owners,
             self.spans_only,
         )
