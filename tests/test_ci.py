@@ -21,10 +21,13 @@ from markdown_it.token import Token
 import tlview
 from tlview.analyze.baseline import read_report
 from tlview.analyze.diff import compare
+from tlview.analyze.phases import top
+from tlview.analyze.summary import overview
 from tlview.render.annotate import data, prop
 from tlview.render.json.diff import to_dict
 from tlview.render.json.report import stream
 from tlview.render.markdown.md import text
+from tlview.units import seconds
 
 # What GitHub turns into a link or markup (a token kind of markdown-it's CommonMark and tables).
 ACTIVE = {"link_open", "image", "html_inline", "html_block", "code_inline", "code_block",
@@ -111,8 +114,15 @@ def markdown(*args: object) -> str:
 def test_markdown_report_structure_on_a_real_log() -> None:
     doc = markdown(corpus("mlp_aot_eager"))
     assert headings(doc)[0].startswith("tlview: ")
-    assert headings(doc)[1:] == ["Graph breaks (2, 1 reason)", "Recompiles (2)", "Slowest compiles"]
-    figures, breaks, recompiles, slowest = tables(doc)
+    run = overview(tlview.read(corpus("mlp_aot_eager"))).facts.time
+    assert run is not None
+    assert headings(doc)[1:] == [
+        "Graph breaks (2, 1 reason)",
+        "Recompiles (2)",
+        "Slowest compiles",
+        f"Compile time by phase ({seconds(run.spans_s)} in spans)",
+    ]
+    figures, breaks, recompiles, slowest, phases = tables(doc)
     # 4 compiles, as torch logged compilation_metrics: the 2 attempts that restarted apart
     assert figures == [["4", "2", "2", "0", "2", "1.71 s"]]
     # The break's title and what torch says it is about, and its hint: as text and page say.
@@ -125,8 +135,13 @@ def test_markdown_report_structure_on_a_real_log() -> None:
         ]
     ]
     assert [r[0] for r in recompiles] == ["0/1_1", "1/1"]
-    assert "tensor 'x' size mismatch at index 0. expected 8, actual 12" in recompiles[0][2]
+    assert recompiles[0][2] == "tensor 'x' size mismatch at index 0. expected 8, actual 12"
+    assert recompiles[0][3] == "0/0 at mlp_aot_eager.py:11"  # the frame's line: its input
     assert len(slowest) == 4
+    # the phases with the most time of their own, as the spans add up
+    assert [(r[0], r[4]) for r in phases] == [
+        (seconds(s.exclusive_s), s.name) for s in top(run.spans, 8)
+    ]
     assert_inert(doc)
 
 
@@ -136,7 +151,7 @@ def test_markdown_report_failures_and_the_gate_verdict() -> None:
     assert r.exit_code == 3
     doc = r.stdout
     assert "Failures (7)" in headings(doc)
-    failures = tables(doc)[-2]
+    failures = tables(doc)[-3]  # then the slowest compiles and the phases
     assert len(failures) == 7 and {row[2] for row in failures} == {
         "BackendCompilerFailed",
         "TorchRuntimeError",

@@ -17,7 +17,7 @@ from conftest import FIXTURES, corpus, run_cli
 import tlview
 from tlview.analyze.baseline import read_report
 from tlview.analyze.gate import measure, parse_checks
-from tlview.analyze.missing import missing_line
+from tlview.analyze.missing import capture_spans, missing_line
 from tlview.analyze.origins import guard_text, origin_context, origins
 from tlview.analyze.owners import owned_spans, owners
 from tlview.analyze.phases import compile_phases, run_phases, span_totals
@@ -364,7 +364,7 @@ def _missing(path: Path) -> dict[str, str | None]:
     out = {}
     for log in read(path).logs:
         outside = next((c for c in log.compiles if c.id is None), None)
-        out.update({c.key: missing_line(c, outside) for c in log.compiles})
+        out.update({c.key: missing_line(c, capture_spans(outside)) for c in log.compiles})
     return out
 
 

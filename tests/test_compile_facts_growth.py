@@ -14,6 +14,7 @@ from tlview.analyze.origins import origin_context, origins
 from tlview.analyze.owners import owners, span_owners
 from tlview.analyze.phases import compile_phases, run_phases, span_totals
 from tlview.model import Compile, CompileId, Phase, Recompile, Symbol
+from tlview.runtime.store import marks
 
 pytestmark = pytest.mark.slow  # several seconds each: timed at two sizes, best of three
 
@@ -54,7 +55,7 @@ def test_span_owners_grow_linearly_in_spans_and_compiles() -> None:
         spans = [Phase("compile_file", 100.0 * k + 10, 5.0) for k in range(n)]
         return spans, compiles
 
-    assert_linear(build, lambda b: span_owners(*b), 2000, "spans")
+    assert_linear(build, lambda b: span_owners(b[0], [marks(c) for c in b[1]]), 2000, "spans")
 
 
 def test_origins_grow_linearly_in_failed_guards_and_symbols() -> None:

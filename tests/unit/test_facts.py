@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tlview.analyze.origins import guard_text, number_words
-from tlview.analyze.phases import PhaseTally, compile_phases, span_tree, top
+from tlview.analyze.phases import PhaseTally, SpanNode, compile_phases, span_tree, top
 from tlview.analyze.runtime import skip_words
 from tlview.index.beside import code_state, trouble_text
 from tlview.model import Compile, CompileId, Phase
@@ -125,3 +125,36 @@ def test_a_phase_check_over_a_baseline_allows_timing_noise() -> None:
     got = evaluate_report(Overview(), [noise, slower])
     assert got[0].failure is None
     assert got[1].failure == "phase:inductor_compile: 1.00 s -> 2.50 s (allowed +0%)"
+
+
+def test_spans_nested_past_the_depth_kept_add_up_under_the_deepest_kept() -> None:
+    from tlview.analyze.phases import MAX_DEPTH
+
+    n = 5000  # a crafted log: spans inside spans, n deep
+    c = Compile(CompileId(0, 0), "x.log")
+    c.phases = [Phase(f"s{i}", float(i), float(2 * (n - i))) for i in range(n)]
+    cp = compile_phases(c)
+
+    def depth(nodes: list[SpanNode]) -> int:
+        return 1 + max((depth(k.children) for k in nodes), default=0) if nodes else 0
+
+    assert depth(cp.tree) == MAX_DEPTH
+    assert len(cp.spans) == n and cp.spans_s == pytest.approx(2 * n * 1e-6)
+    assert sum(s.exclusive_s for s in cp.spans) == pytest.approx(cp.spans_s)
+    tally = PhaseTally()
+    tally.add(cp)
+    assert tally.done().tree[0].inclusive_s == pytest.approx(cp.spans_s)
+
+
+def test_overlapping_spans_of_two_threads_count_each_instant_once() -> None:
+    # A worker's compile_file [0, 40] overlaps the main thread's wait [10, 50], inside which a
+    # second compile_file [20, 30] runs: each instant is the innermost open span's own.
+    c = Compile(CompileId(0, 0), "x.log")
+    c.phases = _spans(("load", 0, 60), ("compile_file", 0, 40), ("wait", 10, 40),
+                      ("compile_file", 20, 10))  # fmt: skip
+    cp = compile_phases(c)
+    own = {s.name: (s.exclusive_s * 1e6, s.inclusive_s * 1e6) for s in cp.spans}
+    assert own["compile_file"] == pytest.approx((20.0, 40.0))  # [0,10) and [20,30); union [0,40)
+    assert own["wait"] == pytest.approx((30.0, 40.0))  # [10,20) and [30,50)
+    assert own["load"] == pytest.approx((10.0, 60.0))  # [50,60)
+    assert cp.spans_s == pytest.approx(60e-6) == sum(s.exclusive_s for s in cp.spans)

@@ -18,8 +18,15 @@ from tlview.analyze.breaks import (
 )
 from tlview.analyze.changes import change_text
 from tlview.analyze.collectives import Parity, parity
+from tlview.analyze.context import LogContext, log_context
+from tlview.analyze.facts import missing_of, origins_of, phases_of
 from tlview.analyze.kernels import kernels
+from tlview.analyze.missing import Missing, said
 from tlview.analyze.names import Refs
+from tlview.analyze.origins import Origin
+from tlview.analyze.phases import CompilePhases
+from tlview.analyze.runtime import CudaGraphs, RunWork, cudagraphs, runtime_work
+from tlview.analyze.troubles import TroubleLine, failure_line, troubles
 from tlview.index.core import is_torch_file
 from tlview.index.recompiles import limit_text
 from tlview.model import (
@@ -175,6 +182,7 @@ class Analysis:
         # attempt that restarted (the attempt after it is the compile, and has its row).
         self.counted = c.id is not None and c.status != "restarted"
         self.earlier: list[Analysis] = []  # the attempts of this compile that restarted
+        self.context: LogContext | None = None  # what its log's other compiles tell it
 
     @cached_property
     def severity(self) -> int:
@@ -269,6 +277,49 @@ class Analysis:
     @cached_property
     def parity(self) -> Parity | None:
         return parity(self.compile)
+
+    # Where its time went, its run-time work, CUDA graphs, guard origins, what it lacks and
+    # its failure artifacts (analyze/facts.py).
+    @cached_property
+    def phases(self) -> CompilePhases:
+        return phases_of(self.compile, self.context, [e.compile for e in self.earlier])
+
+    @cached_property
+    def runtime(self) -> list[RunWork]:
+        return runtime_work(self.compile)
+
+    @cached_property
+    def cudagraphs(self) -> CudaGraphs:
+        return cudagraphs(self.compile)
+
+    @cached_property
+    def origins(self) -> list[Origin]:
+        return origins_of(self.compile, self.context)
+
+    @cached_property
+    def missing(self) -> list[Missing]:
+        return missing_of(self.compile, self.context)
+
+    @property
+    def missing_line(self) -> str | None:
+        return said(self.missing)
+
+    @cached_property
+    def troubles(self) -> list[TroubleLine]:
+        return troubles(self.compile)
+
+    @cached_property
+    def failure_line(self) -> str | None:
+        return failure_line(self.compile)
+
+    @property
+    def took(self) -> tuple[float | None, bool]:
+        """Its compile time, and whether only its spans give it: a compile whose
+        compilation_metrics give none (AOTInductor's build under an export's id)."""
+        t = self.compile.compile_time_s
+        if t is not None or self.compile.id is None or not self.phases.spans_s:
+            return t, False
+        return self.phases.spans_s, True
 
     def names(self) -> Iterator[str]:
         yield self.ref
@@ -400,16 +451,28 @@ class Analyser:
     refs: Callable[[Compile], str]  # how the report names a compile (analyze.names.Refs)
     seen: int = 0
     restarted: dict[tuple[str, int | None, CompileId], list[Analysis]] = field(default_factory=dict)
+    report: Report | None = None  # whose logs' contexts its compiles read
+    contexts: dict[int, LogContext] = field(default_factory=dict)  # by the log's place
 
     @classmethod
     def of(cls, report: Report) -> Analyser:
-        return cls(Refs.of(report))
+        return cls(Refs.of(report), report=report)
+
+    def context(self, li: int) -> LogContext | None:
+        """The context of the report's li-th log (analyze/context.py)."""
+        if self.report is None or li >= len(self.report.logs):
+            return None
+        got = self.contexts.get(li)
+        if got is None:
+            got = self.contexts[li] = log_context(self.report.logs[li])
+        return got
 
     def __call__(self, c: Compile, n: int | None = None, at: tuple[int, int] = (0, 0)) -> Analysis:
         if n is None:
             n = self.seen
         self.seen = n + 1
         a = Analysis(c, self.refs(c), n, at)
+        a.context = self.context(at[0])
         if c.id is not None:
             key = (c.log, c.pid, c.id.base)
             if c.status == "restarted":

@@ -8,6 +8,7 @@ on an FX graph cache hit too, so a hit explains their absence only in logs of to
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tlview.index.kinds import INDUCTOR_KINDS
@@ -35,23 +36,27 @@ def _hit(c: Compile, cache: str) -> bool:
     return any(e.cache == cache and e.outcome == "hit" for e in c.cache)
 
 
-def captured_by(c: Compile, outside: Compile | None) -> Phase | None:
+def capture_spans(outside: Compile | None) -> list[Phase]:
+    """The `fullgraph_capture` spans of a log's `-/-` compile (aot_compile's, strict export's)."""
+    if outside is None:
+        return []
+    return [p for p in outside.phases if p.name == CAPTURE_SPAN and p.dur_us is not None]
+
+
+def captured_by(c: Compile, captures: Sequence[Phase]) -> Phase | None:
     """The span outside any compile id that a compile's trace ran in (aot_compile's or strict
-    export's `fullgraph_capture`), found by time."""
-    if outside is None or not c.phases:
+    export's `fullgraph_capture`, of `capture_spans`), found by time."""
+    if not captures or not c.phases:
         return None
     start = min(p.start_us for p in c.phases)
-    for p in outside.phases:
-        if p.name == CAPTURE_SPAN and p.dur_us is not None and _within(start, p):
-            return p
-    return None
+    return next((p for p in captures if _within(start, p)), None)
 
 
 def _within(t: float, p: Phase) -> bool:
     return p.start_us <= t <= p.start_us + (p.dur_us or 0.0)
 
 
-def _metrics_missing(c: Compile, outside: Compile | None) -> str | None:
+def _metrics_missing(c: Compile, captures: Sequence[Phase]) -> str | None:
     """Why a compile has no metrics of its own."""
     if c.status == "restarted":
         return "restarted: the attempt after it logged the metrics"
@@ -59,7 +64,7 @@ def _metrics_missing(c: Compile, outside: Compile | None) -> str | None:
         return "compiled autograd's capture: its compile is the dynamo one under !N/..."
     if c.status == "incomplete":
         return "the run stopped during this compile"
-    if captured_by(c, outside) is not None:
+    if captured_by(c, captures) is not None:
         return (
             f"traced inside {CAPTURE_SPAN} (aot_compile, precompile or strict export): torch logs "
             "its metrics, and inductor's work, without a compile id (under -/-)"
@@ -69,12 +74,12 @@ def _metrics_missing(c: Compile, outside: Compile | None) -> str | None:
     return None
 
 
-def missing(c: Compile, outside: Compile | None = None) -> list[Missing]:
-    """What a compile lacks, and why; `outside`: its log's `-/-` compile (for precompile)."""
+def missing(c: Compile, captures: Sequence[Phase] = ()) -> list[Missing]:
+    """What a compile lacks, and why; `captures`: its log's `capture_spans` (for precompile)."""
     if c.id is None:
         return []
     out = []
-    if c.metrics is None and (why := _metrics_missing(c, outside)) is not None:
+    if c.metrics is None and (why := _metrics_missing(c, captures)) is not None:
         out.append(Missing("metrics", why))
     kinds = _kinds(c)
     if _hit(c, "fx_graph") and not any(INDUCTOR_KINDS.match(k) for k in kinds):
@@ -92,7 +97,11 @@ def missing(c: Compile, outside: Compile | None = None) -> list[Missing]:
     return out
 
 
-def missing_line(c: Compile, outside: Compile | None = None) -> str | None:
+def missing_line(c: Compile, captures: Sequence[Phase] = ()) -> str | None:
     """What a compile lacks and why, in one line (None: nothing a reader expects is missing)."""
-    got = missing(c, outside)
+    return said(missing(c, captures))
+
+
+def said(got: Sequence[Missing]) -> str | None:
+    """Missing artifacts in one line: `no metrics: why; no inductor code: why`."""
     return "; ".join(f"no {m.artifact}: {m.why}" for m in got) or None

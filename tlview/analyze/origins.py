@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from tlview.aside import CodeState
 from tlview.index.core import innermost_user, is_torch_file
 from tlview.model import ID_TEXT, Compile, StackFrame, Symbol
+from tlview.units import number
 
 _HEAD = re.compile(rf"^\s*({ID_TEXT}):\s*")
 _AUTOGRAD_ID = re.compile(r"^\s*!\d+(?:/\d+)*(?:_\d+)?:\s*")  # "!1: " (no frame)
@@ -65,7 +66,8 @@ def guard_text(reason: str) -> GuardText:
     body = first[m.end() :] if m else first
     check = _COMMENT.split(body, maxsplit=1)[0].strip()
     found = _COMMENT_WHERE.findall(body)
-    comment = StackFrame(found[0][0], int(found[0][1]), found[0][2]) if found else None
+    line = number(found[0][1]) if found else None
+    comment = StackFrame(found[0][0], line, found[0][2]) if found and line is not None else None
     return GuardText(m.group(1) if m else None, check, _stack_frames(lines[1:]), comment)
 
 
@@ -74,9 +76,10 @@ def _stack_frames(lines: Sequence[str]) -> list[StackFrame]:
     out: list[StackFrame] = []
     for i, line in enumerate(lines):
         m = _STACK_FILE.match(line)
-        if m:
+        at = number(m.group(2)) if m else None
+        if m and at is not None:
             code = lines[i + 1].strip() if i + 1 < len(lines) else None
-            out.append(StackFrame(m.group(1), int(m.group(2)), m.group(3).strip(), code or None))
+            out.append(StackFrame(m.group(1), at, m.group(3).strip(), code or None))
     return out
 
 
@@ -88,6 +91,23 @@ class OriginContext:
 
     breaks: dict[str, str] = field(default_factory=dict)  # "file.py:12" -> its reason
     code_states: dict[str, list[CodeState]] = field(default_factory=dict)  # log -> got
+    # log -> (states indexed, each code object's entries by its `:LINE:NAME`): made on use
+    index: dict[str, tuple[int, dict[str, list[tuple[str, dict[str, str]]]]]] = field(
+        default_factory=dict
+    )
+
+    def kept(self, log: str, suffix: str) -> list[tuple[str, dict[str, str]]]:
+        """The entries a log's code states kept for code objects ending in `suffix`
+        (`:LINE:NAME`), with the artifact that kept each: one lookup, not a scan per compile."""
+        states = self.code_states.get(log, [])
+        got = self.index.get(log)
+        if got is None or got[0] != len(states):
+            by: dict[str, list[tuple[str, dict[str, str]]]] = {}
+            for state in states:
+                for code, entries in state.entries.items():
+                    by.setdefault(_code_suffix(code), []).append((state.kind, entries))
+            got = self.index[log] = (len(states), by)
+        return got[1].get(suffix, [])
 
     def add(self, c: Compile) -> None:
         """Take in what one compile tells the others."""
@@ -194,9 +214,11 @@ def guard_origins(c: Compile, ctx: OriginContext) -> list[Origin]:
 
 
 def _autograd(reason: str, c: Compile) -> Origin:
-    """Why compiled autograd captured its graph again (compiled_autograd_compile_reasons)."""
+    """Why compiled autograd captured its graph (compiled_autograd_compile_reasons): again, or
+    for the first time (its cache held no key before: `previous key sizes=[]`)."""
     text = _AUTOGRAD_ID.sub("", reason.strip().splitlines()[0] if reason.strip() else "")
-    said = re.sub(r"^Cache miss due to ", "captured again: ", text)
+    first = text.endswith("previous key sizes=[]")
+    said = re.sub(r"^Cache miss due to ", "captured first: " if first else "captured again: ", text)
     return Origin("autograd", text, c.key, None, said)
 
 
@@ -215,22 +237,32 @@ def seen(c: Compile, ctx: OriginContext) -> Seen:
     reasons = c.recompile.reasons if c.recompile is not None else c.recompile_reasons
     for r in reasons:
         m = _SIZE.match(guard_text(r).check)
-        if m and m.group(2) == "size":
-            changed.setdefault((m.group(1), int(m.group(3))), (m.group(4), m.group(5)))
+        dim = number(m.group(3)) if m and m.group(2) == "size" else None
+        if m and dim is not None:
+            changed.setdefault((m.group(1), dim), (m.group(4), m.group(5)))
     return Seen(changed, _kept(c, ctx))
+
+
+def _code_suffix(code: str) -> str:
+    """A code object's key (`hash(...)/file.py:LINE:NAME`) by its `:LINE:NAME`."""
+    parts = code.rsplit(":", 2)
+    return ":" + ":".join(parts[1:]) if len(parts) == 3 else code
 
 
 def _kept(c: Compile, ctx: OriginContext) -> dict[tuple[str, int], tuple[str, str]]:
     """What the code states this frame read kept of each size: (artifact, "?" or the size)."""
     suffix = f":{c.firstline}:{c.function}"
     out: dict[tuple[str, int], tuple[str, str]] = {}
-    for state in [*c.code_states, *ctx.code_states.get(c.log, [])]:
-        if not state.kind.startswith("get_"):
-            continue
-        for code, entries in state.entries.items():
-            if code.endswith(suffix):
-                for source, what in entries.items():
-                    _sizes(out, state.kind, source, what)
+    own = [
+        (state.kind, entries)
+        for state in c.code_states
+        if state.kind.startswith("get_")
+        for code, entries in state.entries.items()
+        if _code_suffix(code) == suffix
+    ]
+    for kind, entries in [*own, *ctx.kept(c.log, suffix)]:
+        for source, what in entries.items():
+            _sizes(out, kind, source, what)
     return out
 
 
@@ -272,7 +304,9 @@ def dynamic_by(s: Symbol, known: Seen) -> tuple[str | None, str | None]:
     dim = _DIM.match(s.source or "")
     if dim is None:
         return None, None
-    base, i = dim.group(1), int(dim.group(2))
+    base, i = dim.group(1), number(dim.group(2))
+    if i is None:
+        return None, None
     kept = known.kept.get((base, i))
     if kept is not None and kept[1] == "?":
         return "profile-guided", f"profile-guided: an earlier run saw it change ({kept[0]})"

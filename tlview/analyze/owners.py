@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from tlview.analyze.missing import CAPTURE_SPAN
 from tlview.aside import Loose
 from tlview.model import Compile, LogIndex, Phase
+from tlview.runtime.store import CompileList, Marks, marks
 
-# The spans that bound a compile's own work (dynamo's, AOTInductor's, a lazy backward's).
-_BOUNDS = ("dynamo", "entire_frame_compile", "compile_fx_aot", "entire_backward_compile")
+OUTSIDE = "-/-"  # the key of a log's records without a compile id
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,22 +62,23 @@ def _short(f: object) -> str:
     return str(f).replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def _bounds(compiles: Iterable[Compile]) -> list[tuple[float, float, str]]:
+def log_marks(log: LogIndex) -> Sequence[Marks]:
+    """Each compile's marks (where its own spans lie, its breaks, its code states), in order,
+    without reading a compile back from disk."""
+    cl = log.compiles
+    return cl.marks if isinstance(cl, CompileList) else [marks(c) for c in cl]
+
+
+def _bounds(marked: Iterable[Marks]) -> list[tuple[float, float, str]]:
     """Each compile's own spans (start, end, key), by start."""
-    out = [
-        (p.start_us, p.start_us + p.dur_us, c.key)
-        for c in compiles
-        if c.id is not None
-        for p in c.phases
-        if p.dur_us is not None and (p.name in _BOUNDS or p.name.startswith("compile_attempt"))
-    ]
+    out = [(s, e, m.key) for m in marked if m.key != OUTSIDE for s, e in m.spans]
     out.sort()
     return out
 
 
-def span_owners(spans: Sequence[Phase], compiles: Iterable[Compile]) -> list[tuple[Phase, str]]:
+def span_owners(spans: Sequence[Phase], marked: Iterable[Marks]) -> list[tuple[Phase, str]]:
     """The spans without an id that lie inside one compile's span (innermost when nested)."""
-    bounds = _bounds(compiles)
+    bounds = _bounds(marked)
     done = sorted((p for p in spans if p.dur_us is not None), key=lambda p: p.start_us)
     out: list[tuple[Phase, str]] = []
     active: list[tuple[float, float, str]] = []  # heap by end: the compile spans begun so far
@@ -106,11 +107,11 @@ def _around(active: list[tuple[float, float, str]], end: float) -> str | None:
     return None
 
 
-def _captures(outside: Compile | None, compiles: Sequence[Compile]) -> dict[float, str]:
+def _captures(outside: Compile | None, marked: Sequence[Marks]) -> dict[float, str]:
     """Each fullgraph_capture span (by its start) that traced exactly one compile: that one."""
     if outside is None:
         return {}
-    starts = [(min(p.start_us for p in c.phases), c.key) for c in compiles if c.id and c.phases]
+    starts = [(m.begins, m.key) for m in marked if m.key != OUTSIDE and m.begins is not None]
     out = {}
     for p in outside.phases:
         keys = _traced(p, starts) if p.name == CAPTURE_SPAN else set()
@@ -135,12 +136,18 @@ def _owner(x: Loose, captures: dict[float, str]) -> tuple[str, str] | None:
 
 def owners(log: LogIndex) -> Owners:
     """Who the records without a compile id of one log (one process) belong to."""
-    compiles = [c for c in log.compiles]
-    outside = next((c for c in compiles if c.id is None), None)
-    captures = _captures(outside, compiles)
+    marked = log_marks(log)
+    outside = log.compiles[0] if marked and marked[0].key == OUTSIDE else None
+    return owners_of(outside, marked, log.unknown_kinds)
+
+
+def owners_of(outside: Compile | None, marked: Sequence[Marks], kinds: dict[str, int]) -> Owners:
+    """Who the records of a log's `-/-` compile belong to, given every compile's marks and the
+    record kinds tlview does not read (`kinds`)."""
+    captures = _captures(outside, marked)
     attached: list[Attached] = []
     groups: dict[str, WriterGroup] = {}
-    unknown: dict[str, int] = dict(log.unknown_kinds)
+    unknown: dict[str, int] = dict(kinds)
     for x in outside.loose if outside is not None else []:
         if x.writer is not None and not x.torch:
             unknown[x.name] = unknown.get(x.name, 0) + x.count
@@ -149,7 +156,7 @@ def owners(log: LogIndex) -> Owners:
             attached.append(Attached(got[0], x.name, x.count, got[1]))
         else:
             _group(groups, x)
-    spans = span_owners(outside.phases, compiles) if outside is not None else []
+    spans = span_owners(outside.phases, marked) if outside is not None else []
     ordered = sorted(groups.values(), key=lambda g: (-g.count, g.writer))
     return Owners(attached, ordered, unknown, spans)
 

@@ -18,6 +18,7 @@ from typing import Any
 from tlview.model import Compile, Phase
 
 SLACK_US = 1.0  # a child may end this much after its parent (timestamps are rounded)
+MAX_DEPTH = 32  # levels of nesting kept: a span deeper is added up under the 32nd (torch nests ~10)
 
 # Times compilation_metrics gives beside the four phases (model.PHASES), in microseconds: the
 # name tlview gives each, and the field. Read from torch 2.13's CompilationMetrics.
@@ -115,6 +116,7 @@ class _Agg:
 
     node: SpanNode
     kids: dict[str, _Agg] = field(default_factory=dict)
+    ns: list[int] = field(default_factory=lambda: [0, 0])  # a run's: inclusive, exclusive
 
     def child(self, name: str) -> _Agg:
         got = self.kids.get(name)
@@ -126,13 +128,15 @@ class _Agg:
 
 @dataclass(slots=True)
 class _Open:
-    """A span on the nesting stack: where it ends, its aggregate, and its children's time."""
+    """A span on the nesting stack: where it ends, its aggregate and how deep it is."""
 
     end: float
     agg: _Agg
-    name: str
-    dur: float
-    inner_us: float = 0.0
+    depth: int = 1
+    under: _Agg | None = None  # where spans inside it go: its own, or past MAX_DEPTH its parent's
+
+
+SCAN = 2 * MAX_DEPTH  # open spans looked through for one that holds a new span
 
 
 def _ended(phases: Iterable[Phase]) -> list[Phase]:
@@ -143,42 +147,101 @@ def _ended(phases: Iterable[Phase]) -> list[Phase]:
 
 
 def span_tree(phases: Iterable[Phase]) -> tuple[list[SpanNode], dict[str, list[float]]]:
-    """Spans nested by time, added up by path; and per name [count, inclusive us, exclusive us]."""
+    """Spans nested by time, added up by path; and per name [count, inclusive us, exclusive us].
+
+    A span's own (exclusive) time is the time it was the innermost span open (the one begun
+    last), so every instant counts once, also where spans of two threads overlap: own times
+    add up to the time the spans cover. A name's inclusive time is the time some span of it
+    was open (one inside another of its name, or overlapping it, counted once)."""
+    done = _ended(phases)
     root = _Agg(SpanNode(""))
+    aggs = _nest(done, root)
     names: dict[str, list[float]] = {}
-    stack: list[_Open] = []
-    active: dict[str, int] = {}
-    for p in _ended(phases):
-        dur = p.dur_us or 0.0
-        _close(stack, p.start_us, names, active)
-        end = p.start_us + dur
-        parent = next((o for o in reversed(stack) if end <= o.end + SLACK_US), None)
-        agg = (parent.agg if parent else root).child(p.name)
-        if parent is not None:
-            parent.inner_us += dur
-        totals = names.setdefault(p.name, [0.0, 0.0, 0.0])
-        totals[0] += 1
-        if not active.get(p.name):
-            totals[1] += dur
-        active[p.name] = active.get(p.name, 0) + 1
-        stack.append(_Open(p.start_us + dur, agg, p.name, dur))
-    _close(stack, float("inf"), names, active)
+    for p, agg in zip(done, aggs, strict=True):
+        agg.node.count += 1
+        agg.node.inclusive_s += (p.dur_us or 0.0) / 1e6
+        names.setdefault(p.name, [0.0, 0.0, 0.0])[0] += 1
+    _sweep(done, aggs, names)
     return root.node.children, names
 
 
-def _close(
-    stack: list[_Open], until: float, names: dict[str, list[float]], active: dict[str, int]
-) -> None:
-    """End the spans on the stack that end by `until`, adding up their times."""
-    while stack and stack[-1].end <= until:
-        done = stack.pop()
-        own = max(0.0, done.dur - done.inner_us)
-        node = done.agg.node
-        node.count += 1
-        node.inclusive_s += done.dur / 1e6
-        node.exclusive_s += own / 1e6
-        names[done.name][2] += own
-        active[done.name] -= 1
+def _nest(done: list[Phase], root: _Agg) -> list[_Agg]:
+    """Each span's place in the nesting: under the innermost open span that holds it by time."""
+    stack: list[_Open] = []
+    out: list[_Agg] = []
+    for p in done:
+        end = p.start_us + (p.dur_us or 0.0)
+        while stack and stack[-1].end <= p.start_us:
+            stack.pop()
+        parent = _holder(stack, end)
+        if parent is None:
+            got = _Open(end, root.child(p.name))
+        else:
+            holder = parent.under or parent.agg
+            deep = parent.depth + 1 >= MAX_DEPTH
+            got = _Open(end, holder.child(p.name), parent.depth + 1, holder if deep else None)
+        stack.append(got)
+        out.append(got.agg)
+    return out
+
+
+def _holder(stack: list[_Open], end: float) -> _Open | None:
+    """The innermost of the last SCAN open spans that ends after `end` (clock slack allowed)."""
+    for o in reversed(stack[-SCAN:]):
+        if end <= o.end + SLACK_US:
+            return o
+    return None
+
+
+@dataclass(slots=True)
+class _Names:
+    """Per span name: how many of its spans are open, since when; and the time any was."""
+
+    names: dict[str, list[float]]
+    open: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    def begin(self, name: str, t: float) -> None:
+        n, since = self.open.get(name, (0, t))
+        self.open[name] = (n + 1, t if n == 0 else since)
+
+    def end(self, name: str, t: float) -> None:
+        n, since = self.open[name]
+        self.open[name] = (n - 1, since)
+        if n == 1:
+            self.names[name][1] += t - since
+
+
+def _innermost(open_: list[int], closed: list[bool]) -> int | None:
+    """The open span begun last (those that ended are dropped from the top as met)."""
+    while open_ and closed[open_[-1]]:
+        open_.pop()
+    return open_[-1] if open_ else None
+
+
+def _sweep(done: list[Phase], aggs: list[_Agg], names: dict[str, list[float]]) -> None:
+    """Own time to the innermost open span at each instant; inclusive time per name."""
+    events = [(p.start_us, 1, i) for i, p in enumerate(done)]
+    events += [(p.start_us + (p.dur_us or 0.0), 0, i) for i, p in enumerate(done)]
+    events.sort()
+    open_: list[int] = []
+    closed = [False] * len(done)
+    own = [0.0] * len(done)  # us: added up per span first, so a node's figure is exact
+    union = _Names(names)
+    last = events[0][0] if events else 0.0
+    for t, starts, i in events:
+        top = _innermost(open_, closed)
+        if top is not None:
+            own[top] += t - last
+        last = t
+        if starts:
+            open_.append(i)
+            union.begin(done[i].name, t)
+        else:
+            closed[i] = True
+            union.end(done[i].name, t)
+    for i, p in enumerate(done):
+        aggs[i].node.exclusive_s += own[i] / 1e6
+        names[p.name][2] += own[i]
 
 
 def _us(v: Any) -> float | None:
@@ -221,7 +284,7 @@ def compile_phases(c: Compile, extra: Sequence[Phase] = ()) -> CompilePhases:
         key=c.key,
         tree=tree,
         spans=spans,
-        spans_s=sum(n.inclusive_s for n in tree),
+        spans_s=sum(t[2] for t in names.values()) / 1e6,
         open=[p.name for p in phases if p.dur_us is None],
         metrics=metric_times(records),
         caches=cache_counts(records),
@@ -285,78 +348,104 @@ class RunPhases:
     open: int  # spans that never ended
 
 
+def _ns(seconds: float) -> int:
+    """A time in whole nanoseconds: the run's sums are of integers, so the same however a pass
+    over the compiles was split (floats added in another order round otherwise)."""
+    return round(seconds * 1e9)
+
+
 class PhaseTally:
     """Adds up CompilePhases one compile at a time (and tallies of later compiles), linear."""
 
     def __init__(self) -> None:
         self.root = _Agg(SpanNode(""))
-        self.names: dict[str, list[float]] = {}
-        self.metrics: dict[tuple[str, str], float] = {}
+        self.names: dict[str, list[int]] = {}  # count, inclusive ns, exclusive ns
+        self.metrics: dict[tuple[str, str], int] = {}  # ns
         self.caches: dict[str, int] = {}
-        self.spans_s = self.outside_s = 0.0
+        self.spans_ns = self.outside_ns = 0
         self.compiles = self.open = 0
 
     def add(self, cp: CompilePhases) -> None:
         for node in cp.tree:
             _fold(self.root, node)
         for s in cp.spans:
-            t = self.names.setdefault(s.name, [0.0, 0.0, 0.0])
-            t[0] += s.count
-            t[1] += s.inclusive_s
-            t[2] += s.exclusive_s
+            _add(self.names, s.name, [s.count, _ns(s.inclusive_s), _ns(s.exclusive_s)])
         for m in cp.metrics:
             key = (m.name, m.field)
-            self.metrics[key] = self.metrics.get(key, 0.0) + m.seconds
+            self.metrics[key] = self.metrics.get(key, 0) + _ns(m.seconds)
         for cache, n in cp.caches.items():
             self.caches[cache] = self.caches.get(cache, 0) + n
-        self.spans_s += cp.spans_s
-        self.outside_s += cp.spans_s if cp.outside else 0.0
+        self.spans_ns += _ns(cp.spans_s)
+        self.outside_ns += _ns(cp.spans_s) if cp.outside else 0
         self.compiles += bool(cp.tree or cp.metrics)
         self.open += len(cp.open)
 
     def merge(self, later: PhaseTally) -> None:
         """Take in a tally of the compiles after these, as if this one had counted them."""
-        for node in later.root.node.children:
-            _fold(self.root, node)
+        for agg in later.root.kids.values():
+            _merge(self.root, agg)
         for name, t in later.names.items():
-            mine = self.names.setdefault(name, [0.0, 0.0, 0.0])
-            for i in range(3):
-                mine[i] += t[i]
+            _add(self.names, name, t)
         for key, v in later.metrics.items():
-            self.metrics[key] = self.metrics.get(key, 0.0) + v
+            self.metrics[key] = self.metrics.get(key, 0) + v
         for cache, n in later.caches.items():
             self.caches[cache] = self.caches.get(cache, 0) + n
-        self.spans_s += later.spans_s
-        self.outside_s += later.outside_s
+        self.spans_ns += later.spans_ns
+        self.outside_ns += later.outside_ns
         self.compiles += later.compiles
         self.open += later.open
 
     def done(self) -> RunPhases:
-        spans = [SpanTime(n, int(t[0]), t[1], t[2]) for n, t in self.names.items()]
+        spans = [SpanTime(n, t[0], t[1] / 1e9, t[2] / 1e9) for n, t in self.names.items()]
         spans.sort(key=lambda s: (-s.exclusive_s, s.name))
         order = {name: i for i, (name, _) in enumerate(METRIC_TIMES)}
-        metrics = [MetricTime(n, f, v) for (n, f), v in self.metrics.items()]
+        metrics = [MetricTime(n, f, v / 1e9) for (n, f), v in self.metrics.items()]
         metrics.sort(key=lambda m: order.get(m.name, len(order)))
+        _settle(self.root)
         return RunPhases(
             self.root.node.children,
             spans,
             metrics,
             dict(self.caches),
-            self.spans_s,
-            self.outside_s,
+            self.spans_ns / 1e9,
+            self.outside_ns / 1e9,
             self.compiles,
             self.open,
         )
+
+
+def _add(into: dict[str, list[int]], name: str, t: list[int]) -> None:
+    mine = into.setdefault(name, [0, 0, 0])
+    for i in range(3):
+        mine[i] += t[i]
 
 
 def _fold(into: _Agg, node: SpanNode) -> None:
     """Add a compile's span node (and its children) into the run's tree at the same path."""
     agg = into.child(node.name)
     agg.node.count += node.count
-    agg.node.inclusive_s += node.inclusive_s
-    agg.node.exclusive_s += node.exclusive_s
+    agg.ns[0] += _ns(node.inclusive_s)
+    agg.ns[1] += _ns(node.exclusive_s)
     for kid in node.children:
         _fold(agg, kid)
+
+
+def _merge(into: _Agg, other: _Agg) -> None:
+    """Add another tally's node (and its children) into this tree at the same path."""
+    agg = into.child(other.node.name)
+    agg.node.count += other.node.count
+    agg.ns[0] += other.ns[0]
+    agg.ns[1] += other.ns[1]
+    for kid in other.kids.values():
+        _merge(agg, kid)
+
+
+def _settle(agg: _Agg) -> None:
+    """The run's tree's times, from the integer sums."""
+    agg.node.inclusive_s = agg.ns[0] / 1e9
+    agg.node.exclusive_s = agg.ns[1] / 1e9
+    for kid in agg.kids.values():
+        _settle(kid)
 
 
 def run_phases(compiles: Iterable[Compile]) -> RunPhases:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from tlview.analyze.compiles import PHASE_NAMES, Analysis, Break, analysed, is_recompile
+from tlview.analyze.runfacts import FactTally, RunFacts
 from tlview.model import (
     Input,
     Report,
@@ -73,6 +74,7 @@ class Overview:
     breaks: list[BreakSummary] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)  # PHASE_NAMES -> seconds, summed
     slowest: list[Slow] = field(default_factory=list)  # by total time, at most MAX_SLOWEST
+    facts: RunFacts = field(default_factory=RunFacts)  # phases, CUDA graphs, owners (facts.py)
 
     @property
     def timed(self) -> bool:
@@ -119,6 +121,7 @@ class Tally:
         # however the pass was split.
         self.phases: dict[str, list[float]] = {}
         self.slow: list[tuple[float, str, Slow]] = []  # min-heap of the slowest, by (total, ref)
+        self.facts = FactTally()
         kinds: Counter[str] = Counter()
         unknown: Counter[str] = Counter()
         times = [log.first_time for log in report.logs if log.first_time]
@@ -137,6 +140,7 @@ class Tally:
     def add(self, a: Analysis) -> None:
         c = a.compile
         o = self.o
+        self.facts.add(a)
         o.export_issues += len(c.export_issues)
         if c.id is None:
             self._outside(a)
@@ -196,6 +200,7 @@ class Tally:
         """Take in a tally of the compiles after these (rendered by another process), as if
         this one had gone on to count them."""
         o, lo = self.o, later.o
+        self.facts.merge(later.facts)
         o.compiles += lo.compiles
         o.restarts += lo.restarts
         o.inputs += lo.inputs
@@ -234,6 +239,7 @@ class Tally:
         o.incomplete = self.status.get("incomplete", 0)
         o.cache = dict(self.cache)
         o.breaks = sorted(self.breaks.values(), key=lambda s: -s.count)
+        o.facts = self.facts.done()
         return o
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, overload
 
+from tlview.aside import CodeState
 from tlview.model import Compile, CompileId, GraphBreak, StackFrame, Status, shifted_breaks
 
 # Compiles held in memory per log; beyond this the least recently touched go to a temp file.
@@ -179,6 +180,45 @@ def _remove(f: IO[bytes], path: str, owner: int) -> None:
 FATAL = frozenset({"fx_interpreter_error", "inductor_spmd_graph_mismatch"})
 
 
+# The spans that bound a compile's own work (dynamo's, AOTInductor's, a lazy backward's, and each
+# attempt's `compile_attempt_N`): a span without a compile id inside one of them is that compile's.
+OWN_SPANS = ("dynamo", "entire_frame_compile", "compile_fx_aot", "entire_backward_compile")
+
+
+@dataclass(frozen=True, slots=True)
+class Marks:
+    """What a pass over a whole log needs of each compile without reading it back from disk
+    (`analyze/context.py`): where its own spans lie, its graph breaks' places, its code states."""
+
+    key: str
+    spans: tuple[tuple[float, float], ...]  # its own spans (OWN_SPANS): start and end, chromium us
+    begins: float | None  # when its first span began
+    breaks: tuple[tuple[str, str], ...] = ()  # (place, reason) of each graph break with a place
+    states: tuple[CodeState, ...] = ()  # the profile-guided code states it read (get_*)
+    counted: bool = False  # a compile torch counts: an id, and not an attempt that restarted
+
+
+def marks(c: Compile) -> Marks:
+    """A compile's marks, as it is now."""
+    return Marks(
+        c.key,
+        _own_spans(c),
+        min((p.start_us for p in c.phases), default=None),
+        tuple((g.where, g.reason) for g in c.graph_breaks if g.where),
+        tuple(s for s in c.code_states if s.kind.startswith("get_")),
+        c.id is not None and c.status != "restarted",
+    )
+
+
+def _own_spans(c: Compile) -> tuple[tuple[float, float], ...]:
+    """Where a compile's own spans (OWN_SPANS, each attempt's) lie: start and end."""
+    return tuple(
+        (p.start_us, p.start_us + p.dur_us)
+        for p in c.phases
+        if p.dur_us is not None and (p.name in OWN_SPANS or p.name.startswith("compile_attempt"))
+    )
+
+
 @dataclass(slots=True)
 class Facts:
     """What the final pass needs of a compile to set its status, without loading it."""
@@ -198,6 +238,7 @@ class Facts:
     reasons_only: bool  # it logged why the frame would recompile, and nothing else
     fail_reason: str | None = None  # a failure the final pass inferred (set with fail_type)
     trouble: tuple[str, str] | None = None  # a fatal failure artifact: (its name, its line)
+    marks: Marks | None = None
 
     @classmethod
     def of(cls, c: Compile) -> Facts:
@@ -218,6 +259,7 @@ class Facts:
             and c.metrics is None
             and not (c.graphs or c.input_sets or c.symbols or c.stack),
             trouble=next(((t.kind, t.text) for t in c.troubles if t.kind in FATAL), None),
+            marks=marks(c),
         )
 
     def shift_lines(self, n: int) -> None:
@@ -371,6 +413,7 @@ class CompileList(Sequence[Compile]):
         self.bases: list[tuple[int, int]] = []  # [start, end) of each compile's attempts
         self.frames: list[tuple[int, int]] = []  # [start, end) into bases, per frame
         self.base_of: list[int] = []
+        self.marks: list[Marks] = []  # each compile's, kept in memory wherever the compile is
 
     @classmethod
     def of(cls, compiles: Sequence[Compile]) -> CompileList:
@@ -392,6 +435,7 @@ class CompileList(Sequence[Compile]):
                 self.entries.append(e)
                 self.facts.append(f)
                 self.base_of.append(len(self.bases))
+                self.marks.append(_marks(e, f))
             self.bases.append((start, len(self.entries)))
         self.frames.append((first_base, len(self.bases)))
 
@@ -474,12 +518,24 @@ class CompileList(Sequence[Compile]):
         # Sent to another process: on this machine the spill files change hands with it;
         # to another machine (SEND_FILES off) the finished compiles themselves go.
         if SEND_FILES:
-            state = (self.entries, self.facts, self.bases, self.frames, self.base_of)
+            state = (self.entries, self.facts, self.bases, self.frames, self.base_of, self.marks)
             return (CompileList._adopt, (self.finish, self.explain, *state))
         return (CompileList.of, (list(self),))
 
     @classmethod
     def _adopt(cls, finish: Finisher | None, explain: Explainer | None, *state: Any) -> CompileList:
         out = cls(finish, explain)
-        out.entries, out.facts, out.bases, out.frames, out.base_of = state
+        out.entries, out.facts, out.bases, out.frames, out.base_of, out.marks = state
         return out
+
+
+def _marks(e: Compile | Spilled, f: Facts | None) -> Marks:
+    """A compile's marks as it enters the list: from its facts (with the breaks the final
+    pass left), else from the compile itself."""
+    if f is None or f.marks is None:
+        assert isinstance(e, Compile), "a compile on disk has its facts"
+        return marks(e)
+    m = f.marks
+    breaks = tuple((g.where, g.reason) for g in f.graph_breaks if g.where)
+    counted = f.id is not None and f.status != "restarted"
+    return Marks(m.key, m.spans, m.begins, breaks, m.states, counted)

@@ -39,10 +39,7 @@ def figures(o: Overview) -> list[HeadFigure]:
         HeadFigure("graph breaks", f"{o.graph_breaks:,}", rows("graph_break")),
         HeadFigure("recompiles", f"{o.recompiles:,}"),
         HeadFigure("restarts", f"{o.restarts:,}"),
-        HeadFigure(
-            "compile time",
-            f"{o.compile_time_s:.2f} s" if o.timed else "not logged",
-        ),
+        HeadFigure("compile time", compile_time_value(o)),
         HeadFigure("cache hits", f"{o.cache.get('hit', 0):,}"),
         HeadFigure("cache misses", f"{o.cache.get('miss', 0):,}"),
     ]
@@ -51,6 +48,10 @@ def figures(o: Overview) -> list[HeadFigure]:
     if o.cache.get("disabled"):
         figs.append(HeadFigure("caches disabled", f"{o.cache['disabled']:,}"))
     figs.append(HeadFigure("inputs", f"{o.inputs:,}"))
+    if o.facts.skipped:
+        n = o.facts.skipped
+        figs.append(HeadFigure("CUDA graph skips" if n != 1 else "CUDA graph skip", f"{n:,}",
+                               None, "failed"))  # fmt: skip
     if o.by_status.get("traced"):
         figs.append(HeadFigure("traced by export", f"{o.by_status['traced']:,}", "traced"))
     if o.export_issues:
@@ -66,6 +67,16 @@ def figures(o: Overview) -> list[HeadFigure]:
         )
     figs.append(HeadFigure("bad lines", f"{o.bad_lines:,}", None, "failed" if o.bad_lines else ""))
     return figs
+
+
+def compile_time_value(o: Overview) -> str:
+    """The compile time: compilation_metrics' total, else the time the spans cover (an
+    export's AOTInductor build logs spans and no compile time)."""
+    if o.timed:
+        return f"{o.compile_time_s:.2f} s"
+    if o.facts.time is not None and o.facts.time.spans_s > 0:
+        return f"{o.facts.time.spans_s:.2f} s (spans)"
+    return "not logged"
 
 
 @dataclass(slots=True)
@@ -148,7 +159,7 @@ def totals(o: Overview, statuses: list[str]) -> Totals:
         o.compiles,
         o.graph_breaks,
         o.export_issues,
-        f"{o.compile_time_s:.2f} s" if o.timed else "not logged",
+        compile_time_value(o),
         f"{clock(o.first_time)} to {clock(o.last_time)}",
         f"{o.lines:,} lines, {o.records:,} records",
         [(s, o.by_status[s]) for s in statuses if o.by_status.get(s)] if o.by_status else None,

@@ -26,6 +26,7 @@ from tlview.render.html.figures import (
 from tlview.render.html.fmt import clock
 from tlview.render.html.metrics import METRIC_BYTES, first_shown
 from tlview.render.html.payloads import COMPILE_TIERS, MAX_LISTED, Budget, share_budget
+from tlview.render.html.phases import RunView, run_view
 from tlview.render.html.pick import PROBLEMS, FirstPass, Found, Picked
 from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
@@ -108,6 +109,7 @@ class Page:
     limits: dict[str, str]
     break_anchor: dict[str, str]  # graph-break reason -> its row in the graph-break table
     time: TimeView | None = None  # where the compile time went
+    run_facts: RunView | None = None  # by phase; CUDA graph skips; records without an id
     left_out_by: list[tuple[str, int]] = field(default_factory=list)  # (compile tier, payloads)
     # (metric, digest of a long value) -> (anchor, label) of the first section that shows it
     shared: dict[tuple[str, bytes], tuple[str, str]] = field(default_factory=dict)
@@ -245,6 +247,7 @@ def build(
         budget=budget,
         many=found.pick.many,
         limits=_limits(),
+        run_facts=run_view(o),
         **_log_parts(report, job_note),
         **_row_parts(rows, o, budget),
     )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tlview.analyze.compiles import Analysis
+from tlview.analyze.facts import guard_origins, made_at
 from tlview.analyze.summary import Tally
 from tlview.model import Compile, LogIndex, Report, StackFrame
 from tlview.render.html.metrics import long_metrics
@@ -203,7 +204,7 @@ class Pick:
             where=a.where,
             sort_id=_sort_id(c, n),
             ops=c.graph_ops,
-            time_s=c.compile_time_s,
+            time_s=a.took[0],
             inputs=a.inputs,
             alias_groups=a.alias_groups,
             breaks=len(a.breaks),
@@ -227,6 +228,7 @@ class Pick:
             r.recompile = recompile_view(rc, MAX_ROW_CHANGES)
             r.changes = len(rc.input_changes)
         r.recompile_reasons = a.listed_reasons
+        _facts(r, a)
         r.payloads = budget_items(c, not detail)
         if detail:
             r.long_metrics = long_metrics(c)
@@ -239,6 +241,13 @@ class Pick:
         budget.hidden_recompiles = self.hidden_recompiles
         budget.light = sum(not r.detail for r in rows)
         return rows, budget
+
+
+def _facts(r: Row, a: Analysis) -> None:
+    """What a row says of its compile's time from spans, and where its failed guards were made."""
+    r.time_spans = a.took[1]
+    if r.listed_recompile:
+        r.made = [made_at(o) for o in guard_origins(a.origins)]
 
 
 def _lighten(r: Row) -> None:

@@ -126,6 +126,8 @@ class Row:
     long_metrics: list[tuple[str, bytes, int]] = field(default_factory=list)
     detail: bool = True  # False: beyond DETAIL_COMPILES, shown without the heavy parts
     previous: tuple[str, str] | None = None  # (label, anchor) of the previous compile
+    time_spans: bool = False  # time_s is the time its spans cover: its metrics give none
+    made: list[str] = field(default_factory=list)  # where each failed guard was made
 
     @property
     def label(self) -> str:
@@ -134,7 +136,7 @@ class Row:
 
     @property
     def time(self) -> str:
-        return seconds(self.time_s)
+        return ("~" if self.time_spans and self.time_s is not None else "") + seconds(self.time_s)
 
     @property
     def problem(self) -> bool:

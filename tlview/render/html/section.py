@@ -23,6 +23,7 @@ from tlview.render.html.inputs import InputView, StorageView, input_view, storag
 from tlview.render.html.metrics import MetricView, metric_views
 from tlview.render.html.page import Page
 from tlview.render.html.payloads import PayloadView, payload_view, section_payloads
+from tlview.render.html.phases import FactsView, facts_view
 from tlview.render.html.provenance import ProvenanceView, provenance_views
 from tlview.render.html.rows import IssueView, RecompileView, Row, issue_view, recompile_view
 from tlview.render.html.timeline import Timeline, compile_timeline
@@ -123,6 +124,7 @@ class CompileView:
     kernels: list[KernelView] = field(default_factory=list)
     provenance: list[ProvenanceView] = field(default_factory=list)
     events: list[EventView] = field(default_factory=list)
+    more: FactsView | None = None  # where its time went, run time, CUDA graphs, origins, gaps
 
     anchor = property(lambda self: self.row.anchor)
     ref = property(lambda self: self.row.ref)
@@ -153,6 +155,7 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
     dynamic = dynamic_dims(c)
     v.inputs = [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
     v.breaks = [_break(b, page.break_anchor.get(b.key, "")) for b in a.breaks]
+    v.more = facts_view(a, r.detail)
     kinds = section_payloads(c)
     on_page: dict[int, tuple[str, str | None]] = {}  # payload -> its anchor, the text it shows
     for pl in r.payloads:

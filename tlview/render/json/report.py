@@ -12,6 +12,7 @@ from typing import IO, Any
 import orjson
 
 from tlview.analyze.compiles import Analysis, Break
+from tlview.analyze.context import counted_before
 from tlview.analyze.names import picker
 from tlview.analyze.summary import Overview, Tally
 from tlview.dumps import dumps
@@ -33,6 +34,7 @@ from tlview.model import (
     TensorDesc,
 )
 from tlview.render import InProcess, Options, Split, split_of
+from tlview.render.json.facts import compile_facts, log_owners, stats_facts
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
 from tlview.version import __version__
@@ -289,6 +291,7 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
         ],
         "metrics": c.metrics,
         "bwd_metrics": c.bwd_metrics,
+        **compile_facts(a, r),  # where its time went, run time, CUDA graphs, origins, gaps
         # the attempts of this compile that restarted, in order, each as a compile is written
         "attempts": [compile_dict(e, table) for e in a.earlier],
     }
@@ -329,10 +332,12 @@ def stats(o: Overview) -> dict[str, Any]:
         "inputs": o.inputs,
         "first_time": o.first_time,
         "last_time": o.last_time,
+        **stats_facts(o.facts),  # where the run's compile time went, its CUDA graphs
     }
 
 
 def head(report: Report, o: Overview) -> dict[str, Any]:
+    owners = log_owners(o.facts)
     return {
         "format": FORMAT,
         "tlview_version": __version__,
@@ -359,8 +364,9 @@ def head(report: Report, o: Overview) -> dict[str, Any]:
                 "first_time": log.first_time,
                 "last_time": log.last_time,
                 "notes": log.notes,
+                "owners": owners.get(li),  # who its records without a compile id belong to
             }
-            for log in report.logs
+            for li, log in enumerate(report.logs)
         ],
         "stats": stats(o),
         "graph_breaks": [
@@ -392,7 +398,7 @@ class Part:
 
     tally: Tally
     table: Table
-    after: bool  # an item was written before this run's first
+    after: bool | None  # an item was written before this run's first (None: not known yet)
     outside: list[bytes] = field(default_factory=list)
 
 
@@ -407,11 +413,13 @@ class Items:
 
     def start(self, later: bool) -> Part:
         if later:  # its own keys: the two parts' tables are joined by `merge`
-            return Part(Tally(self.report), Table("b"), True)
+            return Part(Tally(self.report), Table("b"), None)
         return Part(Tally(self.report), self.table, False)
 
     def run(self, part: Part, compiles: Iterator[Analysis]) -> Iterator[bytes]:
         for a in compiles:
+            if part.after is None:  # a later part: did the part before it write an item?
+                part.after = counted_before(self.report, a.n)
             part.tally.add(a)
             c = a.compile
             if c.id is not None and not a.counted:

@@ -8,6 +8,7 @@ from tlview.analyze.compiles import Analysis, analysed
 from tlview.analyze.summary import BreakSummary, Overview, Tally, short_place
 from tlview.model import Report
 from tlview.render import Options, Split
+from tlview.render.markdown import facts
 from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
 from tlview.runtime.output import Output
 from tlview.units import count
@@ -34,7 +35,7 @@ def seconds(v: float) -> str:
 
 def figures(o: Overview) -> list[str]:
     """The headline numbers as a one-row table."""
-    time = seconds(o.compile_time_s + o.outside_s) if o.timed or o.outside_timed else "not logged"
+    time = facts.compile_time(o)
     failed = o.failures + o.incomplete + o.outside_failed
     return table(
         ("compiles", "graph breaks", "recompiles", "failed", "restarts", "compile time"),
@@ -62,7 +63,8 @@ def _recompile(a: Analysis, rows: Rows) -> None:
         return
     guard = r.guards[0].strip().partition("\n")[0] if r.guards else "(no reason logged)"
     more = f" (and {len(r.guards) - 1} more)" if len(r.guards) > 1 else ""
-    rows.add([text(a.ref), text(a.compile.function or ""), text(guard) + more])
+    check, made = facts.guard(a, guard)
+    rows.add([text(a.ref), text(a.compile.function or ""), check + more, made])
 
 
 def _failure(a: Analysis, rows: Rows) -> None:
@@ -115,19 +117,21 @@ def lines(
         out.append("")
     if recompiles.total:
         out += [f"#### Recompiles ({recompiles.total:,})", ""]
-        out += table(("compile", "function", "failed guard"), recompiles.rows, recompiles.total,
-                     "recompiles", MORE)  # fmt: skip
+        out += table(("compile", "function", "failed guard", "made at"), recompiles.rows,
+                     recompiles.total, "recompiles", MORE)  # fmt: skip
         out.append("")
     if failures.total:
         out += [f"#### Failures ({failures.total:,})", ""]
         out += table(("compile", "status", "type", "reason", "where"), failures.rows,
                      failures.total, "failures", MORE)  # fmt: skip
         out.append("")
+    out += facts.skips(o)
     if o.slowest:
         out += ["#### Slowest compiles", ""]
         rows = [[text(s.ref), text(s.function or ""), seconds(s.phases.get("total", 0.0))]
                 for s in o.slowest]  # fmt: skip
         out += [*table(("compile", "function", "time"), rows, len(rows), "", ""), ""]
+    out += facts.phases(o)
     return out, o
 
 

@@ -12,6 +12,7 @@ from tlview.index.recompiles import limit_text
 from tlview.inert import command, one_line
 from tlview.model import CacheEvent, Compile, Input, StackFrame
 from tlview.render.text.console import T, table
+from tlview.render.text.facts import compile_lines
 from tlview.render.text.tables import Capped, footnote
 from tlview.strings import Names
 from tlview.units import dims, nbytes, short_path
@@ -277,6 +278,7 @@ def detail(a: Analysis, console: Console, names: Names, full: bool) -> None:
     _problems(a, console)
     _breaks(a, console, names, full)
     _recompiled(a, console, names)
+    compile_lines(a, console, full)
     inputs_table(c, console, "Inputs", a.ref, None if full else INPUT_ROWS)
     if full:
         _full(a, console, names)

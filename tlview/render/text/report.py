@@ -15,6 +15,13 @@ from tlview.model import Report
 from tlview.render import Options, Split
 from tlview.render.text.console import T, on_console
 from tlview.render.text.detail import _outside_has, detail
+from tlview.render.text.facts import (
+    compile_time_text,
+    owners_section,
+    phase_table,
+    skips_text,
+    spans_note,
+)
 from tlview.render.text.tables import (
     Capped,
     FrameRef,
@@ -89,7 +96,9 @@ def _figures(o: Overview) -> list[str]:
         fig.append(f"{o.incomplete} never finished")
     if o.by_status.get("traced"):
         fig.append(f"{o.by_status['traced']} traced by export")
-    fig.append(f"{o.compile_time_s:.2f} s compiling" if o.timed else "compile time not logged")
+    fig.append(compile_time_text(o))
+    if (skips := skips_text(o.facts)) is not None:
+        fig.append(skips)
     if o.cache:
         fig.append("cache " + ", ".join(f"{v} {k}" for k, v in sorted(o.cache.items())))
     fig.append(count(o.inputs, "input"))
@@ -241,16 +250,19 @@ def _draw(
     else:
         compile_table(kept.rows.rows(), console)
         footnote(kept.rows.note("compiles"), console)
+        footnote(spans_note(o), console)
     if opts.verbosity < 0:
         bad_lines(report, console, 5)
         return o
     compile_time(o, console)
+    phase_table(o, console, opts.verbosity > 0)
     breaks(o, console, names)
     recompiles(kept.recompiles.rows(), kept.names, console)
     footnote(kept.recompiles.note("recompiles"), console)
     failures(kept.failures, console)
     export_issues(kept.issues.rows(), console)
     footnote(kept.issues.note("export issues"), console)
+    owners_section(o, console, opts.verbosity > 0)
     # -v shows every compile in full: read them again, one at a time.
     for a in kept.shown if opts.verbosity <= 0 else analysed(report):
         if a.compile.id is None and not _outside_has(a.compile):

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from tlview.analyze.compiles import MAX_GUARDS, PHASE_NAMES, Analysis, Break
 from tlview.analyze.divergence import names_text, rank_ranges
+from tlview.analyze.facts import guard_origins, made_at
 from tlview.analyze.names import compile_ref
 from tlview.analyze.summary import BreakSummary, Overview
 from tlview.model import ExportIssue, Report
@@ -81,9 +82,15 @@ def table_row(a: Analysis, names: Names) -> tuple[str, ...] | None:
         c.function or "",
         f"{names.shown(short_path(c.file))}:{c.firstline}" if c.file else "",
         "" if c.graph_ops is None else str(c.graph_ops),
-        seconds(c.compile_time_s) if c.compile_time_s is not None else "",
+        time_cell(a),
         a.inputs_text,
     )
+
+
+def time_cell(a: Analysis) -> str:
+    """A compile's time in the compile table; `~` when only its spans give it."""
+    took, spans = a.took
+    return ("~" if spans else "") + seconds(took) if took is not None else ""
 
 
 def footnote(text: str | None, console: Console) -> None:
@@ -280,19 +287,22 @@ class RecompileRow:
     reasons: list[str]
     changed: list[str]
     limit: str | None
+    made: list[str] = field(default_factory=list)  # where each failed guard was made
 
 
 def recompile_row(a: Analysis) -> RecompileRow | None:
     r, c = a.recompile, a.compile
     if r is None or not r.listed or c.id is None:
         return None
+    made = guard_origins(a.origins)[:MAX_GUARDS]
     return RecompileRow(
         a.ref,
         (c.log, c.pid, c.id.frame, c.id.run),
         c.function,
-        list(r.guards[:MAX_GUARDS]),
+        [o.subject for o in made] or list(r.guards[:MAX_GUARDS]),
         r.changed(),
         r.limit,
+        [made_at(o) for o in made],
     )
 
 
@@ -303,12 +313,14 @@ def recompiles(
 ) -> None:
     if not rows:
         return
-    t = table("Recompiles", "id", "function", "failed guard", "what changed", console=console)
+    t = table("Recompiles", "id", "function", "failed guard", "made at", "what changed",
+              console=console)  # fmt: skip
     for r in rows:
         t.add_row(
             T(r.ref),
             T(r.function or names.get(r.frame) or ""),
             T("\n".join(r.reasons) or "(no reason logged)"),
+            T("\n".join(r.made)),
             T("\n".join(r.changed)),
         )
     console.print(t)
