@@ -61,6 +61,13 @@ def run_one(d: Path) -> dict[str, Any]:
     rec["status"] = "mismatch" if problems else "ran"
     if problems:
         rec["reason"] = "; ".join(problems)[:MAX_REASON]
+    acc = _accuracy(rec, result, problems)
+    _say(ns, rec, problems, acc, "accuracy" in result)
+    return rec
+
+
+def _accuracy(rec: dict[str, Any], result: dict[str, Any], problems: list[str]) -> list[list[Any]]:
+    """--check-accuracy's verdicts into REC: `inaccurate` when an output disagrees."""
     acc = [[str(n), str(v), w, float(t)] for n, v, w, t in result.get("accuracy", [])]
     if "accuracy" in result:
         rec["accuracy"] = acc
@@ -72,6 +79,17 @@ def run_one(d: Path) -> dict[str, Any]:
             "outputs differ from eager beyond the tolerance: "
             + ", ".join(f"{a[0]} (largest difference {a[2]}, tolerance {a[3]})" for a in bad)
         )[:MAX_REASON]
+    return acc
+
+
+def _say(
+    ns: dict[str, Any],
+    rec: dict[str, Any],
+    problems: list[str],
+    acc: list[list[Any]],
+    checked: bool,
+) -> None:
+    """What a repro that ran prints: its outputs, each verdict, and the accuracy check's."""
     how = "as it is" if ns.get("BACKEND") is None else f"compiled with {ns['BACKEND']}"
     print(f"graph {ns['COMPILE_ID']} ran {how}: " + ", ".join(rec["outputs"]))
     for name, verdict in rec["verdicts"]:
@@ -80,11 +98,10 @@ def run_one(d: Path) -> dict[str, Any]:
         print("MISMATCH:", p)
     if not problems:
         print("outputs match the shapes and dtypes in the log", flush=True)
-    if "accuracy" in result:
+    if checked:
         print(f"accuracy: eager against {rec['accuracy_backend']}")
     for name, verdict, worst, tol in acc:
         print(f"accuracy {name}: {verdict} (largest difference {worst}, tolerance {tol})")
-    return rec
 
 
 def _reset() -> None:

@@ -185,8 +185,28 @@ MAX_LOCAL_WORLD = 16  # gloo processes a repro starts on this machine, each with
 def world(p: Plan, report: Report, opts: ReproOptions, budget: ReproBudget) -> None:
     """A collective graph's world: N gloo processes here, each with the inputs of its own
     rank's log where the report has it, or one process on torch's fake process group."""
-    if not p.collectives or p.fatal:
+    if not p.collectives or p.fatal or _one_process(p, opts):
         return
+    n = p.world
+    c_rank = p.compile.rank if p.compile.rank is not None else 0
+    missing = _rank_inputs(p, report, opts, budget)
+    if missing is None:
+        return
+    p.notes.append(
+        f"the graph runs collectives: here on a world of {n} gloo processes on this machine "
+        "(--world fake: one process, shapes only), each rank on the inputs of its own log"
+        + (
+            f"; ranks {', '.join(map(str, missing))} have no log of compile {p.compile.key} "
+            f"here: they run on rank {c_rank}'s"
+            if missing
+            else ""
+        )
+    )
+
+
+def _one_process(p: Plan, opts: ReproOptions) -> bool:
+    """A world that runs in one process (torch's fake group, a group of one) or not here
+    (too many ranks): say so; False for a gloo world of N processes."""
     n = p.world
     if opts.world == "fake":
         p.notes.append(
@@ -194,23 +214,31 @@ def world(p: Plan, report: Report, opts: ReproOptions, budget: ReproBudget) -> N
             f"{n} rank(s) (--world fake): shapes only, no communication, so values are not the "
             "job's"
         )
-        return
+        return True
     if n == 1:
         p.notes.append(
             "the graph runs collectives on a process group of one rank: values differ from "
             "the job's"
         )
-        return
+        return True
     if n > MAX_LOCAL_WORLD:
         p.blockers.append(
             f"the graph's collectives ran on {n} ranks: more gloo processes than a repro starts "
             f"here ({MAX_LOCAL_WORLD}); --world fake runs it in one process on shapes alone"
         )
-        return
-    own = c_rank = p.compile.rank if p.compile.rank is not None else 0
+        return True
+    return False
+
+
+def _rank_inputs(
+    p: Plan, report: Report, opts: ReproOptions, budget: ReproBudget
+) -> list[int] | None:
+    """Each rank's inputs into the plan, from its own log where the report has it: the ranks
+    that have none (they run on this compile's); None when a rank's failed (the plan fatal)."""
+    own = p.compile.rank if p.compile.rank is not None else 0
     logs = {lg.process: lg for lg in report.logs if lg.process}
     missing = []
-    for r in range(n):
+    for r in range(p.world):
         if r == own:
             p.ranks.append((r, p.rebuilt))
             continue
@@ -225,17 +253,8 @@ def world(p: Plan, report: Report, opts: ReproOptions, budget: ReproBudget) -> N
         except TlviewError as e:
             p.fatal = f"inputs of rank {r} not rebuilt: {e.message}"
             p.rebuilt, p.ranks = None, []
-            return
-    p.notes.append(
-        f"the graph runs collectives: here on a world of {n} gloo processes on this machine "
-        "(--world fake: one process, shapes only), each rank on the inputs of its own log"
-        + (
-            f"; ranks {', '.join(map(str, missing))} have no log of compile {p.compile.key} "
-            f"here: they run on rank {c_rank}'s"
-            if missing
-            else ""
-        )
-    )
+            return None
+    return missing
 
 
 def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptions) -> Outcome:
@@ -289,36 +308,12 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
     folders = Folders()
     for ref, c in graphs(report):
         budget.settle(None)  # what a graph skipped before it built is no longer held
-        try:
-            p = plan(ref, c, report, rebuild, opts.device, opts.mode, opts.allow_import)
-            world(p, report, opts, budget)
-        except TlviewError:
-            raise
-        except Exception as e:  # a bug for one graph must not lose the others' repros
-            reason = f"internal error in tlview: {type(e).__name__}: {e}"[:300]
-            outcomes.append(Outcome(ref, c.log, c.key, None, "skipped", reason))
-            continue
-        o = Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes))
+        o, p = _planned(ref, c, report, rebuild, opts, budget)
         outcomes.append(o)
-        if p.fatal:
+        if p is None or p.fatal:
             continue
         d = out / folders.take(ref)
-        written = False
-        try:
-            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy)
-            written = True
-        except TlviewError as e:  # a file in the way, a hostile graph's script refused
-            o.reason = e.message
-            continue
-        except OSError as e:  # a name or a disk this file system refuses
-            o.reason = f"{d}: cannot write: {e.strerror or e}"
-            continue
-        finally:
-            p.rebuilt, p.ranks = None, []  # free the tensors before the next graph
-            budget.settle(d if written else None)
-        o.dir = d.name
-        o.status = "blocked" if p.blockers else "written"
-        if not p.blockers:
+        if _write(o, p, d, opts, budget):
             made.append((o, d))
     if opts.run and made:
         if opts.warn:
@@ -328,6 +323,47 @@ def make_all(report: Report, out: Path, opts: ReproOptions) -> list[Outcome]:
             _apply(o, results.get(d, {}))
     write_summary(report, out, outcomes, opts)
     return outcomes
+
+
+def _planned(
+    ref: str,
+    c: Compile,
+    report: Report,
+    rebuild: Callable[[Compile], Any],
+    opts: ReproOptions,
+    budget: ReproBudget,
+) -> tuple[Outcome, Plan | None]:
+    """One graph's plan and its outcome so far (skipped, with the reason, when it failed)."""
+    try:
+        p = plan(ref, c, report, rebuild, opts.device, opts.mode, opts.allow_import)
+        world(p, report, opts, budget)
+    except TlviewError:
+        raise
+    except Exception as e:  # a bug for one graph must not lose the others' repros
+        reason = f"internal error in tlview: {type(e).__name__}: {e}"[:300]
+        return Outcome(ref, c.log, c.key, None, "skipped", reason), None
+    return Outcome(ref, c.log, c.key, None, "skipped", p.reason, notes=list(p.notes)), p
+
+
+def _write(o: Outcome, p: Plan, d: Path, opts: ReproOptions, budget: ReproBudget) -> bool:
+    """Write one graph's repro into D (its outcome says what became of it): whether it is one
+    to run."""
+    written = False
+    try:
+        write_files(p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy)
+        written = True
+    except TlviewError as e:  # a file in the way, a hostile graph's script refused
+        o.reason = e.message
+        return False
+    except OSError as e:  # a name or a disk this file system refuses
+        o.reason = f"{d}: cannot write: {e.strerror or e}"
+        return False
+    finally:
+        p.rebuilt, p.ranks = None, []  # free the tensors before the next graph
+        budget.settle(d if written else None)
+    o.dir = d.name
+    o.status = "blocked" if p.blockers else "written"
+    return not p.blockers
 
 
 class Folders:
@@ -356,16 +392,25 @@ def _apply(o: Outcome, res: dict[str, Any]) -> None:
         o.reason = "the repro did not report a result"
     outs = res.get("outputs")
     o.outputs = [str(x) for x in outs] if isinstance(outs, list) else []
-    got = res.get("verdicts")
-    o.verdicts = [
+    o.verdicts = _verdicts(res.get("verdicts"))
+    acc = res.get("accuracy")
+    named = res.get("accuracy_backend")
+    o.accuracy_backend = named if isinstance(named, str) and acc else None
+    o.accuracy = _accuracy(acc)
+
+
+def _verdicts(got: Any) -> list[tuple[str, str]]:
+    """Each output's verdict as the child reported it: [name, verdict] pairs."""
+    return [
         (str(v[0]), str(v[1]))
         for v in (got if isinstance(got, list) else [])
         if isinstance(v, list) and len(v) == 2
     ]
-    acc = res.get("accuracy")
-    named = res.get("accuracy_backend")
-    o.accuracy_backend = named if isinstance(named, str) and acc else None
-    o.accuracy = [
+
+
+def _accuracy(acc: Any) -> list[tuple[str, str, float | None, float]]:
+    """--check-accuracy's verdicts as the child reported them: [name, verdict, worst, tol]."""
+    return [
         (str(a[0]), str(a[1]), a[2] if isinstance(a[2], float) else None, float(a[3]))
         for a in (acc if isinstance(acc, list) else [])
         if isinstance(a, list) and len(a) == 4 and isinstance(a[3], int | float)
@@ -399,15 +444,7 @@ def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
     width = max((len(o.ref) for o in outcomes), default=7)
     lines = []
     for o in outcomes:
-        line = f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}"
-        lines.append(line.rstrip())
-        lines += [f"{'':<{width}}    output {n}: {v}" for n, v in o.verdicts]
-        if o.accuracy and o.accuracy_backend:
-            lines.append(f"{'':<{width}}    accuracy: eager against {o.accuracy_backend}")
-        lines += [
-            f"{'':<{width}}    accuracy {n}: {v} (largest difference {d}, tolerance {t})"
-            for n, v, d, t in o.accuracy
-        ]
+        lines += _outcome_lines(o, width)
     counts = {s: sum(o.status == s for o in outcomes) for s in OUTCOMES}
     total = len(outcomes)
     parts = [f"{n} {s}" for s, n in counts.items() if n]
@@ -415,4 +452,18 @@ def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
     if ran and total:
         head += f"; {counts['ran']}/{total} ran and match the logged shapes"
     lines.append(head)
+    return lines
+
+
+def _outcome_lines(o: Outcome, width: int) -> list[str]:
+    """One graph's lines: its status and reason, each output's verdict, the accuracy check's."""
+    pad = f"{'':<{width}}    "
+    lines = [f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}".rstrip()]
+    lines += [f"{pad}output {n}: {v}" for n, v in o.verdicts]
+    if o.accuracy and o.accuracy_backend:
+        lines.append(f"{pad}accuracy: eager against {o.accuracy_backend}")
+    lines += [
+        f"{pad}accuracy {n}: {v} (largest difference {d}, tolerance {t})"
+        for n, v, d, t in o.accuracy
+    ]
     return lines

@@ -96,20 +96,9 @@ def plan(
         mode=mode,
         job_ranks=report.ranks,
     )
-    p.fatal = _read_graph(p)
-    if p.fatal or p.code is None:
+    code = _checked(p, allow_import)
+    if code is None:
         return p
-    code = p.code
-    if code.name in SCRIPT_NAMES or not gc.is_identifier(code.name):
-        p.fatal = f"the graph's class is named {code.name!r}, a name the script needs"
-        return p
-    _check_names(p, code)
-    if p.fatal:
-        return p
-    if allow_import:  # before the ops are looked up: importing them registers theirs
-        p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
-        p.blockers += failed
-    _check_ops(p, code, allow_import)
     if c.status == "failed":
         why = f": {c.fail_type}" if c.fail_type else ""
         p.notes.append(f"the original compile failed after capturing this graph{why}")
@@ -124,6 +113,26 @@ def plan(
     _bodies(p, code)
     bind.outputs(p, code)
     return p
+
+
+def _checked(p: Plan, allow_import: Sequence[str]) -> gc.GraphCode | None:
+    """The graph's code, read and its names and ops checked (blockers for what a fresh
+    process lacks); None when the plan is fatal."""
+    p.fatal = _read_graph(p)
+    if p.fatal or p.code is None:
+        return None
+    code = p.code
+    if code.name in SCRIPT_NAMES or not gc.is_identifier(code.name):
+        p.fatal = f"the graph's class is named {code.name!r}, a name the script needs"
+        return None
+    _check_names(p, code)
+    if p.fatal:
+        return None
+    if allow_import:  # before the ops are looked up: importing them registers theirs
+        p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
+        p.blockers += failed
+    _check_ops(p, code, allow_import)
+    return code
 
 
 def _read_graph(p: Plan) -> str | None:
@@ -176,25 +185,30 @@ def _check_ops(p: Plan, code: gc.GraphCode, allow_import: Sequence[str] = ()) ->
         ns, name = op.split(".")[2:4]
         if ns in COLLECTIVES:
             p.collectives = True
-            continue
-        modules = _registered_by(ns, name)
-        if modules:  # whether or not this process imported them already
-            p.registers.extend(m for m in modules if m not in p.registers)
-            continue
-        # Whether this process has the op says nothing of a fresh one's when a package of the
-        # program's defined it (the API's caller imported transformers, or an earlier repro's
-        # --allow-import did): the module that defined it says.
-        definer = _defined_outside_torch(ns, name)
-        if definer is not None:
-            if any(thirdparty.inside(definer, a) for a in allow_import):
-                if definer not in p.imports:  # imported already: repro.py must import it too
-                    p.imports.append(definer)
-                continue
-        elif _op_exists(ns, name):
-            continue
-        p.blockers.append(_unregistered(p, ns, name, definer))
+        elif not _op_found(p, ns, name, allow_import):
+            p.blockers.append(_unregistered(p, ns, name, _defined_outside_torch(ns, name)))
     if p.collectives:
         world_of(p, p.graph.text if p.graph is not None and p.graph.text else "")
+
+
+def _op_found(p: Plan, ns: str, name: str, allow_import: Sequence[str]) -> bool:
+    """Whether a fresh process running the repro has the op: torch's own (the modules of
+    torch's that define it go into the plan), or a package's that --allow-import imports."""
+    modules = _registered_by(ns, name)
+    if modules:  # whether or not this process imported them already
+        p.registers.extend(m for m in modules if m not in p.registers)
+        return True
+    # Whether this process has the op says nothing of a fresh one's when a package of the
+    # program's defined it (the API's caller imported transformers, or an earlier repro's
+    # --allow-import did): the module that defined it says.
+    definer = _defined_outside_torch(ns, name)
+    if definer is None:
+        return _op_exists(ns, name)
+    if not any(thirdparty.inside(definer, a) for a in allow_import):
+        return False
+    if definer not in p.imports:  # imported already: repro.py must import it too
+        p.imports.append(definer)
+    return True
 
 
 # A collective's group size and name as fx prints its call: `all_gather_into_tensor(y, 2, '0')`,
