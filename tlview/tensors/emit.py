@@ -261,15 +261,7 @@ def load_inputs(
 ) -> dict[str, Any]:
     """Read a `tlview inputs --emit` file; `compiles` then holds the exact tensors and aliasing."""
     torch = need_torch()
-    quiet_sparse(torch)  # a compressed sparse input, rebuilt by torch.load: torch says "beta"
-    try:
-        obj = torch.load(str(path), weights_only=True, map_location=map_location)
-    except FileNotFoundError:
-        raise TlviewError(f"{path}: no such file", EXIT_NO_TRACE) from None
-    except Exception as e:
-        raise TlviewError(f"{path}: not a torch.save file: {e}", EXIT_NO_TRACE) from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise TlviewError(f"{path}: not a {FORMAT} file (written by tlview inputs --emit)")
+    obj = _read(torch, path, map_location)
     plain = obj.get("compiles") or {}
     exact: dict[str, Any] = {}
     notes = {k: dict(v) for k, v in (obj.get("notes") or {}).items()}
@@ -280,26 +272,13 @@ def load_inputs(
     for key, rec in (obj.get("exact") or {}).items():
         got = Rebuilt({}, {}, {})
         for gd in rec.get("groups", []):
-            try:
-                g = _group_from(gd)
-            except (KeyError, TypeError, ValueError, AttributeError) as e:
-                raise TlviewError(
-                    f"{path}: compile {key}: its plans are damaged ({type(e).__name__}: {e})"
-                ) from None
-            storages: dict[int, Any] = {}
-            for k, v in gd.get("data", {}).items():
-                if isinstance(v, list) and len(v) == 2 and v[0] == "source":
-                    t = plain.get(key, {}).get(v[1])
-                    if t is not None:
-                        storages[int(k)] = t.untyped_storage()
-                elif isinstance(v, torch.Tensor):
-                    storages[int(k)] = v.untyped_storage()
+            g = _group_of(path, key, gd)
             b = RealBuilder(
                 g,
                 RebuildOptions(mode="zeros", allow_import=allow_import),
                 filler=None,
                 devices=Devices(torch, device, on),
-                storages=storages,
+                storages=_saved_storages(torch, gd, plain.get(key, {})),
                 valid_offsets=False,
             )
             b.build_all()
@@ -308,6 +287,42 @@ def load_inputs(
         for src, why in got.failed.items():
             failed.setdefault(key, {}).setdefault(src, why)
     return {**obj, "compiles": exact, "notes": notes, "failed": failed}
+
+
+def _read(torch: Any, path: str | Path, map_location: Any) -> dict[str, Any]:
+    """The file's object, checked to be a tlview.inputs/1 file."""
+    quiet_sparse(torch)  # a compressed sparse input, rebuilt by torch.load: torch says "beta"
+    try:
+        obj = torch.load(str(path), weights_only=True, map_location=map_location)
+    except FileNotFoundError:
+        raise TlviewError(f"{path}: no such file", EXIT_NO_TRACE) from None
+    except Exception as e:
+        raise TlviewError(f"{path}: not a torch.save file: {e}", EXIT_NO_TRACE) from None
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise TlviewError(f"{path}: not a {FORMAT} file (written by tlview inputs --emit)")
+    return obj
+
+
+def _group_of(path: str | Path, key: str, gd: Mapping[str, Any]) -> GroupPlan:
+    try:
+        return _group_from(gd)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise TlviewError(
+            f"{path}: compile {key}: its plans are damaged ({type(e).__name__}: {e})"
+        ) from None
+
+
+def _saved_storages(torch: Any, gd: Mapping[str, Any], plain: Mapping[str, Any]) -> dict[int, Any]:
+    """A group's storages as saved: a plain tensor's (by its source) or a tensor of their own."""
+    storages: dict[int, Any] = {}
+    for k, v in gd.get("data", {}).items():
+        if isinstance(v, list) and len(v) == 2 and v[0] == "source":
+            t = plain.get(v[1])
+            if t is not None:
+                storages[int(k)] = t.untyped_storage()
+        elif isinstance(v, torch.Tensor):
+            storages[int(k)] = v.untyped_storage()
+    return storages
 
 
 def _group_from(gd: Mapping[str, Any]) -> GroupPlan:

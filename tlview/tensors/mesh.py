@@ -52,39 +52,14 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
     m = _MESH.fullmatch(mesh.strip())
     if m is None:
         return f"its device mesh {mesh[:80]!r} is not a mesh repr tlview reads"
-    shape: list[int] = []
-    names: list[str] = []
-    for part in m.group("dims").split(","):
-        if not part.strip():
-            continue
-        d = _MESH_DIM.fullmatch(part)
-        if d is None:
-            return f"its device mesh {mesh[:80]!r} has a dim tlview does not read"
-        size = number(d.group("size"))
-        if size is None:
-            return f"its device mesh {mesh[:80]!r} has a dim of over {MAX_DIGITS} digits"
-        shape.append(size)
-        if d.group("name"):
-            names.append(d.group("name"))
-    if not shape or (names and len(names) != len(shape)):
-        return f"its device mesh {mesh[:80]!r} has no shape"
-    if not isinstance(ctx, str) or len(ctx) > 10_000:
-        return "its placements are not logged"
-    try:
-        tree = ast.parse(ctx.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return f"its flatten context {ctx[:80]!r} does not parse"
-    if not isinstance(tree, ast.Tuple) or len(tree.elts) not in (3, 4):
-        return f"its flatten context {ctx[:80]!r} is not (placements, meta, [order,] grad)"
-    try:
-        placements = [_placement(e) for e in _items(tree.elts[0])]
-        meta = _tensor_meta(tree.elts[1])
-        order = [_order(e) for e in _items(tree.elts[2])] if len(tree.elts) == 4 else None
-        grad = _literal(tree.elts[-1])
-    except _Unread as e:
-        return f"its flatten context {ctx[:80]!r}: {e}"
-    if len(placements) != len(shape) or not isinstance(grad, bool):
-        return f"its flatten context {ctx[:80]!r} does not fit a mesh of {len(shape)} dims"
+    dims = _mesh_dims(mesh, m.group("dims"))
+    if isinstance(dims, str):
+        return dims
+    shape, names = dims
+    got = _flatten_context(ctx, len(shape))
+    if isinstance(got, str):
+        return got
+    placements, meta, order, grad = got
     size = mesh_ranks(shape)
     if size > MAX_MESH_RANKS:
         return (
@@ -104,6 +79,50 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
         "rank": rank if rank is not None and 0 <= rank < size else 0,
         "rank_logged": rank,
     }
+
+
+def _mesh_dims(mesh: str, text: str) -> tuple[list[int], list[str]] | str:
+    """A mesh repr's dims: their sizes and names (every dim named, or none); or why not."""
+    shape: list[int] = []
+    names: list[str] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        d = _MESH_DIM.fullmatch(part)
+        if d is None:
+            return f"its device mesh {mesh[:80]!r} has a dim tlview does not read"
+        size = number(d.group("size"))
+        if size is None:
+            return f"its device mesh {mesh[:80]!r} has a dim of over {MAX_DIGITS} digits"
+        shape.append(size)
+        if d.group("name"):
+            names.append(d.group("name"))
+    if not shape or (names and len(names) != len(shape)):
+        return f"its device mesh {mesh[:80]!r} has no shape"
+    return shape, names
+
+
+def _flatten_context(ctx: str | None, ndim: int) -> tuple[list[Any], Any, Any, bool] | str:
+    """A DTensor's flatten context, `(placements, meta, [order,] requires_grad)`, read for a
+    mesh of NDIM dims; or why not."""
+    if not isinstance(ctx, str) or len(ctx) > 10_000:
+        return "its placements are not logged"
+    try:
+        tree = ast.parse(ctx.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return f"its flatten context {ctx[:80]!r} does not parse"
+    if not isinstance(tree, ast.Tuple) or len(tree.elts) not in (3, 4):
+        return f"its flatten context {ctx[:80]!r} is not (placements, meta, [order,] grad)"
+    try:
+        placements = [_placement(e) for e in _items(tree.elts[0])]
+        meta = _tensor_meta(tree.elts[1])
+        order = [_order(e) for e in _items(tree.elts[2])] if len(tree.elts) == 4 else None
+        grad = _literal(tree.elts[-1])
+    except _Unread as e:
+        return f"its flatten context {ctx[:80]!r}: {e}"
+    if len(placements) != ndim or not isinstance(grad, bool):
+        return f"its flatten context {ctx[:80]!r} does not fit a mesh of {ndim} dims"
+    return placements, meta, order, grad
 
 
 class _Unread(Exception):

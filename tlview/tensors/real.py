@@ -552,7 +552,6 @@ class RealBuilder:
 
     def njt(self, p: TensorPlan) -> Any:
         """A jagged nested tensor from its values and valid offsets (min/max seqlen kept)."""
-        torch = self.torch
         from torch.nested._internal import nested_tensor as nt
 
         ctx, ok = logged_literal(p.ctx)
@@ -564,17 +563,11 @@ class RealBuilder:
         if values is None or offsets is None:
             raise _StandIn("jagged tensor without _values or _offsets")
         lengths = inner.get("_lengths")
-        mn, mx = inner.get("_min_seqlen_tensor"), inner.get("_max_seqlen_tensor")
-        min_len = mn.shape[0] if mn is not None else None
-        max_len = mx.shape[0] if mx is not None else None
-        cache = ctx.get("metadata_cache") if ok and isinstance(ctx, dict) else None
-        if isinstance(cache, dict):  # torch 2.4 logs them in the ctx, not as inner tensors
-            got = cache.get("min_seqlen")
-            min_len = got if min_len is None and type(got) is int else min_len
-            got = cache.get("max_seqlen")
-            max_len = got if max_len is None and type(got) is int else max_len
+        min_len, max_len = _seqlens(inner, ctx if ok and isinstance(ctx, dict) else None)
         if self.valid_offsets and self.opts.mode != "meta":
-            why = write_offsets(torch, offsets, lengths, values.shape[ragged - 1], min_len, max_len)
+            why = write_offsets(
+                self.torch, offsets, lengths, values.shape[ragged - 1], min_len, max_len
+            )
             if why:
                 self.note(p.id, why)
         if p.view and p.base == p.attrs.get("_values"):
@@ -590,6 +583,21 @@ class RealBuilder:
             if p.view:
                 self.note(p.id, "a view of another tensor: rebuilt from its inner tensors")
         return self.finish_subclass(p, r)
+
+
+def _seqlens(inner: dict[str, Any], ctx: dict[str, Any] | None) -> tuple[Any, Any]:
+    """A jagged tensor's min and max sequence lengths: its inner tensors' sizes, else (torch
+    2.4) its context's metadata cache."""
+    mn, mx = inner.get("_min_seqlen_tensor"), inner.get("_max_seqlen_tensor")
+    min_len = mn.shape[0] if mn is not None else None
+    max_len = mx.shape[0] if mx is not None else None
+    cache = ctx.get("metadata_cache") if ctx is not None else None
+    if isinstance(cache, dict):  # torch 2.4 logs them in the ctx, not as inner tensors
+        got = cache.get("min_seqlen")
+        min_len = got if min_len is None and type(got) is int else min_len
+        got = cache.get("max_seqlen")
+        max_len = got if max_len is None and type(got) is int else max_len
+    return min_len, max_len
 
 
 def build_real(compile: Compile, opts: RebuildOptions) -> Rebuilt:
