@@ -5,6 +5,7 @@ A compile's plans are made once and kept while its records are unchanged (`plans
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections import OrderedDict
@@ -132,51 +133,8 @@ class TensorPlan:
         return cls(**{k: d[k] for k in _PLAN_KEYS if k in d})
 
 
-_PLAN_KEYS = [
-    "id",
-    "dtype",
-    "device",
-    "size",
-    "stride",
-    "offset",
-    "storage",
-    "layout",
-    "leaf",
-    "requires_grad",
-    "view",
-    "param",
-    "conj",
-    "neg",
-    "inference",
-    "nested",
-    "subclass",
-    "sparse",
-    "functorch",
-    "functional",
-    "mkldnn",
-    "base",
-    "grad",
-    "attrs",
-    "type_name",
-    "ctx",
-    "creation_meta",
-    "nested_int",
-    "dynamic_indices",
-    "hint_overrides",
-    "sparse_dim",
-    "dense_dim",
-    "coalesced",
-    "batched",
-    "unwrapped",
-    "bdim",
-    "level",
-    "compressed",
-    "plain",
-    "values",
-    "dtensor",
-    "error",
-    "notes",
-]
+# Every field, in declaration order (the order `--emit` writes them in).
+_PLAN_KEYS = [f.name for f in dataclasses.fields(TensorPlan)]
 
 
 @dataclass
