@@ -398,7 +398,7 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
         if t.dim() == 0:
             if recorded is None:
                 recorded = _item_values(p)
-            _counter(p, source, t, d, recorded.get(source) if mode != "zeros" else None)
+            _counter(p, source, t, d, recorded.get(source))  # as logged, whatever the mode
             continue
         p.domains.append((source, f"values 0 to {d.bound - 1}: it indexes {d.why}"))
         if mode == "zeros" or int(t.min()) >= 0 and int(t.max()) < d.bound:

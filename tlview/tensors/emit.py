@@ -33,6 +33,7 @@ def saved(
     notes: dict[str, dict[str, list[str]]] = {}
     failed: dict[str, dict[str, str]] = {}
     exact: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, dict[str, Any]]] = {}
     for key, r in rebuilt:
         plain, extra = _plain_tensors(r)
         compiles[key] = plain
@@ -43,6 +44,8 @@ def saved(
             notes[key] = n
         if r.failed:
             failed[key] = dict(r.failed)
+        if r.values:
+            values[key] = {src: v.as_dict() for src, v in r.values.items()}
         exact[key] = {"groups": [_group_record(g, r, plain) for g in r.groups]}
     return {
         "format": FORMAT,
@@ -53,6 +56,7 @@ def saved(
         "notes": notes,
         "failed": failed,
         "exact": exact,
+        **({"values": values} if values else {}),
     }
 
 
@@ -370,7 +374,17 @@ def emit_file(
     obj = saved(built, report.torch_version, opts.mode)
     with output(path, force) as out:
         save(obj, out)
+    return _summary(built, obj, opts.mode)
+
+
+def _summary(built: list[tuple[str, Rebuilt]], obj: dict[str, Any], mode: str) -> str:
+    """The line `--emit` prints: tensors, notes, failures, and the values as logged."""
     tensors = sum(len(r.tensors) for _, r in built)
     noted = sum(len(n) for n in obj["notes"].values())  # with what writing them added
     failed = sum(len(r.failed) for _, r in built)
-    return f"{tensors} tensor(s) of {len(built)} compile(s); {noted} with notes, {failed} failed"
+    line = f"{tensors} tensor(s) of {len(built)} compile(s); {noted} with notes, {failed} failed"
+    logged = sum(len(r.values) for _, r in built)
+    if not logged:
+        return line
+    rest = {"random": "random", "zeros": "zeros"}.get(mode, "not made (meta)")
+    return f"{line}; {logged} value(s) as the log recorded them, the rest {rest}"

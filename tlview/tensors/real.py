@@ -22,6 +22,7 @@ from tlview.tensors.dtypes import (
     whole_dtype,
 )
 from tlview.tensors.fill import Devices, Filler, write_offsets
+from tlview.tensors.logged import Logged, scalar_values, tensor_values
 from tlview.tensors.options import MODES, RebuildOptions
 from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
@@ -619,9 +620,34 @@ def build_real(compile: Compile, opts: RebuildOptions) -> Rebuilt:
     devices = Devices(torch, opts.device, mode)
     filler = Filler(torch, mode, opts.seed)
     out = Rebuilt({}, {}, {}, groups)
+    described = {src for g in groups for _name, _tid, src in g.sources}
+    values = tensor_values(compile, described)
     for g in groups:
         b = RealBuilder(g, opts, filler=filler, devices=devices)
         b.build_all()
+        if values:
+            out.values.update(_fill_logged(b, values))
         collect(out, g, b.memo, b.notes, b.errors)
         out.storages.update(((g.describer, key), st) for key, st in b.storages.items())
+    out.values.update(scalar_values(compile, described))
     return out
+
+
+def _fill_logged(b: RealBuilder, values: Mapping[str, Logged]) -> dict[str, Logged]:
+    """Give each tensor the log holds a value for that value (not in meta mode), with a note:
+    source name -> the value, of each."""
+    got: dict[str, Logged] = {}
+    for name, tid, src in b.g.sources:
+        v, t = values.get(src), b.memo.get(tid)
+        if v is None or t is None:
+            continue
+        got[name] = v
+        if b.opts.mode == "meta":
+            continue
+        if t.numel() != 1:
+            b.note(tid, f"the log recorded {v.words()}, for a tensor of {t.numel()} values")
+            continue
+        with b.torch.no_grad():
+            t.fill_(v.value)
+        b.note(tid, f"its value is as logged: {v.words()}")
+    return got

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlview.tensors.logged import Logged
 from tlview.tensors.plans import GroupPlan
 
 
@@ -21,6 +22,9 @@ class Rebuilt:
     # too, so views keep their `_base` object alive and `--emit` can save each storage once.
     built: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
     storages: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
+    # The values the log holds: a tensor input's (it holds it, but in meta mode), a Python
+    # scalar input's (`L['k']`); every other value is random or zero (the log holds no data).
+    values: dict[str, Logged] = field(default_factory=dict)
 
 
 class Failed(Exception):
