@@ -30,6 +30,7 @@ _STD_NAME = re.compile(r"(?P<module>_operator|operator|math)_(?P<attr>\w+)")
 SCRIPT_NAMES = frozenset(
     {
         "argparse",
+        "contextlib",
         "sys",
         "Path",
         "torch",
@@ -64,6 +65,23 @@ SCRIPT_NAMES = frozenset(
         "run",
         "describe",
         "main",
+        "VIA",
+        "MOVED",
+        "compare",
+        "grad_mode",
+        "compiled",
+        "graph_module",
+        "changed",
+        "ITEMS",
+        "Items",
+        "item_verdicts",
+        "CHECK_ACCURACY",
+        "ACCURACY_BACKEND",
+        "TOLERANCES",
+        "accuracy",
+        "flat",
+        "agree",
+        "accuracy_name",
         "operator",
         "_operator",
         "math",
@@ -324,23 +342,56 @@ def _op_exists(ns: str, name: str) -> bool:
 
 
 def _unregistered(p: Plan, ns: str, name: str, definer: str | None) -> str:
-    """Why a graph calling an op a package of the program defines will not run as it is."""
+    """Why a graph calling an op a package of the program defines will not run as it is, and
+    which module to let the repro import: the one that defined it here, the package its
+    namespace names, one the graph's `# File:` comments name; else where the graph calls it."""
     op = f"the graph calls the custom op {ns}::{name}"
     if definer == "__main__":
         return (
-            f"{op}, which the program defined in its own script: define it at the top of repro.py"
+            f"{op}, which the program defined in its own script: move its definition into a "
+            "module and pass --allow-import with that module, or define it at the top of "
+            "repro.py"
         )
     package = definer.split(".")[0] if definer else ns
     text = (p.graph.text if p.graph else None) or ""
-    where = thirdparty.caller(text, package, f"torch.ops.{ns}.{name}")
-    files = [] if where else thirdparty.modules_named(text, package)[:2]
-    named = f" (the graph calls it from {where})" if where else ""
-    if files:
-        named = f" (the graph's code names {', '.join(files)})"
+    call = f"torch.ops.{ns}.{name}"
+    named = _named_modules(text, package, call)
+    if definer is None and not named and not thirdparty.importable(ns):
+        return _own_code(op, ns, thirdparty.call_site(text, call))
     return (
         f"{op}, which the program registered at run time: pass --allow-import "
         f"{package if gc.is_identifier(package) else 'PACKAGE'} to import the package that "
         f"defines it{named}, or import it at the top of repro.py"
+    )
+
+
+def _named_modules(text: str, package: str, call: str) -> str:
+    """The modules of PACKAGE the graph's `# File:` comments name, in words: the one that
+    calls the op, else the first two; "" for none."""
+    where = thirdparty.caller(text, package, call)
+    if where:
+        return f" (the graph calls it from {where})"
+    files = thirdparty.modules_named(text, package)[:2]
+    return f" (the graph's code names {', '.join(files)})" if files else ""
+
+
+def _own_code(op: str, ns: str, site: tuple[str, int] | None) -> str:
+    """The hint for an op no module here is named after: the program's own code defined it,
+    or a module the log does not name."""
+    if site is None:
+        return (
+            f"{op}, which the program registered at run time, and no module here is named "
+            f"{ns!r}: pass --allow-import with the module that defines it (the log does not "
+            "name it), or define it at the top of repro.py"
+        )
+    path, line = site
+    file = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return (
+        f"{op}, which the program registered at run time; the graph calls it from {path}:{line}, "
+        f"the program's own code, and no module here is named {ns!r}: pass --allow-import with "
+        f"the module that defines the op, its directory on PYTHONPATH (if {file} is the script "
+        "that was run, which a repro cannot import, move the definition into a module of its "
+        "own first), or define the op at the top of repro.py"
     )
 
 
