@@ -9,7 +9,7 @@ from typing import Any
 
 from tlview.index.dims import arg_name
 from tlview.model import Dim, Symbol
-from tlview.replay import domains
+from tlview.replay import domains, values
 from tlview.replay import graphcode as gc
 from tlview.replay.planned import Arg, Plan
 from tlview.units import number
@@ -54,6 +54,7 @@ class _Binding:
     by_name: dict[str, str]  # placeholder name -> source
     known: dict[str, str]  # size symbol -> code that gives its value
     subclasses: dict[str, str]  # source -> tensor subclass the log describes it as
+    grads: dict[str, str]  # placeholder name -> the source whose rebuilt .grad it is
     needed: list[str] = field(default_factory=list)  # size symbols the script must give
 
 
@@ -64,11 +65,15 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
     by_name = _by_name(r)
     logged: dict[str, str] = {}
     known = _symbol_table(p, code, by_name, logged)
-    b = _Binding(p, code, r, by_name, known, _subclasses(r))
+    b = _Binding(p, code, r, by_name, known, _subclasses(r), _grads(r, by_name))
     if not all(_bind(b, param) for param in code.params):
         return  # the plan is fatal: it says why
     attr_sources = _attributes(p, code, r)
     _no_grad(p, code, r, by_name, attr_sources)
+    labels = {**{n: f"{s}.grad" for n, s in b.grads.items()}, **by_name}
+    p.changed = _changed(p, code, labels, attr_sources)
+    p.items = values.items(p, code)
+    p.nouts = code.returns
     try:
         domains.apply(p, code, by_name, p.mode)
     except Exception as e:  # a bug here must not cost the repro: its inputs stay random
@@ -146,6 +151,28 @@ def _bind_mesh(b: _Binding, param: gc.Param) -> bool | None:
     return True
 
 
+def _bind_grad(b: _Binding, param: gc.Param) -> bool | None:
+    """A parameter's gradient (a compiled optimizer step takes `L['p'].grad`, which the log
+    describes as the parameter's grad, not as a source): the rebuilt parameter's `.grad`."""
+    source = b.grads.get(param.name)
+    if param.name in b.by_name or source is None:
+        return None
+    if not _take(b.p, b.r, source):
+        return False
+    b.p.args.append(Arg(param.name, f"{_item(source)}.grad"))
+    return True
+
+
+def _grads(r: Any, by_name: dict[str, str]) -> dict[str, str]:
+    """Placeholder name -> source, of each rebuilt input's `.grad` as dynamo names it."""
+    out: dict[str, str] = {}
+    for source, t in r.tensors.items():
+        name = arg_name(f"{source}.grad")
+        if name not in by_name and getattr(t, "grad", None) is not None:
+            out.setdefault(name, source)
+    return out
+
+
 def _bind_standin(b: _Binding, param: gc.Param) -> bool | None:
     """An input the log never described: a random tensor as the graph's annotation has it."""
     if param.name in b.by_name:
@@ -187,7 +214,7 @@ def _bind_input(b: _Binding, param: gc.Param) -> bool | None:
     return True
 
 
-_BINDERS = (_bind_size, _bind_list, _bind_mesh, _bind_standin, _bind_input)
+_BINDERS = (_bind_size, _bind_list, _bind_mesh, _bind_grad, _bind_standin, _bind_input)
 
 
 def _bind(b: _Binding, param: gc.Param) -> bool:
@@ -245,6 +272,23 @@ def _no_grad(
         f"the graph changes {which} that require{'s' if len(leaves) == 1 else ''} grad: "
         "torch ran it with grad off (an optimizer step does), and so does run()"
     )
+
+
+def _changed(
+    p: Plan, code: gc.GraphCode, labels: dict[str, str], attr_sources: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The inputs the graph changes in place, each with the code of its value after a run:
+    a placeholder's argument (named by LABELS, its source), or the module attribute's input."""
+    index = {a.name: i for i, a in enumerate(p.args)}
+    out: list[tuple[str, str]] = []
+    for what in code.mutated:
+        if what.startswith("self."):
+            source = attr_sources.get(what[5:])
+            if source is not None and source in p.rebuilt.tensors:
+                out.append((source, _item(source)))
+        elif what in index:
+            out.append((labels.get(what, what), f"args[{index[what]}]"))
+    return out
 
 
 def _grad_leaves(

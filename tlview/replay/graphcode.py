@@ -59,6 +59,7 @@ class GraphCode:
     free: list[str] = field(default_factory=list)  # names read but defined nowhere in the code
     # The inputs (placeholder names) and `self.X` reads ("self.X") the forward changes in place.
     mutated: list[str] = field(default_factory=list)
+    returns: int | None = None  # how many values forward returns as a tuple (None: no tuple)
 
     def output_type(self, name: str | None) -> TensorType | None:
         return tensor_type(self.annotations.get(name, "")) if name else None
@@ -153,6 +154,7 @@ def parse(text: str) -> GraphCode:
     fwd = _forward(top)
     g.params = [_param(a) for a in fwd.args.args[1:]]
     g.outputs = _outputs(fwd)
+    g.returns = _tuple_size(fwd)
     g.annotations = _annotations(fwd, g.params)
     # Parents before children, so a body is set before the bodies nested in it.
     g.bodies = {
@@ -285,20 +287,28 @@ def _aliases(fwd: ast.FunctionDef) -> dict[str, str]:
 
 
 def _changed(node: ast.AST) -> ast.expr | None:
-    """What a node changes in place: `x` of `x += 1`, `x.add_(y)`, `torch.ops.aten.add_.Tensor(x,
-    ...)` and `torch._foreach_add_(xs, ...)`; None for a node that changes nothing."""
+    """What a node changes in place: `x` of `x += 1`, `x[i] = v`, `x.add_(y)`,
+    `torch.ops.aten.add_.Tensor(x, ...)` and `torch._foreach_add_(xs, ...)`; None for a node
+    that changes nothing."""
     if isinstance(node, ast.AugAssign):
         return node.target
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+        return node.targets[0].value  # `x[idx] = v`, as fx writes setitem
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return None
-    parts = (_dotted(node.func) or "").split(".")
+    return _changed_by_call(node, node.func)
+
+
+def _changed_by_call(node: ast.Call, func: ast.Attribute) -> ast.expr | None:
+    """What a call changes in place: an in-place op's or method's tensor."""
+    parts = (_dotted(func) or "").split(".")
     if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
         return node.args[0] if parts[3].endswith("_") and node.args else None
     if parts[:1] == ["torch"]:
         foreach = parts[-1].startswith("_foreach_") and parts[-1].endswith("_")
         return node.args[0] if foreach and node.args else None
-    if node.func.attr.endswith("_") and not node.func.attr.startswith("__"):
-        return node.func.value  # a method that changes its tensor: x.add_(y)
+    if func.attr.endswith("_") and not func.attr.startswith("__"):
+        return func.value  # a method that changes its tensor: x.add_(y)
     return None
 
 

@@ -19,6 +19,7 @@ from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.index.keep import Keep
 from tlview.model import Compile, Report
 from tlview.replay import DEFAULT_TIMEOUT
+from tlview.replay.child import via_words
 from tlview.replay.plan import MAX_GRAPH_BYTES, MAX_TOTAL_BYTES, plan
 from tlview.replay.planned import Plan
 from tlview.replay.run import WARNING, run_scripts
@@ -29,11 +30,19 @@ SUMMARY = "summary.json"
 SUMMARY_FORMAT = "tlview.repro/1"
 
 # What became of one graph: its repro ran (and matched), ran and differed (from the log's
-# annotations, or with --check-accuracy from eager beyond the tolerance), failed, was written
-# (not run), cannot run here, or was not made; in the order the summary lists them.
+# annotations, or with --check-accuracy from eager beyond the tolerance), ran with
+# --check-accuracy but had nothing to compare, failed, was written (not run), cannot run here,
+# or was not made; in the order the summary lists them.
 OutcomeStatus = Literal[
-    "ran", "mismatch", "inaccurate", "failed", "written", "blocked", "skipped"
+    "ran", "mismatch", "inaccurate", "unchecked", "failed", "written", "blocked", "skipped"
 ]  # fmt: skip
+# What --check-accuracy compares, each kind as summary.json counts it.
+COMPARED = {
+    "output": "outputs",
+    "changed in place": "changed_inputs",
+    "logged value": "logged_values",
+}
+Check = tuple[str, str, float | None, float, str]  # name, verdict, difference, tolerance, what
 OUTCOMES: tuple[OutcomeStatus, ...] = get_args(OutcomeStatus)
 
 
@@ -51,9 +60,15 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     # Each output against the log's annotation after a run: name, "reproduced" or what differs
     verdicts: list[tuple[str, str]] = field(default_factory=list)
-    # --check-accuracy: name, "agrees"/"disagrees", largest difference (None: not comparable), tol
-    accuracy: list[tuple[str, str, float | None, float]] = field(default_factory=list)
+    # Each .item() value the log holds against the graph's, run as it is: name, verdict
+    values: list[tuple[str, str]] = field(default_factory=list)
+    # --check-accuracy: name, "agrees"/"disagrees", largest difference (None: not comparable),
+    # tolerance, and what it is (an output, an input changed in place, a logged value)
+    accuracy: list[Check] = field(default_factory=list)
     accuracy_backend: str | None = None  # what eager was compared with
+    accuracy_via: str | None = None  # "backend": the graph handed to it; "dynamo": torch.compile
+    compared: dict[str, int] = field(default_factory=dict)  # what --check-accuracy compared
+    fallback: str | None = None  # why the backend could not take the graph handed to it
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -67,14 +82,21 @@ class Outcome:
             "notes": self.notes,
             "verdicts": [{"output": n, "verdict": v} for n, v in self.verdicts],
             **(
+                {"values": [{"value": n, "verdict": v} for n, v in self.values]}
+                if self.values
+                else {}
+            ),
+            **(
                 {
                     "accuracy_backend": self.accuracy_backend,
+                    "accuracy_via": self.accuracy_via,
+                    "compared": self.compared,
                     "accuracy": [
-                        {"output": n, "verdict": v, "max_difference": d, "tolerance": t}
-                        for n, v, d, t in self.accuracy
+                        {"output": n, "what": w, "verdict": v, "max_difference": d, "tolerance": t}
+                        for n, v, d, t, w in self.accuracy
                     ],
                 }
-                if self.accuracy
+                if self.accuracy_backend
                 else {}
             ),
         }
@@ -105,6 +127,7 @@ class ReproOptions:
     timeout: float | None = DEFAULT_TIMEOUT  # seconds each repro may run (--timeout)
     allow_import: tuple[str, ...] = ()  # packages whose ops and tensor subclasses it may import
     check_accuracy: bool = False  # run eagerly and under the backend, and compare the values
+    via: str = "backend"  # hand the graph to the backend, or go through torch.compile ("dynamo")
 
 
 @dataclass(slots=True)
@@ -270,7 +293,9 @@ def make_one(report: Report, compile_id: str, out: Path | None, opts: ReproOptio
         return outcome
     with _directory(out) as d:
         try:
-            write_files(p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy)
+            write_files(
+                p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy, opts.via
+            )
         except TlviewError as e:
             if e.exit_code != EXIT_NO_REPRO:
                 raise
@@ -350,7 +375,9 @@ def _write(o: Outcome, p: Plan, d: Path, opts: ReproOptions, budget: ReproBudget
     to run."""
     written = False
     try:
-        write_files(p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy)
+        write_files(
+            p, d, opts.backend, opts.force, opts.mode, opts.world, opts.check_accuracy, opts.via
+        )
         written = True
     except TlviewError as e:  # a file in the way, a hostile graph's script refused
         o.reason = e.message
@@ -386,17 +413,30 @@ class Folders:
 
 def _apply(o: Outcome, res: dict[str, Any]) -> None:
     status = res.get("status")
-    o.status = status if status in ("ran", "mismatch", "inaccurate", "failed") else "failed"
+    ran = ("ran", "mismatch", "inaccurate", "unchecked", "failed")
+    o.status = status if status in ran else "failed"
     o.reason = res.get("reason") if o.status != "ran" else None
     if o.status == "failed" and not o.reason:
         o.reason = "the repro did not report a result"
     outs = res.get("outputs")
     o.outputs = [str(x) for x in outs] if isinstance(outs, list) else []
     o.verdicts = _verdicts(res.get("verdicts"))
+    o.values = _verdicts(res.get("values"))
+    _apply_accuracy(o, res)
+    if isinstance(res.get("fallback"), str):
+        o.fallback = res["fallback"]
+        o.notes.append(o.fallback)
+
+
+def _apply_accuracy(o: Outcome, res: dict[str, Any]) -> None:
+    """--check-accuracy's result, as the child reported it, into the outcome."""
     acc = res.get("accuracy")
     named = res.get("accuracy_backend")
-    o.accuracy_backend = named if isinstance(named, str) and acc else None
+    o.accuracy_backend = named if isinstance(named, str) and isinstance(acc, list) else None
+    via = res.get("accuracy_via")
+    o.accuracy_via = via if isinstance(via, str) and o.accuracy_backend else None
     o.accuracy = _accuracy(acc)
+    o.compared = _compared(o) if o.accuracy_backend else {}
 
 
 def _verdicts(got: Any) -> list[tuple[str, str]]:
@@ -408,13 +448,22 @@ def _verdicts(got: Any) -> list[tuple[str, str]]:
     ]
 
 
-def _accuracy(acc: Any) -> list[tuple[str, str, float | None, float]]:
-    """--check-accuracy's verdicts as the child reported them: [name, verdict, worst, tol]."""
+def _accuracy(acc: Any) -> list[Check]:
+    """--check-accuracy's verdicts as the child reported them: [name, verdict, worst, tol,
+    what]."""
     return [
-        (str(a[0]), str(a[1]), a[2] if isinstance(a[2], float) else None, float(a[3]))
+        (str(a[0]), str(a[1]), a[2] if isinstance(a[2], float) else None, float(a[3]), str(a[4]))
         for a in (acc if isinstance(acc, list) else [])
-        if isinstance(a, list) and len(a) == 4 and isinstance(a[3], int | float)
+        if isinstance(a, list) and len(a) == 5 and isinstance(a[3], int | float)
     ]
+
+
+def _compared(o: Outcome) -> dict[str, int]:
+    """How many values of each kind --check-accuracy compared (the logged values the run
+    checked too)."""
+    out = {key: sum(a[4] == what for a in o.accuracy) for what, key in COMPARED.items()}
+    out["logged_values"] += len(o.values)
+    return out
 
 
 def write_summary(
@@ -432,11 +481,17 @@ def write_summary(
         "backend": opts.backend,
         "ran": opts.run,
         "counts": {k: v for k, v in counts.items() if v},
+        **({"compared": _total(items)} if opts.check_accuracy and opts.run else {}),
         "graphs": [o.as_json() for o in items],
     }
     make_dir(out)
     with open_output(str(out / SUMMARY), opts.force) as f:
         f.write(json.dumps(obj, indent=1).encode("utf-8") + b"\n")
+
+
+def _total(items: list[Outcome]) -> dict[str, int]:
+    """What --check-accuracy compared over all graphs, by kind."""
+    return {key: sum(o.compared.get(key, 0) for o in items) for key in COMPARED.values()}
 
 
 def summary_lines(outcomes: list[Outcome], ran: bool) -> list[str]:
@@ -460,10 +515,14 @@ def _outcome_lines(o: Outcome, width: int) -> list[str]:
     pad = f"{'':<{width}}    "
     lines = [f"{o.ref:<{width}}  {o.status:<8}  {o.reason or ''}".rstrip()]
     lines += [f"{pad}output {n}: {v}" for n, v in o.verdicts]
-    if o.accuracy and o.accuracy_backend:
-        lines.append(f"{pad}accuracy: eager against {o.accuracy_backend}")
+    lines += [f"{pad}value {n}: {v}" for n, v in o.values]
+    if o.accuracy_backend:
+        lines.append(
+            f"{pad}accuracy: eager against {o.accuracy_backend}{via_words(o.accuracy_via)}"
+        )
     lines += [
-        f"{pad}accuracy {n}: {v} (largest difference {d}, tolerance {t})"
-        for n, v, d, t in o.accuracy
+        f"{pad}accuracy {n}{'' if w == 'output' else f' ({w})'}: {v} "
+        f"(largest difference {d}, tolerance {t})"
+        for n, v, d, t, w in o.accuracy
     ]
     return lines
