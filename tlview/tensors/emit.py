@@ -71,41 +71,11 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
             t = r.tensors.get(name)
             if t is None:
                 continue
-            if type(t) not in (torch.Tensor, torch.nn.Parameter):
-                extra.setdefault(name, []).append(
-                    f"{type(t).__name__}: torch.load(weights_only=True) cannot load it; "
-                    "use tlview.load_inputs"
-                )
-                continue
-            p = g.tensors[tid]
-            if _unusual(torch, t) and (why := _not_carried(torch, t)) is not None:
-                extra.setdefault(name, []).append(
-                    f"torch.save and torch.load do not carry it as it is ({why}); "
-                    "use tlview.load_inputs"
-                )
-                continue
-            if t.layout != torch.strided:  # sparse: torch.save writes it; no storage to share
-                # (a compressed one's parts are saved as the bytes of their storages too:
-                # torch.save refuses one storage as two types, so a copy goes here)
-                out[name] = t if t.layout == torch.sparse_coo else t.clone()
-                continue
-            if p.storage in g.zero:
-                out[name] = _copy(torch, t, zero_bytes=True)
-                extra.setdefault(name, []).append(
-                    "its storage has 0 bytes, which torch.save cannot write: a full storage "
-                    "stands in here; tlview.load_inputs restores it"
-                )
-                continue
-            key = t.untyped_storage()._cdata
-            dt = primary.setdefault(key, t.dtype)
-            if dt != t.dtype:
-                out[name] = _copy(torch, t)
-                extra.setdefault(name, []).append(
-                    f"shares its storage with a {dt} tensor, which torch.save cannot write: "
-                    "a copy stands in here; tlview.load_inputs restores the sharing"
-                )
-                continue
-            out[name] = t
+            kept, note = _plain_one(torch, g, g.tensors[tid], t, primary)
+            if kept is not None:
+                out[name] = kept
+            if note is not None:
+                extra.setdefault(name, []).append(note)
     for name, t in out.items():
         if t.requires_grad and not t.is_leaf:
             extra.setdefault(name, []).append(
@@ -118,6 +88,39 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
             f"{lost}; tlview.load_inputs restores it"
         )
     return out, extra
+
+
+def _plain_one(
+    torch: Any, g: GroupPlan, p: TensorPlan, t: Any, primary: dict[int, Any]
+) -> tuple[Any, str | None]:
+    """What `compiles` holds for one tensor (None: nothing) and the note that says how it
+    differs: a subclass or what torch cannot carry is left out, a tensor over a freed storage
+    or over one saved as another dtype is a copy."""
+    if type(t) not in (torch.Tensor, torch.nn.Parameter):
+        return None, (
+            f"{type(t).__name__}: torch.load(weights_only=True) cannot load it; "
+            "use tlview.load_inputs"
+        )
+    if _unusual(torch, t) and (why := _not_carried(torch, t)) is not None:
+        return None, (
+            f"torch.save and torch.load do not carry it as it is ({why}); use tlview.load_inputs"
+        )
+    if t.layout != torch.strided:  # sparse: torch.save writes it; no storage to share
+        # (a compressed one's parts are saved as the bytes of their storages too:
+        # torch.save refuses one storage as two types, so a copy goes here)
+        return (t if t.layout == torch.sparse_coo else t.clone()), None
+    if p.storage in g.zero:
+        return _copy(torch, t, zero_bytes=True), (
+            "its storage has 0 bytes, which torch.save cannot write: a full storage "
+            "stands in here; tlview.load_inputs restores it"
+        )
+    dt = primary.setdefault(t.untyped_storage()._cdata, t.dtype)
+    if dt != t.dtype:
+        return _copy(torch, t), (
+            f"shares its storage with a {dt} tensor, which torch.save cannot write: "
+            "a copy stands in here; tlview.load_inputs restores the sharing"
+        )
+    return t, None
 
 
 def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
@@ -139,20 +142,25 @@ def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
         sharing.setdefault(key, []).append(k)
     out: dict[str, str] = {}
     for k, t in metas.items():
-        b, lost = back[k], []
-        if b.storage_offset() != t.storage_offset():
-            lost.append(f"storage offset {b.storage_offset()}, not {t.storage_offset()}")
-        if b.untyped_storage().nbytes() != t.untyped_storage().nbytes():
-            lost.append(
-                f"a storage of {b.untyped_storage().nbytes()} bytes, "
-                f"not {t.untyped_storage().nbytes()}"
-            )
+        lost = _lost(t, back[k])
         shared = [o for o in sharing[before[k]] if o != k]
         if any(after[o] != after[k] for o in shared):
             lost.append(f"a storage of its own, not the one it shares with {', '.join(shared)}")
         if lost:
             out[k] = "; ".join(lost)
     return out
+
+
+def _lost(t: Any, b: Any) -> list[str]:
+    """How the meta tensor B read back differs from T: its storage offset, its storage's size."""
+    lost = []
+    if b.storage_offset() != t.storage_offset():
+        lost.append(f"storage offset {b.storage_offset()}, not {t.storage_offset()}")
+    if b.untyped_storage().nbytes() != t.untyped_storage().nbytes():
+        lost.append(
+            f"a storage of {b.untyped_storage().nbytes()} bytes, not {t.untyped_storage().nbytes()}"
+        )
+    return lost
 
 
 # dtypes that torch.save and torch.load(weights_only=True) carry, whatever the tensor

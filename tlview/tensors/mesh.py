@@ -165,11 +165,16 @@ def _placement(n: ast.expr) -> list[Any]:
         raise _Unread(f"{name} without a dim")
     if name == "Shard":
         return ["Shard", dim]
+    return ["_StridedShard", dim, _split_factor(args, kw)]
+
+
+def _split_factor(args: list[ast.expr], kw: dict[str, ast.expr]) -> int:
+    """A `_StridedShard`'s split factor: `sf=`, `split_factor=` or its second argument."""
     got = kw.get("sf") or kw.get("split_factor") or (args[1] if len(args) > 1 else None)
     sf = _literal(got) if got is not None else None
     if type(sf) is not int:
         raise _Unread("_StridedShard without a split factor")
-    return ["_StridedShard", dim, sf]
+    return sf
 
 
 def _tensor_meta(n: ast.expr) -> tuple[list[int], list[int]]:
@@ -234,13 +239,32 @@ def rebuilt_mesh(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, st
     n = 1
     for d in shape:
         n *= d
-    note = None
     rank = int(plan.get("rank") or 0) if n > 1 else 0
-    global _MADE
     if not dist.is_available():
         raise RuntimeError("this torch has no torch.distributed")
+    _world(dist, n, rank)
+    note = None
+    if dist.get_backend() == "fake":
+        logged = plan.get("rank_logged")
+        was = f" (the log's rank {logged} is not in it)" if logged not in (None, rank) else ""
+        note = (
+            f"on torch's fake process group of {n} ranks, as rank {dist.get_rank()}{was}: its "
+            "collectives move no data, so values differ from the job's"
+        )
+    if not plan.get("contiguous", True):
+        extra = "its mesh was a slice of a larger world: rebuilt as a world of its own"
+        note = f"{note}; {extra}" if note else extra
+    names = tuple(plan.get("names") or ())
+    return _mesh(device, shape, names, id(dist.distributed_c10d._get_default_group())), note
+
+
+def _world(dist: Any, n: int, rank: int) -> None:
+    """A process group of N ranks, this process as RANK: the one it has, or one made here (a
+    world of one rank for N = 1, torch's fake process group for more); one tlview made for
+    another mesh is made again."""
+    global _MADE
     if dist.is_initialized() and _MADE is not None and (n, rank) != _MADE:
-        dist.destroy_process_group()  # a world tlview made for another mesh: made again
+        dist.destroy_process_group()
         _MADE = None
     if dist.is_initialized():
         have = dist.get_world_size()
@@ -256,18 +280,6 @@ def rebuilt_mesh(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, st
 
         dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=rank, world_size=n)
         _MADE = (n, rank)
-    if dist.get_backend() == "fake":
-        logged = plan.get("rank_logged")
-        was = f" (the log's rank {logged} is not in it)" if logged not in (None, rank) else ""
-        note = (
-            f"on torch's fake process group of {n} ranks, as rank {dist.get_rank()}{was}: its "
-            "collectives move no data, so values differ from the job's"
-        )
-    if not plan.get("contiguous", True):
-        extra = "its mesh was a slice of a larger world: rebuilt as a world of its own"
-        note = f"{note}; {extra}" if note else extra
-    names = tuple(plan.get("names") or ())
-    return _mesh(device, shape, names, id(dist.distributed_c10d._get_default_group())), note
 
 
 _MADE: tuple[int, int] | None = None  # (ranks, rank) of the process group tlview made here

@@ -360,10 +360,16 @@ def _alone(p: TensorPlan, extent: int) -> bool:
         and p.offset == 0
         and p.layout == "strided"
         and p.grad is None
-        and not (p.view or p.conj or p.neg or p.nested or p.subclass or p.sparse)
-        and not (p.functorch or p.functional or p.inference or p.mkldnn)
+        and _plain_kind(p)
         and (p.leaf or p.param or not p.requires_grad)
         and extent == _numel(p.size) * (itemsize(p.dtype) or 1) > 0
+    )
+
+
+def _plain_kind(p: TensorPlan) -> bool:
+    """No view, bit, wrapper or layout of its own: a tensor `empty_strided` makes as it is."""
+    return not (p.view or p.conj or p.neg or p.nested or p.subclass or p.sparse) and not (
+        p.functorch or p.functional or p.inference or p.mkldnn
     )
 
 
@@ -523,10 +529,16 @@ def _symbolic_dims(p: TensorPlan, size: Any, stride: Any, off: Any, env: Mapping
         p.offset = off if type(off) is int else _dims([off], env, "storage_offset", False)[0]  # type: ignore[assignment]
     except _PlanError as e:
         p.error = p.error or str(e)
+    p.error = p.error or _dims_error(p)
+
+
+def _dims_error(p: TensorPlan) -> str | None:
+    """What is wrong with a plan's evaluated sizes, strides and offset (None: nothing)."""
     if p.offset < 0 or _negative(p.size) or (p.stride is not None and _negative(p.stride)):
-        p.error = p.error or "negative size, stride or offset"
+        return "negative size, stride or offset"
     if p.stride is None and not (p.sparse or p.layout != "strided" or p.nested):
-        p.error = p.error or "stride is not logged"
+        return "stride is not logged"
+    return None
 
 
 def _ints(dims: list[Any]) -> bool:
@@ -550,15 +562,18 @@ def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
     p.ctx = ctx if isinstance(ctx, str) else None
     p.creation_meta = cm if isinstance(cm, str) else None
     if "nested_int" in fields:
-        ni = f("nested_int")
-        nested = ni if type(ni) is int else number(ni) if isinstance(ni, str) else None
-        if nested is not None and nested >= 0:
-            p.nested_int = nested
+        p.nested_int = _nested_int(f("nested_int"))
     dyn = f("dynamo_dynamic_indices")
     if dyn and isinstance(dyn, list):
         p.dynamic_indices = [i for i in dyn if type(i) is int]
     if p.sparse or p.layout != "strided":
         _sparse(p, fields)
+
+
+def _nested_int(ni: Any) -> int | None:
+    """A jagged tensor's nested int id, as logged (an int, or its digits)."""
+    nested = ni if type(ni) is int else number(ni) if isinstance(ni, str) else None
+    return nested if nested is not None and nested >= 0 else None
 
 
 def _links(p: TensorPlan, fields: Mapping[str, Any]) -> None:
@@ -612,27 +627,32 @@ def real_bytes(groups: Sequence[GroupPlan], saved: bool = False) -> int:
     bytes), which is then, its records aside, the size of the file written too."""
     total = 0
     for g in groups:
-        used: set[int] = set()
-        undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
-        for p in g.tensors.values():
-            if p.error is not None:
-                continue  # never built, so never allocated
-            if p.unwrapped is not None and (p.functorch or p.functional):
-                continue  # a view of the tensor it wraps
-            total += _made_indices(p)
-            if p.mkldnn and p.concrete():
-                total += _numel(p.size) * (itemsize(p.dtype) or 1)  # dense, whatever its strides
-            elif p.storage is None:
-                total += 0 if p.subclass else p.extent()
-            elif p.storage in g.storages:
-                used.add(p.storage)
-            elif p.subclass:
-                undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
-        total += sum(g.storages[s] for s in used) + sum(undescribed.values())
-        total += _mesh_bytes(g)
+        total += _group_bytes(g) + _mesh_bytes(g)
         if saved:
             total += _save_copies(g)
     return total
+
+
+def _group_bytes(g: GroupPlan) -> int:
+    """`real_bytes` of one group's tensors and storages."""
+    total = 0
+    used: set[int] = set()
+    undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
+    for p in g.tensors.values():
+        if p.error is not None:
+            continue  # never built, so never allocated
+        if p.unwrapped is not None and (p.functorch or p.functional):
+            continue  # a view of the tensor it wraps
+        total += _made_indices(p)
+        if p.mkldnn and p.concrete():
+            total += _numel(p.size) * (itemsize(p.dtype) or 1)  # dense, whatever its strides
+        elif p.storage is None:
+            total += 0 if p.subclass else p.extent()
+        elif p.storage in g.storages:
+            used.add(p.storage)
+        elif p.subclass:
+            undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
+    return total + sum(g.storages[s] for s in used) + sum(undescribed.values())
 
 
 def _mesh_bytes(g: GroupPlan) -> int:
