@@ -148,6 +148,33 @@ def test_an_op_the_programs_script_defined_says_where_the_graph_calls_it(tmp_pat
     assert "--allow-import fid4" not in text
 
 
+def test_the_script_op_runs_once_its_definition_is_a_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Doing what the hint says: the op's definition moved from the script into a module of
+    its own, on PYTHONPATH, and passed to --allow-import; the graph then runs and agrees."""
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    (ops / "fid4_ops.py").write_text(
+        "import torch\n\n\n"
+        '@torch.library.custom_op("fid4::scale", mutates_args=())\n'
+        "def scale(x: torch.Tensor, k: float) -> torch.Tensor:\n"
+        "    return x * k\n\n\n"
+        "@scale.register_fake\n"
+        "def _(x, k):\n"
+        "    return torch.empty_like(x)\n"
+    )
+    monkeypatch.syspath_prepend(str(ops))
+    monkeypatch.setenv("PYTHONPATH", str(ops))
+    res = run_cli(
+        "repro", FIXTURES / "script_op.log", "--compile-id", "0/0", "-o", tmp_path / "r",
+        "--run", "--check-accuracy", "--allow-import", "fid4_ops",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert "output add: reproduced" in res.stdout
+    assert "accuracy add: agrees (largest difference 0.0, tolerance 0.0001)" in res.stdout
+
+
 def test_inputs_hold_the_values_the_log_recorded(tmp_path: Path) -> None:
     """logged_scalars.log 0/0_1: dynamo made LayerNorm's eps and the attention's dropout tensor
     inputs and logged their values; --emit writes them as logged (eps 1e-05, not a random
