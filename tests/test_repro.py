@@ -737,12 +737,14 @@ def test_a_compiled_optimizer_step_runs_with_grad_off(tmp_path: Path) -> None:
     """A compiled SGD step reads the parameters as attributes (`self.self___param_groups_0__
     params___0`, dynamo's name for L['self'].param_groups[0]['params'][0]) and updates them in
     place, which torch allows on leaves that require grad only with grad off: the script binds
-    them and runs the graph under torch.no_grad(), saying why."""
+    them and runs the graph (and compiles it, for a backend) under torch.no_grad(), saying
+    why."""
     res, script = _one(tmp_path, "optim.log", "1/0", "--run")
     assert res.exit_code == 0, res.output
     assert "= self.self___param_groups_0__params___0" in script
     assert "p.add_(buf, alpha = -0.1)" in script
-    assert "    with torch.no_grad():  # as torch ran it (see NOTES)" in script
+    assert '    """The grad mode torch ran the graph in: off (see NOTES)."""\n' in script
+    assert "    return torch.no_grad()\n" in script
     assert (  # the weight and the bias: every leaf the step changes is named
         "the graph changes L['self'].param_groups[0]['params'][0] and "
         "L['self'].param_groups[0]['params'][1] in place, leaves that require grad: torch ran "

@@ -77,15 +77,26 @@ def test_a_third_party_op_needs_allow_import_and_runs_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """third_party_op.log calls tlview_testops::double, which the package registers when
-    imported: without the flag the reason names it; with it, the repro imports it and runs;
+    imported: where no module of that name is importable, the reason says where the graph calls
+    it and what to pass; once it is, the flag names it; with it, the repro imports it and runs;
     without it again, in this process that now has the op, the reason still names it."""
+    res = run_cli("repro", FIXTURES / "third_party_op.log", "--compile-id", "0/0", "-o", tmp_path)
+    assert res.exit_code == EXIT_NO_REPRO
+    assert (
+        "the repro will not run here: the graph calls the custom op tlview_testops::double, "
+        "which the program registered at run time; the graph calls it from "
+    ) in res.stderr
+    assert (
+        "the program's own code, and no module here is named 'tlview_testops': pass "
+        "--allow-import with the module that defines the op"
+    ) in res.stderr
+    monkeypatch.syspath_prepend(str(THIRD_PARTY))
     res = run_cli("repro", FIXTURES / "third_party_op.log", "--compile-id", "0/0", "-o", tmp_path)
     assert res.exit_code == EXIT_NO_REPRO
     assert (
         "the repro will not run here: the graph calls the custom op tlview_testops::double, "
         "which the program registered at run time: pass --allow-import tlview_testops"
     ) in res.stderr
-    monkeypatch.syspath_prepend(str(THIRD_PARTY))
     monkeypatch.setenv("PYTHONPATH", str(THIRD_PARTY))
     out = tmp_path / "ok"
     res = run_cli(
@@ -128,7 +139,9 @@ def test_check_accuracy_compares_eager_with_the_backend(tmp_path: Path) -> None:
         ("loss", "agrees", 1e-4),
         ("oh", "agrees", 0.0),
         ("sel", "agrees", 1e-4),
+        ("L['self']._buffers['cache']", "agrees", 1e-4),  # index_copy_ wrote into it
     ]
+    assert graph["accuracy"][-1]["what"] == "changed in place"
     assert "accuracy loss: agrees (largest difference 0.0, tolerance 0.0001)" in res.stdout
 
 
@@ -221,7 +234,7 @@ def test_check_accuracy_compares_eager_with_the_logged_backend(tmp_path: Path) -
     log = FIXTURES / "inductor_strides.log"
     res = run_cli("repro", log, "--all", "-o", tmp_path / "a", "--run", "--check-accuracy")
     assert res.exit_code == 0, res.stdout + res.stderr
-    assert "accuracy: eager against inductor\n" in res.stdout
+    assert "accuracy: eager against inductor, the graph handed to it\n" in res.stdout
     graph = json.loads((tmp_path / "a" / "summary.json").read_text())["graphs"][0]
     assert graph["accuracy_backend"] == "inductor"
     assert [(a["output"], a["verdict"]) for a in graph["accuracy"]] == [

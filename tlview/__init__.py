@@ -188,6 +188,7 @@ def repro(
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
     launch: int | None = None,
+    dynamo: bool = False,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -198,7 +199,9 @@ def repro(
     free space where OUT is): a graph past it is skipped, with the figure it needs. With `run`,
     a repro still running after `timeout` seconds (None: no limit) is stopped and failed.
     `allow_import` names packages to import for third-party ops and tensor subclasses (runs
-    their code); `check_accuracy` (with `run`) compares eager with the backend per output."""
+    their code); `check_accuracy` (with `run`) compares eager with the backend: each output,
+    each input the graph changes in place and each value the log holds. A backend is handed
+    the graph module, as dynamo hands it a graph; `dynamo` goes through `torch.compile`."""
     from tlview.replay.make import ReproOptions, make_one
     from tlview.replay.thirdparty import check_names
 
@@ -206,7 +209,7 @@ def repro(
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
         max_bytes=max_bytes, timeout=timeout, allow_import=tuple(allow_import),
-        check_accuracy=check_accuracy,
+        check_accuracy=check_accuracy, via="dynamo" if dynamo else "backend",
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     return make_one(_graphs(log, progress, launch), compile_id, where, opts)
@@ -229,6 +232,7 @@ def repro_all(
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
     launch: int | None = None,
+    dynamo: bool = False,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
     `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
@@ -239,7 +243,7 @@ def repro_all(
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
         max_bytes=max_bytes, world=world, timeout=timeout, allow_import=tuple(allow_import),
-        check_accuracy=check_accuracy,
+        check_accuracy=check_accuracy, via="dynamo" if dynamo else "backend",
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None

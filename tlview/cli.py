@@ -524,7 +524,14 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
     is_flag=True,
     help="With --run: run the graph eagerly and under a backend (--backend, default the "
     "logged run's: inductor if it logged inductor's code, else aot_eager) on the same inputs "
-    "and compare the values (exit 6 if any output disagrees).",
+    "and compare the values: outputs, inputs it changes in place, logged values (exit 6 if "
+    "any disagrees, or if there is nothing to compare).",
+)
+@click.option(
+    "--dynamo",
+    is_flag=True,
+    help="Compile through torch.compile, where dynamo traces the graph again (default: hand "
+    "the graph module to the backend, as dynamo did).",
 )
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
 @latest_option
@@ -544,6 +551,7 @@ def repro(
     world: str,
     allow_import: tuple[str, ...],
     check_accuracy: bool,
+    dynamo: bool,
     force: bool,
     latest: bool,
     launch: int | None,
@@ -578,7 +586,7 @@ def repro(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
             force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
             allow_import=allow_import,
-            check_accuracy=check_accuracy, launch=launch,
+            check_accuracy=check_accuracy, launch=launch, dynamo=dynamo,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
             say(line)
@@ -601,7 +609,7 @@ def repro(
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
         run=run_now, force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
-        allow_import=allow_import, check_accuracy=check_accuracy, launch=launch,
+        allow_import=allow_import, check_accuracy=check_accuracy, launch=launch, dynamo=dynamo,
     )  # fmt: skip
     ran = run_now and o.status in ("ran", "mismatch", "inaccurate", "failed")
     for note in [] if ran else o.notes:  # a repro that ran printed its notes itself

@@ -6,6 +6,7 @@ random values keep every use in range. The code is read with `ast`; nothing from
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -114,8 +115,6 @@ class _Graph:
 
     def values(self, e: ast.expr | None) -> dict[str, int]:
         """The integer inputs whose values E holds, each with the most added to them."""
-        if e is None:
-            return {}
         if isinstance(e, ast.Name):
             return self.flow.get(e.id, {})
         if isinstance(e, ast.Subscript):
@@ -127,27 +126,30 @@ class _Graph:
                     out[k] = max(out.get(k, 0), v)
             return out
         if isinstance(e, ast.BinOp):
-            a, b = self.values(e.left), self.values(e.right)
-            if isinstance(e.op, ast.Add):
-                return _plus(a, self.most(e.right)) | _plus(b, self.most(e.left))
-            if isinstance(e.op, ast.Sub | ast.FloorDiv | ast.Mod):
-                return a
-            return {}
+            return self._binop_values(e)
         if isinstance(e, ast.Call):
-            name, head = _name_of(e.func)
-            args = [head, *e.args] if head is not None else list(e.args)
-            first = args[0] if args else None
-            if name in _ADD and len(args) >= 2:
-                a, b = self.values(args[0]), self.values(args[1])
-                return _plus(a, self.most(args[1])) | _plus(b, self.most(args[0]))
-            if name in _SUB:
-                return self.values(first)
-            if name in ("cat", "concat", "stack", "hstack", "vstack"):
-                return self.values(first)
-            if name == "where" and len(args) >= 3:
-                return {**self.values(args[1]), **self.values(args[2])}
-            if name in _SAME_VALUES:
-                return self.values(first)
+            return self._call_values(e)
+        return {}
+
+    def _binop_values(self, e: ast.BinOp) -> dict[str, int]:
+        a, b = self.values(e.left), self.values(e.right)
+        if isinstance(e.op, ast.Add):
+            return _plus(a, self.most(e.right)) | _plus(b, self.most(e.left))
+        if isinstance(e.op, ast.Sub | ast.FloorDiv | ast.Mod):
+            return a
+        return {}
+
+    def _call_values(self, e: ast.Call) -> dict[str, int]:
+        name, head = _name_of(e.func)
+        args = [head, *e.args] if head is not None else list(e.args)
+        first = args[0] if args else None
+        if name in _ADD and len(args) >= 2:
+            a, b = self.values(args[0]), self.values(args[1])
+            return _plus(a, self.most(args[1])) | _plus(b, self.most(args[0]))
+        if name == "where" and len(args) >= 3:
+            return {**self.values(args[1]), **self.values(args[2])}
+        if name in _SUB or name in _JOINS or name in _SAME_VALUES:
+            return self.values(first)
         return {}
 
     def most(self, e: ast.expr) -> int:
@@ -194,65 +196,20 @@ class _Graph:
 
     def call(self, e: ast.Call, line: int) -> None:
         """An index use in a call, if it is one; else note the integer inputs it reaches."""
-        name, head = _name_of(e.func)
-        args = [head, *e.args] if head is not None else list(e.args)
-        kw = {k.arg: k.value for k in e.keywords if k.arg}
+        c = _Call.of(e, line)
+        use = _USES.get(c.name)
+        if use is not None:
+            use(self, c)
+        elif not (c.name in _UNBOUNDED or c.name in _SAME_VALUES or c.name in _ADD_SUB):
+            self.opaque(c)
 
-        def arg(i: int, key: str) -> ast.expr | None:
-            return args[i] if i < len(args) else kw.get(key)
-
-        def nm(x: ast.expr | None) -> str:
-            return x.id if isinstance(x, ast.Name) else ""
-
-        def dim(x: ast.expr | None) -> int | None:
-            if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.USub):
-                inner = dim(x.operand)
-                return -inner if inner is not None else None
-            return x.value if isinstance(x, ast.Constant) and isinstance(x.value, int) else None
-
-        base = nm(args[0]) if args else ""
-        if name == "embedding":
-            idx, w = (arg(0, "input"), arg(1, "weight"))
-            if gc._dotted(e.func) in ("torch.embedding", "torch.ops.aten.embedding.default"):
-                w, idx = idx, arg(1, "indices")
-            rows = self.size(nm(w), 0)
-            self.use(idx, rows, f"an embedding of {rows} rows ({nm(w)})", line)
-        elif name in ("index_select", "index_copy", "index_copy_", "index_add", "index_add_",
-                      "index_fill", "index_fill_", "index_reduce", "index_reduce_"):  # fmt: skip
-            d = dim(arg(1, "dim"))
-            size = self.size(base, d) if d is not None else None
-            self.use(arg(2, "index"), size, f"{name} of {base}'s dim {d}, {size} long", line)
-        elif name in ("gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
-                      "scatter_reduce", "scatter_reduce_", "take_along_dim"):  # fmt: skip
-            d = dim(arg(1, "dim") if name != "take_along_dim" else arg(2, "dim"))
-            at = arg(2, "index") if name != "take_along_dim" else arg(1, "indices")
-            size = self.size(base, d) if d is not None else None
-            self.use(at, size, f"{name} of {base}'s dim {d}, {size} long", line)
-        elif name == "take":
-            size = self.size(base, None)
-            self.use(arg(1, "index"), size, f"take of {base}'s {size} elements", line)
-        elif name in ("index_put", "index_put_", "index"):
-            idx = arg(1, "indices")
-            for i, x in enumerate(idx.elts if isinstance(idx, ast.Tuple | ast.List) else []):
-                size = self.size(base, i)
-                self.use(x, size, f"{name} of {base}'s dim {i}, {size} long", line)
-        elif name == "one_hot":
-            n = dim(arg(1, "num_classes"))
-            n = n if n is not None and n > 0 else None
-            self.use(arg(0, "input"), n, f"one_hot of {n} classes", line)
-        elif name in ("cross_entropy", "nll_loss", "nll_loss2d", "multi_margin_loss"):
-            logits = nm(arg(0, "input"))
-            nd = self.ndim(logits)
-            size = self.size(logits, 1 if nd is None or nd > 1 else 0)
-            self.use(arg(1, "target"), size, f"{name} targets of {size} classes", line)
-        elif name in _UNBOUNDED or name in _SAME_VALUES or name in _ADD or name in _SUB:
-            return
-        else:
-            for a in [*args, *kw.values()]:
-                for param in self.values(a) if a is not None else {}:
-                    dom = self.domains[param]
-                    if name and name not in dom.opaque:
-                        dom.opaque.append(name)
+    def opaque(self, c: _Call) -> None:
+        """A call tlview does not follow: named in the domains of the inputs it reaches."""
+        for a in [*c.args, *c.kw.values()]:
+            for param in self.values(a) if a is not None else {}:
+                dom = self.domains[param]
+                if c.name and c.name not in dom.opaque:
+                    dom.opaque.append(c.name)
 
     def subscript(self, e: ast.Subscript, line: int) -> None:
         """Advanced indexing: `x[idx]`, `x[(slice(None), idx)]`."""
@@ -268,6 +225,116 @@ class _Graph:
                 size = self.size(base, d)
                 self.use(x, size, f"indexing {base}'s dim {d}, {size} long", line)
             d += 1
+
+
+@dataclass(slots=True)
+class _Call:
+    """One call of the graph's code, its receiver first among its arguments."""
+
+    name: str
+    e: ast.Call
+    args: list[ast.expr]
+    kw: dict[str, ast.expr]
+    line: int
+
+    @classmethod
+    def of(cls, e: ast.Call, line: int) -> _Call:
+        name, head = _name_of(e.func)
+        args = [head, *e.args] if head is not None else list(e.args)
+        return cls(name, e, args, {k.arg: k.value for k in e.keywords if k.arg}, line)
+
+    def arg(self, i: int, key: str) -> ast.expr | None:
+        return self.args[i] if i < len(self.args) else self.kw.get(key)
+
+    @property
+    def base(self) -> str:
+        return _nm(self.args[0]) if self.args else ""
+
+
+def _nm(x: ast.expr | None) -> str:
+    return x.id if isinstance(x, ast.Name) else ""
+
+
+def _dim(x: ast.expr | None) -> int | None:
+    """An int literal (`-1` too), else None."""
+    if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.USub):
+        inner = _dim(x.operand)
+        return -inner if inner is not None else None
+    return x.value if isinstance(x, ast.Constant) and isinstance(x.value, int) else None
+
+
+def _embedding(g: _Graph, c: _Call) -> None:
+    idx, w = (c.arg(0, "input"), c.arg(1, "weight"))
+    if gc._dotted(c.e.func) in ("torch.embedding", "torch.ops.aten.embedding.default"):
+        w, idx = idx, c.arg(1, "indices")
+    rows = g.size(_nm(w), 0)
+    g.use(idx, rows, f"an embedding of {rows} rows ({_nm(w)})", c.line)
+
+
+def _index_dim(g: _Graph, c: _Call) -> None:
+    """index_select(x, dim, index) and the index_copy/add/fill/reduce family."""
+    d = _dim(c.arg(1, "dim"))
+    size = g.size(c.base, d) if d is not None else None
+    g.use(c.arg(2, "index"), size, f"{c.name} of {c.base}'s dim {d}, {size} long", c.line)
+
+
+def _gather(g: _Graph, c: _Call) -> None:
+    """gather, scatter and take_along_dim: an index tensor along a dim."""
+    along = c.name == "take_along_dim"
+    d = _dim(c.arg(2, "dim") if along else c.arg(1, "dim"))
+    at = c.arg(1, "indices") if along else c.arg(2, "index")
+    size = g.size(c.base, d) if d is not None else None
+    g.use(at, size, f"{c.name} of {c.base}'s dim {d}, {size} long", c.line)
+
+
+def _take(g: _Graph, c: _Call) -> None:
+    size = g.size(c.base, None)
+    g.use(c.arg(1, "index"), size, f"take of {c.base}'s {size} elements", c.line)
+
+
+def _index_put(g: _Graph, c: _Call) -> None:
+    """index_put(x, (i, j), v) and index(x, (i, j)): one index per dim."""
+    idx = c.arg(1, "indices")
+    for i, x in enumerate(idx.elts if isinstance(idx, ast.Tuple | ast.List) else []):
+        size = g.size(c.base, i)
+        g.use(x, size, f"{c.name} of {c.base}'s dim {i}, {size} long", c.line)
+
+
+def _one_hot(g: _Graph, c: _Call) -> None:
+    n = _dim(c.arg(1, "num_classes"))
+    n = n if n is not None and n > 0 else None
+    g.use(c.arg(0, "input"), n, f"one_hot of {n} classes", c.line)
+
+
+def _targets(g: _Graph, c: _Call) -> None:
+    """A loss's class targets: dim 1 of its input (dim 0 when 1-d)."""
+    logits = _nm(c.arg(0, "input"))
+    nd = g.ndim(logits)
+    size = g.size(logits, 1 if nd is None or nd > 1 else 0)
+    g.use(c.arg(1, "target"), size, f"{c.name} targets of {size} classes", c.line)
+
+
+_USE_NAMES: dict[Any, tuple[str, ...]] = {
+    _embedding: ("embedding",),
+    _index_dim: (
+        "index_select", "index_copy", "index_copy_", "index_add", "index_add_", "index_fill",
+        "index_fill_", "index_reduce", "index_reduce_",
+    ),
+    _gather: (
+        "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+        "scatter_reduce_", "take_along_dim",
+    ),
+    _take: ("take",),
+    _index_put: ("index_put", "index_put_", "index"),
+    _one_hot: ("one_hot",),
+    _targets: ("cross_entropy", "nll_loss", "nll_loss2d", "multi_margin_loss"),
+}  # fmt: skip
+# Call name -> what its index use is.
+_USES: dict[str, Callable[[_Graph, _Call], None]] = {
+    name: use for use, names in _USE_NAMES.items() for name in names
+}
+_JOINS = frozenset({"cat", "concat", "stack", "hstack", "vstack"})
+_ADD_SUB = _ADD | _SUB
 
 
 _OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
@@ -324,47 +391,63 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
     recorded: dict[str, tuple[str, int]] | None = None  # made at the first counter
     for param, d in find(code, hints).items():
         source = by_name.get(param)
-        t = tensors.get(source) if source is not None else None
-        if source is None or t is None or getattr(t.device, "type", "meta") == "meta":
+        t: Any = tensors.get(source) if source is not None else None
+        if source is None or not _integers(t) or _unbounded(p, source, d):
             continue
-        if t.is_floating_point() or t.is_complex() or t.numel() == 0:
-            continue
-        if d.uses == 0:
-            if d.opaque:
-                calls = ", ".join(d.opaque[:3])
-                text = f"no domain found: its values reach {calls}, which tlview does not follow"
-                p.domains.append((source, f"{text}; random values"))
-                p.notes.append(f"{source}: an integer input; {text} (its values are random)")
-            continue
-        if d.bound is None:
-            text = f"no domain found: it indexes {d.unknown[0]}, whose size the log does not give"
-            p.domains.append((source, text))
-            p.notes.append(f"{source}: {text}; its values are random (try --mode zeros)")
-            continue
-        if d.empty or d.bound <= 0:
-            text = f"no value keeps {d.why} in range"
-            p.domains.append((source, text))
-            p.notes.append(f"{source}: {text}")
-            continue
+        assert d.bound is not None  # _unbounded said so
         if t.dim() == 0:
             if recorded is None:
                 recorded = _item_values(p)
-            start, said = (
-                _counter_start(recorded.get(source), d.bound) if mode != "zeros" else (0, "")
-            )
-            t.fill_(start)
-            text = (
-                f"a 0-dim integer (a counter, such as a cache position) that reaches {d.why}: "
-                f"it starts at {start}{said}"
-            )
-            p.domains.append((source, text))
-            p.notes.append(f"{source} is {text}")
+            _counter(p, source, t, d, recorded.get(source))  # as logged, whatever the mode
             continue
         p.domains.append((source, f"values 0 to {d.bound - 1}: it indexes {d.why}"))
         if mode == "zeros" or int(t.min()) >= 0 and int(t.max()) < d.bound:
             continue
         t.remainder_(d.bound)
         p.notes.append(f"{source} indexes {d.why}: its random values are taken modulo {d.bound}")
+
+
+def _integers(t: Any) -> bool:
+    """A real integer tensor with values to keep in range."""
+    if t is None or getattr(t.device, "type", "meta") == "meta":
+        return False
+    return not (t.is_floating_point() or t.is_complex() or t.numel() == 0)
+
+
+def _unbounded(p: Plan, source: str, d: Domain) -> bool:
+    """Say why an input has no domain to keep (no use bounds it, a size not in the log, no value
+    in range); False when it has one."""
+    if d.uses == 0:
+        if d.opaque:
+            calls = ", ".join(d.opaque[:3])
+            text = f"no domain found: its values reach {calls}, which tlview does not follow"
+            p.domains.append((source, f"{text}; random values"))
+            p.notes.append(f"{source}: an integer input; {text} (its values are random)")
+        return True
+    if d.bound is None:
+        text = f"no domain found: it indexes {d.unknown[0]}, whose size the log does not give"
+        p.domains.append((source, text))
+        p.notes.append(f"{source}: {text}; its values are random (try --mode zeros)")
+        return True
+    if d.empty or d.bound <= 0:
+        text = f"no value keeps {d.why} in range"
+        p.domains.append((source, text))
+        p.notes.append(f"{source}: {text}")
+        return True
+    return False
+
+
+def _counter(p: Plan, source: str, t: Any, d: Domain, recorded: tuple[str, int] | None) -> None:
+    """A 0-dim integer that reaches an index (a cache position): set to where it starts."""
+    assert d.bound is not None
+    start, said = _counter_start(recorded, d.bound) if recorded is not None else (0, "")
+    t.fill_(start)
+    text = (
+        f"a 0-dim integer (a counter, such as a cache position) that reaches {d.why}: "
+        f"it starts at {start}{said}"
+    )
+    p.domains.append((source, text))
+    p.notes.append(f"{source} is {text}")
 
 
 def _item_values(p: Plan) -> dict[str, tuple[str, int]]:

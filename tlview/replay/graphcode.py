@@ -61,6 +61,7 @@ class GraphCode:
     free: list[str] = field(default_factory=list)  # names read but defined nowhere in the code
     # The inputs (placeholder names) and `self.X` reads ("self.X") the forward changes in place.
     mutated: list[str] = field(default_factory=list)
+    returns: int | None = None  # how many values forward returns as a tuple (None: no tuple)
 
     def output_type(self, name: str | None) -> TensorType | None:
         return tensor_type(self.annotations.get(name, "")) if name else None
@@ -158,6 +159,39 @@ FX_BUILTINS = frozenset(
 
 def parse(text: str) -> GraphCode:
     """Read a `print_readable` payload; raise GraphCodeError saying why it is not graph code."""
+    top = _top_class(text)
+    g = GraphCode(text=text, name=top.name, params=[], outputs=[])
+    classes: dict[str, ast.ClassDef] = {}
+    _check_class(top, "", classes)
+    fwd = _forward(top)
+    g.params = [_param(a) for a in fwd.args.args[1:]]
+    g.outputs = _outputs(fwd)
+    g.returns = _tuple_size(fwd)
+    g.annotations = _annotations(fwd, g.params)
+    # Parents before children, so a body is set before the bodies nested in it.
+    g.bodies = {
+        p: len(_forward(classes[p]).args.args) - 1
+        for p in sorted((p for p in classes if p), key=lambda p: (p.count("."), p))
+    }
+    g.body_outputs = {p: _tuple_size(_forward(classes[p])) for p in g.bodies}
+    found = _Found()
+    for path, cls in classes.items():
+        _scan(path, _forward(cls), classes, found)
+    for a in found.attrs:
+        if not is_identifier(a):
+            raise GraphCodeError(f"the graph reads an attribute with a strange name: {a!r}")
+    g.attrs = sorted(found.attrs)
+    g.missing = sorted(found.missing)
+    g.ops = sorted(found.ops)
+    g.calls = sorted(found.calls)
+    g.torch_names = _torch_names(classes)
+    g.free = sorted(found.free - FX_GLOBALS)
+    g.mutated = _mutated(fwd)
+    return g
+
+
+def _top_class(text: str) -> ast.ClassDef:
+    """The one class the payload holds, parsed; GraphCodeError when it is not one class."""
     try:
         tree = ast.parse(text, mode="exec")
     except SyntaxError as e:
@@ -171,73 +205,74 @@ def parse(text: str) -> GraphCode:
     body = [s for s in tree.body if not _is_docstring(s)]
     if len(body) != 1 or not isinstance(body[0], ast.ClassDef):
         raise GraphCodeError("the graph code is not one class (not a print_readable payload)")
-    top = body[0]
-    g = GraphCode(text=text, name=top.name, params=[], outputs=[])
-    classes: dict[str, ast.ClassDef] = {}
-    _check_class(top, "", classes)
-    fwd = _forward(top)
-    g.params = [_param(a) for a in fwd.args.args[1:]]
-    g.outputs = _outputs(fwd)
+    return body[0]
+
+
+def _annotations(fwd: ast.FunctionDef, params: list[Param]) -> dict[str, str]:
+    """Node name -> annotation, of forward's annotated assignments and its parameters."""
+    out: dict[str, str] = {}
     for stmt in fwd.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             ann = stmt.annotation
             if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-                g.annotations[stmt.target.id] = ann.value
-    for p in g.params:
+                out[stmt.target.id] = ann.value
+    for p in params:
         if p.annotation is not None:
-            g.annotations[p.name] = p.annotation
-    # Parents before children, so a body is set before the bodies nested in it.
-    g.bodies = {
-        p: len(_forward(classes[p]).args.args) - 1
-        for p in sorted((p for p in classes if p), key=lambda p: (p.count("."), p))
-    }
-    g.body_outputs = {p: _tuple_size(_forward(classes[p])) for p in g.bodies}
-    attrs: set[str] = set()
-    missing: set[str] = set()
-    ops: set[str] = set()
-    calls: set[str] = set()
-    free: set[str] = set()
-    for path, cls in classes.items():
-        f = _forward(cls)
-        defined = {a.arg for a in f.args.args} | _assigned(f)
-        for node in ast.walk(f):
-            odd = _not_fx(node, defined)
-            if odd:
-                raise GraphCodeError(
-                    f"line {getattr(node, 'lineno', '?')}: {odd}, which fx never prints"
-                )
-            if isinstance(node, ast.Attribute) and _is_self(node.value):
-                child = f"{path}.{node.attr}" if path else node.attr
-                if child in classes:
-                    continue
-                if path:
-                    missing.add(child)
-                else:
-                    attrs.add(node.attr)
-            elif isinstance(node, ast.Call):
-                target = _dotted(node.func)
-                if target:
-                    calls.add(target)
-                    if target.startswith("torch.ops.") and target.count(".") >= 3:
-                        ops.add(".".join(target.split(".")[:4]))
-            elif (
-                isinstance(node, ast.Name)
-                and isinstance(node.ctx, ast.Load)
-                and node.id not in defined
-                and node.id not in _BUILTINS
-            ):
-                free.add(node.id)
-    for a in attrs:
-        if not is_identifier(a):
-            raise GraphCodeError(f"the graph reads an attribute with a strange name: {a!r}")
-    g.attrs = sorted(attrs)
-    g.missing = sorted(missing)
-    g.ops = sorted(ops)
-    g.calls = sorted(calls)
-    g.torch_names = _torch_names(classes)
-    g.free = sorted(free - FX_GLOBALS)
-    g.mutated = _mutated(fwd)
-    return g
+            out[p.name] = p.annotation
+    return out
+
+
+@dataclass(slots=True)
+class _Found:
+    """What the forwards of a graph's classes read and call."""
+
+    attrs: set[str] = field(default_factory=set)  # self.X of the top class
+    missing: set[str] = field(default_factory=set)  # self.X.Y of a nested one, not a class
+    ops: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+    free: set[str] = field(default_factory=set)
+
+
+def _scan(path: str, f: ast.FunctionDef, classes: dict[str, ast.ClassDef], found: _Found) -> None:
+    """The `self.X` reads, calls and free names of one forward, into FOUND."""
+    defined = {a.arg for a in f.args.args} | _assigned(f)
+    for node in ast.walk(f):
+        odd = _not_fx(node, defined)
+        if odd:
+            raise GraphCodeError(
+                f"line {getattr(node, 'lineno', '?')}: {odd}, which fx never prints"
+            )
+        if isinstance(node, ast.Attribute) and _is_self(node.value):
+            _self_read(path, node.attr, classes, found)
+        elif isinstance(node, ast.Call):
+            _call(node, found)
+        elif (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id not in defined
+            and node.id not in _BUILTINS
+        ):
+            found.free.add(node.id)
+
+
+def _self_read(path: str, attr: str, classes: dict[str, ast.ClassDef], found: _Found) -> None:
+    """A `self.ATTR` read: a nested class, a module attribute, or a nested graph not printed."""
+    child = f"{path}.{attr}" if path else attr
+    if child in classes:
+        return
+    if path:
+        found.missing.add(child)
+    else:
+        found.attrs.add(attr)
+
+
+def _call(node: ast.Call, found: _Found) -> None:
+    """A call's dotted target, and the `torch.ops.NS.OP` it names."""
+    target = _dotted(node.func)
+    if target:
+        found.calls.add(target)
+        if target.startswith("torch.ops.") and target.count(".") >= 3:
+            found.ops.add(".".join(target.split(".")[:4]))
 
 
 # What `torch.ops` has besides op namespaces: a graph's `torch.ops.X` is always `torch.ops.ns.op`.
@@ -292,6 +327,17 @@ def _mutated(fwd: ast.FunctionDef) -> list[str]:
     """What the forward changes in place, of its inputs and the `self.X` it reads: the receiver
     of `x.add_(...)`, the target of `x += 1`, the first argument of `torch.ops.aten.add_.Tensor`
     and the list of `torch._foreach_add_`, followed back through `y = x` to what `x` is."""
+    what = _aliases(fwd)
+    hit: set[str] = set()
+    for node in ast.walk(fwd):
+        changed = _changed(node)
+        if changed is not None:
+            _mark(changed, what, hit)
+    return sorted(hit)
+
+
+def _aliases(fwd: ast.FunctionDef) -> dict[str, str]:
+    """Name -> the input or `self.X` it is (`y = x`, `p = self.w`), for every input too."""
     what: dict[str, str] = {a.arg: a.arg for a in fwd.args.args[1:]}
     for stmt in fwd.body:  # straight-line code: each name is bound before it is used
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and stmt.targets else None
@@ -303,29 +349,42 @@ def _mutated(fwd: ast.FunctionDef) -> list[str]:
             what[target.id] = what[value.id]
         elif isinstance(value, ast.Attribute) and _is_self(value.value):
             what[target.id] = f"self.{value.attr}"
-    hit: set[str] = set()
+    return what
 
-    def mark(node: ast.expr) -> None:
-        if isinstance(node, ast.Name) and node.id in what:
-            hit.add(what[node.id])
-        elif isinstance(node, ast.List | ast.Tuple):
-            for e in node.elts:
-                mark(e)
 
-    for node in ast.walk(fwd):
-        if isinstance(node, ast.AugAssign):
-            mark(node.target)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            parts = (_dotted(node.func) or "").split(".")
-            if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
-                if parts[3].endswith("_") and node.args:
-                    mark(node.args[0])
-            elif parts[:1] == ["torch"]:
-                if parts[-1].startswith("_foreach_") and parts[-1].endswith("_") and node.args:
-                    mark(node.args[0])
-            elif node.func.attr.endswith("_") and not node.func.attr.startswith("__"):
-                mark(node.func.value)  # a method that changes its tensor: x.add_(y)
-    return sorted(hit)
+def _changed(node: ast.AST) -> ast.expr | None:
+    """What a node changes in place: `x` of `x += 1`, `x[i] = v`, `x.add_(y)`,
+    `torch.ops.aten.add_.Tensor(x, ...)` and `torch._foreach_add_(xs, ...)`; None for a node
+    that changes nothing."""
+    if isinstance(node, ast.AugAssign):
+        return node.target
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+        return node.targets[0].value  # `x[idx] = v`, as fx writes setitem
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    return _changed_by_call(node, node.func)
+
+
+def _changed_by_call(node: ast.Call, func: ast.Attribute) -> ast.expr | None:
+    """What a call changes in place: an in-place op's or method's tensor."""
+    parts = (_dotted(func) or "").split(".")
+    if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
+        return node.args[0] if parts[3].endswith("_") and node.args else None
+    if parts[:1] == ["torch"]:
+        foreach = parts[-1].startswith("_foreach_") and parts[-1].endswith("_")
+        return node.args[0] if foreach and node.args else None
+    if func.attr.endswith("_") and not func.attr.startswith("__"):
+        return func.value  # a method that changes its tensor: x.add_(y)
+    return None
+
+
+def _mark(node: ast.expr, what: dict[str, str], hit: set[str]) -> None:
+    """Mark the inputs a changed expression is (a name, or the names of a list or tuple)."""
+    if isinstance(node, ast.Name) and node.id in what:
+        hit.add(what[node.id])
+    elif isinstance(node, ast.List | ast.Tuple):
+        for e in node.elts:
+            _mark(e, what, hit)
 
 
 def _is_docstring(s: ast.stmt) -> bool:
@@ -359,19 +418,7 @@ def _check_class(cls: ast.ClassDef, path: str, classes: dict[str, ast.ClassDef])
 
 def _check_forward(f: ast.FunctionDef) -> None:
     where = f"forward at line {f.lineno}"
-    a = f.args
-    if f.decorator_list or f.returns is not None:
-        raise GraphCodeError(f"{where}: decorated or annotated (not fx code)")
-    if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or a.kw_defaults:
-        raise GraphCodeError(f"{where}: takes arguments fx code does not have")
-    if not a.args or a.args[0].arg != "self":
-        raise GraphCodeError(f"{where}: first argument is not self")
-    for arg in a.args:
-        ann = arg.annotation
-        if ann is not None and not (
-            (isinstance(ann, ast.Constant) and isinstance(ann.value, str)) or _dotted(ann)
-        ):
-            raise GraphCodeError(f"{where}: argument {arg.arg} has an annotation that is code")
+    _check_signature(f, where)
     for s in f.body:
         if not isinstance(s, _STMTS):
             raise GraphCodeError(
@@ -382,10 +429,28 @@ def _check_forward(f: ast.FunctionDef) -> None:
                 raise GraphCodeError(
                     f"line {node.lineno}: {type(node).__name__} is never in fx code"
                 )
-        if isinstance(s, ast.AnnAssign) and not (
-            isinstance(s.annotation, ast.Constant) and isinstance(s.annotation.value, str)
-        ):
+        if isinstance(s, ast.AnnAssign) and not _is_text(s.annotation):
             raise GraphCodeError(f"line {s.lineno}: an annotation that is code")
+
+
+def _check_signature(f: ast.FunctionDef, where: str) -> None:
+    """A forward as fx writes it: undecorated, `self` then plain arguments, their annotations
+    text or dotted names."""
+    a = f.args
+    if f.decorator_list or f.returns is not None:
+        raise GraphCodeError(f"{where}: decorated or annotated (not fx code)")
+    if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or a.kw_defaults:
+        raise GraphCodeError(f"{where}: takes arguments fx code does not have")
+    if not a.args or a.args[0].arg != "self":
+        raise GraphCodeError(f"{where}: first argument is not self")
+    for arg in a.args:
+        ann = arg.annotation
+        if ann is not None and not (_is_text(ann) or _dotted(ann)):
+            raise GraphCodeError(f"{where}: argument {arg.arg} has an annotation that is code")
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _forward(cls: ast.ClassDef) -> ast.FunctionDef:

@@ -31,6 +31,7 @@ _STD_NAME = re.compile(r"(?P<module>_operator|operator|math)_(?P<attr>\w+)")
 SCRIPT_NAMES = frozenset(
     {
         "argparse",
+        "contextlib",
         "sys",
         "Path",
         "torch",
@@ -65,6 +66,23 @@ SCRIPT_NAMES = frozenset(
         "run",
         "describe",
         "main",
+        "VIA",
+        "MOVED",
+        "compare",
+        "grad_mode",
+        "compiled",
+        "graph_module",
+        "changed",
+        "ITEMS",
+        "Items",
+        "item_verdicts",
+        "CHECK_ACCURACY",
+        "ACCURACY_BACKEND",
+        "TOLERANCES",
+        "accuracy",
+        "flat",
+        "agree",
+        "accuracy_name",
         "operator",
         "_operator",
         "math",
@@ -97,21 +115,9 @@ def plan(
         mode=mode,
         job_ranks=report.ranks,
     )
-    p.fatal = _read_graph(p)
-    if p.fatal or p.code is None:
+    code = _checked(p, allow_import)
+    if code is None:
         return p
-    code = p.code
-    if code.name in SCRIPT_NAMES or not gc.is_identifier(code.name):
-        p.fatal = f"the graph's class is named {code.name!r}, a name the script needs"
-        return p
-    _check_names(p, code)
-    if p.fatal:
-        return p
-    if allow_import:  # before the ops are looked up: importing them registers theirs
-        p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
-        p.blockers += failed
-    _check_ops(p, code, allow_import)
-    _check_torch(p, code)
     if c.status == "failed":
         why = f": {c.fail_type}" if c.fail_type else ""
         p.notes.append(f"the original compile failed after capturing this graph{why}")
@@ -126,6 +132,27 @@ def plan(
     _bodies(p, code)
     bind.outputs(p, code)
     return p
+
+
+def _checked(p: Plan, allow_import: Sequence[str]) -> gc.GraphCode | None:
+    """The graph's code, read and its names and ops checked (blockers for what a fresh
+    process lacks); None when the plan is fatal."""
+    p.fatal = _read_graph(p)
+    if p.fatal or p.code is None:
+        return None
+    code = p.code
+    if code.name in SCRIPT_NAMES or not gc.is_identifier(code.name):
+        p.fatal = f"the graph's class is named {code.name!r}, a name the script needs"
+        return None
+    _check_names(p, code)
+    if p.fatal:
+        return None
+    if allow_import:  # before the ops are looked up: importing them registers theirs
+        p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
+        p.blockers += failed
+    _check_ops(p, code, allow_import)
+    _check_torch(p, code)
+    return code
 
 
 def _read_graph(p: Plan) -> str | None:
@@ -239,25 +266,30 @@ def _check_ops(p: Plan, code: gc.GraphCode, allow_import: Sequence[str] = ()) ->
         ns, name = op.split(".")[2:4]
         if ns in COLLECTIVES:
             p.collectives = True
-            continue
-        modules = _registered_by(ns, name)
-        if modules:  # whether or not this process imported them already
-            p.registers.extend(m for m in modules if m not in p.registers)
-            continue
-        # Whether this process has the op says nothing of a fresh one's when a package of the
-        # program's defined it (the API's caller imported transformers, or an earlier repro's
-        # --allow-import did): the module that defined it says.
-        definer = _defined_outside_torch(ns, name)
-        if definer is not None:
-            if any(thirdparty.inside(definer, a) for a in allow_import):
-                if definer not in p.imports:  # imported already: repro.py must import it too
-                    p.imports.append(definer)
-                continue
-        elif _op_exists(ns, name):
-            continue
-        p.blockers.append(_unregistered(p, ns, name, definer))
+        elif not _op_found(p, ns, name, allow_import):
+            p.blockers.append(_unregistered(p, ns, name, _defined_outside_torch(ns, name)))
     if p.collectives:
         world_of(p, p.graph.text if p.graph is not None and p.graph.text else "")
+
+
+def _op_found(p: Plan, ns: str, name: str, allow_import: Sequence[str]) -> bool:
+    """Whether a fresh process running the repro has the op: torch's own (the modules of
+    torch's that define it go into the plan), or a package's that --allow-import imports."""
+    modules = _registered_by(ns, name)
+    if modules:  # whether or not this process imported them already
+        p.registers.extend(m for m in modules if m not in p.registers)
+        return True
+    # Whether this process has the op says nothing of a fresh one's when a package of the
+    # program's defined it (the API's caller imported transformers, or an earlier repro's
+    # --allow-import did): the module that defined it says.
+    definer = _defined_outside_torch(ns, name)
+    if definer is None:
+        return _op_exists(ns, name)
+    if not any(thirdparty.inside(definer, a) for a in allow_import):
+        return False
+    if definer not in p.imports:  # imported already: repro.py must import it too
+        p.imports.append(definer)
+    return True
 
 
 # A collective's group size and name as fx prints its call: `all_gather_into_tensor(y, 2, '0')`,
@@ -373,23 +405,56 @@ def _op_exists(ns: str, name: str) -> bool:
 
 
 def _unregistered(p: Plan, ns: str, name: str, definer: str | None) -> str:
-    """Why a graph calling an op a package of the program defines will not run as it is."""
+    """Why a graph calling an op a package of the program defines will not run as it is, and
+    which module to let the repro import: the one that defined it here, the package its
+    namespace names, one the graph's `# File:` comments name; else where the graph calls it."""
     op = f"the graph calls the custom op {ns}::{name}"
     if definer == "__main__":
         return (
-            f"{op}, which the program defined in its own script: define it at the top of repro.py"
+            f"{op}, which the program defined in its own script: move its definition into a "
+            "module and pass --allow-import with that module, or define it at the top of "
+            "repro.py"
         )
     package = definer.split(".")[0] if definer else ns
     text = (p.graph.text if p.graph else None) or ""
-    where = thirdparty.caller(text, package, f"torch.ops.{ns}.{name}")
-    files = [] if where else thirdparty.modules_named(text, package)[:2]
-    named = f" (the graph calls it from {where})" if where else ""
-    if files:
-        named = f" (the graph's code names {', '.join(files)})"
+    call = f"torch.ops.{ns}.{name}"
+    named = _named_modules(text, package, call)
+    if definer is None and not named and not thirdparty.importable(ns):
+        return _own_code(op, ns, thirdparty.call_site(text, call))
     return (
         f"{op}, which the program registered at run time: pass --allow-import "
         f"{package if gc.is_identifier(package) else 'PACKAGE'} to import the package that "
         f"defines it{named}, or import it at the top of repro.py"
+    )
+
+
+def _named_modules(text: str, package: str, call: str) -> str:
+    """The modules of PACKAGE the graph's `# File:` comments name, in words: the one that
+    calls the op, else the first two; "" for none."""
+    where = thirdparty.caller(text, package, call)
+    if where:
+        return f" (the graph calls it from {where})"
+    files = thirdparty.modules_named(text, package)[:2]
+    return f" (the graph's code names {', '.join(files)})" if files else ""
+
+
+def _own_code(op: str, ns: str, site: tuple[str, int] | None) -> str:
+    """The hint for an op no module here is named after: the program's own code defined it,
+    or a module the log does not name."""
+    if site is None:
+        return (
+            f"{op}, which the program registered at run time, and no module here is named "
+            f"{ns!r}: pass --allow-import with the module that defines it (the log does not "
+            "name it), or define it at the top of repro.py"
+        )
+    path, line = site
+    file = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return (
+        f"{op}, which the program registered at run time; the graph calls it from {path}:{line}, "
+        f"the program's own code, and no module here is named {ns!r}: pass --allow-import with "
+        f"the module that defines the op, its directory on PYTHONPATH (if {file} is the script "
+        "that was run, which a repro cannot import, move the definition into a module of its "
+        "own first), or define the op at the top of repro.py"
     )
 
 

@@ -67,6 +67,12 @@ class Plan:
     mode: str = "random"  # --mode: values of the rebuilt inputs
     # Each integer input's domain, in words: source -> where its values were kept (or why not)
     domains: list[tuple[str, str]] = field(default_factory=list)
+    # The inputs the graph changes in place: label (its source) and the code of its value
+    # after a run, over `inputs` and `args` (--check-accuracy compares them as outputs)
+    changed: list[tuple[str, str]] = field(default_factory=list)
+    # The .item() calls whose value the log holds: node name, the value, where it is from
+    items: list[tuple[str, float, str]] = field(default_factory=list)
+    nouts: int | None = None  # values forward returns as a tuple (None: not a tuple)
     rebuilt: Any = None  # rebuild.Rebuilt
     job_ranks: list[int] = field(default_factory=list)  # the ranks of the logs read
 

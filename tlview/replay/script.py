@@ -29,6 +29,7 @@ def script_text(
     mode: str = "random",
     world: str = "gloo",
     check_accuracy: bool = False,
+    via: str = "backend",
 ) -> str:
     """The text of repro.py. `literal` writes every string from the log (repr: a Python literal)."""
     assert p.code is not None and p.graph is not None and p.graph.text is not None
@@ -45,9 +46,11 @@ def script_text(
         torch_version=p.torch_version,
         tlview_version=__version__,
         values="zero" if mode == "zeros" else "random",
+        logged=_logged(p),
         class_name=p.code.name,
         graph_code=text,
         backend=backend,
+        via=via,
         dynamic=True if p.dynamic else None,
         notes=[*p.blockers, *p.notes],
         std_modules=sorted({m for _, m, _ in p.std}),
@@ -70,8 +73,17 @@ def script_text(
         accuracy_backend=against,
         accuracy_why=ACCURACY_WHY[against],
         domains=p.domains,
+        changed=p.changed,
+        items=p.items,
+        nouts=p.nouts,
     )
     return script + "\n"  # the one environment drops a template's last newline
+
+
+def _logged(p: Plan) -> int:
+    """How many of the inputs hold the value the log recorded."""
+    r = p.rebuilt
+    return sum(1 for s in getattr(r, "values", {}) if s in r.tensors) if r is not None else 0
 
 
 # --check-accuracy's backend unless --backend names one: the logged run's, as its graphs say.
@@ -100,13 +112,14 @@ def verify(
     mode: str = "random",
     world: str = "gloo",
     check_accuracy: bool = False,
+    via: str = "backend",
 ) -> None:
     """Check that strings from the log stayed strings: the script must parse to the same tree
     as one written with every string replaced by a harmless one."""
     try:
         got = _shape(ast.parse(script))
         blank = script_text(
-            p, backend, literal=_blank, mode=mode, world=world, check_accuracy=check_accuracy
+            p, backend, _blank, mode=mode, world=world, check_accuracy=check_accuracy, via=via
         )
         ref = _shape(ast.parse(blank))
     except SyntaxError as e:
@@ -139,14 +152,15 @@ def write_files(
     mode: str = "random",
     world: str = "gloo",
     check_accuracy: bool = False,
+    via: str = "backend",
 ) -> None:
     """Write repro.py and inputs.pt into OUT (created if missing); a graph of a world of N
     ranks gets each rank's inputs too."""
     from tlview.runtime.output import output as open_output
     from tlview.tensors import emit
 
-    script = script_text(p, backend, mode=mode, world=world, check_accuracy=check_accuracy)
-    verify(p, script, backend, mode, world, check_accuracy)
+    script = script_text(p, backend, mode=mode, world=world, check_accuracy=check_accuracy, via=via)
+    verify(p, script, backend, mode, world, check_accuracy, via)
     make_dir(out)
     obj = emit.saved(
         [(p.compile.key, p.rebuilt)] + [(rank_key(p, r), rb) for r, rb in p.ranks],

@@ -5,13 +5,15 @@ modules of them the graph's own `# File:` comments name, which register ops when
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from collections.abc import Sequence
 
 from tlview.errors import EXIT_USAGE, TlviewError
+from tlview.units import number
 
 # `# File: /site-packages/transformers/integrations/moe.py:88 in forward, code: ...`
-_FILE = re.compile(r"^\s*# File: (\S+?\.py):\d+ in ", re.M)
+_FILE = re.compile(r"^\s*# File: (\S+?\.py):(\d+) in ", re.M)
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -25,7 +27,7 @@ def check_names(allow: Sequence[str]) -> None:
 def modules_named(text: str, package: str) -> list[str]:
     """The modules of PACKAGE whose files the graph's `# File:` comments name, in order."""
     out: list[str] = []
-    for path in _FILE.findall(text):
+    for path, _line in _FILE.findall(text):
         mod = _module_of(path, package)
         if mod is not None and mod not in out:
             out.append(mod)
@@ -44,6 +46,29 @@ def caller(text: str, package: str, op: str) -> str | None:
         elif f"{op}(" in line and path is not None:
             return _module_of(path, package)
     return None
+
+
+def call_site(text: str, op: str) -> tuple[str, int] | None:
+    """The file and line from which the graph calls OP (`torch.ops.ns.name`): those of the
+    `# File:` comment above the first line that calls it."""
+    site = None
+    for line in text.split("\n"):
+        m = _FILE.match(line)
+        if m is not None:
+            site = (m.group(1), number(m.group(2)) or 0)
+        elif f"{op}(" in line and site is not None:
+            return site
+    return None
+
+
+def importable(name: str) -> bool:
+    """Whether a top-level module of this name can be imported here (found, not imported)."""
+    if not _MODULE.fullmatch(name) or "." in name:
+        return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _module_of(path: str, package: str) -> str | None:

@@ -88,6 +88,11 @@ def resolve_type(name: str | None, allow_import: Sequence[str]) -> tuple[Any, st
             f"type {name} lives outside torch and importing it would run its code: "
             f"pass --allow-import {parts[0]} to allow it"
         )
+    return _tensor_class(torch, name, parts)
+
+
+def _tensor_class(torch: Any, name: str, parts: list[str]) -> tuple[Any, str | None]:
+    """The tensor class NAME, from the longest module prefix of it that imports; or why not."""
     for k in range(len(parts) - 1, 0, -1):
         mod_name = ".".join(parts[:k])
         try:

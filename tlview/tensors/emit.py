@@ -33,6 +33,7 @@ def saved(
     notes: dict[str, dict[str, list[str]]] = {}
     failed: dict[str, dict[str, str]] = {}
     exact: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, dict[str, Any]]] = {}
     for key, r in rebuilt:
         plain, extra = _plain_tensors(r)
         compiles[key] = plain
@@ -43,6 +44,8 @@ def saved(
             notes[key] = n
         if r.failed:
             failed[key] = dict(r.failed)
+        if r.values:
+            values[key] = {src: v.as_dict() for src, v in r.values.items()}
         exact[key] = {"groups": [_group_record(g, r, plain) for g in r.groups]}
     return {
         "format": FORMAT,
@@ -53,6 +56,7 @@ def saved(
         "notes": notes,
         "failed": failed,
         "exact": exact,
+        **({"values": values} if values else {}),
     }
 
 
@@ -67,41 +71,11 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
             t = r.tensors.get(name)
             if t is None:
                 continue
-            if type(t) not in (torch.Tensor, torch.nn.Parameter):
-                extra.setdefault(name, []).append(
-                    f"{type(t).__name__}: torch.load(weights_only=True) cannot load it; "
-                    "use tlview.load_inputs"
-                )
-                continue
-            p = g.tensors[tid]
-            if _unusual(torch, t) and (why := _not_carried(torch, t)) is not None:
-                extra.setdefault(name, []).append(
-                    f"torch.save and torch.load do not carry it as it is ({why}); "
-                    "use tlview.load_inputs"
-                )
-                continue
-            if t.layout != torch.strided:  # sparse: torch.save writes it; no storage to share
-                # (a compressed one's parts are saved as the bytes of their storages too:
-                # torch.save refuses one storage as two types, so a copy goes here)
-                out[name] = t if t.layout == torch.sparse_coo else t.clone()
-                continue
-            if p.storage in g.zero:
-                out[name] = _copy(torch, t, zero_bytes=True)
-                extra.setdefault(name, []).append(
-                    "its storage has 0 bytes, which torch.save cannot write: a full storage "
-                    "stands in here; tlview.load_inputs restores it"
-                )
-                continue
-            key = t.untyped_storage()._cdata
-            dt = primary.setdefault(key, t.dtype)
-            if dt != t.dtype:
-                out[name] = _copy(torch, t)
-                extra.setdefault(name, []).append(
-                    f"shares its storage with a {dt} tensor, which torch.save cannot write: "
-                    "a copy stands in here; tlview.load_inputs restores the sharing"
-                )
-                continue
-            out[name] = t
+            kept, note = _plain_one(torch, g, g.tensors[tid], t, primary)
+            if kept is not None:
+                out[name] = kept
+            if note is not None:
+                extra.setdefault(name, []).append(note)
     for name, t in out.items():
         if t.requires_grad and not t.is_leaf:
             extra.setdefault(name, []).append(
@@ -114,6 +88,39 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
             f"{lost}; tlview.load_inputs restores it"
         )
     return out, extra
+
+
+def _plain_one(
+    torch: Any, g: GroupPlan, p: TensorPlan, t: Any, primary: dict[int, Any]
+) -> tuple[Any, str | None]:
+    """What `compiles` holds for one tensor (None: nothing) and the note that says how it
+    differs: a subclass or what torch cannot carry is left out, a tensor over a freed storage
+    or over one saved as another dtype is a copy."""
+    if type(t) not in (torch.Tensor, torch.nn.Parameter):
+        return None, (
+            f"{type(t).__name__}: torch.load(weights_only=True) cannot load it; "
+            "use tlview.load_inputs"
+        )
+    if _unusual(torch, t) and (why := _not_carried(torch, t)) is not None:
+        return None, (
+            f"torch.save and torch.load do not carry it as it is ({why}); use tlview.load_inputs"
+        )
+    if t.layout != torch.strided:  # sparse: torch.save writes it; no storage to share
+        # (a compressed one's parts are saved as the bytes of their storages too:
+        # torch.save refuses one storage as two types, so a copy goes here)
+        return (t if t.layout == torch.sparse_coo else t.clone()), None
+    if p.storage in g.zero:
+        return _copy(torch, t, zero_bytes=True), (
+            "its storage has 0 bytes, which torch.save cannot write: a full storage "
+            "stands in here; tlview.load_inputs restores it"
+        )
+    dt = primary.setdefault(t.untyped_storage()._cdata, t.dtype)
+    if dt != t.dtype:
+        return _copy(torch, t), (
+            f"shares its storage with a {dt} tensor, which torch.save cannot write: "
+            "a copy stands in here; tlview.load_inputs restores the sharing"
+        )
+    return t, None
 
 
 def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
@@ -135,20 +142,25 @@ def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
         sharing.setdefault(key, []).append(k)
     out: dict[str, str] = {}
     for k, t in metas.items():
-        b, lost = back[k], []
-        if b.storage_offset() != t.storage_offset():
-            lost.append(f"storage offset {b.storage_offset()}, not {t.storage_offset()}")
-        if b.untyped_storage().nbytes() != t.untyped_storage().nbytes():
-            lost.append(
-                f"a storage of {b.untyped_storage().nbytes()} bytes, "
-                f"not {t.untyped_storage().nbytes()}"
-            )
+        lost = _lost(t, back[k])
         shared = [o for o in sharing[before[k]] if o != k]
         if any(after[o] != after[k] for o in shared):
             lost.append(f"a storage of its own, not the one it shares with {', '.join(shared)}")
         if lost:
             out[k] = "; ".join(lost)
     return out
+
+
+def _lost(t: Any, b: Any) -> list[str]:
+    """How the meta tensor B read back differs from T: its storage offset, its storage's size."""
+    lost = []
+    if b.storage_offset() != t.storage_offset():
+        lost.append(f"storage offset {b.storage_offset()}, not {t.storage_offset()}")
+    if b.untyped_storage().nbytes() != t.untyped_storage().nbytes():
+        lost.append(
+            f"a storage of {b.untyped_storage().nbytes()} bytes, not {t.untyped_storage().nbytes()}"
+        )
+    return lost
 
 
 # dtypes that torch.save and torch.load(weights_only=True) carry, whatever the tensor
@@ -261,15 +273,7 @@ def load_inputs(
 ) -> dict[str, Any]:
     """Read a `tlview inputs --emit` file; `compiles` then holds the exact tensors and aliasing."""
     torch = need_torch()
-    quiet_sparse(torch)  # a compressed sparse input, rebuilt by torch.load: torch says "beta"
-    try:
-        obj = torch.load(str(path), weights_only=True, map_location=map_location)
-    except FileNotFoundError:
-        raise TlviewError(f"{path}: no such file", EXIT_NO_TRACE) from None
-    except Exception as e:
-        raise TlviewError(f"{path}: not a torch.save file: {e}", EXIT_NO_TRACE) from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise TlviewError(f"{path}: not a {FORMAT} file (written by tlview inputs --emit)")
+    obj = _read(torch, path, map_location)
     plain = obj.get("compiles") or {}
     exact: dict[str, Any] = {}
     notes = {k: dict(v) for k, v in (obj.get("notes") or {}).items()}
@@ -280,26 +284,13 @@ def load_inputs(
     for key, rec in (obj.get("exact") or {}).items():
         got = Rebuilt({}, {}, {})
         for gd in rec.get("groups", []):
-            try:
-                g = _group_from(gd)
-            except (KeyError, TypeError, ValueError, AttributeError) as e:
-                raise TlviewError(
-                    f"{path}: compile {key}: its plans are damaged ({type(e).__name__}: {e})"
-                ) from None
-            storages: dict[int, Any] = {}
-            for k, v in gd.get("data", {}).items():
-                if isinstance(v, list) and len(v) == 2 and v[0] == "source":
-                    t = plain.get(key, {}).get(v[1])
-                    if t is not None:
-                        storages[int(k)] = t.untyped_storage()
-                elif isinstance(v, torch.Tensor):
-                    storages[int(k)] = v.untyped_storage()
+            g = _group_of(path, key, gd)
             b = RealBuilder(
                 g,
                 RebuildOptions(mode="zeros", allow_import=allow_import),
                 filler=None,
                 devices=Devices(torch, device, on),
-                storages=storages,
+                storages=_saved_storages(torch, gd, plain.get(key, {})),
                 valid_offsets=False,
             )
             b.build_all()
@@ -308,6 +299,42 @@ def load_inputs(
         for src, why in got.failed.items():
             failed.setdefault(key, {}).setdefault(src, why)
     return {**obj, "compiles": exact, "notes": notes, "failed": failed}
+
+
+def _read(torch: Any, path: str | Path, map_location: Any) -> dict[str, Any]:
+    """The file's object, checked to be a tlview.inputs/1 file."""
+    quiet_sparse(torch)  # a compressed sparse input, rebuilt by torch.load: torch says "beta"
+    try:
+        obj = torch.load(str(path), weights_only=True, map_location=map_location)
+    except FileNotFoundError:
+        raise TlviewError(f"{path}: no such file", EXIT_NO_TRACE) from None
+    except Exception as e:
+        raise TlviewError(f"{path}: not a torch.save file: {e}", EXIT_NO_TRACE) from None
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise TlviewError(f"{path}: not a {FORMAT} file (written by tlview inputs --emit)")
+    return obj
+
+
+def _group_of(path: str | Path, key: str, gd: Mapping[str, Any]) -> GroupPlan:
+    try:
+        return _group_from(gd)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise TlviewError(
+            f"{path}: compile {key}: its plans are damaged ({type(e).__name__}: {e})"
+        ) from None
+
+
+def _saved_storages(torch: Any, gd: Mapping[str, Any], plain: Mapping[str, Any]) -> dict[int, Any]:
+    """A group's storages as saved: a plain tensor's (by its source) or a tensor of their own."""
+    storages: dict[int, Any] = {}
+    for k, v in gd.get("data", {}).items():
+        if isinstance(v, list) and len(v) == 2 and v[0] == "source":
+            t = plain.get(v[1])
+            if t is not None:
+                storages[int(k)] = t.untyped_storage()
+        elif isinstance(v, torch.Tensor):
+            storages[int(k)] = v.untyped_storage()
+    return storages
 
 
 def _group_from(gd: Mapping[str, Any]) -> GroupPlan:
@@ -355,7 +382,17 @@ def emit_file(
     obj = saved(built, report.torch_version, opts.mode)
     with output(path, force) as out:
         save(obj, out)
+    return _summary(built, obj, opts.mode)
+
+
+def _summary(built: list[tuple[str, Rebuilt]], obj: dict[str, Any], mode: str) -> str:
+    """The line `--emit` prints: tensors, notes, failures, and the values as logged."""
     tensors = sum(len(r.tensors) for _, r in built)
     noted = sum(len(n) for n in obj["notes"].values())  # with what writing them added
     failed = sum(len(r.failed) for _, r in built)
-    return f"{tensors} tensor(s) of {len(built)} compile(s); {noted} with notes, {failed} failed"
+    line = f"{tensors} tensor(s) of {len(built)} compile(s); {noted} with notes, {failed} failed"
+    logged = sum(len(r.values) for _, r in built)
+    if not logged:
+        return line
+    rest = {"random": "random", "zeros": "zeros"}.get(mode, "not made (meta)")
+    return f"{line}; {logged} value(s) as the log recorded them, the rest {rest}"

@@ -111,6 +111,26 @@ def _read(text: str, names: Mapping[str, Any], alg: _Algebra) -> Any:
         return None
 
 
+_NO_OP = object()  # an operator size expressions do not have
+
+
+def _binop(op: ast.operator, a: Any, b: Any, alg: _Algebra) -> Any:
+    """A op b, in the algebra: `+ - *` as they are, `// % **` as it defines them."""
+    if isinstance(op, ast.Add):
+        return a + b
+    if isinstance(op, ast.Sub):
+        return a - b
+    if isinstance(op, ast.Mult):
+        return a * b
+    if isinstance(op, ast.FloorDiv):
+        return alg.floordiv(a, b)
+    if isinstance(op, ast.Mod):
+        return alg.mod(a, b)
+    if isinstance(op, ast.Pow):
+        return alg.power(a, b)
+    return _NO_OP
+
+
 def _ev(n: ast.AST, names: Mapping[str, Any], alg: _Algebra) -> Any:
     if isinstance(n, ast.Constant) and type(n.value) is int:
         return alg.const(n.value)
@@ -123,18 +143,9 @@ def _ev(n: ast.AST, names: Mapping[str, Any], alg: _Algebra) -> Any:
         return -v if isinstance(n.op, ast.USub) else v
     if isinstance(n, ast.BinOp):
         a, b = _ev(n.left, names, alg), _ev(n.right, names, alg)
-        if isinstance(n.op, ast.Add):
-            return a + b
-        if isinstance(n.op, ast.Sub):
-            return a - b
-        if isinstance(n.op, ast.Mult):
-            return a * b
-        if isinstance(n.op, ast.FloorDiv):
-            return alg.floordiv(a, b)
-        if isinstance(n.op, ast.Mod):
-            return alg.mod(a, b)
-        if isinstance(n.op, ast.Pow):
-            return alg.power(a, b)
+        got = _binop(n.op, a, b, alg)
+        if got is not _NO_OP:
+            return got
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
         args = [_ev(a, names, alg) for a in n.args]
         call = alg.calls.get(n.func.id)

@@ -204,9 +204,6 @@ class FakeBuilder:
 
     def desc(self, tid: int) -> Any:
         """The MetaTensorDesc of a logged tensor, links resolved to the described objects."""
-        torch = self.torch
-        MetaTensorDesc: Any = importlib.import_module("torch._subclasses.meta_utils").MetaTensorDesc
-
         d = self.descs.get(tid)
         if d is not None:
             return d
@@ -219,117 +216,142 @@ class FakeBuilder:
             raise Failed(f"tensor {tid} refers to itself through base, grad or attrs")
         self.busy.add(tid)
         try:
-            for n in p.notes:
-                self.note(tid, n)
-            kw: dict[str, Any] = {}
-            view = p.view and p.base is not None
-            subclass = p.subclass
-            if subclass:
-                cls, why = resolve_type(p.type_name, self.allow_import)
-                ctx, ok = logged_literal(p.ctx)
-                if cls is not None and p.dtensor is not None:
-                    ctx, ok, why = self.dtensor(p, kw)
-                elif cls is not None and not ok:
-                    why = f"its flatten context {p.ctx!r} is only a repr"
-                if cls is None or not ok:
-                    if not p.concrete():
-                        raise Failed(f"subclass not faked: {why}")
-                    self.note(
-                        tid,
-                        f"subclass not rebuilt: {why}; a plain tensor with its size, stride "
-                        "and dtype stands in",
-                    )
-                    subclass = view = False
-                else:
-                    kw["attrs"] = {k: self.desc(i) for k, i in p.attrs.items()}
-                    kw["ctx"] = ctx
-                    kw["type"] = cls
-            if subclass and view:
-                vf = self.view_func(p)
-                if vf is None:
-                    self.note(
-                        tid, "a view of another tensor: faked from its inner tensors, not a view"
-                    )
-                    view = False
-                else:
-                    kw["view_func"] = vf
-            if (p.functorch or p.functional) and p.unwrapped is None:
-                self.note(tid, "a functorch or functional wrapper logged without what it wraps")
-            if view:
-                assert p.base is not None
-                base = self.g.tensors.get(p.base)
-                if base is None or base.error:
-                    self.note(tid, "its base was not described: faked as a non-view")
-                    view = False
-                elif base.subclass and not p.subclass:
-                    self.note(tid, "a dense view of a subclass: faked as a non-view")
-                    view = False
-                else:
-                    kw["base"] = self.desc(p.base)
-                    cm = torch_creation_meta(torch, p.creation_meta or "CreationMeta.DEFAULT")
-                    kw["creation_meta"] = cm
-            if p.grad is not None:
-                try:
-                    kw["grad"] = self.desc(p.grad)
-                except Failed as e:
-                    self.note(tid, f".grad not faked: {e}")
-            compressed = p.layout in COMPRESSED
-            if p.storage is not None:
-                kw["storage"] = self.sdesc(p.storage)
-            elif not (p.sparse or compressed or subclass):
-                kw["storage"] = self.sdesc(-1 - tid, p.extent())
-            if p.sparse:
-                kw["sparse_dim"] = p.sparse_dim if p.sparse_dim is not None else p.ndim
-                kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
-                kw["is_coalesced"] = bool(p.coalesced)
-                self.note(tid, "sparse: the log has no nnz: faked with nnz 0")
-            elif compressed:
-                self.compressed(p, kw)
-            elif p.mkldnn:
-                self.note(tid, "mkldnn: faked as torch fakes it, a strided tensor")
-            elif p.layout not in ("strided", "jagged"):
-                raise Failed(f"layout {p.layout} cannot be faked from the log")
-            layout = getattr(torch, p.layout, torch.strided)
-            leaf, grad = p.leaf, p.requires_grad
-            dtype = torch_dtype(p.dtype)
-            if (why := grad_refused(p, dtype)) is not None:
-                grad = False
-                self.note(tid, why)
-            if not leaf and grad and not self.here(p.device):
-                leaf = True  # its grad_fn would name the device, and torch aborts on that
-                self.note(tid, f"faked as a leaf: this machine has no {p.device}")
-            fields = dict(
-                id=tid,
-                ndim=p.ndim,
-                dtype=dtype,
-                device=torch.device(p.device),
-                size=tuple(self.dim(x) for x in p.size),
-                dynamo_dynamic_indices=list(p.dynamic_indices),
-                dynamo_hint_overrides=dict(p.hint_overrides),
-                layout=layout,
-                is_inference=False,
-                is_leaf=leaf,
-                requires_grad=grad,
-                is_sparse=p.sparse,
-                is_mkldnn=p.mkldnn,
-                is_view=view,
-                is_nested=p.nested,
-                nested_int=p.nested_int,
-                is_traceable_wrapper_subclass=subclass,
-                is_conj=p.conj,
-                is_neg=p.neg,
-                is_parameter=p.param,
-                stride=None if p.stride is None else tuple(self.dim(x) for x in p.stride),
-                storage_offset=p.offset,
-                **kw,
-            )
-            d = MetaTensorDesc(**_known_fields(MetaTensorDesc, fields))
-            if p.inference:
-                self.note(tid, "inference tensor: faked as a normal tensor")
-            self.descs[tid] = d
+            d = self.descs[tid] = self.make_desc(p)
             return d
         finally:
             self.busy.discard(tid)
+
+    def make_desc(self, p: TensorPlan) -> Any:
+        """`desc` of a tensor that can be described: its links, layout and flags."""
+        MetaTensorDesc: Any = importlib.import_module("torch._subclasses.meta_utils").MetaTensorDesc
+
+        tid = p.id
+        for n in p.notes:
+            self.note(tid, n)
+        kw: dict[str, Any] = {}
+        subclass, view = self.subclass_desc(p, kw, p.view and p.base is not None)
+        if (p.functorch or p.functional) and p.unwrapped is None:
+            self.note(tid, "a functorch or functional wrapper logged without what it wraps")
+        view = self.view_desc(p, kw, view)
+        if p.grad is not None:
+            try:
+                kw["grad"] = self.desc(p.grad)
+            except Failed as e:
+                self.note(tid, f".grad not faked: {e}")
+        self.layout_desc(p, kw, subclass)
+        fields = self.fields(p, kw, subclass, view)
+        d = MetaTensorDesc(**_known_fields(MetaTensorDesc, fields))
+        if p.inference:
+            self.note(tid, "inference tensor: faked as a normal tensor")
+        return d
+
+    def subclass_desc(self, p: TensorPlan, kw: dict[str, Any], view: bool) -> tuple[bool, bool]:
+        """A subclass's type, context and inner tensors into KW (a view's replayed view too):
+        whether it is faked as a subclass, and as a view. One that cannot be is a plain
+        tensor with its size, stride and dtype, with a note."""
+        if not p.subclass:
+            return False, view
+        cls, why = resolve_type(p.type_name, self.allow_import)
+        ctx, ok = logged_literal(p.ctx)
+        if cls is not None and p.dtensor is not None:
+            ctx, ok, why = self.dtensor(p, kw)
+        elif cls is not None and not ok:
+            why = f"its flatten context {p.ctx!r} is only a repr"
+        if cls is None or not ok:
+            if not p.concrete():
+                raise Failed(f"subclass not faked: {why}")
+            self.note(
+                p.id,
+                f"subclass not rebuilt: {why}; a plain tensor with its size, stride "
+                "and dtype stands in",
+            )
+            return False, False
+        kw["attrs"] = {k: self.desc(i) for k, i in p.attrs.items()}
+        kw["ctx"] = ctx
+        kw["type"] = cls
+        if not view:
+            return True, False
+        vf = self.view_func(p)
+        if vf is None:
+            self.note(p.id, "a view of another tensor: faked from its inner tensors, not a view")
+            return True, False
+        kw["view_func"] = vf
+        return True, True
+
+    def view_desc(self, p: TensorPlan, kw: dict[str, Any], view: bool) -> bool:
+        """A view's base and creation meta into KW: whether it is faked as a view."""
+        if not view:
+            return False
+        assert p.base is not None
+        base = self.g.tensors.get(p.base)
+        if base is None or base.error:
+            self.note(p.id, "its base was not described: faked as a non-view")
+            return False
+        if base.subclass and not p.subclass:
+            self.note(p.id, "a dense view of a subclass: faked as a non-view")
+            return False
+        kw["base"] = self.desc(p.base)
+        cm = torch_creation_meta(self.torch, p.creation_meta or "CreationMeta.DEFAULT")
+        kw["creation_meta"] = cm
+        return True
+
+    def layout_desc(self, p: TensorPlan, kw: dict[str, Any], subclass: bool) -> None:
+        """Its storage, and what a sparse, compressed or mkldnn layout needs, into KW."""
+        compressed = p.layout in COMPRESSED
+        if p.storage is not None:
+            kw["storage"] = self.sdesc(p.storage)
+        elif not (p.sparse or compressed or subclass):
+            kw["storage"] = self.sdesc(-1 - p.id, p.extent())
+        if p.sparse:
+            kw["sparse_dim"] = p.sparse_dim if p.sparse_dim is not None else p.ndim
+            kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
+            kw["is_coalesced"] = bool(p.coalesced)
+            self.note(p.id, "sparse: the log has no nnz: faked with nnz 0")
+        elif compressed:
+            self.compressed(p, kw)
+        elif p.mkldnn:
+            self.note(p.id, "mkldnn: faked as torch fakes it, a strided tensor")
+        elif p.layout not in ("strided", "jagged"):
+            raise Failed(f"layout {p.layout} cannot be faked from the log")
+
+    def fields(
+        self, p: TensorPlan, kw: dict[str, Any], subclass: bool, view: bool
+    ) -> dict[str, Any]:
+        """The MetaTensorDesc's fields; grad left off where torch refuses it (a note says)."""
+        torch = self.torch
+        leaf, grad = p.leaf, p.requires_grad
+        dtype = torch_dtype(p.dtype)
+        if (why := grad_refused(p, dtype)) is not None:
+            grad = False
+            self.note(p.id, why)
+        if not leaf and grad and not self.here(p.device):
+            leaf = True  # its grad_fn would name the device, and torch aborts on that
+            self.note(p.id, f"faked as a leaf: this machine has no {p.device}")
+        return dict(
+            id=p.id,
+            ndim=p.ndim,
+            dtype=dtype,
+            device=torch.device(p.device),
+            size=tuple(self.dim(x) for x in p.size),
+            dynamo_dynamic_indices=list(p.dynamic_indices),
+            dynamo_hint_overrides=dict(p.hint_overrides),
+            layout=getattr(torch, p.layout, torch.strided),
+            is_inference=False,
+            is_leaf=leaf,
+            requires_grad=grad,
+            is_sparse=p.sparse,
+            is_mkldnn=p.mkldnn,
+            is_view=view,
+            is_nested=p.nested,
+            nested_int=p.nested_int,
+            is_traceable_wrapper_subclass=subclass,
+            is_conj=p.conj,
+            is_neg=p.neg,
+            is_parameter=p.param,
+            stride=None if p.stride is None else tuple(self.dim(x) for x in p.stride),
+            storage_offset=p.offset,
+            **kw,
+        )
 
     def compressed(self, p: TensorPlan, kw: dict[str, Any]) -> None:
         """A compressed sparse tensor's parts, as MetaConverter takes them (it fakes one with
@@ -460,61 +482,15 @@ class FakeBuilder:
     def context(self, tid: int, name: str) -> Any:
         """The symbolic context saying which dims of this tensor were dynamic, and how."""
         from torch.fx.experimental.symbolic_shapes import (
-            DimDynamic,
             StatelessSymbolicContext,
-            StrictMinMaxConstraint,
             SubclassSymbolicContext,
         )
-        from torch.utils._sympy.value_ranges import ValueRanges
 
         p = self.g.tensors[tid]
-        names = self.symbols.names
-        dyn: list[Any] = []
-        cons: list[Any] = []
-        for i in range(p.ndim):
-            dim = f"{name}.size()[{i}]"
-            nested = isinstance(p.size[i], str)
-            if dim in self.symbols.unbacked:
-                # An older torch (2.6) names it SIZE_LIKE_UNBACKED.
-                dyn.append(
-                    getattr(DimDynamic, "UNBACKED", None) or DimDynamic["SIZE_LIKE_UNBACKED"]
-                )
-                cons.append(None)
-            elif isinstance(names.get(dim), str) or nested:
-                dyn.append(DimDynamic.DYNAMIC if nested else DimDynamic.DUCK)
-                rng = self.symbols.ranges.get(dim)
-                if rng is not None:
-                    import sympy
-
-                    try:
-                        from torch.utils._sympy.numbers import int_oo
-                    except ImportError:  # torch 2.4: sympy's own infinity
-                        int_oo = sympy.oo
-                    lo = rng[0] if rng[0] is not None else 0
-                    hi: Any = rng[1] if rng[1] is not None else int_oo
-                    cons.append(
-                        StrictMinMaxConstraint(
-                            vr=ValueRanges(lower=sympy.Integer(lo), upper=hi), warn_only=False
-                        )
-                    )
-                else:
-                    cons.append(None)
-            else:
-                dyn.append(DimDynamic.STATIC)
-                cons.append(None)
-        kw: dict[str, Any] = {}
-        steps = [names.get(f"{name}.stride()[{i}]") for i in range(p.ndim)]
-        if any(x is not None for x in steps) and p.stride is not None:
-            # The graph's strides: its symbol where it has one (a stride no size gives, as a
-            # slice of a larger tensor has), else inferred (a value it pinned: create_symbol).
-            static = all(d is DimDynamic.STATIC for d in dyn)
-            kw["dynamic_strides"] = [
-                DimDynamic.DUCK
-                if isinstance(x, str) and (static or _PLAIN_SYMBOL.fullmatch(x))
-                else DimDynamic.INFER_STRIDE
-                for x in steps
-            ]
-            kw["constraint_strides"] = [None] * p.ndim
+        dims = [self.dim_dynamic(p, name, i) for i in range(p.ndim)]
+        dyn = [d for d, _ in dims]
+        cons = [c for _, c in dims]
+        kw = self.stride_dynamic(p, name, dyn)
         base_ctx = None
         if p.view and p.base is not None and p.base in self.descs:
             base_ctx = self.context(p.base, f"{name}._base")
@@ -534,3 +510,54 @@ class FakeBuilder:
             view_base_context=base_ctx,
             **_known_fields(StatelessSymbolicContext, kw),
         )
+
+    def dim_dynamic(self, p: TensorPlan, name: str, i: int) -> tuple[Any, Any]:
+        """How dim I was dynamic (unbacked, duck-sized, a nested int, static) and its range."""
+        from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+        dim = f"{name}.size()[{i}]"
+        nested = isinstance(p.size[i], str)
+        if dim in self.symbols.unbacked:
+            # An older torch (2.6) names it SIZE_LIKE_UNBACKED.
+            return getattr(DimDynamic, "UNBACKED", None) or DimDynamic["SIZE_LIKE_UNBACKED"], None
+        if not (isinstance(self.symbols.names.get(dim), str) or nested):
+            return DimDynamic.STATIC, None
+        how = DimDynamic.DYNAMIC if nested else DimDynamic.DUCK
+        rng = self.symbols.ranges.get(dim)
+        return how, (_constraint(rng) if rng is not None else None)
+
+    def stride_dynamic(self, p: TensorPlan, name: str, dyn: list[Any]) -> dict[str, Any]:
+        """The graph's strides: its symbol where it has one (a stride no size gives, as a slice
+        of a larger tensor has), else inferred (a value it pinned: create_symbol)."""
+        from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+        steps = [self.symbols.names.get(f"{name}.stride()[{i}]") for i in range(p.ndim)]
+        if all(x is None for x in steps) or p.stride is None:
+            return {}
+        static = all(d is DimDynamic.STATIC for d in dyn)
+        return {
+            "dynamic_strides": [
+                DimDynamic.DUCK
+                if isinstance(x, str) and (static or _PLAIN_SYMBOL.fullmatch(x))
+                else DimDynamic.INFER_STRIDE
+                for x in steps
+            ],
+            "constraint_strides": [None] * p.ndim,
+        }
+
+
+def _constraint(rng: tuple[int | None, int | None]) -> Any:
+    """A dim's logged value range as the constraint MetaConverter takes."""
+    import sympy
+    from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    try:
+        from torch.utils._sympy.numbers import int_oo
+    except ImportError:  # torch 2.4: sympy's own infinity
+        int_oo = sympy.oo
+    lo = rng[0] if rng[0] is not None else 0
+    hi: Any = rng[1] if rng[1] is not None else int_oo
+    return StrictMinMaxConstraint(
+        vr=ValueRanges(lower=sympy.Integer(lo), upper=hi), warn_only=False
+    )

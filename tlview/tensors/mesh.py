@@ -52,39 +52,14 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
     m = _MESH.fullmatch(mesh.strip())
     if m is None:
         return f"its device mesh {mesh[:80]!r} is not a mesh repr tlview reads"
-    shape: list[int] = []
-    names: list[str] = []
-    for part in m.group("dims").split(","):
-        if not part.strip():
-            continue
-        d = _MESH_DIM.fullmatch(part)
-        if d is None:
-            return f"its device mesh {mesh[:80]!r} has a dim tlview does not read"
-        size = number(d.group("size"))
-        if size is None:
-            return f"its device mesh {mesh[:80]!r} has a dim of over {MAX_DIGITS} digits"
-        shape.append(size)
-        if d.group("name"):
-            names.append(d.group("name"))
-    if not shape or (names and len(names) != len(shape)):
-        return f"its device mesh {mesh[:80]!r} has no shape"
-    if not isinstance(ctx, str) or len(ctx) > 10_000:
-        return "its placements are not logged"
-    try:
-        tree = ast.parse(ctx.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return f"its flatten context {ctx[:80]!r} does not parse"
-    if not isinstance(tree, ast.Tuple) or len(tree.elts) not in (3, 4):
-        return f"its flatten context {ctx[:80]!r} is not (placements, meta, [order,] grad)"
-    try:
-        placements = [_placement(e) for e in _items(tree.elts[0])]
-        meta = _tensor_meta(tree.elts[1])
-        order = [_order(e) for e in _items(tree.elts[2])] if len(tree.elts) == 4 else None
-        grad = _literal(tree.elts[-1])
-    except _Unread as e:
-        return f"its flatten context {ctx[:80]!r}: {e}"
-    if len(placements) != len(shape) or not isinstance(grad, bool):
-        return f"its flatten context {ctx[:80]!r} does not fit a mesh of {len(shape)} dims"
+    dims = _mesh_dims(mesh, m.group("dims"))
+    if isinstance(dims, str):
+        return dims
+    shape, names = dims
+    got = _flatten_context(ctx, len(shape))
+    if isinstance(got, str):
+        return got
+    placements, meta, order, grad = got
     size = mesh_ranks(shape)
     if size > MAX_MESH_RANKS:
         return (
@@ -104,6 +79,50 @@ def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[st
         "rank": rank if rank is not None and 0 <= rank < size else 0,
         "rank_logged": rank,
     }
+
+
+def _mesh_dims(mesh: str, text: str) -> tuple[list[int], list[str]] | str:
+    """A mesh repr's dims: their sizes and names (every dim named, or none); or why not."""
+    shape: list[int] = []
+    names: list[str] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        d = _MESH_DIM.fullmatch(part)
+        if d is None:
+            return f"its device mesh {mesh[:80]!r} has a dim tlview does not read"
+        size = number(d.group("size"))
+        if size is None:
+            return f"its device mesh {mesh[:80]!r} has a dim of over {MAX_DIGITS} digits"
+        shape.append(size)
+        if d.group("name"):
+            names.append(d.group("name"))
+    if not shape or (names and len(names) != len(shape)):
+        return f"its device mesh {mesh[:80]!r} has no shape"
+    return shape, names
+
+
+def _flatten_context(ctx: str | None, ndim: int) -> tuple[list[Any], Any, Any, bool] | str:
+    """A DTensor's flatten context, `(placements, meta, [order,] requires_grad)`, read for a
+    mesh of NDIM dims; or why not."""
+    if not isinstance(ctx, str) or len(ctx) > 10_000:
+        return "its placements are not logged"
+    try:
+        tree = ast.parse(ctx.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return f"its flatten context {ctx[:80]!r} does not parse"
+    if not isinstance(tree, ast.Tuple) or len(tree.elts) not in (3, 4):
+        return f"its flatten context {ctx[:80]!r} is not (placements, meta, [order,] grad)"
+    try:
+        placements = [_placement(e) for e in _items(tree.elts[0])]
+        meta = _tensor_meta(tree.elts[1])
+        order = [_order(e) for e in _items(tree.elts[2])] if len(tree.elts) == 4 else None
+        grad = _literal(tree.elts[-1])
+    except _Unread as e:
+        return f"its flatten context {ctx[:80]!r}: {e}"
+    if len(placements) != ndim or not isinstance(grad, bool):
+        return f"its flatten context {ctx[:80]!r} does not fit a mesh of {ndim} dims"
+    return placements, meta, order, grad
 
 
 class _Unread(Exception):
@@ -146,11 +165,16 @@ def _placement(n: ast.expr) -> list[Any]:
         raise _Unread(f"{name} without a dim")
     if name == "Shard":
         return ["Shard", dim]
+    return ["_StridedShard", dim, _split_factor(args, kw)]
+
+
+def _split_factor(args: list[ast.expr], kw: dict[str, ast.expr]) -> int:
+    """A `_StridedShard`'s split factor: `sf=`, `split_factor=` or its second argument."""
     got = kw.get("sf") or kw.get("split_factor") or (args[1] if len(args) > 1 else None)
     sf = _literal(got) if got is not None else None
     if type(sf) is not int:
         raise _Unread("_StridedShard without a split factor")
-    return ["_StridedShard", dim, sf]
+    return sf
 
 
 def _tensor_meta(n: ast.expr) -> tuple[list[int], list[int]]:
@@ -215,13 +239,32 @@ def rebuilt_mesh(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, st
     n = 1
     for d in shape:
         n *= d
-    note = None
     rank = int(plan.get("rank") or 0) if n > 1 else 0
-    global _MADE
     if not dist.is_available():
         raise RuntimeError("this torch has no torch.distributed")
+    _world(dist, n, rank)
+    note = None
+    if dist.get_backend() == "fake":
+        logged = plan.get("rank_logged")
+        was = f" (the log's rank {logged} is not in it)" if logged not in (None, rank) else ""
+        note = (
+            f"on torch's fake process group of {n} ranks, as rank {dist.get_rank()}{was}: its "
+            "collectives move no data, so values differ from the job's"
+        )
+    if not plan.get("contiguous", True):
+        extra = "its mesh was a slice of a larger world: rebuilt as a world of its own"
+        note = f"{note}; {extra}" if note else extra
+    names = tuple(plan.get("names") or ())
+    return _mesh(device, shape, names, id(dist.distributed_c10d._get_default_group())), note
+
+
+def _world(dist: Any, n: int, rank: int) -> None:
+    """A process group of N ranks, this process as RANK: the one it has, or one made here (a
+    world of one rank for N = 1, torch's fake process group for more); one tlview made for
+    another mesh is made again."""
+    global _MADE
     if dist.is_initialized() and _MADE is not None and (n, rank) != _MADE:
-        dist.destroy_process_group()  # a world tlview made for another mesh: made again
+        dist.destroy_process_group()
         _MADE = None
     if dist.is_initialized():
         have = dist.get_world_size()
@@ -237,18 +280,6 @@ def rebuilt_mesh(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, st
 
         dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=rank, world_size=n)
         _MADE = (n, rank)
-    if dist.get_backend() == "fake":
-        logged = plan.get("rank_logged")
-        was = f" (the log's rank {logged} is not in it)" if logged not in (None, rank) else ""
-        note = (
-            f"on torch's fake process group of {n} ranks, as rank {dist.get_rank()}{was}: its "
-            "collectives move no data, so values differ from the job's"
-        )
-    if not plan.get("contiguous", True):
-        extra = "its mesh was a slice of a larger world: rebuilt as a world of its own"
-        note = f"{note}; {extra}" if note else extra
-    names = tuple(plan.get("names") or ())
-    return _mesh(device, shape, names, id(dist.distributed_c10d._get_default_group())), note
 
 
 _MADE: tuple[int, int] | None = None  # (ranks, rank) of the process group tlview made here

@@ -5,10 +5,11 @@ A compile's plans are made once and kept while its records are unchanged (`plans
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,51 +133,8 @@ class TensorPlan:
         return cls(**{k: d[k] for k in _PLAN_KEYS if k in d})
 
 
-_PLAN_KEYS = [
-    "id",
-    "dtype",
-    "device",
-    "size",
-    "stride",
-    "offset",
-    "storage",
-    "layout",
-    "leaf",
-    "requires_grad",
-    "view",
-    "param",
-    "conj",
-    "neg",
-    "inference",
-    "nested",
-    "subclass",
-    "sparse",
-    "functorch",
-    "functional",
-    "mkldnn",
-    "base",
-    "grad",
-    "attrs",
-    "type_name",
-    "ctx",
-    "creation_meta",
-    "nested_int",
-    "dynamic_indices",
-    "hint_overrides",
-    "sparse_dim",
-    "dense_dim",
-    "coalesced",
-    "batched",
-    "unwrapped",
-    "bdim",
-    "level",
-    "compressed",
-    "plain",
-    "values",
-    "dtensor",
-    "error",
-    "notes",
-]
+# Every field, in declaration order (the order `--emit` writes them in).
+_PLAN_KEYS = [f.name for f in dataclasses.fields(TensorPlan)]
 
 
 @dataclass
@@ -268,71 +226,108 @@ def _plan_group(
     unnamed: set[tuple[int, int]],
     rank: int | None = None,
 ) -> GroupPlan:
-    env = dict(symbols.hints)
-    if symbols.names:
-        # A tensor described with symbolic sizes (refakified in export): its dims name values.
-        names_of: dict[int, list[str]] = {}
-        for tid, src in s.sources:
-            names_of.setdefault(tid, []).append(src)
-        for tid, t in s.tensors.items():
-            for src in names_of.get(tid, []):
-                for i, d in enumerate(t.size or []):
-                    if isinstance(d, str) and _SYMBOL.fullmatch(d):
-                        sym = symbols.names.get(f"{src}.size()[{i}]")
-                        if sym is not None and sym in symbols.hints:
-                            env.setdefault(d, symbols.hints[sym])
+    env = _env(s, symbols)
     tensors: dict[int, TensorPlan] = {}
-    storages: dict[int, int] = {}
-    zero: set[int] = set()
-    extents: dict[int, int] = {}
-    reach: dict[int, int] = {}
+    extents: dict[int, int] = {}  # storage -> the most bytes a tensor on it reaches
+    reach: dict[int, int] = {}  # tensor -> the bytes it reaches
     for tid, t in s.tensors.items():
         tensors[tid] = p = _plan_tensor(t, env, rank)
         reach[tid] = e = p.extent()
         own = p.storage
         if own is not None and p.error is None and e > extents.get(own, -1):
             extents[own] = e
+    storages: dict[int, int] = {}
+    zero: set[int] = set()
     for sid, st in s.storages.items():
-        logged = _storage_bytes(st, env)
-        need = extents.get(sid, 0)
-        if logged is None:
-            storages[sid] = need
-            for p in tensors.values():
-                if p.storage == sid:
-                    p.notes.append(
-                        f"storage {sid} size {st.size!r} has no value in the log: "
-                        f"allocated the {need} bytes its tensors reach"
-                    )
-            continue
-        if logged >= MAX_BUILD:
-            for p in tensors.values():
-                if p.storage == sid:
-                    p.error = p.error or (
-                        f"storage {sid} is logged as {_digits(logged)} bytes, more than torch "
-                        "can build (2^63)"
-                    )
-            storages[sid] = need
-            continue
-        if logged == 0 and need > 0:
-            zero.add(sid)
-        elif 0 < logged < need:
-            for tid, p in tensors.items():
-                if p.storage == sid and reach[tid] > logged:
-                    p.notes.append(
-                        f"storage {sid} is logged as {logged} bytes but this tensor reaches "
-                        f"{reach[tid]}: allocated {need}"
-                    )
-        storages[sid] = max(logged, need)
+        storages[sid] = _plan_storage(sid, st, env, tensors, extents.get(sid, 0), reach, zero)
     group = GroupPlan(s.describer, storages, zero, tensors, [])
-    for tid, p in tensors.items():
+    _undescribed_and_whole(group, reach)
+    _name_sources(group, s, taken)
+    _name_unnamed(group, taken, unnamed)
+    return group
+
+
+def _env(s: InputSet, symbols: GraphDims) -> dict[str, int]:
+    """The value of each symbol the group's sizes may use: the graph's hints, and the symbols
+    a tensor described with symbolic sizes (refakified in export) has for its dims."""
+    env = dict(symbols.hints)
+    if not symbols.names:
+        return env
+    names_of: dict[int, list[str]] = {}
+    for tid, src in s.sources:
+        names_of.setdefault(tid, []).append(src)
+    for tid, t in s.tensors.items():
+        for src in names_of.get(tid, []):
+            for i, d in enumerate(t.size or []):
+                if isinstance(d, str) and _SYMBOL.fullmatch(d):
+                    sym = symbols.names.get(f"{src}.size()[{i}]")
+                    if sym is not None and sym in symbols.hints:
+                        env.setdefault(d, symbols.hints[sym])
+    return env
+
+
+def _plan_storage(
+    sid: int,
+    st: StorageDesc,
+    env: Mapping[str, int],
+    tensors: dict[int, TensorPlan],
+    need: int,
+    reach: dict[int, int],
+    zero: set[int],
+) -> int:
+    """The bytes to allocate for one logged storage (NEED: what its tensors reach), with notes
+    or errors on its tensors where the log's figure will not do; a storage logged as 0 bytes
+    under a non-empty tensor goes into ZERO."""
+    logged = _storage_bytes(st, env)
+    if logged is None:
+        for _tid, p in _on(tensors, sid):
+            p.notes.append(
+                f"storage {sid} size {st.size!r} has no value in the log: "
+                f"allocated the {need} bytes its tensors reach"
+            )
+        return need
+    if logged >= MAX_BUILD:
+        for _tid, p in _on(tensors, sid):
+            p.error = p.error or (
+                f"storage {sid} is logged as {_digits(logged)} bytes, more than torch "
+                "can build (2^63)"
+            )
+        return need
+    if logged == 0 and need > 0:
+        zero.add(sid)
+    elif 0 < logged < need:
+        for tid, p in _on(tensors, sid):
+            if reach[tid] > logged:
+                p.notes.append(
+                    f"storage {sid} is logged as {logged} bytes but this tensor reaches "
+                    f"{reach[tid]}: allocated {need}"
+                )
+    return max(logged, need)
+
+
+def _on(tensors: dict[int, TensorPlan], sid: int) -> Iterator[tuple[int, TensorPlan]]:
+    """The tensors on storage SID (a scan: only for the storages a note or error is due on)."""
+    return ((tid, p) for tid, p in tensors.items() if p.storage == sid)
+
+
+def _undescribed_and_whole(group: GroupPlan, reach: dict[int, int]) -> None:
+    """Storages no record described (allocated, with a note), and the tensors that are all of
+    their storage (`whole`: one allocation each, filled in place)."""
+    storages = group.storages
+    for tid, p in group.tensors.items():
         own, e = p.storage, reach[tid]
         if own is None:
             continue
         if own not in storages and not p.subclass:
             storages[own] = e
             p.notes.append(f"storage {own} was never described: allocated {e} bytes")
-        elif own not in zero and storages.get(own) == e and _alone(p, e):
+        elif own not in group.zero and storages.get(own) == e and _alone(p, e):
             group.whole.add(tid)
+
+
+def _name_sources(group: GroupPlan, s: InputSet, taken: set[str]) -> None:
+    """Each logged source once, in log order; a name another describer took gets
+    `[describer N]`."""
     seen_here: set[str] = set()
     for tid, src in s.sources:
         if src in seen_here:
@@ -341,17 +336,20 @@ def _plan_group(
         name = src if src not in taken else f"{src} [describer {s.describer}]"
         taken.add(name)
         group.sources.append((name, tid, src))
-        if tid not in tensors:
+        if tid not in group.tensors:
             group.missing[name] = f"tensor {tid} was named by source {src} but never described"
-    for tid in tensors:
-        if (s.describer, tid) in unnamed:
+
+
+def _name_unnamed(group: GroupPlan, taken: set[str], unnamed: set[tuple[int, int]]) -> None:
+    """A described tensor no source named: `<tensor ID>`, with a note."""
+    for tid in group.tensors:
+        if (group.describer, tid) in unnamed:
             name = f"<tensor {tid}>"
             if name in taken:
-                name = f"<tensor {tid}> [describer {s.describer}]"
+                name = f"<tensor {tid}> [describer {group.describer}]"
             taken.add(name)
             group.sources.append((name, tid, name))
             group.source_notes.setdefault(name, []).append("no source was logged for this tensor")
-    return group
 
 
 def _alone(p: TensorPlan, extent: int) -> bool:
@@ -362,10 +360,16 @@ def _alone(p: TensorPlan, extent: int) -> bool:
         and p.offset == 0
         and p.layout == "strided"
         and p.grad is None
-        and not (p.view or p.conj or p.neg or p.nested or p.subclass or p.sparse)
-        and not (p.functorch or p.functional or p.inference or p.mkldnn)
+        and _plain_kind(p)
         and (p.leaf or p.param or not p.requires_grad)
         and extent == _numel(p.size) * (itemsize(p.dtype) or 1) > 0
+    )
+
+
+def _plain_kind(p: TensorPlan) -> bool:
+    """No view, bit, wrapper or layout of its own: a tensor `empty_strided` makes as it is."""
+    return not (p.view or p.conj or p.neg or p.nested or p.subclass or p.sparse) and not (
+        p.functorch or p.functional or p.inference or p.mkldnn
     )
 
 
@@ -465,21 +469,10 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None)
         _plan_rare(p, t, rank)
     if p.batched:
         p.functorch = True
-    if dtype is None:
-        p.error = f"dtype {f('dtype')!r} is not a torch dtype"
-    elif dtype in _QUANTIZED:
-        p.error = (
-            f"quantized ({dtype}): torch rebuilds no quantized tensor from a description "
-            "(MetaConverter does not take them, and no scale or zero point is logged)"
-        )
-    if p.device == "?":
-        p.error = p.error or f"device {f('device')!r} is not a device"
+    p.error = _kind_error(p, dtype, f("dtype"), f("device"))
     hov = f("dynamo_hint_overrides")
     if hov and isinstance(hov, dict):
-        for k, v in hov.items():
-            dim = number(str(k))
-            if dim is not None and dim >= 0 and type(v) is int:
-                p.hint_overrides[dim] = v
+        _hint_overrides(p, hov)
     size, stride, off = f("size"), f("stride"), f("storage_offset", 0)
     if (
         type(size) is list
@@ -489,12 +482,44 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None)
         and _ints(size)
         and _ints(stride)
     ):  # the common case: concrete sizes, checked without the general parser
-        p.size, p.stride, p.offset = list(size), list(stride), off
-        if off < 0 or (size and (min(size) < 0 or min(stride) < 0)):
-            p.error = p.error or "negative size, stride or offset"
-        elif off >= MAX_BUILD or (size and max(max(size), max(stride)) >= MAX_BUILD):
-            p.error = p.error or "a size, stride or offset more than torch can build (2^63)"
-        return p
+        _concrete_dims(p, size, stride, off)
+    else:
+        _symbolic_dims(p, size, stride, off, env)
+    return p
+
+
+def _kind_error(p: TensorPlan, dtype: str | None, logged: Any, device: Any) -> str | None:
+    """Why a tensor of this dtype and device cannot be built (None: it can)."""
+    if dtype is None:
+        return f"dtype {logged!r} is not a torch dtype"
+    if dtype in _QUANTIZED:
+        return (
+            f"quantized ({dtype}): torch rebuilds no quantized tensor from a description "
+            "(MetaConverter does not take them, and no scale or zero point is logged)"
+        )
+    if p.device == "?":
+        return f"device {device!r} is not a device"
+    return None
+
+
+def _hint_overrides(p: TensorPlan, hov: dict[Any, Any]) -> None:
+    for k, v in hov.items():
+        dim = number(str(k))
+        if dim is not None and dim >= 0 and type(v) is int:
+            p.hint_overrides[dim] = v
+
+
+def _concrete_dims(p: TensorPlan, size: list[int], stride: list[int], off: int) -> None:
+    """Sizes, strides and offset all ints: taken as they are, checked in range."""
+    p.size, p.stride, p.offset = list(size), list(stride), off
+    if off < 0 or (size and (min(size) < 0 or min(stride) < 0)):
+        p.error = p.error or "negative size, stride or offset"
+    elif off >= MAX_BUILD or (size and max(max(size), max(stride)) >= MAX_BUILD):
+        p.error = p.error or "a size, stride or offset more than torch can build (2^63)"
+
+
+def _symbolic_dims(p: TensorPlan, size: Any, stride: Any, off: Any, env: Mapping[str, int]) -> None:
+    """Sizes, strides and offset as logged expressions (or nested ints), evaluated in ENV."""
     try:
         p.size = _dims(size, env, "size", p.nested)
         if stride is not None:
@@ -504,11 +529,16 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None)
         p.offset = off if type(off) is int else _dims([off], env, "storage_offset", False)[0]  # type: ignore[assignment]
     except _PlanError as e:
         p.error = p.error or str(e)
+    p.error = p.error or _dims_error(p)
+
+
+def _dims_error(p: TensorPlan) -> str | None:
+    """What is wrong with a plan's evaluated sizes, strides and offset (None: nothing)."""
     if p.offset < 0 or _negative(p.size) or (p.stride is not None and _negative(p.stride)):
-        p.error = p.error or "negative size, stride or offset"
+        return "negative size, stride or offset"
     if p.stride is None and not (p.sparse or p.layout != "strided" or p.nested):
-        p.error = p.error or "stride is not logged"
-    return p
+        return "stride is not logged"
+    return None
 
 
 def _ints(dims: list[Any]) -> bool:
@@ -523,6 +553,33 @@ def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
     fields = t.fields
     f = fields.get
     p.layout = dtype_name(f("layout")) or "strided"
+    _links(p, fields)
+    if "attrs" in fields:
+        p.attrs = t.attrs
+    if "type" in fields:
+        _subclass(p, t, rank)
+    ctx, cm = f("ctx"), f("creation_meta")
+    p.ctx = ctx if isinstance(ctx, str) else None
+    p.creation_meta = cm if isinstance(cm, str) else None
+    if "nested_int" in fields:
+        p.nested_int = _nested_int(f("nested_int"))
+    dyn = f("dynamo_dynamic_indices")
+    if dyn and isinstance(dyn, list):
+        p.dynamic_indices = [i for i in dyn if type(i) is int]
+    if p.sparse or p.layout != "strided":
+        _sparse(p, fields)
+
+
+def _nested_int(ni: Any) -> int | None:
+    """A jagged tensor's nested int id, as logged (an int, or its digits)."""
+    nested = ni if type(ni) is int else number(ni) if isinstance(ni, str) else None
+    return nested if nested is not None and nested >= 0 else None
+
+
+def _links(p: TensorPlan, fields: Mapping[str, Any]) -> None:
+    """The ids of the tensors this one is made from: base, grad, the tensor a wrapper wraps,
+    a compressed sparse tensor's parts."""
+    f = fields.get
     p.base, p.grad = _link(f("base")), _link(f("grad"))
     p.unwrapped = _link(f("unwrapped"))
     if p.unwrapped is not None:
@@ -534,33 +591,26 @@ def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
     )
     p.plain = _link(f("col_indices")) if "col_indices" in fields else _link(f("row_indices"))
     p.values = _link(f("values"))
-    if "attrs" in fields:
-        p.attrs = t.attrs
-    if "type" in fields:
-        p.type_name = t.type_name
-        if is_dtensor(p.type_name):
-            opaque = f("opaque_attrs")
-            mesh = opaque.get("device_mesh") if isinstance(opaque, dict) else None
-            got = dtensor_plan(f("ctx") if isinstance(f("ctx"), str) else None, mesh, rank)
-            p.dtensor = got if isinstance(got, dict) else {"error": got}
-    ctx, cm = f("ctx"), f("creation_meta")
-    p.ctx = ctx if isinstance(ctx, str) else None
-    p.creation_meta = cm if isinstance(cm, str) else None
-    if "nested_int" in fields:
-        ni = f("nested_int")
-        nested = ni if type(ni) is int else number(ni) if isinstance(ni, str) else None
-        if nested is not None and nested >= 0:
-            p.nested_int = nested
-    dyn = f("dynamo_dynamic_indices")
-    if dyn and isinstance(dyn, list):
-        p.dynamic_indices = [i for i in dyn if type(i) is int]
-    if p.sparse or p.layout != "strided":
-        for name in ("sparse_dim", "dense_dim"):
-            v = f(name)
-            if type(v) is int:
-                setattr(p, name, v)
-        if isinstance(f("is_coalesced"), bool):
-            p.coalesced = f("is_coalesced")
+
+
+def _subclass(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
+    """A subclass's type, and a DTensor's mesh and placements."""
+    f = t.fields.get
+    p.type_name = t.type_name
+    if is_dtensor(p.type_name):
+        opaque = f("opaque_attrs")
+        mesh = opaque.get("device_mesh") if isinstance(opaque, dict) else None
+        got = dtensor_plan(f("ctx") if isinstance(f("ctx"), str) else None, mesh, rank)
+        p.dtensor = got if isinstance(got, dict) else {"error": got}
+
+
+def _sparse(p: TensorPlan, fields: Mapping[str, Any]) -> None:
+    for name in ("sparse_dim", "dense_dim"):
+        v = fields.get(name)
+        if type(v) is int:
+            setattr(p, name, v)
+    if isinstance(fields.get("is_coalesced"), bool):
+        p.coalesced = fields.get("is_coalesced")
 
 
 def _negative(dims: list[int | str]) -> bool:
@@ -577,27 +627,32 @@ def real_bytes(groups: Sequence[GroupPlan], saved: bool = False) -> int:
     bytes), which is then, its records aside, the size of the file written too."""
     total = 0
     for g in groups:
-        used: set[int] = set()
-        undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
-        for p in g.tensors.values():
-            if p.error is not None:
-                continue  # never built, so never allocated
-            if p.unwrapped is not None and (p.functorch or p.functional):
-                continue  # a view of the tensor it wraps
-            total += _made_indices(p)
-            if p.mkldnn and p.concrete():
-                total += _numel(p.size) * (itemsize(p.dtype) or 1)  # dense, whatever its strides
-            elif p.storage is None:
-                total += 0 if p.subclass else p.extent()
-            elif p.storage in g.storages:
-                used.add(p.storage)
-            elif p.subclass:
-                undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
-        total += sum(g.storages[s] for s in used) + sum(undescribed.values())
-        total += _mesh_bytes(g)
+        total += _group_bytes(g) + _mesh_bytes(g)
         if saved:
             total += _save_copies(g)
     return total
+
+
+def _group_bytes(g: GroupPlan) -> int:
+    """`real_bytes` of one group's tensors and storages."""
+    total = 0
+    used: set[int] = set()
+    undescribed: dict[int, int] = {}  # a subclass's storage: its stand-in allocates it
+    for p in g.tensors.values():
+        if p.error is not None:
+            continue  # never built, so never allocated
+        if p.unwrapped is not None and (p.functorch or p.functional):
+            continue  # a view of the tensor it wraps
+        total += _made_indices(p)
+        if p.mkldnn and p.concrete():
+            total += _numel(p.size) * (itemsize(p.dtype) or 1)  # dense, whatever its strides
+        elif p.storage is None:
+            total += 0 if p.subclass else p.extent()
+        elif p.storage in g.storages:
+            used.add(p.storage)
+        elif p.subclass:
+            undescribed[p.storage] = max(undescribed.get(p.storage, 0), p.extent())
+    return total + sum(g.storages[s] for s in used) + sum(undescribed.values())
 
 
 def _mesh_bytes(g: GroupPlan) -> int:

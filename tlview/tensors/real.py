@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tlview.errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
@@ -22,6 +22,7 @@ from tlview.tensors.dtypes import (
     whole_dtype,
 )
 from tlview.tensors.fill import Devices, Filler, write_offsets
+from tlview.tensors.logged import Logged, scalar_values, tensor_values
 from tlview.tensors.options import MODES, RebuildOptions
 from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
@@ -191,37 +192,48 @@ class RealBuilder:
             r = self.alone(p)
             if r is not None:
                 return r
-        torch = self.torch
         if p.inference:
             self.note(p.id, "inference tensor: rebuilt as a normal tensor")
-        if p.unwrapped is not None and (p.functorch or p.functional):
-            r = self.unwrap(p)
-        elif p.functorch or p.functional:
-            self.note(p.id, "a functorch or functional wrapper logged without the tensor it wraps")
-            r = self.plain(p)
-        elif p.mkldnn or p.sparse or p.layout not in ("strided", "jagged"):
-            r = self.sparse(p)
-        elif p.subclass:
-            try:
-                r = self.subclass(p)
-            except _StandIn as e:
-                self.note(p.id, f"{e}; a plain tensor with its size, stride and dtype stands in")
-                r = self.plain(p, outer=True)
-        elif p.view and p.base is not None:
-            r = self.view(p)
-        else:
-            r = self.plain(p)
+        r = self.kind_of(p)(p)
         if p.grad is not None:
-            g = self.get(p.grad)
-            if g is None:
-                self.note(p.id, f".grad not rebuilt: {self.errors.get(p.grad)}")
-            else:
-                try:
-                    with torch.no_grad():
-                        r.grad = g
-                except Exception as e:
-                    self.note(p.id, f".grad not attached: {first_line(e)}")
+            self.attach_grad(p, r)
         return r
+
+    def kind_of(self, p: TensorPlan) -> Callable[[TensorPlan], Any]:
+        """How a tensor of this plan is made: unwrapped, sparse, a subclass, a view, plain."""
+        if p.unwrapped is not None and (p.functorch or p.functional):
+            return self.unwrap
+        if p.functorch or p.functional:
+            self.note(p.id, "a functorch or functional wrapper logged without the tensor it wraps")
+            return self.plain
+        if p.mkldnn or p.sparse or p.layout not in ("strided", "jagged"):
+            return self.sparse
+        if p.subclass:
+            return self.subclass_or_standin
+        if p.view and p.base is not None:
+            return self.view
+        return self.plain
+
+    def subclass_or_standin(self, p: TensorPlan) -> Any:
+        """The subclass, else a plain tensor of its size, stride and dtype (with a note)."""
+        try:
+            return self.subclass(p)
+        except _StandIn as e:
+            self.note(p.id, f"{e}; a plain tensor with its size, stride and dtype stands in")
+            return self.plain(p, outer=True)
+
+    def attach_grad(self, p: TensorPlan, r: Any) -> None:
+        """Its `.grad`, rebuilt; a note where it cannot be."""
+        assert p.grad is not None
+        g = self.get(p.grad)
+        if g is None:
+            self.note(p.id, f".grad not rebuilt: {self.errors.get(p.grad)}")
+            return
+        try:
+            with self.torch.no_grad():
+                r.grad = g
+        except Exception as e:
+            self.note(p.id, f".grad not attached: {first_line(e)}")
 
     def plain(self, p: TensorPlan, outer: bool = False) -> Any:
         torch = self.torch
@@ -296,20 +308,7 @@ class RealBuilder:
     def whole(self, p: TensorPlan) -> Any:
         """The common case made fast: a tensor that is its whole storage, filled in place."""
         sid = p.storage
-        if (
-            sid is None
-            or self.filler is None
-            or p.offset
-            or sid in self.storages
-            or sid in self.given
-            or sid in self.g.zero
-        ):
-            return None
-        nbytes = self.g.storages.get(sid)
-        numel = 1
-        for d in p.size:
-            numel *= d  # type: ignore[assignment]
-        if not nbytes or nbytes != p.extent() or nbytes != numel * (itemsize(p.dtype) or 1):
+        if sid is None or self.filler is None or not self.fresh_storage(p, sid):
             return None
         dev, why = self.devices.map(p.device)
         if why:
@@ -322,6 +321,16 @@ class RealBuilder:
         ):
             return None
         return self.fresh(sid, p, dt, dev)
+
+    def fresh_storage(self, p: TensorPlan, sid: int) -> bool:
+        """Whether the tensor is all of storage SID, one not made, given or freed yet."""
+        if p.offset or sid in self.storages or sid in self.given or sid in self.g.zero:
+            return False
+        nbytes = self.g.storages.get(sid)
+        numel = 1
+        for d in p.size:
+            numel *= d  # type: ignore[assignment]
+        return bool(nbytes) and nbytes == p.extent() == numel * (itemsize(p.dtype) or 1)
 
     def storage_for(self, p: TensorPlan) -> Any:
         q = dataclasses.replace(p, storage=None)
@@ -368,28 +377,7 @@ class RealBuilder:
             raise Failed("sizes are not concrete")
         dt = torch_dtype(p.dtype)
         try:
-            with torch.no_grad():
-                if base.dtype != dt:
-                    if base.dtype.is_complex and not dt.is_complex:
-                        base = torch.view_as_real(base)
-                    elif dt.is_complex and not base.dtype.is_complex:
-                        base = torch.view_as_complex(base)
-                    if base.dtype != dt:
-                        base = base.view(dt)
-            if p.leaf or not p.requires_grad:
-                with torch.no_grad():
-                    r = base.as_strided(p.size, p.stride, p.offset)
-                if p.requires_grad:
-                    r.requires_grad_(True)
-            elif base.requires_grad:
-                with torch.enable_grad():
-                    r = base.as_strided(p.size, p.stride, p.offset)
-            else:
-                with torch.no_grad():
-                    mid = base.view(base.shape)
-                mid.requires_grad_(True)
-                with torch.enable_grad():
-                    r = mid.as_strided(p.size, p.stride, p.offset)
+            r = _strided(torch, _as_dtype(torch, base, dt), p)
         except Exception as e:
             self.note(p.id, f"not rebuilt as a view of its base ({first_line(e)})")
             return self.plain(p)
@@ -421,19 +409,8 @@ class RealBuilder:
         elif p.layout in layouts.COMPRESSED and None in (p.compressed, p.plain, p.values):
             r, note = layouts.empty_compressed(torch, p, dt, dev)  # a damaged log's
         elif p.layout in layouts.COMPRESSED:
-            parts = []
-            for what, tid in (
-                ("indices", p.compressed),
-                ("indices", p.plain),
-                ("values", p.values),
-            ):
-                part = self.get(tid) if tid is not None else None
-                if part is None:
-                    why = self.errors.get(tid) if tid is not None else "not logged"
-                    raise Failed(f"{p.layout}: its {what} were not rebuilt ({why})")
-                parts.append(part)
             write = self.valid_offsets and self.filler is not None and self.filler.mode != "meta"
-            r, note = layouts.compressed(torch, p, (parts[0], parts[1], parts[2]), write)
+            r, note = layouts.compressed(torch, p, self.compressed_parts(p), write)
         else:
             raise Failed(f"layout {p.layout} cannot be rebuilt from the log")
         if note:
@@ -441,6 +418,17 @@ class RealBuilder:
         if p.requires_grad:
             r.requires_grad_(True)
         return r
+
+    def compressed_parts(self, p: TensorPlan) -> tuple[Any, Any, Any]:
+        """A compressed sparse tensor's indices and values, rebuilt."""
+        parts = []
+        for what, tid in (("indices", p.compressed), ("indices", p.plain), ("values", p.values)):
+            part = self.get(tid) if tid is not None else None
+            if part is None:
+                why = self.errors.get(tid) if tid is not None else "not logged"
+                raise Failed(f"{p.layout}: its {what} were not rebuilt ({why})")
+            parts.append(part)
+        return parts[0], parts[1], parts[2]
 
     def fill(self, t: Any, dev: str) -> None:
         if self.filler is None or self.filler.mode == "zeros":
@@ -552,11 +540,11 @@ class RealBuilder:
 
     def njt(self, p: TensorPlan) -> Any:
         """A jagged nested tensor from its values and valid offsets (min/max seqlen kept)."""
-        torch = self.torch
         from torch.nested._internal import nested_tensor as nt
 
-        ctx, ok = logged_literal(p.ctx)
-        ragged = ctx.get("ragged_idx", 1) if ok and isinstance(ctx, dict) else 1
+        got, ok = logged_literal(p.ctx)
+        ctx = got if ok and isinstance(got, dict) else None
+        ragged = ctx.get("ragged_idx", 1) if ctx is not None else 1
         if not isinstance(ragged, int) or ragged < 1:
             ragged = 1
         inner = self.inner(p)
@@ -564,17 +552,11 @@ class RealBuilder:
         if values is None or offsets is None:
             raise _StandIn("jagged tensor without _values or _offsets")
         lengths = inner.get("_lengths")
-        mn, mx = inner.get("_min_seqlen_tensor"), inner.get("_max_seqlen_tensor")
-        min_len = mn.shape[0] if mn is not None else None
-        max_len = mx.shape[0] if mx is not None else None
-        cache = ctx.get("metadata_cache") if ok and isinstance(ctx, dict) else None
-        if isinstance(cache, dict):  # torch 2.4 logs them in the ctx, not as inner tensors
-            got = cache.get("min_seqlen")
-            min_len = got if min_len is None and type(got) is int else min_len
-            got = cache.get("max_seqlen")
-            max_len = got if max_len is None and type(got) is int else max_len
+        min_len, max_len = _seqlens(inner, ctx)
         if self.valid_offsets and self.opts.mode != "meta":
-            why = write_offsets(torch, offsets, lengths, values.shape[ragged - 1], min_len, max_len)
+            why = write_offsets(
+                self.torch, offsets, lengths, values.shape[ragged - 1], min_len, max_len
+            )
             if why:
                 self.note(p.id, why)
         if p.view and p.base == p.attrs.get("_values"):
@@ -590,6 +572,51 @@ class RealBuilder:
             if p.view:
                 self.note(p.id, "a view of another tensor: rebuilt from its inner tensors")
         return self.finish_subclass(p, r)
+
+
+def _as_dtype(torch: Any, base: Any, dt: Any) -> Any:
+    """BASE seen as dtype DT, as a view of another dtype is (real and complex too)."""
+    with torch.no_grad():
+        if base.dtype != dt:
+            if base.dtype.is_complex and not dt.is_complex:
+                base = torch.view_as_real(base)
+            elif dt.is_complex and not base.dtype.is_complex:
+                base = torch.view_as_complex(base)
+            if base.dtype != dt:
+                base = base.view(dt)
+    return base
+
+
+def _strided(torch: Any, base: Any, p: TensorPlan) -> Any:
+    """The view of BASE at the plan's size, stride and offset, with the autograd state logged:
+    a leaf that requires grad, or a non-leaf of a base that does (or of one made to)."""
+    if p.leaf or not p.requires_grad:
+        with torch.no_grad():
+            r = base.as_strided(p.size, p.stride, p.offset)
+        if p.requires_grad:
+            r.requires_grad_(True)
+        return r
+    if not base.requires_grad:
+        with torch.no_grad():
+            base = base.view(base.shape)
+        base.requires_grad_(True)
+    with torch.enable_grad():
+        return base.as_strided(p.size, p.stride, p.offset)
+
+
+def _seqlens(inner: dict[str, Any], ctx: dict[str, Any] | None) -> tuple[Any, Any]:
+    """A jagged tensor's min and max sequence lengths: its inner tensors' sizes, else (torch
+    2.4) its context's metadata cache."""
+    mn, mx = inner.get("_min_seqlen_tensor"), inner.get("_max_seqlen_tensor")
+    min_len = mn.shape[0] if mn is not None else None
+    max_len = mx.shape[0] if mx is not None else None
+    cache = ctx.get("metadata_cache") if ctx is not None else None
+    if isinstance(cache, dict):  # torch 2.4 logs them in the ctx, not as inner tensors
+        got = cache.get("min_seqlen")
+        min_len = got if min_len is None and type(got) is int else min_len
+        got = cache.get("max_seqlen")
+        max_len = got if max_len is None and type(got) is int else max_len
+    return min_len, max_len
 
 
 def build_real(compile: Compile, opts: RebuildOptions) -> Rebuilt:
@@ -611,9 +638,34 @@ def build_real(compile: Compile, opts: RebuildOptions) -> Rebuilt:
     devices = Devices(torch, opts.device, mode)
     filler = Filler(torch, mode, opts.seed)
     out = Rebuilt({}, {}, {}, groups)
+    described = {src for g in groups for _name, _tid, src in g.sources}
+    values = tensor_values(compile, described)
     for g in groups:
         b = RealBuilder(g, opts, filler=filler, devices=devices)
         b.build_all()
+        if values:
+            out.values.update(_fill_logged(b, values))
         collect(out, g, b.memo, b.notes, b.errors)
         out.storages.update(((g.describer, key), st) for key, st in b.storages.items())
+    out.values.update(scalar_values(compile, described))
     return out
+
+
+def _fill_logged(b: RealBuilder, values: Mapping[str, Logged]) -> dict[str, Logged]:
+    """Give each tensor the log holds a value for that value (not in meta mode), with a note:
+    source name -> the value, of each."""
+    got: dict[str, Logged] = {}
+    for name, tid, src in b.g.sources:
+        v, t = values.get(src), b.memo.get(tid)
+        if v is None or t is None:
+            continue
+        got[name] = v
+        if b.opts.mode == "meta":
+            continue
+        if t.numel() != 1:
+            b.note(tid, f"the log recorded {v.words()}, for a tensor of {t.numel()} values")
+            continue
+        with b.torch.no_grad():
+            t.fill_(v.value)
+        b.note(tid, f"its value is as logged: {v.words()}")
+    return got

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tlview.tensors.plans import GroupPlan
+from tlview.tensors.logged import Logged
+from tlview.tensors.plans import GroupPlan, TensorPlan
 
 
 @dataclass
@@ -21,6 +22,9 @@ class Rebuilt:
     # too, so views keep their `_base` object alive and `--emit` can save each storage once.
     built: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
     storages: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
+    # The values the log holds: a tensor input's (it holds it, but in meta mode), a Python
+    # scalar input's (`L['k']`); every other value is random or zero (the log holds no data).
+    values: dict[str, Logged] = field(default_factory=dict)
 
 
 class Failed(Exception):
@@ -82,12 +86,16 @@ def _tree_notes(
         if path and i in errors:
             out.append(f"{path}: not rebuilt: {errors[i]}")
         p = g.tensors.get(i)
-        if p is None:
-            continue
-        links = [(j, f"{path}.{name}" if path else name) for name, j in p.attrs.items()]
-        if p.grad is not None:
-            links.append((p.grad, f"{path}.grad" if path else "grad"))
-        if p.base is not None:
-            links.append((p.base, f"{path}._base" if path else "_base"))
-        todo.extend(reversed(links))
+        if p is not None:
+            todo.extend(reversed(_links(p, path)))
     return out
+
+
+def _links(p: TensorPlan, path: str) -> list[tuple[int, str]]:
+    """The tensors a tensor is built from (inner tensors, grad, base), each with its path."""
+    links = [(j, f"{path}.{name}" if path else name) for name, j in p.attrs.items()]
+    if p.grad is not None:
+        links.append((p.grad, f"{path}.grad" if path else "grad"))
+    if p.base is not None:
+        links.append((p.base, f"{path}._base" if path else "_base"))
+    return links
