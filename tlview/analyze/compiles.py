@@ -16,10 +16,13 @@ from tlview.analyze.breaks import (
     break_key,
     break_title,
 )
+from tlview.analyze.bytecode import BytecodePair, pairs_of
 from tlview.analyze.changes import change_text
 from tlview.analyze.collectives import Parity, parity
 from tlview.analyze.kernels import kernels
 from tlview.analyze.names import Refs
+from tlview.analyze.passes import PassStage, pass_stages
+from tlview.analyze.subgraphs import SubgraphGroup, by_subgraph, has_subgraphs
 from tlview.index.core import is_torch_file
 from tlview.index.recompiles import limit_text
 from tlview.model import (
@@ -269,6 +272,24 @@ class Analysis:
     @cached_property
     def parity(self) -> Parity | None:
         return parity(self.compile)
+
+    @cached_property
+    def subgraphs(self) -> list[SubgraphGroup]:
+        """Its artifacts by regional inductor's region; [] when none names a region."""
+        c = self.compile
+        return by_subgraph(c) if has_subgraphs(c) else []
+
+    @cached_property
+    def passes(self) -> list[PassStage]:
+        """Its graphs pass by pass, stage by stage, when some pass left a graph (a stage's
+        graphs before and after its passes alone say nothing of them); else []."""
+        stages = pass_stages(self.compile)
+        return stages if any(s.passes for s in stages) else []
+
+    @cached_property
+    def bytecode(self) -> list[BytecodePair]:
+        """Its frame's bytecode before and after dynamo, from it or an attempt that restarted."""
+        return pairs_of([self.compile, *(e.compile for e in self.earlier)])
 
     def names(self) -> Iterator[str]:
         yield self.ref

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from tlview.analyze.compiles import PHASE_NAMES, Analysis, analysed, is_recompile
+from tlview.analyze.names import Refs
+from tlview.analyze.vllm import Gather, LogRef, VllmReport
 from tlview.model import (
     BreakSummary,
     Input,
@@ -59,6 +61,7 @@ class Overview:
     breaks: list[BreakSummary] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)  # PHASE_NAMES -> seconds, summed
     slowest: list[Slow] = field(default_factory=list)  # by total time, at most MAX_SLOWEST
+    vllm: VllmReport | None = None  # vLLM's compile calls, when it wrote records
 
     @property
     def timed(self) -> bool:
@@ -98,6 +101,9 @@ class Tally:
 
     def __init__(self, report: Report) -> None:
         o = self.o = Overview(logs=len(report.logs))
+        self.vllm = Gather()
+        self.vllm_logs = [LogRef.of(log) for log in report.logs]
+        self.refs = Refs.of(report)
         self.cache: Counter[str] = Counter()
         self.status: Counter[str] = Counter()
         self.breaks: dict[str, BreakSummary] = {}
@@ -123,6 +129,7 @@ class Tally:
     def add(self, a: Analysis) -> None:
         c = a.compile
         o = self.o
+        self.vllm.add(c)
         o.export_issues += len(c.export_issues)
         if c.id is None:
             o.inputs += len(c.inputs)
@@ -174,6 +181,7 @@ class Tally:
         """Take in a tally of the compiles after these (rendered by another process), as if
         this one had gone on to count them."""
         o, lo = self.o, later.o
+        self.vllm.merge(later.vllm)
         o.compiles += lo.compiles
         o.restarts += lo.restarts
         o.inputs += lo.inputs
@@ -212,6 +220,7 @@ class Tally:
         o.incomplete = self.status.get("incomplete", 0)
         o.cache = dict(self.cache)
         o.breaks = sorted(self.breaks.values(), key=lambda s: -s.count)
+        o.vllm = self.vllm.done(self.vllm_logs, self.refs)
         return o
 
 
