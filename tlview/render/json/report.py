@@ -20,6 +20,8 @@ from tlview.index.dims import DynamicDims, dynamic_dims, input_symbols
 from tlview.index.recompiles import limit_text
 from tlview.model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
 from tlview.render import InProcess, Options, Split, split_of
+from tlview.render.json.passes import compile_keys
+from tlview.render.json.vllm import vllm_keys
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
 
@@ -113,6 +115,8 @@ def payload(p: Payload) -> dict[str, Any]:
         d["encoding"] = p.encoding
     if p.meta:
         d["meta"] = p.meta
+    if p.subgraph is not None:
+        d["subgraph"] = p.subgraph
     if p.text is not None:
         d["text"] = p.text
         d["cut_bytes"] = p.cut
@@ -176,7 +180,7 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
     r: Ref = _same if table is None else table.ref
     dynamic = dynamic_dims(c)
     cid = c.id
-    return {
+    d = {
         "compile_id": None if cid is None else cid.torch_name,
         "key": c.key,  # unique in a log: with the run, for a process that started ids over
         "run": 1 if cid is None else cid.run + 1,
@@ -275,6 +279,8 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
         # the attempts of this compile that restarted, in order, each as a compile is written
         "attempts": [compile_dict(e, table) for e in a.earlier],
     }
+    d.update(compile_keys(a))  # regions, pass graphs and bytecode, where it has them
+    return d
 
 
 def stats(o: Overview) -> dict[str, Any]:
@@ -436,6 +442,7 @@ def stream(
     if extra:
         top.update(extra)
     top.setdefault("divergence", [])
+    top.update(vllm_keys(o.vllm))
     if table.entries:  # only then: a report of no long repeated string is as it always was
         top[TABLE] = table.entries
     outside = b'"outside":[' + b",".join(part.outside) + b"],"
