@@ -31,6 +31,7 @@ from tlview.render.html.pick import PROBLEMS, FirstPass, Picked
 from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
+from tlview.render.html.vllm import VllmView, vllm_view
 from tlview.strings import Names
 from tlview.units import count, nbytes
 
@@ -111,6 +112,7 @@ class Page:
     left_out_by: list[tuple[str, int]] = field(default_factory=list)  # (compile tier, payloads)
     # (metric, digest of a long value) -> (anchor, label) of the first section that shows it
     shared: dict[tuple[str, bytes], tuple[str, str]] = field(default_factory=dict)
+    vllm: VllmView | None = None  # vLLM's compile calls, when it wrote records
 
 
 JOB_PAGE_PROCESSES = 8  # a job of more processes shows rank 0's compiles and those that differ
@@ -215,4 +217,5 @@ def build(
             (t, n) for t, n in zip(COMPILE_TIERS, budget.missing_by_tier, strict=True) if n
         ],
         shared=first_shown(rows),
+        vllm=vllm_view(o.vllm, anchors),
     )
