@@ -9,6 +9,7 @@ from tlview.analyze.summary import Overview, Tally, short_place
 from tlview.model import BreakSummary, Report
 from tlview.render import Options, Split
 from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
+from tlview.render.markdown.vllm import vllm_lines
 from tlview.runtime.output import Output
 from tlview.units import count
 
@@ -123,6 +124,7 @@ def lines(
         out += table(("compile", "status", "type", "reason", "where"), failures.rows,
                      failures.total, "failures", MORE)  # fmt: skip
         out.append("")
+    out += vllm_lines(o.vllm, MORE)
     if o.slowest:
         out += ["#### Slowest compiles", ""]
         rows = [[text(s.ref), text(s.function or ""), seconds(s.phases.get("total", 0.0))]
