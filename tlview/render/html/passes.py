@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from tlview.analyze.compiles import Analysis
-from tlview.analyze.passes import PassStage, ShownStep, shown_steps
+from tlview.analyze.passes import PassStage, PassStep, ShownStep, each_step
 from tlview.inert import command
 from tlview.render.html.payloads import PLAIN_BYTES, pack
 
@@ -20,6 +20,7 @@ MAX_STEP_LINES = 400  # lines of one step's diff
 PASS_BYTES = 64 * 1024  # diff text per compile, in all (docs/html.md)
 MAX_DIFFED = 20_000  # lines of a graph the page diffs at most (`tlview show --passes` diffs any)
 MAX_PAIRS = 32  # bytecode pairs per compile
+SPENT = "not on this page: the page keeps 64 KiB of pass diffs per compile"
 
 Link = tuple[str, str]  # (an artifact's name, its payload's anchor in the section or "")
 
@@ -105,8 +106,10 @@ def _passes(v: FactsView, a: Analysis, anchors: dict[int, str]) -> None:
     left = PASS_BYTES
     for stage in a.passes[:MAX_STAGES]:
         sv = StageView(stage.stage, stage.subgraph, stage.passes)
-        shown = shown_steps(_first(stage), texts)
-        for s in shown:
+        for s in each_step(_first(stage), texts):
+            if left <= 0:  # the page's share of diffs is spent: diff no more
+                sv.steps.append(_spent(s.step, anchors))
+                continue
             step = _step(s, anchors, left)
             left -= step.shown
             sv.steps.append(step)
@@ -115,6 +118,12 @@ def _passes(v: FactsView, a: Analysis, anchors: dict[int, str]) -> None:
     v.stages_left = max(0, len(a.passes) - MAX_STAGES)
     v.pass_graphs = sum(s.passes for s in a.passes)
     v.show_passes = command("tlview", "show", "PATH", "--compile-id", a.ref, "--passes")
+
+
+def _spent(x: PassStep, anchors: dict[int, str]) -> StepView:
+    view = StepView(x.name, x.pass_name, x.role, x.line, "missing", None, anchors.get(x.line, ""))
+    view.note = SPENT
+    return view
 
 
 def _first(stage: PassStage) -> PassStage:
@@ -135,7 +144,7 @@ def _step(s: ShownStep, anchors: dict[int, str], left: int) -> StepView:
     view.lines = len(s.lines)
     text = "\n".join(lines)
     if len(text) > left:
-        view.note = "not on this page: the page keeps 64 KiB of pass diffs per compile"
+        view.note = SPENT
         return view
     if len(s.lines) > MAX_STEP_LINES:
         view.note = f"the first {MAX_STEP_LINES:,} of {len(s.lines):,} lines of the diff"

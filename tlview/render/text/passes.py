@@ -11,6 +11,7 @@ from tlview.analyze.passes import PassStage
 from tlview.inert import command
 from tlview.render.text.console import T
 from tlview.render.text.vllm import flat, listed
+from tlview.units import count
 
 MAX_GROUPS = 8  # regions listed per compile
 MAX_STAGES = 8  # pass stages listed per compile
@@ -31,7 +32,8 @@ def subgraph_lines(a: Analysis) -> list[str]:
     if not groups:
         return []
     show = command("tlview", "show", "PATH", "--compile-id", a.ref, "NAME[SUBGRAPH]")
-    out = [f"  subgraphs: {len(groups)} regions of regional inductor ({show} writes one)"]
+    regions = count(len(groups), "region")
+    out = [f"  subgraphs: {regions} of regional inductor ({show} writes one)"]
     for g in groups[:MAX_GROUPS]:
         names = [name for name, _ in g.artifacts]
         out.append(f"    subgraph {flat(g.subgraph, 80)}: {listed(names)}")
@@ -45,7 +47,9 @@ def stage_text(s: PassStage) -> str:
     where = f" [{flat(s.subgraph, 60)}]" if s.subgraph is not None else ""
     steps = [flat(x.pass_name, 60) for x in s.steps[:MAX_STEPS]]
     more = f" > ... {len(s.steps) - MAX_STEPS} more" if len(s.steps) > MAX_STEPS else ""
-    return f"    stage {s.stage}{where}, {s.passes} pass graph(s): " + " > ".join(steps) + more
+    return (
+        f"    stage {s.stage}{where}, {count(s.passes, 'pass graph')}: " + " > ".join(steps) + more
+    )
 
 
 def pass_lines(a: Analysis) -> list[str]:
@@ -54,7 +58,8 @@ def pass_lines(a: Analysis) -> list[str]:
         return []
     n = sum(s.passes for s in a.passes)
     show = command("tlview", "show", "PATH", "--compile-id", a.ref, "--passes")
-    out = [f"  passes: {len(a.passes)} stages, {n} pass graphs ({show} shows each as a diff)"]
+    said = f"{count(len(a.passes), 'stage')}, {count(n, 'pass graph')}"
+    out = [f"  passes: {said} ({show} shows each as a diff)"]
     out += [stage_text(s) for s in a.passes[:MAX_STAGES]]
     if len(a.passes) > MAX_STAGES:
         out.append(f"    ... {len(a.passes) - MAX_STAGES} more stages: --passes shows them")
@@ -66,7 +71,7 @@ def bytecode_lines(a: Analysis) -> list[str]:
     if not a.bytecode:
         return []
     show = command("tlview", "show", "PATH", "--compile-id", a.ref, "--bytecode")
-    out = [f"  bytecode: {len(a.bytecode)} function(s) ({show} diffs each)"]
+    out = [f"  bytecode: {count(len(a.bytecode), 'function')} ({show} diffs each)"]
     for b in a.bytecode[:MAX_PAIRS]:
         logged = [w for w, p in (("original", b.original), ("modified", b.modified)) if p]
         out.append(f"    function {flat(b.co_name, 80)}: {' and '.join(logged)} ({b.where})")
