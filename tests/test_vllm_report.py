@@ -445,26 +445,60 @@ def test_pass_diffs_on_the_page_and_terminal_are_bounded(tmp_path: Path) -> None
     assert text_passes.MAX_STEPS == 12
 
 
-def test_vllm_tables_are_capped_with_a_count(tmp_path: Path) -> None:
-    from tlview.render.text.vllm import MAX_PIECES
-
+def many_calls(tmp_path: Path, calls: int, pieces: int) -> Path:
+    """CALLS compile calls, the first of PIECES piece compiles (each a compile start)."""
     config = {"name": "vllm_compilation_config", "encoding": "json"}
-    out = [record("artifact", config, payload='{"prefix": "backbone"}')]
-    for k in range(MAX_PIECES + 5):
-        start = {"piecewise_index": k, "submod_name": f"submod_{2 * k}",
-                 "compile_range_start": 1, "compile_range_end": 16}  # fmt: skip
-        out.append(
-            record(
-                "artifact",
-                {"name": "vllm_piecewise_compile_start", "encoding": "json"},
-                None,
-                payload=json.dumps(start),
-                stack=[],
+    out = []
+    for c in range(calls):
+        out.append(record("artifact", config, (c, 0), payload=f'{{"prefix": "p{c}"}}'))
+        for k in range(pieces if c == 0 else 0):
+            start = {"piecewise_index": k, "submod_name": f"submod_{2 * k}",
+                     "compile_range_start": 1, "compile_range_end": 16}  # fmt: skip
+            out.append(
+                record(
+                    "artifact",
+                    {"name": "vllm_piecewise_compile_start", "encoding": "json"},
+                    None,
+                    payload=json.dumps(start),
+                    stack=[],
+                )
             )
-        )
-    log = tmp_path / "pieces.log"
+    log = tmp_path / "calls.log"
     log.write_bytes(b"".join(out))
+    return log
+
+
+def test_vllm_tables_are_capped_with_a_count(tmp_path: Path) -> None:
+    from tlview.render.html import vllm as page_vllm
+    from tlview.render.text import vllm as text_vllm
+
+    assert (text_vllm.MAX_PIECES, text_vllm.MAX_CALLS) == (40, 8)
+    assert (page_vllm.MAX_PIECES, page_vllm.MAX_CALLS) == (200, 20)
+    log = many_calls(tmp_path, 22, 205)
     terminal = text(log)
-    assert "... 5 more piece compiles: --format json lists them" in terminal
-    assert len(cells(terminal, "")) == MAX_PIECES - 1
-    assert len(report_json(log)["vllm"][0]["ranges"][0]["pieces"]) == MAX_PIECES + 5
+    assert "... 165 more piece compiles: --format json lists them" in terminal
+    assert len(cells(terminal, "")) == 40 - 1
+    assert "... 14 more vLLM calls: --format json lists them" in terminal
+    assert terminal.count("\ncall ") == 8
+    seen = visible(section(page(log), '<section id="vllm"'))
+    assert "... 5 more piece compiles" in seen and "... 2 more calls:" in seen
+    assert seen.count(" submod_") == 200
+    doc = report_json(log)
+    assert len(doc["vllm"]) == 22 and len(doc["vllm"][0]["ranges"][0]["pieces"]) == 205
+
+
+def test_a_job_shows_the_first_ranks_calls_and_those_that_differ() -> None:
+    from tlview.analyze.vllm import RankCell, RankRow, VllmCall, VllmReport
+
+    calls = [VllmCall(i, f"r{r}.log", 1, r) for r in (0, 1) for i in (0, 1)]
+    for c in calls:
+        c.config = None
+    cell = RankCell(0, "r0.log", 2, 2, 0, None, None)
+    ranks = [
+        RankRow(0, None, [cell, RankCell(1, "r1.log", 2, 2, 0, None, None)]),
+        RankRow(1, None, [cell, RankCell(1, "r1.log", 3, 3, 0, None, None)]),
+    ]
+    assert ranks[1].differs == ["pieces", "compiles"]
+    shown = VllmReport(calls, ranks).distinct()
+    assert [(c.rank, c.index) for c in shown] == [(0, 0), (0, 1), (1, 1)]
+    assert VllmReport(calls, []).distinct() == calls  # one log: every call
