@@ -49,6 +49,17 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if "\npytestmark = pytest.mark.slow" in text else None
 
 
+TEST_COLUMNS = "160"
+
+
+@pytest.fixture(autouse=True)
+def _columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees text 160 columns wide (its own COLUMNS aside), whatever the terminal
+    pytest runs in: tlview fits text to an attached terminal even when it is piped. Tests of
+    the width itself unset it (tests/test_screen.py)."""
+    monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The corpus is required: a run without it stops at once, in one line, rather than skip
     half the suite and pass."""
@@ -113,6 +124,30 @@ def only_log(folder: str) -> Path:
     logs = sorted(corpus(folder).glob("*.log"))
     assert len(logs) == 1, logs
     return logs[0]
+
+
+def every_launch(path: Path, **kw: Any) -> Any:
+    """A folder's launches as one Report, as tlview read folders before it told launches apart
+    (tests of every log of the corpus; tlview itself reads one launch at a time)."""
+    import tlview
+    from tlview.errors import TlviewError
+    from tlview.model import Report
+
+    try:
+        return tlview.read(path, **kw)
+    except TlviewError as e:
+        if " launches in one folder" not in e.message:
+            raise
+    logs = []
+    n = 1
+    while True:
+        try:
+            logs += tlview.read(path, launch=n, **kw).logs
+        except TlviewError as e:
+            if f"no launch {n}" not in e.message:
+                raise
+            return Report(path=str(path), logs=logs)
+        n += 1
 
 
 def run_cli(*args: object) -> Result:

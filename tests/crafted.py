@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import resource
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -170,3 +172,36 @@ def limited(
         check=False,
         timeout=300,
     )
+
+
+def write_log(tmp: Path, name: str, *parts: bytes) -> Path:
+    """A crafted log at TMP/NAME: the records PARTS, as they are."""
+    p = tmp / name
+    p.write_bytes(b"".join(parts))
+    return p
+
+
+def one_input(cid: tuple[int, int] = (0, 0), name: str = "L['x']", **fields: Any) -> bytes:
+    """A compile of one f32[4, 4] input, its graph and its metrics."""
+    return b"".join(
+        [
+            start(cid),
+            storage(0, 64, cid),
+            tensor(0, [4, 4], [4, 1], 0, cid=cid, **fields),
+            source(0, name, cid),
+            graph([("L_x_", "f32[4, 4][4, 1]cpu")], cid=cid),
+            metrics(cid),
+        ]
+    )
+
+
+def artifact(name: str, text: str, cid: tuple[int, int] = (0, 0)) -> bytes:
+    """An artifact record whose payload is TEXT, as torch logs a string artifact."""
+    return record("artifact", {"name": name, "encoding": "string"}, cid, payload=text)
+
+
+# What a terminal obeys: escapes, C0/C1 controls, bidi overrides and isolates.
+OBEYED = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+ESC = "\x1b]0;TITLE\x07\x1b[2J\x9b2J\u202e"

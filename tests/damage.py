@@ -582,3 +582,10 @@ def gunzip_prefix(data: bytes) -> bytes:
         return d.decompress(data)
     except zlib.error:
         return b""
+
+
+def doc_of(path: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
+    """`tlview report PATH --format json` in process, parsed; it must exit 0 cleanly."""
+    res = run("report", str(path), "--format", "json", *extra, env=env)
+    assert_clean_exit(res, EXIT_OK, str(path))
+    return orjson.loads(res.stdout_bytes)

@@ -57,7 +57,7 @@ REPORTS = {
     "report.html": ("report", "LOG", "--format", "html"),
 }
 TRACE = {"trace.json": ("report", "LOG", "--format", "perfetto")}
-INPUTS = {"inputs.txt": ("inputs", "LOG")}  # needs torch
+INPUTS = {"inputs.txt": ("inputs", "LOG", "--check")}  # needs torch
 # Case: (where its log is, the log, its outputs: file name -> tlview's arguments).
 CASES: dict[str, tuple[str, str, dict[str, tuple[str, ...]]]] = {
     # A graph break, restarts, a recompile, parameters, views and aliased inputs; AOT graphs.

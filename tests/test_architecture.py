@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "tlview.errors",
             "tlview.model",
+            "tlview.aside",
             "tlview.units",
             "tlview.dumps",
             "tlview.inert",
@@ -80,8 +81,6 @@ def imports(path: Path) -> list[tuple[int, str]]:
             if not base.startswith("tlview"):
                 continue
             names = [a.name for a in node.names]
-            if base == "tlview" and names == ["__version__"]:
-                continue  # the version is the package's, read by every writer of a file
             subs = [f"{base}.{n}" for n in names if f"{base}.{n}" in known]
             found += [(node.lineno, m) for m in subs] or [(node.lineno, base)]
     return found
@@ -145,6 +144,46 @@ def test_no_stage_imports_a_later_stage() -> None:
                     f"{target} ({LAYERS[layer(target)][0]})"
                 )
     assert not wrong, "\n".join(wrong)
+
+
+# What a renderer never touches: the machinery that splits a pass over two processes. It hands
+# its passes to a `render.Split`; runtime/split.py is the one driver (docs/architecture.md).
+SPLIT_MACHINERY = (
+    "tlview.runtime.halves",
+    "tlview.runtime.cores",
+    "tlview.runtime.fork",
+    "tlview.runtime.store",
+    "tlview.runtime.split",
+)
+
+
+def test_no_renderer_touches_the_split_machinery() -> None:
+    wrong = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: imports {target}"
+        for name, path in modules().items()
+        if name.startswith("tlview.render")
+        for line, target in imports(path)
+        if target.startswith(SPLIT_MACHINERY)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_stages_read_the_version_from_its_module() -> None:
+    """`from tlview import __version__` inside a stage runs the API package's code first; a
+    stage reads tlview.version, as the API does."""
+    wrong = []
+    for name, path in modules().items():
+        if layer(name) == len(LAYERS) - 1:  # the API itself
+            continue
+        wrong += [
+            f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom)
+            and node.module == "tlview"
+            and not node.level
+            and any(a.name == "__version__" for a in node.names)
+        ]
+    assert not wrong, "import __version__ from tlview.version: " + ", ".join(wrong)
 
 
 @pytest.mark.parametrize("name", sorted(modules()))

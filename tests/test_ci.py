@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -312,7 +313,8 @@ def test_annotations_at_the_lines_torch_logged() -> None:
     assert recompiles == want == [("/home/user/corpus/gen/mlp_aot_eager.py", 11),
                                   ("/home/user/corpus/gen/mlp_aot_eager.py", 13)]  # fmt: skip
     assert all(level == "warning" for level, *_ in got) and len(got) == 3
-    assert "(2 times: 0/0, 0/1)" in got[0][4]
+    # named by the compiles torch counts: the attempts that broke (0/0, 0/1) restarted into them
+    assert "(2 times: 0/0_1, 0/1_1)" in got[0][4]
 
 
 def test_annotations_of_failed_compiles_and_plain_lines() -> None:
@@ -467,8 +469,8 @@ def test_ci_formats_grow_linearly_with_compiles(tmp_path: Path) -> None:
     from tlview.render.markdown.report import lines as summary
 
     def build(n: int) -> tuple[tlview.Report, Path]:
-        where = tmp_path / str(n)
-        where.mkdir()
+        # A folder of its own each time: assert_linear builds each size again when it retries.
+        where = Path(tempfile.mkdtemp(prefix=f"{n}-", dir=tmp_path))
         rep = tlview.read(_hostile_log(where, n))
         return rep, _stored(where / "hostile.log", where)
 

@@ -28,7 +28,10 @@ def blocks(kind: str) -> list[str]:
 
 
 def ours(command: str) -> bool:
-    """A command of the workflow that this suite can run: the program, or tlview."""
+    """A command of the workflow that this suite can run: the program, or tlview (not the
+    install, whose git URL the reader fills in; the README's Install is checked on its own)."""
+    if command.lstrip().startswith("pip "):
+        return False
     return "tlview " in command or "TORCH_TRACE=" in command
 
 

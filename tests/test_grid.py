@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import random
+import re
 
 import pytest
 from conftest import only_log, run_cli
 from rich.console import Console
 
 from tlview.render.text.console import T
-from tlview.render.text.grid import Grid
+from tlview.render.text.grid import Grid, Kind, wrap
 
 LONG = "L['self']._modules['enc']._modules['layers']._modules['0']._modules['self_attn']"
+KINDS = (Kind.NAME, Kind.KEEP, Kind.TEXT)  # source, size, flags
 
 
 def draw(g: Grid, width: int, terminal: bool = False) -> str:
@@ -24,7 +27,7 @@ def draw(g: Grid, width: int, terminal: bool = False) -> str:
         color_system="standard" if terminal else None,
         legacy_windows=False,
     )
-    console.print(g)
+    console.print(g, crop=False)  # as tlview's consoles: nothing past the width is lost
     return out.getvalue()
 
 
@@ -34,25 +37,62 @@ def test_columns_as_wide_as_their_widest_cell_when_they_fit() -> None:
     g.add_row(T("L['weight']"), T("[96]"), T("float16"))
     assert g.widths(100) == [11, 10, 7]
     assert draw(g, 60).splitlines() == [
-        "Inputs                            ",
-        "source      | size       | dtype  ",
+        "Inputs",
+        "source      | size       | dtype",
         "------------+------------+--------",
         "L['x']      | [4, 8, 32] | float32",
         "L['weight'] | [96]       | float16",
     ]
 
 
-def test_the_widest_columns_are_cut_to_fit_and_wrapped_whole() -> None:
-    g = Grid("Inputs", "source", "size", "flags", ascii_box=True)
+def test_prose_wraps_at_its_words_and_its_wrapped_lines_are_indented() -> None:
+    g = Grid("Breaks", "count", "reason", ascii_box=True, kinds=[Kind.KEEP, Kind.TEXT])
+    g.add_row(T("2"), T("Call to `torch._dynamo.graph_break()` User-inserted graph break."))
+    lines = draw(g, 50).splitlines()
+    assert max(len(x) for x in lines) <= 50
+    reason = [x.split(" | ")[1] for x in lines[3:]]
+    assert reason[0] == "Call to `torch._dynamo.graph_break()`"
+    assert all(x.startswith("  ") and not x.startswith("   ") for x in reason[1:])
+    assert " ".join(x.strip() for x in reason) == (
+        "Call to `torch._dynamo.graph_break()` User-inserted graph break."
+    )
+
+
+def test_a_name_is_cut_in_the_middle_and_written_whole_once_under_the_table() -> None:
+    g = Grid("Inputs", "source", "size", "flags", ascii_box=True, kinds=list(KINDS))
     g.add_row(T(LONG), T("[96]"), T("param grad superseded"))
-    # 40 cells: 6 of separators, 4 for size; 30 for source and flags, cut to 15 each.
-    assert g.widths(34) == [15, 4, 15]
+    g.add_row(T(LONG), T("[4]"), T("param"))
     lines = draw(g, 40).splitlines()
-    assert max(len(x) for x in lines) == 40
-    rows = [x.split(" | ") for x in lines[3:]]
-    assert "".join(r[0].rstrip() for r in rows) == LONG  # folded, every character kept
-    assert [r[2].strip() for r in rows if r[2].strip()] == ["param grad", "superseded"]
+    assert max(len(x) for x in lines if LONG not in x) <= 40
+    rows = [x.split(" | ") for x in lines[3:] if " | " in x]
+    cut = rows[0][0].rstrip()
+    assert "..." in cut and LONG.startswith(cut[: cut.index("...")])
+    assert LONG.endswith(cut[cut.index("...") + 3 :]) and len(cut) >= 16
+    # The full name once (two rows name it), on a line of its own: copied whole.
+    assert [x for x in lines if LONG in x] == [f"  {cut} is {LONG}"]
     assert rows[0][1] == "[96]"
+
+
+def test_an_id_or_a_place_is_never_broken_a_list_of_them_between_items() -> None:
+    g = Grid("Breaks", "where", "compiles", "reason", ascii_box=False, kinds=list(KINDS[:3]))
+    g.kinds = [Kind.KEEP, Kind.KEEP, Kind.TEXT]
+    places = "progs/fail.py:15 x2, progs/other.py:1234"
+    g.add_row(T(places), T("dedicated.log:0/0_1, b.log:0/1"), T("a reason " * 20))
+    for width in (80, 60, 40):
+        out = draw(g, width)
+        for whole in ("progs/fail.py:15 x2", "progs/other.py:1234", "dedicated.log:0/0_1"):
+            assert whole in out, (width, out)
+        assert all(x == x.rstrip() for x in out.splitlines())
+
+
+def test_a_table_of_ids_alone_moves_its_columns_closer_before_it_overflows() -> None:
+    g = Grid("T", "id", "where", ascii_box=True, kinds=[Kind.KEEP, Kind.KEEP])
+    g.add_row(T("a" * 20), T("b" * 18))
+    assert draw(g, 40).splitlines()[1:] == [
+        "id" + " " * 18 + "|where",
+        "-" * 20 + "+" + "-" * 18,
+        "a" * 20 + "|" + "b" * 18,
+    ]
 
 
 def test_a_header_is_never_cut() -> None:
@@ -94,19 +134,41 @@ def test_text_report_tables_fit_a_narrow_pipe(monkeypatch: pytest.MonkeyPatch) -
         "flags",
     ]
     assert set(out[at + 1]) == {"-", "+"}
-    # Each row: a source folded over its column's lines, then the rest on its first line.
-    shown, row = [], None
+    # Each row: a source cut in the middle (its start and end), the rest on its first line; each
+    # source whole once under the table.
+    shown, under = [], []
     for line in out[at + 2 :]:
+        if " is L[" in line and line.startswith("  "):
+            under.append(line)
+            continue
         if " | " not in line:
             break
         assert len(line) <= 100
         cells = line.split(" | ")
-        if cells[1].strip():
-            row = [cells[0].rstrip(), cells[1].strip(), cells[-1].strip()]
-            shown.append(row)
+        if cells[0].strip():  # a row's first line (a shape may wrap between its dims)
+            shown.append([cells[0].rstrip(), cells[1].strip(), cells[-1].strip()])
         else:
-            assert row is not None
-            row[0] += cells[0].rstrip()
-    assert [r[0] for r in shown] == sources
+            shown[-1][1] += " " + cells[1].strip()
+    for row, want in zip(shown, sources, strict=True):
+        cell = row[0]
+        if cell != want:
+            start, end = cell.split("...")
+            assert want.startswith(start) and want.endswith(end)
+            assert f"  {cell} is {want}" in under
+    assert len(under) == len({s for s in sources if len(s) > 40})
     first = c["inputs"][0]
     assert shown[0][1] == "[" + ", ".join(str(d) for d in first["size"]) + "]"
+
+
+def test_wrapped_text_reads_back_whole() -> None:
+    """Fuzz: every wrapped line fits; a line that starts indented followed a space, one that does
+    not continues a folded word, so the text reads back whole (as tests of long names join it)."""
+    rng = random.Random(49)
+    for _ in range(3000):
+        width = rng.randrange(8, 90)
+        words = [rng.choice(("a", "bb", "ccc ddd", "e" * rng.randrange(1, 200))) for _ in range(6)]
+        line = " " * rng.randrange(0, 5) + " ".join(words)
+        lines = wrap(line, width)
+        assert all(len(x) <= width for x in lines), (width, line)
+        joined = re.sub(r"\n {2,}", " ", "\n".join([lines[0], *lines[1:]])).replace("\n", "")
+        assert joined == line, (width, line, lines)

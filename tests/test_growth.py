@@ -167,6 +167,8 @@ COMMANDS: dict[str, Run] = {
         "diff", str(log), str(log), "--format", "json", "-o", str(out / "d.json"), "--force"
     ),
     "show": lambda log, out: _cli("show", str(log), "--compile-id", "0/0"),
+    # The inputs listing without --check: no torch, as cheap as the report.
+    "inputs": lambda log, out: _cli("inputs", str(log)),
 }
 
 
@@ -180,7 +182,7 @@ def _torch_cli(*args: str) -> None:
 
 
 TORCH_COMMANDS: dict[str, Run] = {
-    "inputs": lambda log, out: _torch_cli("inputs", str(log)),
+    "inputs-check": lambda log, out: _torch_cli("inputs", str(log), "--check"),
     "emit": lambda log, out: _torch_cli(
         "inputs", str(log), "--mode", "meta", "--emit", str(out / "i.pt"), "--force"
     ),
@@ -189,7 +191,7 @@ TORCH_COMMANDS: dict[str, Run] = {
     ),
 }
 # Paths quick enough for the fast subset; the rest run in the full suite.
-FAST = {"json", "diff"}
+FAST = {"json", "diff", "inputs"}
 
 
 def _check(tmp: Path, dim: str, run: Run, n: int | None = None) -> None:

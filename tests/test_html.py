@@ -25,7 +25,7 @@ from conftest import CORPUS, FIXTURES, ROOT, corpus, only_log
 
 import tlview
 from tlview import __version__
-from tlview.analyze.names import Refs, compile_ref
+from tlview.analyze.names import Refs
 from tlview.analyze.summary import overview
 from tlview.load import read as load
 from tlview.model import Divergence, Report
@@ -48,9 +48,19 @@ def real_paths() -> list[Path]:
     ]
     if CORPUS.is_dir():
         for d in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
-            out.append(d)
-            out += sorted(p for p in d.iterdir() if p.is_dir())
+            out += _launches(d)
+            for sub in sorted(p for p in d.iterdir() if p.is_dir()):
+                out += _launches(sub)
     return out
+
+
+def _launches(folder: Path) -> list[Path]:
+    """A folder torch wrote (every log named by it) as one path; a folder of logs gathered by
+    hand (tlparse's tests: one program each) as its logs, one launch each."""
+    logs = sorted(folder.glob("*.log"))
+    if all(p.name.startswith("dedicated_log_torch_trace_") for p in logs):
+        return [folder]
+    return logs
 
 
 def render(path: Path | str, full: bool = False) -> tuple[Report, str]:
@@ -295,8 +305,9 @@ def test_failures_show_reason_stack_and_dynamo_error() -> None:
     rep, text = render(corpus("compile_error"))
     failed = [c for c in rep.compiles if c.status == "failed"]
     assert len(failed) == 7
+    refs = Refs.of(rep)
     for c in failed:
-        sec = _section(text, "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", compile_ref(c, True)))
+        sec = _section(text, "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", refs(c)))
         assert f"<strong>Failed: {esc(c.fail_type or '')}</strong>" in sec
         assert esc((c.fail_reason or "").strip().splitlines()[0]) in sec
         assert '<details class="stack" open>' in sec
@@ -620,7 +631,7 @@ def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
     assert len(compiles) == 13 and len(failed) == 7
     # Failures first, then the rest in log order; the page lists them in log order.
     shown = sorted(failed + rest[:2])
-    refs = [compile_ref(compiles[k], True) for k in shown]
+    refs = [Refs.of(rep)(compiles[k]) for k in shown]
     built = page.build(rep)
     assert [r.ref for r in built.compiles] == refs
     b = built.budget
@@ -628,7 +639,7 @@ def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
     assert len(re.findall(r'<section class="compile" id="', text)) == 9
     assert len(re.findall(r'<td class="id" data-sort="', text)) == 9
     for k, c in enumerate(compiles):
-        anchor = "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", compile_ref(c, True))
+        anchor = "c-" + re.sub(r"[^A-Za-z0-9_.:/!-]", "_", Refs.of(rep)(c))
         assert (f'<section class="compile" id="{anchor}"' in text) == (k in shown)
     # Every failure has its row among the failures and its section; the figures count all.
     problems = text[text.index('<section id="problems"') :]
@@ -935,9 +946,10 @@ def test_logs_of_one_rank_are_told_apart_in_labels(tmp_path: Path) -> None:
 def test_a_page_over_budget_keeps_what_a_reader_opens_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Five real logs in one directory: failed compiles (compile_error), restarts, graph breaks
+    """Five real logs in one report: failed compiles (compile_error), restarts, graph breaks
     and recompiles (mlp_aot_eager, dynamic_shapes), inductor's slowest compiles
-    (transformer_inductor). With a page budget of 600 KB of their 1.7 MB of payload text, the
+    (transformer_inductor); five launches of one folder, each read with --launch and put in one
+    report. With a page budget of 600 KB of their 1.7 MB of payload text, the
     graphs, code and guards of the failed and recompiled compiles are all on the page; what is
     left out is of the others, and the page lists exactly that, each with its command."""
     for src in (
@@ -949,7 +961,10 @@ def test_a_page_over_budget_keeps_what_a_reader_opens_first(
     ):
         (tmp_path / src.name).write_bytes(src.read_bytes())
     monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", 600_000)
-    rep, text = render(tmp_path)
+    keep = kept.page_keep(False)
+    parts = [load(tmp_path, keep, launch=n) for n in range(1, 6)]
+    rep = Report(path=str(tmp_path), logs=[lg for p in parts for lg in p.logs])
+    text = html.render(rep)
     built = page.build(rep)
     slowest = {s.ref for s in built.o.slowest}
     shown = page_payloads(text)

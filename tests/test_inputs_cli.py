@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,49 +16,67 @@ torch = pytest.importorskip("torch")
 
 
 def lines_of(out: str, compile_id: str) -> list[str]:
-    """The listing block of one compile."""
+    """The listing block of one compile: its title's rest, "Inputs", the header, the rule, the
+    rows, the notes."""
     block = out.split(f"compile {compile_id} ")[1].split("\n\n")[0]
     return block.splitlines()
 
 
+def cells(line: str) -> list[str]:
+    """A row of the listing's table, piped: its cells between `|`."""
+    return [c.strip() for c in line.split("|")]
+
+
 def test_listing_shows_metadata_alias_groups_and_rebuilds() -> None:
-    r = run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0")
+    r = run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0", "--check")
     assert r.exit_code == 0, r.output
     block = lines_of(r.stdout, "1/0")
-    assert block[0] == " ok  2 input(s)"
-    assert block[1].split() == [
+    assert block[0].strip() == "ok  2 input(s)"
+    # The report's inputs table's columns, named as it names them; --check adds two.
+    assert cells(block[2]) == [
         "source",
-        "shape",
+        "size",
         "stride",
         "offset",
         "dtype",
         "device",
+        "storage",
         "alias",
         "fake",
         "real",
     ]
-    assert block[2].split() == ["L['x']", "[6]", "[1]", "0", "float32", "cpu", "A1", "ok", "ok"]
-    assert block[3].split() == ["L['y']", "[6]", "[1]", "4", "float32", "cpu", "A1", "ok", "ok"]
+    assert set(block[3]) == {"-", "+"}
+    x = ["L['x']", "[6]", "[1]", "0", "float32", "cpu", "40 B", "#1", "ok", "ok"]
+    assert cells(block[4]) == x
+    assert cells(block[5]) == ["L['y']", "[6]", "[1]", "4", "float32", "cpu", "40 B", "#1"] + [
+        "ok",
+        "ok",
+    ]
+    # Without --check: the same columns as the report, nothing rebuilt.
+    plain = lines_of(
+        run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0").stdout, "1/0"
+    )
+    assert cells(plain[4]) == x[:-2]
 
 
 def test_listing_subclasses_and_notes() -> None:
-    r = run_cli("inputs", only_log("subclasses"))
+    r = run_cli("inputs", only_log("subclasses"), "--check")
     assert r.exit_code == 0, r.output
-    nested = lines_of(r.stdout, "1/0")[2].split()
-    assert nested[:4] == ["L['n']", "[3,", "s7=j1,", "8]"]  # the graph took j1 as s7
-    assert nested[-2:] == ["ok", "ok"] and "(NestedTensor)" in nested
-    two = lines_of(r.stdout, "2/1")[2]
-    assert "(TwoTensor)" in two and two.split()[-2:] == ["ok", "ok"]
-    r = run_cli("inputs", corpus("tlparse-tests", "simple.log"))
+    nested = cells(lines_of(r.stdout, "1/0")[4])
+    assert nested[:2] == ["L['n']", "[3, s7=j1, 8]"]  # the graph took j1 as s7
+    assert nested[-2:] == ["ok", "ok"] and "(NestedTensor)" in nested[4]
+    two = cells(lines_of(r.stdout, "2/1")[4])
+    assert "(TwoTensor)" in two[4] and two[-2:] == ["ok", "ok"]
+    r = run_cli("inputs", corpus("tlparse-tests", "simple.log"), "--check")
     block = lines_of(r.stdout, "0/0")
     # Logged on CUDA, which this machine does not have: --emit would build it on cpu.
-    assert block[2].split()[-5:] == ["cuda:0", "-", "ok", "ok", "(cpu)"]
+    assert [cells(block[4])[k] for k in (5, 7, 8, 9)] == ["cuda:0", "", "ok", "ok (cpu)"]
 
 
 def test_listing_takes_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     # Memory stays that of one compile: the next compile is read only once the last is listed.
     import tlview.analyze.names as names
-    import tlview.rebuild as rebuild
+    import tlview.tensors.rows as rebuild
 
     pulled: list[str] = []
     listed: list[str] = []
@@ -68,10 +87,10 @@ def test_listing_takes_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) ->
             pulled.append(c.key)
             yield c
 
-    def rows(c, allow_import=()):  # type: ignore[no-untyped-def]
+    def rows(c, allow_import=(), check=False):  # type: ignore[no-untyped-def]
         assert pulled[-1] == c.key  # nothing read ahead
         listed.append(c.key)
-        return real_rows(c, allow_import)
+        return real_rows(c, allow_import, check)
 
     monkeypatch.setattr(names, "compiles_with_inputs", choose)
     monkeypatch.setattr(rebuild, "input_rows", rows)
@@ -205,7 +224,7 @@ sys.modules["torch"] = None  # as if torch were not installed
 from click.testing import CliRunner
 from tlview.cli import main
 runner = CliRunner()
-listing = runner.invoke(main, ["inputs", sys.argv[1], "--compile-id", "1/0"])
+listing = runner.invoke(main, ["inputs", sys.argv[1], "--compile-id", "1/0", "--check"])
 emit = runner.invoke(main, ["inputs", sys.argv[1], "--emit", sys.argv[2]])
 help = runner.invoke(main, ["inputs", "--help"])
 print(json.dumps({"listing": [listing.exit_code, listing.stdout],
@@ -220,26 +239,29 @@ def test_without_torch_the_listing_works_and_emit_says_why(tmp_path: Path) -> No
         text=True,
         cwd=ROOT,
         timeout=300,
+        env=dict(os.environ, COLUMNS="200"),  # no cell wrapped
     )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     code, out = got["listing"]
     assert code == 0
-    assert out.splitlines()[2].split() == [
+    assert cells(out.splitlines()[4]) == [
         "L['x']",
         "[6]",
         "[1]",
         "0",
         "float32",
         "cpu",
-        "A1",
+        "40 B",
+        "#1",
         "-",
         "-",
     ]
     assert "torch is not installed: the fake and real rebuilds were not tried" in out
     code, err = got["emit"]
-    assert (
-        code == 5 and err == "tlview: rebuilding tensors needs torch: pip install 'tlview[torch]'\n"
+    assert code == 5  # the install line is the README's (Install)
+    assert err == "tlview: rebuilding tensors needs torch 2.4.1 to 2.15: " + (
+        "pip install 'torch>=2.4.1,<2.16'\n"
     )
     assert got["help"] == 0
 
@@ -268,7 +290,7 @@ def test_torch_is_imported_while_the_second_reader_reads(
     import tlview.index.halves as split
 
     log = only_log("views_aliasing")
-    whole = run_cli("inputs", log, *(["--emit", str(tmp_path / "a.pt")] if emit else []))
+    whole = run_cli("inputs", log, *(["--emit", str(tmp_path / "a.pt")] if emit else ["--check"]))
     assert whole.exit_code == 0, whole.output
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     ran: list[str] = []
@@ -280,7 +302,7 @@ def test_torch_is_imported_while_the_second_reader_reads(
     monkeypatch.setattr(
         split, "record_start", lambda p, at: starts.append(at) or record_start(p, at)
     )
-    halves = run_cli("inputs", log, *(["--emit", str(tmp_path / "b.pt")] if emit else []))
+    halves = run_cli("inputs", log, *(["--emit", str(tmp_path / "b.pt")] if emit else ["--check"]))
     assert halves.exit_code == 0, halves.output
     assert ran == (["_import_torch"] if emit else ["_import_fake", "_import_torch"])
     size = log.stat().st_size
@@ -295,13 +317,13 @@ def test_listing_says_where_a_cuda_input_would_be_built() -> None:
     # tlparse's log of a CUDA run, listed on this CPU machine: the real tensors --emit and
     # repro build go on cpu, and the listing says so instead of a plain "ok".
     log = corpus("tlparse-tests", "inductor_provenance_jit_cuda_log.txt")
-    r = run_cli("inputs", log, "--compile-id", "0/0")
+    r = run_cli("inputs", log, "--compile-id", "0/0", "--check")
     assert r.exit_code == 0, r.output
     block = lines_of(r.stdout, "0/0")
-    row = block[4].split()
-    assert row[:2] == ["L['x']", "[8, 10]"] or row[0] == "L['x']"
-    assert block[4].endswith("cuda:0  -      ok    ok (cpu)")
-    assert all(ln.endswith("ok (cpu)") for ln in block[2:8])
+    row = cells(block[6])
+    assert row[0] == "L['x']"
+    assert [row[k] for k in (5, 7, 8, 9)] == ["cuda:0", "", "ok", "ok (cpu)"]
+    assert all(cells(ln)[-1] == "ok (cpu)" for ln in block[4:10])
     note = (
         "L['x']: real: logged on cuda:0, which this machine does not have: --emit and repro "
         "build it on cpu (--device DEV chooses)"
@@ -309,6 +331,7 @@ def test_listing_says_where_a_cuda_input_would_be_built() -> None:
     assert note in [ln.strip() for ln in block]
     # An input on a device this machine has is plainly ok.
     cpu = lines_of(
-        run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0").stdout, "1/0"
+        run_cli("inputs", only_log("views_aliasing"), "--compile-id", "1/0", "--check").stdout,
+        "1/0",
     )
-    assert cpu[2].split()[-1] == "ok" and "(cpu)" not in "\n".join(cpu)
+    assert cells(cpu[4])[-1] == "ok" and "(cpu)" not in "\n".join(cpu)

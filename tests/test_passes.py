@@ -100,8 +100,9 @@ def test_two_artifacts_as_a_diff() -> None:
         "--diff",
         "inductor_post_grad_graph",
     ).splitlines()
-    assert out[0] == "--- before_post_grad_graph (line 913)"
-    assert out[1] == "+++ inductor_post_grad_graph (line 1477)"
+    # each named as `show` lists it: inductor's graphs by the graph they are of
+    assert out[0] == "--- before_post_grad_graph (inference) (line 913)"
+    assert out[1] == "+++ inductor_post_grad_graph (inference) (line 1477)"
     assert out[2].startswith("@@ ")
     same = show(
         FIXTURES / "demo.log",
@@ -164,8 +165,10 @@ def test_artifacts_by_subgraph_and_named_with_it() -> None:
     by_name = show(regional, "--compile-id", "0/0", "inductor_output_code[repeated_subgraph1]")
     assert by_name == show(regional, "--compile-id", "0/0", "inductor_output_code#2")
     listing = show(regional, "--compile-id", "0/0").splitlines()
-    assert listing[1].split() == ["name", "line", "lines", "size", "subgraph"]
-    assert listing[7].split()[0] == "fx_graph_runnable" and listing[7].endswith(
+    assert [c.strip() for c in listing[1].split("|")] == [
+        "name", "log line", "lines", "bytes", "subgraph"
+    ]  # fmt: skip
+    assert listing[8].split()[0] == "fx_graph_runnable" and listing[8].endswith(
         "repeated_subgraph0"
     )
     # each region's pass graphs are a stage of their own

@@ -126,6 +126,6 @@ def test_the_page_links_its_panes_to_the_payloads_on_it() -> None:
     names = {f"{r.anchor}-p{pl.pos}": pl.name for pl in r.payloads}
     assert [(role, names[a]) for role, a in sources] == [
         ("pre", "before_pre_grad_graph"),
-        ("post", "inductor_post_grad_graph"),
-        ("code", "inductor_output_code"),
+        ("post", "inductor_post_grad_graph (forward)"),
+        ("code", "inductor_output_code (forward)"),
     ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, FIXTURES, corpus, fake_dim, only_log, run_cli
+from conftest import CORPUS, FIXTURES, corpus, every_launch, fake_dim, only_log, run_cli
 
 pytestmark = pytest.mark.slow  # every rebuild runs torch
 torch = pytest.importorskip("torch")
@@ -22,7 +22,7 @@ from tlview.rebuild import eval_expr, fake_rebuild, parse_bytes
 from tlview.tensors.emit import emit_file, load_inputs
 from tlview.tensors.options import RebuildOptions
 
-# Every folder of the corpus that holds logs (a folder is read as one job, as `tlview` reads it).
+# Every folder of the corpus that holds logs, each launch of it (tlparse's tests hold several).
 FOLDERS = (
     sorted(
         str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*") if p.is_dir() and any(p.glob("*.log"))
@@ -36,7 +36,7 @@ EXPECTED_NOTES = {"logged on cuda:0, which this machine does not have: built on 
 
 @pytest.fixture(scope="module")
 def reports() -> dict[str, Report]:
-    return {name: load(corpus(name)) for name in FOLDERS}
+    return {name: every_launch(corpus(name)) for name in FOLDERS}
 
 
 def logged(d: Any) -> Any:

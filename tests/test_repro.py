@@ -824,7 +824,9 @@ def test_repro_without_torch_is_exit_5(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=ROOT,
      timeout=300,)  # fmt: skip
     assert proc.returncode == EXIT_NEEDS_EXTRA
-    assert proc.stderr == "tlview: writing a repro needs torch: pip install 'tlview[torch]'\n"
+    assert proc.stderr == (
+        "tlview: writing a repro needs torch 2.4.1 to 2.15: pip install 'torch>=2.4.1,<2.16'\n"
+    )
     assert not (tmp_path / "r").exists()
 
 

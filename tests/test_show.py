@@ -32,30 +32,33 @@ def logged_md5s(log: Path) -> dict[int, str]:
 
 
 def test_listing_names_each_artifact_once() -> None:
+    """The listing is a table as the report draws them; inductor's per-graph artifacts say which
+    graph they are of, beside their position."""
     res = run_cli("show", FIXTURES / "kernels.log", "--compile-id", "0/0")
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines[0] == f"compile 0/0 of {FIXTURES / 'kernels.log'}: 27 artifact(s)"
-    rows = [ln.split() for ln in lines[2:-1]]
+    assert lines[0] == f"Artifacts of compile 0/0 (27) in {FIXTURES / 'kernels.log'}"
+    assert [c.strip() for c in lines[1].split(" | ")] == ["name", "log line", "lines", "bytes"]
+    assert set(lines[2]) == {"-", "+"}
+    rows = [[c.strip() for c in ln.split(" | ")] for ln in lines[3:-1]]
     names = [r[0] for r in rows]
     assert len(names) == len(set(names)) == 27
     # Forward, then backward: the second of a kind is KIND#2, in log order.
-    assert ["inductor_output_code", "1608", "208", "10.0", "KiB"] in rows
-    assert ["inductor_output_code#2", "3143", "258", "12.4", "KiB"] in rows
-    assert names.index("dynamo_cpp_guards_str") < names.index("fx_graph_runnable#2")
+    assert ["inductor_output_code (forward)", "1608", "208", "10.0 KiB"] in rows
+    assert ["inductor_output_code#2 (backward)", "3143", "258", "12.4 KiB"] in rows
+    assert names.index("dynamo_cpp_guards_str") < names.index("fx_graph_runnable#2 (backward)")
     assert [int(r[1]) for r in rows] == sorted(int(r[1]) for r in rows)
     assert lines[-1].endswith("--compile-id 0/0 NAME writes one whole")
+    assert all(ln == ln.rstrip() for ln in lines)
     # A record torch wrote without a payload says so.
     res = run_cli("show", FIXTURES / "cache_hit.log", "--compile-id", "0/0")
     row = next(ln for ln in res.stdout.splitlines() if "node_mappings " in ln)
-    assert row.split() == [
-        "inductor_provenance_tracking_node_mappings",
+    assert [c.strip() for c in row.split(" | ")] == [
+        "inductor_provenance_tracking_node_mappings (forward)",
         "666",
         "0",
-        "0",
-        "B",
-        "no",
-        "payload",
+        "0 B",
+        "no payload",
     ]
 
 

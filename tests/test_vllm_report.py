@@ -37,7 +37,8 @@ def text(*args: object) -> str:
 
 def cells(out: str, first: str) -> list[list[str]]:
     """The rows of a piped table whose first cell is FIRST (or empty, after it), as cells."""
-    rows = [[c.strip() for c in line.split(" | ")] for line in out.splitlines() if " | " in line]
+    lines = [line + " " for line in out.splitlines() if " | " in line]  # a last empty cell: " |"
+    rows = [[c.strip() for c in line.split(" | ")] for line in lines]
     return [r for r in rows if r[0] == first]
 
 
@@ -391,7 +392,7 @@ def test_hostile_vllm_region_and_pass_text_stays_inert(tmp_path: Path) -> None:
         assert not OBEYED.search(out), args
         assert "[bold]x[/bold]" in out  # rich's markup shown as written, not obeyed
         assert not [ln for ln in out.splitlines() if ln.lstrip().startswith("::")], args
-        assert "@octocat ::error::owned" in out  # shown, inside a line of tlview's words
+        assert "error::owned" in out  # shown, inside a line of tlview's words
     doc = page(log)
     assert "<script>alert" not in doc and "<b>@octocat" not in doc
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in doc
@@ -400,7 +401,7 @@ def test_hostile_vllm_region_and_pass_text_stays_inert(tmp_path: Path) -> None:
 
     md = markdown(log)
     assert_inert(md)
-    assert "\\:\\:error\\:\\:owned" in md and "@\u200boctocat" in md
+    assert "error\\:\\:owned" in md and "@\u200boctocat" in md
     assert not [ln for ln in md.splitlines() if ln.lstrip().startswith("::")]
     doc_json = report_json(log)
     assert doc_json["vllm"][0]["prefix"] == EVIL  # JSON keeps the log's text exactly

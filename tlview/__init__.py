@@ -25,13 +25,14 @@ from tlview.replay import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
+    from tlview.analyze.summary import Overview
     from tlview.index.keep import Keep
     from tlview.model import Compile, Payload, Report
     from tlview.replay.make import Outcome
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.rebuilt import Rebuilt
 
-__version__ = "0.1.0"
+from tlview.version import __version__
 
 __all__ = [
     "Compile",
@@ -49,6 +50,7 @@ __all__ = [
     "repro",
     "repro_all",
     "save_inputs",
+    "write_report",
 ]
 
 Log = Union[str, Path, "Report"]  # what the functions below read a compile from
@@ -70,18 +72,21 @@ def read(
     progress: Any = False,
     jobs: int | None = None,
     scheduler: str | None = None,
+    launch: int | None = None,
 ) -> Report:
     """Read every log PATH names (a file, a .gz, a directory of ranks, `-`, an fsspec URL).
 
     `keep`: which payload texts to hold in memory (default: none; graphs and code are hashed,
     measured and let go); `progress`: True for a bar on stderr when the read is long; `jobs`:
     processes reading a directory's logs (default: the cores); `scheduler`: the address of a
-    Dask scheduler whose workers read the logs instead. Raises TlviewError when no log holds a
-    TORCH_TRACE record.
+    Dask scheduler whose workers read the logs instead; `launch`: of a folder that holds the
+    logs of several launches (programs run into one TORCH_TRACE folder), the Nth to start.
+    Raises TlviewError when no log holds a TORCH_TRACE record, or (exit 2) when a folder holds
+    several launches and `launch` picks none.
     """
     from tlview.load import read as read_path
 
-    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
+    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler, launch=launch)
 
 
 def fake_inputs(
@@ -182,6 +187,7 @@ def repro(
     timeout: float | None = DEFAULT_TIMEOUT,
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
+    launch: int | None = None,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -194,14 +200,16 @@ def repro(
     `allow_import` names packages to import for third-party ops and tensor subclasses (runs
     their code); `check_accuracy` (with `run`) compares eager with the backend per output."""
     from tlview.replay.make import ReproOptions, make_one
+    from tlview.replay.thirdparty import check_names
 
+    check_names(allow_import)
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
         max_bytes=max_bytes, timeout=timeout, allow_import=tuple(allow_import),
         check_accuracy=check_accuracy,
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
-    return make_one(_graphs(log, progress), compile_id, where, opts)
+    return make_one(_graphs(log, progress, launch), compile_id, where, opts)
 
 
 def repro_all(
@@ -220,11 +228,14 @@ def repro_all(
     timeout: float | None = DEFAULT_TIMEOUT,
     allow_import: Sequence[str] = (),
     check_accuracy: bool = False,
+    launch: int | None = None,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
     `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
     from tlview.replay.make import ReproOptions, make_all
+    from tlview.replay.thirdparty import check_names
 
+    check_names(allow_import)
     opts = ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
         max_bytes=max_bytes, world=world, timeout=timeout, allow_import=tuple(allow_import),
@@ -232,7 +243,35 @@ def repro_all(
     )  # fmt: skip
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None
-    return make_all(_graphs(log, progress), where, opts)
+    return make_all(_graphs(log, progress, launch), where, opts)
+
+
+def write_report(
+    log: Log,
+    path: str | Path = "-",
+    format: str | None = None,  # the word the command line uses
+    *,
+    compile_id: str | None = None,
+    verbosity: int = 0,
+    full: bool = False,
+    force: bool = False,
+) -> Overview | None:
+    """Write the report of LOG (a path, read as the format needs, or a Report) to PATH ("-":
+    standard output) as `tlview report` does: `format` is text, json, html, perfetto or
+    markdown (default: what PATH's name asks for, else text). A Report read without `keep`
+    has no payload texts for the page to show. A file is replaced only if tlview wrote it
+    (else `force`). Returns the report's figures when the format counts them (not perfetto)."""
+    from tlview.model import Report
+    from tlview.render import REPORT_FORMATS, Options, format_for
+    from tlview.runtime.output import Output
+    from tlview.write import write_report as write
+
+    out = None if str(path) == "-" else str(path)
+    fmt = format_for(format, out)
+    opts = Options(compile_id=compile_id, verbosity=verbosity, full=full)
+    if not isinstance(log, Report):
+        log = read(log, keep=REPORT_FORMATS[fmt].keep_for(opts))
+    return write(log, fmt, Output(out, force), opts)
 
 
 def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
@@ -268,24 +307,39 @@ def expand_report(doc: Any) -> Any:
     return expand(doc)
 
 
-def artifacts(log: Log, compile_id: str, *, progress: Any = False) -> list[tuple[str, Payload]]:
+def artifacts(
+    log: Log, compile_id: str, *, progress: Any = False, launch: int | None = None
+) -> list[tuple[str, Payload]]:
     """A compile's artifacts (its graphs, code, guards and other payloads) in log order, by the
-    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind. Texts are not kept."""
-    from tlview.analyze.names import artifact_names, find_compile
+    names `artifact` takes: their kind, `KIND#N` for the Nth of a kind, and for inductor's the
+    graph they are of (`inductor_output_code#2 (backward)`), each md5 checked (`ok`). Texts are
+    not kept."""
+    from tlview.analyze.names import find_compile, listed_artifacts, plain_ref
+    from tlview.index.keep import Keep
     from tlview.model import Report
 
-    report = log if isinstance(log, Report) else read(log, progress=progress)
-    return artifact_names(find_compile(report, compile_id))
+    if not isinstance(log, Report):
+        keep = Keep(check=True, compile=plain_ref(compile_id).rpartition(":")[2])
+        log = read(log, keep=keep, progress=progress, launch=launch)
+    return listed_artifacts(find_compile(log, compile_id))
 
 
-def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = False) -> Payload:
+def artifact(
+    log: str | Path,
+    compile_id: str,
+    name: str,
+    *,
+    progress: Any = False,
+    launch: int | None = None,
+) -> Payload:
     """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
     in `data`; None there when torch logged it without a payload. The log is read twice: to
     find the artifact's record, then to keep its bytes alone (never the others of its kind)."""
-    from tlview.analyze.names import find_artifact, find_compile
+    from tlview.analyze.names import find_artifact, find_compile, plain_ref
     from tlview.index.keep import Keep
 
-    report = read(log, progress=progress)
+    compile_id = plain_ref(compile_id)
+    report = read(log, progress=progress, launch=launch)
     found = find_artifact(report, find_compile(report, compile_id), name)[1]
     line = found.line
     whole = 1 << 62
@@ -297,7 +351,7 @@ def artifact(log: str | Path, compile_id: str, name: str, *, progress: Any = Fal
         exact=True,
         line=line,
     )
-    report = read(log, keep=keep, progress=progress)
+    report = read(log, keep=keep, progress=progress, launch=launch)
     c = find_compile(report, compile_id)
     return find_artifact(report, c, name)[1]
 
@@ -306,8 +360,10 @@ def _options(
     mode: str, seed: int, device: str | None, max_bytes: int | None, allow_import: Sequence[str]
 ) -> RebuildOptions:
     """The one record of what a rebuild was asked, from the keywords the API takes."""
+    from tlview.replay.thirdparty import check_names
     from tlview.tensors.options import DEFAULT_MAX_BYTES, RebuildOptions
 
+    check_names(allow_import)  # a dotted module name, as `repro` takes: else a usage error
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     return RebuildOptions(
         mode=mode, seed=seed, device=device, max_bytes=limit, allow_import=allow_import
@@ -327,7 +383,7 @@ def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:
     return find_compile(log if isinstance(log, Report) else read(log), compile_id)
 
 
-def _graphs(log: Log, progress: Any) -> Report:
+def _graphs(log: Log, progress: Any, launch: int | None = None) -> Report:
     """The report a repro reads: graph code kept, one log at a time."""
     from tlview.model import Report
 
@@ -335,7 +391,7 @@ def _graphs(log: Log, progress: Any) -> Report:
         return log
     from tlview.replay.make import graph_keep
 
-    return read(log, keep=graph_keep(), progress=progress, jobs=1)
+    return read(log, keep=graph_keep(), progress=progress, jobs=1, launch=launch)
 
 
 def _dir(out: str | Path | None) -> Path | None:

@@ -7,6 +7,7 @@ and its exit status, the paths (`--latest`, pipes), and the inputs listing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,6 @@ from typing import TYPE_CHECKING
 import click
 
 import tlview
-from tlview import __version__
 from tlview.commands import funnel
 from tlview.commands import show as show_help
 from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
@@ -24,9 +24,11 @@ from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
 from tlview.replay import DEFAULT_TIMEOUT
 from tlview.runtime.cores import meanwhile
 from tlview.runtime.output import Output
+from tlview.version import __version__
 
 if TYPE_CHECKING:
     from tlview.analyze.gate import Check
+    from tlview.model import Report
 
 # Importing torch alone, and torch with dynamo (what FakeTensorMode needs), on this machine with
 # both cores busy: done while a second reader still reads a large log.
@@ -40,6 +42,13 @@ latest_option = click.option(
     is_flag=True,
     help="PATH is a directory: read only its newest log (as tlparse --latest does).",
 )
+launch_option = click.option(
+    "--launch",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="PATH is a folder that holds the logs of several launches (programs run into one "
+    "TORCH_TRACE folder): read the Nth to start (tlview lists them).",
+)
 junit_option = click.option(
     "--junit-xml",
     "junit_xml",
@@ -50,6 +59,13 @@ junit_option = click.option(
 force_option = click.option(
     "--force", is_flag=True, help="Replace an existing output file that tlview did not write."
 )
+
+
+def _plain_id(value: str | None) -> str | None:
+    """A --compile-id as tlview names compiles: `[0/1]` (torch's and tlparse's way) is `0/1`."""
+    from tlview.analyze.names import plain_ref
+
+    return None if value is None else plain_ref(value)
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -72,6 +88,7 @@ def main() -> None:
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="Show one compile in full, e.g. 0/1, 0/0_1 or 0/0@2 (LOG:ID or rankN:ID with several logs); "
     "JSON and HTML: that compile alone.",
 )
@@ -94,7 +111,15 @@ def main() -> None:
     "fail_on",
     multiple=True,
     metavar="CHECKS",
-    help=f"Exit {EXIT_STRICT} past these limits, e.g. graph-breaks:0,recompiles:3,compile-time:60s.",
+    help=f"Exit {EXIT_STRICT} past these limits, e.g. graph-breaks:0,recompiles:3,compile-time:60s,"
+    "phase:inductor_compile:30s.",
+)
+@click.option(
+    "--baseline",
+    metavar="BASE",
+    type=click.Path(),
+    help="With --fail-on: +N, +N% and bare checks are over BASE (a report stored with "
+    "--format json, or a log), e.g. --fail-on phase:inductor_compile:+20%.",
 )
 @junit_option
 @click.option(
@@ -116,6 +141,7 @@ def main() -> None:
     help="Read the logs on this Dask cluster, e.g. tcp://host:8786 (or $DASK_SCHEDULER_ADDRESS).",
 )
 @latest_option
+@launch_option
 def report(
     path: str,
     fmt: str | None,
@@ -127,11 +153,13 @@ def report(
     force: bool,
     full: bool,
     fail_on: tuple[str, ...],
+    baseline: str | None,
     junit_xml: str | None,
     annotations: str | None,
     jobs: int | None,
     scheduler: str | None,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """Report what a TORCH_TRACE log (file, .gz or directory) says about each compile."""
     f = REPORT_FORMATS[format_for(fmt, output)]
@@ -139,12 +167,7 @@ def report(
     source = path
     if f.rereads:  # the trace reads the log again: a pipe is read once, into a file
         source = click.get_current_context().with_resource(rereadable(path, f.rereads))
-    checks: list[Check] = []
-    if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
-        from tlview.analyze.gate import parse_checks
-
-        checks = parse_checks(fail_on, against_base=False)
-    _junit_needs_checks(junit_xml, checks)
+    checks, base = _report_checks(fail_on, baseline, junit_xml)
     opts = Options(
         compile_id=compile_id, verbosity=-1 if brief else verbose, full=full, checks=tuple(checks)
     )
@@ -157,8 +180,14 @@ def report(
             progress=on_terminal(sys.stderr),
             jobs=jobs,
             scheduler=scheduler or None,
+            launch=launch,
         )
     outlive(rep)
+    if checks:  # the phases the checks name, measured before the renderers show the checks
+        from tlview.analyze.gate import measure
+
+        checks = measure(checks, rep.compiles, base)
+        opts = dataclasses.replace(opts, checks=tuple(checks))
     if compile_id is not None:
         from tlview.analyze.names import check_named
 
@@ -174,7 +203,7 @@ def report(
         from tlview.render import annotate
 
         for line in annotate.lines(sites(rep), annotations):
-            say(line)
+            say(line, command=annotations == "github")
     if checks:
         from tlview.analyze.gate import evaluate_report
         from tlview.analyze.summary import overview
@@ -195,6 +224,7 @@ def report(
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="Only this compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
@@ -227,8 +257,15 @@ def report(
     metavar="FILE",
     help="Write the rebuilt inputs with torch.save (format tlview.inputs/1).",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also rebuild each input as a fake and a meta tensor and say whether it rebuilds "
+    "(imports torch).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing FILE that tlview did not write.")
 @latest_option
+@launch_option
 def inputs(
     path: str,
     compile_id: str | None,
@@ -238,12 +275,16 @@ def inputs(
     max_bytes: str | None,
     allow_import: tuple[str, ...],
     emit: str | None,
+    check: bool,
     force: bool,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """List each compile's input tensors and rebuild them as fake, meta, zeros or random tensors."""
     from tlview.commands.listing import list_inputs, quiet_torch
+    from tlview.replay.thirdparty import check_names
 
+    check_names(allow_import)
     quiet_torch()
     path = newest(path) if latest else path
     from tlview.tensors.options import DEFAULT_MAX_BYTES
@@ -251,10 +292,14 @@ def inputs(
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
     # torch is imported while a second reader still reads a large log (and reads more of it):
-    # the listing's fake column needs dynamo's too, which FakeTensorMode imports.
-    job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
-    with meanwhile(job, ns):
-        rep = tlview.read(path, progress=on_terminal(sys.stderr))
+    # --check's fake column needs dynamo's too, which FakeTensorMode imports. The listing
+    # alone imports none of it.
+    warm: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if emit or check:
+        job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
+        warm = meanwhile(job, ns)
+    with warm:
+        rep = tlview.read(path, progress=on_terminal(sys.stderr), launch=launch)
     if emit is not None:
         summary = tlview.save_inputs(
             rep,
@@ -271,7 +316,7 @@ def inputs(
         return
     from tlview.analyze.names import compiles_with_inputs
 
-    list_inputs(rep, compiles_with_inputs(rep, compile_id), allow_import)
+    list_inputs(rep, compiles_with_inputs(rep, compile_id), allow_import, check)
 
 
 def _import_torch() -> None:
@@ -348,13 +393,46 @@ def diff(
         from tlview.render import annotate
 
         for line in annotate.lines(added(d), annotations):
-            say(line)
+            say(line, command=annotations == "github")
     if junit_xml is not None:
         from tlview.render import junit
 
         junit.write(junit_xml, force, f"tlview diff {base} {new}", verdicts)
         say(f"tlview: wrote {junit_xml}", err=True)
     gate(failures or [])
+
+
+def _report_checks(
+    fail_on: tuple[str, ...], baseline: str | None, junit_xml: str | None
+) -> tuple[list[Check], Report | None]:
+    """`report`'s --fail-on checks, and the run --baseline names (read)."""
+    checks: list[Check] = []
+    if fail_on:  # the gate imports the diff machinery: only for a run that asks for it
+        from tlview.analyze.gate import parse_checks
+
+        checks = parse_checks(fail_on, against_base=baseline is not None)
+    elif baseline is not None:
+        raise TlviewError(
+            "--baseline is what --fail-on checks are over: give --fail-on CHECKS too", EXIT_USAGE
+        )
+    _junit_needs_checks(junit_xml, checks)
+    return checks, _baseline(baseline, checks)
+
+
+def _baseline(path: str | None, checks: list[Check]) -> Report | None:
+    """The run `report --baseline` names, read (a stored report, or a log)."""
+    if path is None:
+        return None
+    from tlview.analyze.baseline import NEEDS_LOG, is_report, read_report
+
+    if not is_report(path):
+        return tlview.read(path, progress=on_terminal(sys.stderr))
+    for c in checks:
+        if c.measure in NEEDS_LOG:
+            raise TlviewError(
+                f"--fail-on {c.text!r}: needs the log of {path}, not a stored report", EXIT_USAGE
+            )
+    return read_report(path)
 
 
 def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
@@ -369,6 +447,7 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     help="The compile whose graph to re-run, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
@@ -449,6 +528,7 @@ def _junit_needs_checks(junit_xml: str | None, checks: list[Check]) -> None:
 )
 @click.option("--force", is_flag=True, help="Replace files in DIR that tlview did not write.")
 @latest_option
+@launch_option
 def repro(
     path: str,
     compile_id: str | None,
@@ -466,6 +546,7 @@ def repro(
     check_accuracy: bool,
     force: bool,
     latest: bool,
+    launch: int | None,
 ) -> None:
     """Write a script that re-runs a captured graph on inputs rebuilt from the log."""
     from tlview.commands.listing import quiet_torch
@@ -487,7 +568,9 @@ def repro(
     from tlview.units import parse_bytes
 
     limit = None if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
-    bar = _progress_reader(path)
+    from tlview.logs.progress import bar_for  # on stderr for a long read, on a terminal
+
+    bar = bar_for(path) if on_terminal(sys.stderr) else None
     out = Path(output) if output is not None else None
     if all_graphs:
         assert out is not None
@@ -495,7 +578,7 @@ def repro(
             path, out, backend=backend, device=device, mode=mode, seed=seed, run=run_now,
             force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
             allow_import=allow_import,
-            check_accuracy=check_accuracy,
+            check_accuracy=check_accuracy, launch=launch,
         )  # fmt: skip
         for line in make.summary_lines(outcomes, run_now):
             say(line)
@@ -518,7 +601,7 @@ def repro(
     o = tlview.repro(
         path, compile_id, out, backend=backend, device=device, mode=mode, seed=seed,
         run=run_now, force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
-        allow_import=allow_import, check_accuracy=check_accuracy,
+        allow_import=allow_import, check_accuracy=check_accuracy, launch=launch,
     )  # fmt: skip
     ran = run_now and o.status in ("ran", "mismatch", "inaccurate", "failed")
     for note in [] if ran else o.notes:  # a repro that ran printed its notes itself
@@ -542,6 +625,7 @@ def repro(
 @click.option(
     "--compile-id",
     "compile_id",
+    callback=lambda ctx, param, value: _plain_id(value),
     required=True,
     shell_complete=show_help.complete_ids,
     help="The compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
@@ -571,6 +655,7 @@ def repro(
     "when it is installed).",
 )
 @latest_option
+@launch_option
 def show(
     path: str,
     artifact: str | None,
@@ -581,6 +666,7 @@ def show(
     diff_with: str | None,
     diff_previous: bool,
     bytecode: bool,
+    launch: int | None,
 ) -> None:
     """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives,
     `NAME[SUBGRAPH]` for one of a region)."""
@@ -592,20 +678,15 @@ def show(
         show_passes.show(path, compile_id, artifact, asked, progress=on_terminal(sys.stderr))
         return
     if artifact is None:
-        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr))
+        named = tlview.artifacts(path, compile_id, progress=on_terminal(sys.stderr), launch=launch)
         show_help.list_artifacts(path, compile_id, named)
         return
-    p = tlview.artifact(path, compile_id, artifact, progress=on_terminal(sys.stderr))
-    show_help.write_artifact(artifact, p, raw)
-
-
-def _progress_reader(path: str) -> object:
-    """A rich progress bar on stderr for long reads on a terminal, else None."""
-    if not on_terminal(sys.stderr):
-        return None
-    from tlview.logs.progress import bar_for
-
-    return bar_for(path)
+    p, log = show_help.located(path, compile_id, artifact, on_terminal(sys.stderr), launch)
+    if log is None or not show_help.stream_artifact(p, log, raw):
+        p = tlview.artifact(
+            path, compile_id, artifact, progress=on_terminal(sys.stderr), launch=launch
+        )
+        show_help.write_artifact(artifact, p, raw)
 
 
 def run() -> None:

@@ -9,19 +9,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tlview.analyze.divergence import Fingerprint, find_in, fingerprint, process_name
-from tlview.errors import EXIT_NO_TRACE, TlviewError
+from tlview.analyze.launches import one_launch
+from tlview.errors import EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
-from tlview.logs.files import Opener, no_logs, open_log
+from tlview.logs.files import Opener, no_logs, open_log, skipped_notes
 from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
 from tlview.runtime.output import reading
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
 from tlview.runtime.store import CompileList, SpillFile
+
+if TYPE_CHECKING:
+    from tlview.analyze.divergence import Fingerprint
 
 
 def read(
@@ -30,12 +33,15 @@ def read(
     progress: Any = None,
     jobs: int | None = None,
     scheduler: str | None = None,
+    launch: int | None = None,
 ) -> Report:
     """Read every log PATH names; fail with one line when none of them holds a record.
 
     `progress`: True for a bar on stderr when the read is long, or a started `progress.Bar`.
     `jobs`: processes reading a directory's logs (default: the cores); `scheduler`: the address
-    of a Dask scheduler whose workers read the logs instead.
+    of a Dask scheduler whose workers read the logs instead. A folder that holds the logs of
+    several launches (programs run into one TORCH_TRACE folder) is refused unless `launch`
+    picks one (1 for the first to start).
     """
     text = str(path)
     shown = text if is_url(text) else str(Path(text))
@@ -70,7 +76,7 @@ def read(
             bar.close()
         if client is not None:
             client.close()
-    report = reduce(shown, reads, found.notes, found.directory)
+    report = reduce(shown, reads, found.notes, found.directory, launch)
     if not found.directory and len(report.ranks) > 1:
         report.graphs_compared = False
         report.notes.append(
@@ -142,29 +148,63 @@ def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
     return start
 
 
-def reduce(path: str, reads: list[Read], notes: list[str], directory: bool) -> Report:
-    """One report from the reads of a PATH's logs, in file order, with the ranks compared."""
+def reduce(
+    path: str, reads: list[Read], notes: list[str], directory: bool, launch: int | None = None
+) -> Report:
+    """One report from the reads of a PATH's logs, in file order, with the ranks compared: of
+    a folder, its one launch (or launch LAUNCH: analyze/launches.py)."""
     report = Report(path=path, notes=list(notes))
-    per_log: list[Fingerprint] = []
+    read = _logs_read(path, reads, directory, report.notes)
+    read = _launch(path, read, directory, launch, report.notes)
+    report.logs = [lg for lg, _ in read]
+    name_processes(report.logs)
+    report.notes += same_rank_notes(report.logs)
+    for lg, f in read:
+        if f is not None:
+            f.name = lg.process
+    per_log = [f for _, f in read if f is not None]
+    if len(per_log) > 1:  # ranks to compare: the analysis imported only then
+        from tlview.analyze.divergence import find_in
+
+        report.divergence = find_in(per_log)
+    return report
+
+
+Pair = tuple[LogIndex, "Fingerprint | None"]
+
+
+def _launch(
+    path: str, read: list[Pair], directory: bool, launch: int | None, notes: list[str]
+) -> list[Pair]:
+    """Of a folder's logs, those of its one launch, or of launch LAUNCH (noted in NOTES)."""
+    if not directory:
+        if launch not in (None, 1):
+            raise TlviewError(f"{path}: --launch {launch}: a file is one launch", EXIT_USAGE)
+        return read
+    kept, note = one_launch(path, [lg for lg, _ in read], launch)
+    notes += [note] if note else []
+    return [read[k] for k in kept]
+
+
+def _logs_read(path: str, reads: list[Read], directory: bool, notes: list[str]) -> list[Pair]:
+    """Each log read, with its fingerprint (None: not hashed); a folder's skipped files noted in
+    NOTES (in one note when there are many); the first failure raised; no log at all an error."""
+    read: list[Pair] = []
+    skipped: list[tuple[str, str]] = []
     for r in reads:
         if r.error is not None:
             raise TlviewError(*r.error)
         if r.skipped is not None:
             if not directory:
                 raise TlviewError(f"{path}: {r.skipped}", EXIT_NO_TRACE)
-            report.notes.append(f"skipped {r.source.name}: {r.skipped}")
+            skipped.append((r.source.name, r.skipped))
             continue
-        report.logs.extend(r.logs)
-        per_log.extend(r.fingerprints)
-    if not report.logs:
+        fps: list[Fingerprint | None] = list(r.fingerprints) or [None] * len(r.logs)
+        read += zip(r.logs, fps, strict=True)
+    notes += skipped_notes(skipped)
+    if not read:
         raise TlviewError(f"{path}: no TORCH_TRACE record in any log", EXIT_NO_TRACE)
-    name_processes(report.logs)
-    report.notes += same_rank_notes(report.logs)
-    for r in reads:
-        for lg, f in zip(r.logs, r.fingerprints, strict=False):
-            f.name = lg.process
-    report.divergence = find_in(per_log)
-    return report
+    return read
 
 
 def name_processes(logs: list[LogIndex]) -> None:
@@ -174,7 +214,13 @@ def name_processes(logs: list[LogIndex]) -> None:
     for log in logs:
         if log.rank is not None:
             n = seen[log.rank] = seen.get(log.rank, 0) + 1
-            log.process = process_name(log.rank, n)
+            log.process = _process_name(log.rank, n)
+
+
+def _process_name(rank: int, n: int) -> str:
+    from tlview.analyze.divergence import process_name
+
+    return process_name(rank, n)
 
 
 def same_rank_notes(logs: list[LogIndex]) -> list[str]:
@@ -252,6 +298,8 @@ def read_one(
     hashed = keep is None or keep.ranks
     if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
         return Read(src, logs, [])
+    from tlview.analyze.divergence import fingerprint
+
     return Read(src, logs, [fingerprint(log, graphs=hashed) for log in logs])
 
 

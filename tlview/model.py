@@ -7,7 +7,10 @@ import functools
 import re
 from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+
+if TYPE_CHECKING:
+    from tlview.aside import CodeState, Lined, Loose, RunMetrics, Trouble
 
 Dim = int | str  # a size, stride or offset: an int, or a symbolic expression as logged ("s0", "j1")
 
@@ -159,6 +162,8 @@ class Payload:
     # the region torch's regional inductor compiled it for (`subgraph_name`, torch 2.13), so
     # two `fx_graph_runnable` of one compile can be told apart
     subgraph: str | None = None
+    # False: the md5 was not checked (no report read this payload's bytes; docs/formats.md).
+    checked: bool = True
 
     @property
     def absent(self) -> bool:
@@ -349,6 +354,7 @@ class Symbol:
     reason: str | None = None
     where: StackFrame | None = None
     describer: int | None = None  # the fake mode whose tensors were described last before it
+    origin: StackFrame | None = None  # its record's stack's user frame (`where`: user_stack's)
 
 
 @pickled_by_fields
@@ -558,6 +564,10 @@ class Compile:
     end: str | None = None
     events_dropped: int = 0
     recompile: Recompile | None = None  # recompiles: index/recompiles.py (`explain_frame`)
+    runtime: list[RunMetrics] = field(default_factory=list)  # tlview.aside: work when it ran,
+    troubles: list[Trouble] = field(default_factory=list)  # failures logged as artifacts,
+    code_states: list[CodeState] = field(default_factory=list)  # profile-guided code states,
+    loose: list[Loose] = field(default_factory=list)  # of `-/-`: records without an id
 
     @property
     def key(self) -> str:
@@ -611,6 +621,9 @@ class Compile:
             o.line += n
         for k in self.provenance:
             k.line += n
+        aside: list[Lined] = [*self.runtime, *self.troubles, *self.code_states, *self.loose]
+        for a in aside:
+            a.line += n
         self.graph_breaks = shifted_breaks(self.graph_breaks, n)
         seen: set[int] = set()  # a tensor or storage can be in several sets: move it once
         described: list[TensorDesc | StorageDesc] = []
@@ -633,21 +646,6 @@ class Compile:
 def shifted_breaks(breaks: list[GraphBreak], n: int) -> list[GraphBreak]:
     """Graph breaks with their log lines moved by n (see `Compile.shift_lines`)."""
     return [replace(b, line=b.line + n) for b in breaks]
-
-
-@dataclass(slots=True)
-class BreakSummary:
-    """One graph-break reason over a whole log or job, with where and how often it happened."""
-
-    reason: str
-    count: int = 0
-    where: dict[str, int] = field(default_factory=dict)  # "file:line" -> count
-    compiles: list[str] = field(default_factory=list)  # "log#compile" keys, first few
-    # Of its first: the line naming it, what torch says it is about, its hints, debug context.
-    title: str = ""
-    explanation: str | None = None
-    hints: tuple[str, ...] = ()
-    context: str | None = None
 
 
 @dataclass(slots=True)

@@ -16,7 +16,8 @@ from typing import IO, Any
 
 import orjson
 
-from tlview.logs.files import Opener, open_log
+from tlview.logs.files import Opener, file_size, open_log
+from tlview.logs.lenient import NOT_JSON, json_error, lenient_json, python_json
 from tlview.model import BadLine, CompileId
 
 CHUNK = 1 << 22  # bytes read at a time; a record longer than this is read whole
@@ -45,7 +46,11 @@ _SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
 
 @dataclass(slots=True)
 class Record:
-    """One structured-trace record: its kind, its fields and its payload if it had one."""
+    """One structured-trace record: its kind, its fields and its payload if it had one.
+
+    A payload's md5 is checked when its bytes are first asked for (`payload`, `payload_ok`,
+    `text`): a report that only measures a payload (its size, its lines) never hashes it, and
+    says so (`payload_checked`). A mismatch found then is a bad line, as one found reading."""
 
     kind: str
     body: Any  # the value under the kind key, usually a dict
@@ -54,9 +59,51 @@ class Record:
     pid: int
     time: str  # "MMDD HH:MM:SS.ffffff" from the prefix
     rank: int | None
-    payload: bytes | None = None  # md5-checked payload bytes (UTF-8 text)
-    payload_ok: bool = True
     payload_lines: int = 0
+    # The payload lines as read, each TAB-led, until the md5 is checked (then None).
+    raw: bytes | None = None
+    checker: Reader | None = None  # checks `raw` against the md5 when its bytes are asked for
+    data: bytes | None = None  # the payload's bytes (UTF-8 text), once read and checked
+    ok: bool = True  # the md5 matched (or there was none to check)
+
+    @property
+    def payload(self) -> bytes | None:
+        """The payload's bytes, its md5 checked (on first use); None when it has none."""
+        self.check()
+        return self.data
+
+    @property
+    def payload_ok(self) -> bool:
+        """Whether the md5 matched, or there was none to check (checking it first)."""
+        self.check()
+        return self.ok
+
+    @property
+    def payload_checked(self) -> bool:
+        """False while the payload's md5 is unchecked: it was only measured (True when it was
+        checked, or there is no payload or no md5 to check it by)."""
+        return self.raw is None
+
+    @property
+    def present(self) -> bool:
+        """Whether payload lines followed the record line (read, or measured only)."""
+        return self.raw is not None or self.data is not None
+
+    @property
+    def payload_size(self) -> int:
+        """The payload's bytes without its lines' TABs, counted without checking it."""
+        if self.raw is not None:
+            return len(self.raw) - self.payload_lines
+        return len(self.data or b"")
+
+    def check(self) -> None:
+        """Read the payload's bytes and check them against its md5, if not done yet."""
+        if self.raw is None:
+            return
+        raw, self.raw = self.raw, None
+        expected = self.meta.get("has_payload")
+        assert self.checker is not None and isinstance(expected, str)
+        self.checker.check(self, raw, expected)
 
     @property
     def compile_id(self) -> CompileId | None:
@@ -64,9 +111,10 @@ class Record:
 
     def text(self, limit: int | None = None) -> str:
         """The payload as text, at most `limit` bytes of it."""
-        if self.payload is None:
+        payload = self.payload
+        if payload is None:
             return ""
-        data = self.payload if limit is None else self.payload[:limit]
+        data = payload if limit is None else payload[:limit]
         return data.decode("utf-8", errors="replace")
 
 
@@ -260,6 +308,8 @@ class Reader:
         if self.span is not None:
             pos = f.seek(self.span[0])
             left = self.span[1] - self.span[0]
+        elif not compressed:
+            left = file_size(f)  # a log still growing is read as it was, as a mapped one is
         while True:
             want = CHUNK if left is None else min(CHUNK, left)
             parts: list[bytes] = []
@@ -393,9 +443,12 @@ class Reader:
         if led:
             assert rest is not None
             rec.payload_lines = lines
-            self._payload(rec, rest, expected)
+            if self.verify and isinstance(expected, str):
+                rec.raw, rec.checker = rest, self  # checked when its bytes are asked for
+            else:
+                self._payload(rec, rest, expected)
         elif expected is not None:
-            rec.payload_ok = False
+            rec.ok = False
             self.bad(line, "record says it has a payload but none follows (log cut short?)")
         if not led and rest and b"\n\t" in rest:  # TAB lines, but a blank line before them
             self._stray(line, rest, rest.index(b"\n\t") + 1)
@@ -419,7 +472,7 @@ class Reader:
         rec = self._record(head, u.line)
         if rec is None:
             return None, after
-        rec.payload_ok = u.led is not True and rec.meta.get("has_payload") is None
+        rec.ok = u.led is not True and rec.meta.get("has_payload") is None
         if u.led:
             rec.payload_lines = u.breaks
             what = f"payload of {rec.kind}: {u.rest:,} bytes in {u.breaks:,} lines"
@@ -434,43 +487,40 @@ class Reader:
         self.bad(line + rest.count(b"\n", 0, tab) + 1, _STRAY)
 
     def _payload(self, rec: Record, raw: bytes, expected: Any) -> None:
-        checked = self.verify and isinstance(expected, str)
-        # With an md5 to check it, the fast way of removing the TABs is safe to try first.
-        data = _untab(raw) if checked else _exact(raw)
+        """A payload with no md5 to check it by: its bytes read now."""
+        rec.data = _exact(raw)
         if expected is None:
-            rec.payload = data
             self.bad(rec.line + 1, "payload lines under a record without has_payload")
-            rec.payload_ok = False
-            return
-        if not self.verify:
-            rec.payload = data
-            return
-        if not isinstance(expected, str):
-            rec.payload = data
-            rec.payload_ok = False
+            rec.ok = False
+        elif self.verify:
+            rec.ok = False
             self.bad(rec.line, f"has_payload is not an md5 string: {_short(expected)}")
-            return
+
+    def check(self, rec: Record, raw: bytes, expected: str) -> None:
+        """Read a payload's bytes and check them against its md5: a mismatch is a bad line."""
+        # With an md5 to check it, the fast way of removing the TABs is safe to try first.
+        data = _untab(raw)
         if hashlib.md5(data, usedforsecurity=False).hexdigest() == expected:
-            rec.payload = data
+            rec.data = data
             return
         exact = _exact(raw)
         if exact != data and hashlib.md5(exact, usedforsecurity=False).hexdigest() == expected:
-            rec.payload = exact
+            rec.data = exact
             return
         data = exact
         for fixed in _repairs(data):
             if hashlib.md5(fixed, usedforsecurity=False).hexdigest() == expected:
-                rec.payload = fixed
+                rec.data = fixed
                 return
         blank = _BLANK_THEN_TAB.search(raw)
         if blank is not None:  # the payload, then a blank line and TAB lines of no record
             whole = _exact(raw[: blank.start()])
             if hashlib.md5(whole, usedforsecurity=False).hexdigest() == expected:
-                rec.payload = whole
+                rec.data = whole
                 self._stray(rec.line, raw, blank.end() - 1)
                 return
-        rec.payload = data
-        rec.payload_ok = False
+        rec.data = data
+        rec.ok = False
         self.bad(
             rec.line + 1,
             f"payload of {rec.kind} does not match its md5 (cut short or altered); "
@@ -514,11 +564,11 @@ class Reader:
         try:
             meta = orjson.loads(head[j + 2 :])
         except orjson.JSONDecodeError as e:
-            meta = _python_json(head[j + 2 :])
-            if meta is _NOT_JSON:
-                meta = _lenient_json(head[j + 2 :])
+            meta = python_json(head[j + 2 :])
+            if meta is NOT_JSON:
+                meta = lenient_json(head[j + 2 :])
                 if meta is None:
-                    return None, f"record is not valid JSON ({_json_error(e)})"
+                    return None, f"record is not valid JSON ({json_error(e)})"
                 self.bad(line, "record is not valid UTF-8; bad bytes replaced")
         if not isinstance(meta, dict) or not meta:
             return None, "record is not a JSON object with an event kind"
@@ -576,74 +626,6 @@ def _repairs(data: bytes) -> Iterator[bytes]:
         yield lf.rstrip(b"\n")
     if data.endswith(b"\n"):
         yield data.rstrip(b"\n")
-
-
-_NOT_JSON = object()
-
-
-def _python_json(data: bytes) -> Any:
-    """A record as Python's json reads it: torch writes records with `json.dumps`, which writes
-    a float metric that is NaN or infinite as `NaN`/`Infinity`, where orjson refuses them; and
-    an integer over 64 bits (as text). _NOT_JSON when it is not that either, or holds what no
-    report could write back (lone surrogates)."""
-    import json  # already imported by orjson's own module
-
-    # Checked as read, never by encoding it again: orjson dies on a signal, not an error, when
-    # a long line's copy does not fit in the process's address space.
-    try:
-        meta = json.loads(data.decode("utf-8"), parse_int=_int64)
-    except (ValueError, RecursionError, TypeError):
-        return _NOT_JSON
-    if _SURROGATE.search(data) is not None and not _encodable(meta):
-        return _NOT_JSON
-    return meta
-
-
-_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # an escaped surrogate: a lone one cannot be written
-
-
-def _int64(text: str) -> int | str:
-    """An integer as orjson reads and writes them (64 bits, signed or not); a longer one as
-    its digits, a string where a number should be: a field of the wrong type, reported."""
-    v = int(text) if len(text) < 21 else None
-    return v if v is not None and -(1 << 63) <= v < 1 << 64 else text
-
-
-def _encodable(v: Any) -> bool:
-    """Whether every string in a JSON value is valid Unicode (no lone surrogate)."""
-    todo = [v]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, str):
-            try:
-                x.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-        elif isinstance(x, dict):
-            todo.extend(x.keys())
-            todo.extend(x.values())
-        elif isinstance(x, list):
-            todo.extend(x)
-    return True
-
-
-def _lenient_json(data: bytes) -> Any:
-    """Parse a record whose only fault is invalid UTF-8; None if it is broken otherwise."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None
-    return None
-
-
-def _json_error(e: orjson.JSONDecodeError) -> str:
-    msg = str(e.msg if hasattr(e, "msg") else e)
-    pos = getattr(e, "pos", None)
-    return f"{msg} at column {pos + 1}" if isinstance(pos, int) else msg
 
 
 def _short(v: Any, n: int = 40) -> str:

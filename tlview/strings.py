@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tlview.errors import EXIT_NO_TRACE, TlviewError
+from tlview.inert import one_line
 
 # A string this long or longer is written where it first occurs and referred to after that.
 MIN_CHARS = 200
@@ -108,6 +109,7 @@ class Names:
         self.prefix = ""
 
     def shown(self, s: str) -> str:
+        s = one_line(s)  # a file name is one line wherever it is shown
         if len(s) < MIN_CHARS:
             return s
         head, tail = _place(s)

@@ -108,12 +108,13 @@ def itemsize(dtype: str) -> int | None:
     return None
 
 
-def short_path(p: str | None, keep: int = 2) -> str:
-    """A file by its last KEEP parts (`pkg/f.py`): enough to know it, short enough for a column."""
+def short_path(p: str | None) -> str:
+    """A file as every table of the terminal and the page names it: its folder and its name
+    (`pkg/f.py`), enough to know it, short enough for a column; the one rule for all of them."""
     if not p:
         return ""
     parts = p.replace("\\", "/").split("/")
-    return "/".join(parts[-keep:])
+    return "/".join(parts[-2:])
 
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)

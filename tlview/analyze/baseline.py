@@ -1,21 +1,24 @@
-"""A stored baseline: a `tlview.report/2` file (what an earlier CI run uploaded; `/1`, what
-tlview wrote before, too) read back as a Report, so `tlview diff BASE NEW` needs BASE's JSON,
-not its log.
+"""A stored baseline: a `tlview.report/2` file (or `/1`, what tlview wrote before) (what an earlier CI run uploaded) read back as
+a Report, so `tlview diff BASE NEW` needs BASE's JSON, not its log.
 
 What the JSON does not hold stays empty: payload texts, the inputs' described tensors (so no
 input changes are found against a stored BASE: `--fail-on input-changes` needs its log), and
 symbols. Everything else `tlview diff` compares is there: frames, statuses, graph breaks,
-failed guards, failures, metrics (times, graph ops), cache events."""
+failed guards, failures, metrics (times, graph ops), cache events, and each compile's spans (its
+phases, for `--fail-on phase:NAME`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from tlview.analyze.stored import Damaged, Fields, Strings
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.model import (
+    STATUSES,
     CacheEvent,
     Compile,
     CompileId,
@@ -25,12 +28,14 @@ from tlview.model import (
     InputChange,
     LogIndex,
     OutsideCompile,
+    Phase,
     Recompile,
     Report,
     StackFrame,
+    Status,
     TensorDesc,
 )
-from tlview.strings import expand
+from tlview.strings import TABLE
 
 FORMAT = "tlview.report/2"
 FORMATS = ("tlview.report/1", FORMAT)  # /1: each attempt and `-/-` in `compiles`
@@ -50,27 +55,27 @@ def is_report(path: str | Path) -> bool:
 
 
 def read_report(path: str | Path) -> Report:
-    """The one reader of a stored `tlview.report/2` (or `/1`) file: its JSON, expanded, as a
-    Report. A file that is not one, or holds only some compiles, is one line naming it."""
+    """The one reader of a stored `tlview.report/2` (or `/1`) file: its JSON, each field tlview reads
+    checked (`Fields`), as a Report. A file that is not one, holds a field tlview does not write
+    there, or holds only some compiles, is one line naming it and the field (exit 1)."""
     try:
         doc = orjson.loads(Path(path).read_bytes())
     except (OSError, orjson.JSONDecodeError) as e:
         raise TlviewError(f"{path}: not a readable {FORMAT} file: {e}", EXIT_NO_TRACE) from None
     if not isinstance(doc, dict) or doc.get("format") not in FORMATS:
         raise TlviewError(f"{path}: not a {FORMAT} file", EXIT_NO_TRACE)
+    fmt = doc["format"]
     try:
-        doc = expand(doc)  # long strings written once, put back where they were referred to
-    except TlviewError as e:
-        raise TlviewError(f"{path}: {e.message}", EXIT_NO_TRACE) from None
-    try:
-        report = _report(_attempts(doc), str(path))
-    except (TypeError, ValueError, KeyError, AttributeError) as e:
-        raise TlviewError(f"{path}: a damaged {doc['format']} file: {e!r}", EXIT_NO_TRACE) from None
-    stated = (doc.get("stats") or {}).get("compiles")
+        top = Fields(doc, "", Strings(doc.get(TABLE)))
+        report = _report(top, str(path), fmt == FORMAT)
+        stated = top.obj("stats").integer("compiles")
+    except Damaged as e:
+        raise TlviewError(f"{path}: a damaged {fmt} file: {e}", EXIT_NO_TRACE) from None
     # /2 counts no attempt that restarted and no graph export traced; /1 counted each
-    counted = doc["format"] == FORMAT
-    got = sum(1 for c in report.compiles if c.id is not None and not (counted and _uncounted(c)))
-    if isinstance(stated, int) and stated != got:
+    got = sum(
+        1 for c in report.compiles if c.id is not None and not (fmt == FORMAT and _uncounted(c))
+    )
+    if stated is not None and stated != got:
         raise TlviewError(
             f"{path}: holds {got} of its {stated} compiles (written with --compile-id?): "
             "store the whole report as a baseline",
@@ -79,164 +84,197 @@ def read_report(path: str | Path) -> Report:
     return report
 
 
-def _attempts(doc: dict[str, Any]) -> dict[str, Any]:
-    """A `/2` document as `/1` lists its compiles (see `every_attempt`)."""
-    if doc["format"] != FORMAT:
-        return doc
-    return {**doc, "compiles": every_attempt(doc)}
-
-
 def every_attempt(doc: dict[str, Any]) -> list[Any]:
     """Every compile and attempt of a `tlview.report/2` document, as `/1` listed them: each log's
     records outside any compile first, then each attempt in order (those that restarted just
-    before the compile they restarted into)."""
+    before the compile they restarted into). What is no object is left where it was, for the
+    reader that checks each field to name it."""
     outside: dict[Any, list[Any]] = {}
-    for o in doc.get("outside") or []:
-        outside.setdefault(o["log"], []).append(o)
+    for o in _list(doc.get("outside")):
+        outside.setdefault(o.get("log") if isinstance(o, dict) else None, []).append(o)
     flat: list[Any] = []
-    for c in doc["compiles"]:
-        flat += outside.pop(c["log"], [])
-        flat += [*(c.get("attempts") or []), c]
+    for c in _list(doc.get("compiles")):
+        if isinstance(c, dict):
+            flat += outside.pop(c.get("log"), [])
+            flat += _list(c.get("attempts"))
+        flat.append(c)
     for rest in outside.values():
         flat += rest
     return flat
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
 
 
 def _uncounted(c: Compile) -> bool:
     return c.status in ("restarted", "traced")
 
 
-def _frame(d: Any) -> StackFrame | None:
-    if not isinstance(d, dict):
-        return None
-    return StackFrame(str(d.get("file") or ""), int(d.get("line") or 0), str(d.get("name") or ""))
+def _frame(f: Fields) -> StackFrame:
+    return StackFrame(
+        f.file("file") or "", f.integer("line") or 0, f.text("name") or "", f.text("loc")
+    )
 
 
-def _opt_int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _strs(v: Any) -> list[str]:
-    return [str(x) for x in v] if isinstance(v, list) else []
-
-
-def _id(d: dict[str, Any]) -> CompileId | None:
-    if d.get("compile_id") is None:
+def _id(d: Fields) -> CompileId | None:
+    if d.text("compile_id") is None:
         return None
     return CompileId(
-        _opt_int(d.get("frame_id")),
-        _opt_int(d.get("frame_compile_id")),
-        _opt_int(d.get("attempt")) or 0,
-        _opt_int(d.get("compiled_autograd_id")),
-        max((_opt_int(d.get("run")) or 1) - 1, 0),
+        d.integer("frame_id"),
+        d.integer("frame_compile_id"),
+        d.integer("attempt") or 0,
+        d.integer("compiled_autograd_id"),
+        max((d.integer("run") or 1) - 1, 0),
     )
 
 
-def _recompile(d: Any) -> Recompile | None:
-    if not isinstance(d, dict):
+def _recompile(d: Fields | None) -> Recompile | None:
+    if d is None:
         return None
     changes = [
-        InputChange(str(x["source"]), str(x["field"]), x.get("before"), x.get("after"))
-        for x in d.get("input_changes") or []
+        InputChange(
+            x.need_text("source"), x.need_text("field"), x.value("before"), x.value("after")
+        )
+        for x in d.items("input_changes")
     ]
     return Recompile(
-        d.get("previous"), _strs(d.get("reasons")), changes, bool(d.get("limit_hit")),
-        bool(d.get("inputs_compared")),
+        d.text("previous"), d.strs("reasons"), changes, d.flag("limit_hit"),
+        d.flag("inputs_compared"),
     )  # fmt: skip
 
 
-def _input(d: dict[str, Any]) -> Input:
+def _input(d: Fields) -> Input:
     """An input as the JSON lists it: its tensor's logged fields (no storage, base or grad)."""
-    fields = d.get("fields")
-    tensor = TensorDesc(
-        _opt_int(d.get("tensor_id")) or 0, fields if isinstance(fields, dict) else {}
-    )
+    tensor = TensorDesc(d.integer("tensor_id") or 0, d.raw("fields") or {})
     return Input(
-        tensor, _strs(d.get("sources")), None, d.get("storage"),
-        _opt_int(d.get("describer")) or 0, _opt_int(d.get("alias_group")),
-        superseded=bool(d.get("superseded")),
+        tensor, d.strs("sources"), None, d.text("storage"), d.integer("describer") or 0,
+        d.integer("alias_group"), superseded=d.flag("superseded"),
     )  # fmt: skip
 
 
-def compile_of(d: dict[str, Any]) -> Compile:
+def _status(d: Fields) -> Status:
+    got = d.text("status") or "incomplete"
+    for s in STATUSES:
+        if s == got:
+            return s
+    raise Damaged(f"{d.where}.status is {got!r}, no status tlview writes")
+
+
+def compile_of(d: Fields) -> Compile:
     """One compile of the JSON, with what `diff` and the gate read of it."""
-    metrics = d.get("metrics")
     return Compile(
         id=_id(d),
-        log=str(d.get("log") or ""),
-        pid=_opt_int(d.get("pid")),
-        rank=_opt_int(d.get("rank")),
-        status=d.get("status") or "incomplete",
-        first_line=_opt_int(d.get("first_log_line")) or 0,
-        last_line=_opt_int(d.get("last_log_line")) or 0,
-        stack=[f for x in d.get("stack") or [] if (f := _frame(x)) is not None],
-        function=d.get("function"),
-        file=d.get("file"),
-        firstline=_opt_int(d.get("line")),
-        fail_type=d.get("fail_type"),
-        fail_reason=d.get("fail_reason"),
-        fail_where=d.get("fail_where"),
-        restart_reasons=_strs(d.get("restart_reasons")),
-        recompile_reasons=_strs(d.get("recompile_reasons")),
-        graph_breaks=[
-            GraphBreak(str(g["reason"]), g.get("where"), _opt_int(g.get("log_line")) or 0)
-            for g in d.get("graph_breaks") or []
-            # /2 lists with a compile the breaks of its attempts that restarted: theirs
-            if g.get("attempt", d.get("key")) == d.get("key")
-        ],
-        metrics=metrics if isinstance(metrics, dict) else None,
-        bwd_metrics=[m for m in d.get("bwd_metrics") or [] if isinstance(m, dict)],
+        log=d.text("log") or "",
+        pid=d.integer("pid"),
+        rank=d.integer("rank"),
+        status=_status(d),
+        first_line=d.integer("first_log_line") or 0,
+        last_line=d.integer("last_log_line") or 0,
+        stack=[_frame(f) for f in d.items("stack")],
+        function=d.text("function"),
+        file=d.file("file"),
+        firstline=d.integer("line"),
+        fail_type=d.text("fail_type"),
+        fail_reason=d.text("fail_reason"),
+        fail_where=d.text("fail_where"),
+        restart_reasons=d.strs("restart_reasons"),
+        recompile_reasons=d.strs("recompile_reasons"),
+        graph_breaks=[b for g in d.items("graph_breaks") if (b := _break(g, d)) is not None],
+        metrics=d.raw("metrics"),
+        bwd_metrics=[m.d for m in d.items("bwd_metrics")],
         cache=[
-            CacheEvent(str(e["cache"]), str(e["outcome"]), e.get("key"), e.get("reason"))
-            for e in d.get("cache") or []
+            CacheEvent(
+                e.need_text("cache"), e.need_text("outcome"), e.text("key"), e.text("reason")
+            )
+            for e in d.items("cache")
         ],
         export_issues=[
-            ExportIssue(str(x.get("kind")), 0, str(x.get("subject")), str(x.get("detail")))
-            for x in d.get("export_issues") or []
+            ExportIssue(x.text("kind") or "", 0, x.text("subject") or "", x.text("detail") or "")
+            for x in d.items("export_issues")
         ],
         outside=[
             OutsideCompile(
-                _opt_int(o.get("log_line")) or 0,
-                o.get("seconds"),
-                o.get("fail_type"),
-                o.get("fail_reason"),
+                o.integer("log_line") or 0,
+                o.number("seconds"),
+                o.text("fail_type"),
+                o.text("fail_reason"),
             )  # fmt: skip
-            for o in d.get("outside_compiles") or []
+            for o in d.items("outside_compiles")
         ],
-        recompile=_recompile(d.get("recompile")),
-        inputs=[_input(i) for i in d.get("inputs") or [] if isinstance(i, dict)],
+        recompile=_recompile(d.maybe("recompile")),
+        inputs=[_input(i) for i in d.items("inputs")],
+        phases=[_phase(x) for x in d.items("phases")],
     )
 
 
-def _report(doc: dict[str, Any], path: str) -> Report:
+def _log(x: Fields) -> LogIndex:
+    return LogIndex(
+        path=x.text("path") or "",
+        name=x.text("name") or "",
+        pid=x.integer("pid"),
+        rank=x.integer("rank"),
+        torch_version=x.text("torch_version"),
+        lines=x.integer("lines") or 0,
+        records=x.integer("records") or 0,
+        bad_count=x.integer("bad_lines") or 0,
+        first_time=x.text("first_time"),
+        last_time=x.text("last_time"),
+        rank_from=x.text("rank_from"),
+        process=x.text("process") or "",
+        compiles=[],
+    )
+
+
+def _entries(doc: Fields, attempts: bool) -> Iterator[Fields]:
+    """Each compile as `/1` lists them; with `attempts` (`/2`), each log's records outside any
+    compile first, then each compile's attempts that restarted, then the compile."""
+    if not attempts:
+        yield from doc.items("compiles")
+        return
+    outside: dict[str | None, list[Fields]] = {}
+    for o in doc.items("outside"):
+        outside.setdefault(o.text("log"), []).append(o)
+    for c in doc.items("compiles"):
+        yield from outside.pop(c.text("log"), [])
+        yield from c.items("attempts")
+        yield c
+    for rest in outside.values():
+        yield from rest
+
+
+def _break(g: Fields, c: Fields) -> GraphBreak | None:
+    """A compile's graph break, each field checked; None for one `/2` lists with a compile but
+    an attempt of it that restarted logged (the attempt lists it as its own)."""
+    b = GraphBreak(g.need_text("reason"), g.text("where"), g.integer("log_line") or 0)
+    return b if (g.text("attempt") or c.text("key")) == c.text("key") else None
+
+
+def _phase(d: Fields) -> Phase:
+    """A compile's span as the JSON lists it (for `--fail-on phase:NAME`)."""
+    return Phase(
+        d.need_text("name"),
+        d.number("start_us") or 0.0,
+        d.number("dur_us"),
+        d.integer("depth") or 0,
+    )
+
+
+def _report(doc: Fields, path: str, attempts: bool) -> Report:
     logs: dict[str, LogIndex] = {}
-    for x in doc.get("logs") or []:
-        log = LogIndex(
-            path=str(x.get("path") or ""),
-            name=str(x.get("name") or ""),
-            pid=_opt_int(x.get("pid")),
-            rank=_opt_int(x.get("rank")),
-            torch_version=x.get("torch_version"),
-            lines=_opt_int(x.get("lines")) or 0,
-            records=_opt_int(x.get("records")) or 0,
-            bad_count=_opt_int(x.get("bad_lines")) or 0,
-            first_time=x.get("first_time"),
-            last_time=x.get("last_time"),
-            rank_from=x.get("rank_from"),
-            process=x.get("process") or "",
-            compiles=[],
-        )
+    for x in doc.items("logs"):
+        log = _log(x)
         logs[log.name] = log
-    for d in doc.get("compiles") or []:
+    for d in _entries(doc, attempts):
         c = compile_of(d)
         if c.log not in logs:  # a compile of a log the file does not list: a log of its own
             logs[c.log] = LogIndex(path=c.log, name=c.log, compiles=[])
         kept = logs[c.log].compiles
         assert isinstance(kept, list)
         kept.append(c)
-    stats = doc.get("stats") or {}
+    stats = doc.obj("stats")
     first = next(iter(logs.values()), None)
     if first is not None:  # the record kinds are in the run's figures only, not per log
-        first.kinds = dict(stats.get("kinds") or {})
-        first.unknown_kinds = dict(stats.get("unknown_kinds") or {})
-    return Report(path=path, logs=list(logs.values()), notes=_strs(doc.get("notes")))
+        first.kinds = stats.counts("kinds")
+        first.unknown_kinds = stats.counts("unknown_kinds")
+    return Report(path=path, logs=list(logs.values()), notes=doc.strs("notes"))

@@ -51,17 +51,23 @@ def parity(c: Compile) -> Parity | None:
         out.schedule += [str(x) for x in m.get("ops") or ()]
     for m in codes:
         out.code += [str(op) for op, _ in _calls(m)]
+    out.problems = _problems(schedules, codes)
+    return out
+
+
+def _problems(schedules: list[dict[str, Any]], codes: list[dict[str, Any]]) -> list[str]:
+    """Where each graph's schedule and output code part, at most MAX_PROBLEMS and a count."""
+    out = []
     if len(schedules) != len(codes):
-        out.problems.append(
+        out.append(
             f"{_n(len(schedules), 'collective schedule')}, "
             f"{_n(len(codes), 'output code')} calling collectives"
         )
     for k, (sched, code) in enumerate(zip(schedules, codes, strict=False)):
         where = f"graph {k + 1}: " if len(codes) > 1 else ""
-        out.problems += [where + p for p in _pair(sched, code)]
-    if len(out.problems) > MAX_PROBLEMS:
-        more = len(out.problems) - MAX_PROBLEMS
-        out.problems = out.problems[:MAX_PROBLEMS] + [f"and {more} more"]
+        out += [where + p for p in _pair(sched, code)]
+    if len(out) > MAX_PROBLEMS:
+        out = out[:MAX_PROBLEMS] + [f"and {len(out) - MAX_PROBLEMS} more"]
     return out
 
 
@@ -79,32 +85,38 @@ def _calls(m: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _pair(schedule: dict[str, Any], code: dict[str, Any]) -> list[str]:
     """What differs between one schedule and the output code it was made for."""
-    problems = []
     sched = [str(x) for x in schedule.get("ops") or ()]
     calls = _calls(code)
     ops = [op for op, _ in calls]
-    n_sched, n_code = schedule.get("collectives"), code.get("calls")
-    whole = len(sched) == n_sched and len(calls) == n_code  # neither list was cut short
+    whole = len(sched) == schedule.get("collectives") and len(calls) == code.get("calls")
+    return _order(sched, ops, whole) + _waits(calls, whole)  # whole: neither list was cut short
+
+
+def _order(sched: list[str], ops: list[str], whole: bool) -> list[str]:
+    """The first collective the two order differently, or the ones only one of them has."""
     for n, (a, b) in enumerate(zip(sched, ops, strict=False)):
         if a != b:
-            problems.append(f"collective {n + 1} is {a} in the schedule, {b} in the output code")
-            break
-    else:
-        if whole and len(sched) != len(ops):
-            longer, name = (sched, "schedule") if len(sched) > len(ops) else (ops, "output code")
-            extra = ", ".join(longer[min(len(sched), len(ops)) :][:4])
-            problems.append(
-                f"the schedule has {_n(len(sched), 'collective')} and the output code "
-                f"{len(ops)}: only the {name} has {extra} (from {min(len(sched), len(ops)) + 1})"
-            )
-    # Each collective's buffer is waited on later in the code; each wait is on a collective's.
+            return [f"collective {n + 1} is {a} in the schedule, {b} in the output code"]
+    if not whole or len(sched) == len(ops):
+        return []
+    longer, name = (sched, "schedule") if len(sched) > len(ops) else (ops, "output code")
+    k = min(len(sched), len(ops))
+    extra = ", ".join(longer[k:][:4])
+    return [
+        f"the schedule has {_n(len(sched), 'collective')} and the output code "
+        f"{len(ops)}: only the {name} has {extra} (from {k + 1})"
+    ]
+
+
+def _waits(calls: list[tuple[str, str]], whole: bool) -> list[str]:
+    """Each collective's buffer is waited on later in the code; each wait is on a collective's."""
+    problems = []
     pending: dict[str, tuple[int, str]] = {}
     for n, (op, buf) in enumerate(calls, 1):
-        if op == WAIT:
-            if pending.pop(buf, None) is None and not _is_input(buf):
-                problems.append(f"wait_tensor {n} ({buf}) waits on no collective")
-        else:
+        if op != WAIT:
             pending[buf] = (n, op)
+        elif pending.pop(buf, None) is None and not _is_input(buf):
+            problems.append(f"wait_tensor {n} ({buf}) waits on no collective")
     if whole:
         problems += [f"{op} {n} ({buf}) has no wait_tensor" for buf, (n, op) in pending.items()]
     return problems

@@ -4,7 +4,7 @@ out a status, a reason or a stack of its own, so text, JSON, page and Markdown s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -398,17 +398,19 @@ def _reason(a: Analysis) -> str:
             "never finished: no compilation_metrics (the process stopped during this "
             f"compile{stopped_in(c)})"
         )
-    if c.status == "restarted" and a.restarts:
-        return "restarted: " + a.restarts[0].text
+    return _why(a)
+
+
+def _why(a: Analysis) -> str:
+    """A compile that finished: why it restarted, broke or compiled again ("" when none)."""
+    restarted = "restarted: " + a.restarts[0].text if a.restarts else ""
+    if a.status == "restarted" and restarted:
+        return restarted
     if a.breaks:
         return "graph break: " + a.breaks[0].title
-    if a.restarts:
-        return "restarted: " + a.restarts[0].text
-    if c.recompile is not None and c.recompile.reasons:
-        return "recompiled: " + c.recompile.reasons[0]
-    if c.recompile_reasons:
-        return "recompiled: " + c.recompile_reasons[0]
-    return ""
+    r = a.compile.recompile
+    guards = (r.reasons if r is not None else []) or a.compile.recompile_reasons
+    return restarted or ("recompiled: " + guards[0] if guards else "")
 
 
 @dataclass(slots=True)
@@ -416,7 +418,7 @@ class Analyser:
     """Analyses a report's attempts one at a time, in order, naming each as the report does and
     handing a compile the attempts before it that restarted (they come just before it)."""
 
-    refs: Refs
+    refs: Callable[[Compile], str]  # how the report names a compile (analyze.names.Refs)
     seen: int = 0
     restarted: dict[tuple[str, int | None, CompileId], list[Analysis]] = field(default_factory=dict)
 

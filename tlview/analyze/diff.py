@@ -17,6 +17,7 @@ from typing import Any
 from tlview.analyze.breaks import break_title
 from tlview.analyze.changes import change_text
 from tlview.analyze.compiles import PHASE_NAMES
+from tlview.analyze.phases import span_totals
 from tlview.analyze.summary import Overview, frame_label, overview, short, short_place
 from tlview.index.recompiles import input_changes, limit_text
 from tlview.model import Compile, CompileId, InputChange, LogIndex, Report, severity
@@ -172,6 +173,9 @@ class Diff:
     frames: list[FrameDiff]
     changes: list[Change]
     notes: list[str] = field(default_factory=list)
+    # Each compile phase's time in both runs, by span name (analyze/phases.span_totals):
+    # what `--fail-on phase:NAME` compares.
+    spans: dict[str, Figure] = field(default_factory=dict)
 
 
 def norm(text: str) -> str:
@@ -212,17 +216,22 @@ def _log_frames(log: LogIndex, process: str) -> list[Frame]:
     out: list[Frame] = []
     for (_, autograd, frame), cs in groups.items():
         cs.sort(key=lambda c: c.id.sort_key if c.id else (0, 0, 0, 0))
-        named = next((c for c in cs if c.function), None)
-        if frame is None:
-            fn, file, line = f"<compiled autograd {autograd}>", "", None
-        elif named is not None:
-            fn, file, line = named.function or "", named.file or "", named.firstline
-        else:
-            fn, file, line = f"<frame {frame}>", "", None
-        key = FrameKey(process, fn, file, line)
+        key = FrameKey(process, *_frame_name(cs, autograd, frame))
         finals = [c for c in cs if c.status != "restarted"]
         out.append(Frame(key, finals, cs))
     return out
+
+
+def _frame_name(
+    cs: list[Compile], autograd: int | None, frame: int | None
+) -> tuple[str, str, int | None]:
+    """(function, file, line) a frame is known by: its first named compile's, else its id."""
+    if frame is None:
+        return f"<compiled autograd {autograd}>", "", None
+    named = next((c for c in cs if c.function), None)
+    if named is None:
+        return f"<frame {frame}>", "", None
+    return named.function or "", named.file or "", named.firstline
 
 
 def _merge(frames: list[Frame]) -> dict[FrameKey, Frame]:
@@ -296,20 +305,28 @@ def _described(frame: Frame) -> dict[CompileId, Compile]:
 def _pair_compiles(p: FrameDiff) -> list[ComparedCompile]:
     bs = p.base.compiles if p.base else []
     ns = p.new.compiles if p.new else []
-    left = _described(p.base) if p.base and p.new else {}
-    right = _described(p.new) if p.base and p.new else {}
+    both = p.base is not None and p.new is not None
+    left = _described(p.base) if both and p.base else {}
+    right = _described(p.new) if both and p.new else {}
     out = []
     for i in range(max(len(bs), len(ns))):
-        b = bs[i] if i < len(bs) else None
-        n = ns[i] if i < len(ns) else None
-        cc = ComparedCompile(i, b, n)
-        if b is not None and n is not None and b.id is not None and n.id is not None:
-            db, dn = left.get(b.id.base), right.get(n.id.base)
-            if db is not None and dn is not None:
-                cc.input_changes = input_changes(db, dn)
-                cc.compared = True
+        cc = ComparedCompile(i, bs[i] if i < len(bs) else None, ns[i] if i < len(ns) else None)
+        _compare_inputs(cc, left, right)
         out.append(cc)
     return out
+
+
+def _compare_inputs(
+    cc: ComparedCompile, left: dict[CompileId, Compile], right: dict[CompileId, Compile]
+) -> None:
+    """The input changes of two paired compiles, when both described their inputs."""
+    b, n = cc.base, cc.new
+    if b is None or n is None or b.id is None or n.id is None:
+        return
+    db, dn = left.get(b.id.base), right.get(n.id.base)
+    if db is not None and dn is not None:
+        cc.input_changes = input_changes(db, dn)
+        cc.compared = True
 
 
 # -- what changed -------------------------------------------------------------------------------
@@ -391,13 +408,29 @@ def _counter_changes(
 def frame_changes(p: FrameDiff) -> list[Change]:
     """What changed in one frame: its coming or going, breaks, reasons, failures, compiles."""
     name = str(p.key)
-    out: list[Change] = []
+    out = _presence(p, name) + _break_changes(p, name) + _reason_changes(p, name)
+    _counter_changes(
+        out, name, _failures(p.base), _failures(p.new), ("failure-new", "failure-gone")
+    )
+    for cc in p.compiles:
+        out.extend(_compile_changes(name, cc))
+    return out
+
+
+def _presence(p: FrameDiff, name: str) -> list[Change]:
+    """A frame only one run compiled."""
     if p.match == "added":
         n = len(p.new.compiles) if p.new else 0
-        out.append(Change("frame-added", name, f"{n} compile(s)", None, n))
-    elif p.match == "removed":
+        return [Change("frame-added", name, f"{n} compile(s)", None, n)]
+    if p.match == "removed":
         n = len(p.base.compiles) if p.base else 0
-        out.append(Change("frame-removed", name, f"{n} compile(s)", n, None))
+        return [Change("frame-removed", name, f"{n} compile(s)", n, None)]
+    return []
+
+
+def _break_changes(p: FrameDiff, name: str) -> list[Change]:
+    """Graph breaks new, gone, moved (one title at another place) or more or fewer."""
+    out = []
     b_br, n_br = _breaks(p.base), _breaks(p.new)
     new_breaks = [k for k in n_br if k not in b_br]
     gone_breaks = [k for k in b_br if k not in n_br]
@@ -408,38 +441,28 @@ def frame_changes(p: FrameDiff) -> list[Change]:
             out.append(Change("graph-break-moved", name, k[0], g[1], k[1], None))
             new_breaks.remove(k)
             gone_breaks.remove(g)
-    for k in new_breaks:
-        out.append(Change("graph-break-new", name, k[0], None, k[1], True))
-    for k in gone_breaks:
-        out.append(Change("graph-break-gone", name, k[0], k[1], None, False))
+    out += [Change("graph-break-new", name, k[0], None, k[1], True) for k in new_breaks]
+    out += [Change("graph-break-gone", name, k[0], k[1], None, False) for k in gone_breaks]
     for k in b_br.keys() & n_br.keys():
-        if b_br[k] != n_br[k]:
-            out.append(
-                Change(
-                    "graph-break-count",
-                    name,
-                    f"{k[0]} at {k[1]}",
-                    b_br[k],
-                    n_br[k],
-                    n_br[k] > b_br[k],
-                )
-            )
-    if p.base and p.new:
-        bn, nn = len(p.base.compiles), len(p.new.compiles)
-        if bn != nn:
-            out.append(Change("compiles", name, f"{bn} -> {nn} compiles", bn, nn, nn > bn))
-        b_rs, n_rs = _reasons(p.base), _reasons(p.new)
-        for guard in sorted(n_rs.keys() - b_rs.keys()):
-            shown = n_rs[guard]
-            out.append(Change("recompile-reason-new", name, shown, None, shown, True))
-        for guard in sorted(b_rs.keys() - n_rs.keys()):
-            shown = b_rs[guard]
-            out.append(Change("recompile-reason-gone", name, shown, shown, None, False))
-    _counter_changes(
-        out, name, _failures(p.base), _failures(p.new), ("failure-new", "failure-gone")
-    )
-    for cc in p.compiles:
-        out.extend(_compile_changes(name, cc))
+        b, n = b_br[k], n_br[k]
+        if b != n:
+            out.append(Change("graph-break-count", name, f"{k[0]} at {k[1]}", b, n, n > b))
+    return out
+
+
+def _reason_changes(p: FrameDiff, name: str) -> list[Change]:
+    """More or fewer compiles of a frame, and failed guards new or gone."""
+    if not (p.base and p.new):
+        return []
+    out = []
+    bn, nn = len(p.base.compiles), len(p.new.compiles)
+    if bn != nn:
+        out.append(Change("compiles", name, f"{bn} -> {nn} compiles", bn, nn, nn > bn))
+    b_rs, n_rs = _reasons(p.base), _reasons(p.new)
+    for guard in sorted(n_rs.keys() - b_rs.keys()):
+        out.append(Change("recompile-reason-new", name, n_rs[guard], None, n_rs[guard], True))
+    for guard in sorted(b_rs.keys() - n_rs.keys()):
+        out.append(Change("recompile-reason-gone", name, b_rs[guard], b_rs[guard], None, False))
     return out
 
 
@@ -493,9 +516,8 @@ def _ops(report: Report) -> int:
     )
 
 
-def compare(base: Report, new: Report) -> Diff:
-    """The difference between two runs, for the renderers and the --fail-on gate."""
-    ob, on = overview(base), overview(new)
+def _figures(base: Report, new: Report, ob: Overview, on: Overview) -> list[Figure]:
+    """The headline figures of both runs, each marked changed beyond noise or not."""
     figures = [
         Figure("compiles", ob.compiles, on.compiles),
         Figure("graph breaks", ob.graph_breaks, on.graph_breaks),
@@ -513,36 +535,39 @@ def compare(base: Report, new: Report) -> Diff:
     for f in figures:
         if f.base is not None and f.new is not None:
             f.changed = beyond_noise(f.base, f.new) if f.seconds else f.base != f.new
+    return figures
+
+
+def _phases(ob: Overview, on: Overview) -> list[Figure]:
+    """Each phase of compile time (summary.PHASE_NAMES) either run logged."""
     pb, pn = ob.phases, on.phases
-    phases = []
+    out = []
     for name in PHASE_NAMES:
         if name in pb or name in pn:
             b, n = round(pb.get(name, 0.0), 6), round(pn.get(name, 0.0), 6)
-            phases.append(Figure(name, b, n, beyond_noise(b, n), seconds=True))
-    cb, cn = _cache(base), _cache(new)
-    cache = [CacheFigure(k, cb.get(k, {}), cn.get(k, {})) for k in sorted(cb.keys() | cn.keys())]
-    many = len(base.logs) > 1 or len(new.logs) > 1
-    pairs = match(frames_of(base, many), frames_of(new, many))
-    changes: list[Change] = []
-    for p in pairs:
-        changes.extend(frame_changes(p))
-    for ph in phases:
-        if ph.changed:
-            changes.append(
-                Change(
-                    "compile-time",
-                    "",
-                    f"{ph.name} compile time (s)",
-                    ph.base,
-                    ph.new,
-                    (ph.delta or 0) > 0,
-                )
-            )
+            out.append(Figure(name, b, n, beyond_noise(b, n), seconds=True))
+    return out
+
+
+def _run_changes(phases: list[Figure], cache: list[CacheFigure]) -> list[Change]:
+    """The changes of the whole run: a phase's time, a cache's hit rate."""
+    out = [
+        Change(
+            "compile-time", "", f"{ph.name} compile time (s)", ph.base, ph.new, (ph.delta or 0) > 0
+        )
+        for ph in phases
+        if ph.changed
+    ]
     for cf in cache:
         rb, rn = CacheFigure.rate(cf.base), CacheFigure.rate(cf.new)
         if cf.base != cf.new and rb != rn:
             worse = None if rb is None or rn is None else rn < rb
-            changes.append(Change("cache", "", f"{cf.cache} cache hit rate", rb, rn, worse))
+            out.append(Change("cache", "", f"{cf.cache} cache hit rate", rb, rn, worse))
+    return out
+
+
+def _run_notes(base: Report, new: Report) -> list[str]:
+    """What sets the two runs apart before any compile: processes, ranks, torch."""
     notes = []
     lb, ln = {lg.rank for lg in base.logs}, {lg.rank for lg in new.logs}
     if len(base.logs) != len(new.logs):
@@ -551,20 +576,43 @@ def compare(base: Report, new: Report) -> Diff:
         notes.append("the two runs have different ranks")
     if base.torch_version != new.torch_version:
         notes.append(f"torch {base.torch_version or 'unknown'} -> {new.torch_version or 'unknown'}")
+    return notes
+
+
+def compare(base: Report, new: Report) -> Diff:
+    """The difference between two runs, for the renderers and the --fail-on gate."""
+    ob, on = overview(base), overview(new)
+    phases = _phases(ob, on)
+    cb, cn = _cache(base), _cache(new)
+    cache = [CacheFigure(k, cb.get(k, {}), cn.get(k, {})) for k in sorted(cb.keys() | cn.keys())]
+    many = len(base.logs) > 1 or len(new.logs) > 1
+    pairs = match(frames_of(base, many), frames_of(new, many))
+    changes = [c for p in pairs for c in frame_changes(p)] + _run_changes(phases, cache)
     return Diff(
+        spans=span_figures(base, new),
         base_path=base.path,
         new_path=new.path,
         base_torch=base.torch_version,
         new_torch=new.torch_version,
         base=ob,
         new=on,
-        figures=figures,
+        figures=_figures(base, new, ob, on),
         phases=phases,
         cache=cache,
         frames=pairs,
         changes=changes,
-        notes=notes,
+        notes=_run_notes(base, new),
     )
+
+
+def span_figures(base: Report, new: Report) -> dict[str, Figure]:
+    """Each compile phase's time in both runs (seconds; a phase one run lacks is 0 there)."""
+    b, n = span_totals(base.compiles), span_totals(new.compiles)
+    out = {}
+    for name in sorted(b.keys() | n.keys()):
+        vb, vn = round(b.get(name, 0.0), 6), round(n.get(name, 0.0), 6)
+        out[name] = Figure(name, vb, vn, beyond_noise(vb, vn), seconds=True)
+    return out
 
 
 # -- words shared by the renderers --------------------------------------------------------------

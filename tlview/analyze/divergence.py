@@ -78,27 +78,32 @@ def fingerprint(log: LogIndex, graphs: bool = True) -> Fingerprint:
     execution: list[Hashable] = []
     for c in log.compiles:
         execution += [_execution_value(p) for p in c.artifacts if p.kind == GRAPH_EXECUTION]
-        if c.id is None:
-            continue
-        f.ids.append(c.key)
-        values = {
-            kind: value(c) if graphs or kind != "graph" else None for kind, value, _ in _PER_COMPILE
-        }
-        values["runtime_estimate"] = _runtimes(c)
-        base = str(c.id.base)
-        before = f.compiles.get(base)
-        if before is not None:  # a later attempt (they come in order): the final one stays,
-            # with the breaks of the attempts it restarted from (torch logs a break on those)
-            values["break"] = tuple(dict.fromkeys((*before["break"], *values["break"])))  # type: ignore[misc]
-        f.compiles[base] = values
-        f.final[base] = c.key
-        f.recompiles += is_recompile(c)
-        f.graph_breaks += len(c.graph_breaks)
-        got = parity(c)
-        if got is not None and not got.matched:
-            f.parity[c.key] = got.text()
+        if c.id is not None:
+            _take(f, c, graphs)
     f.execution = tuple(execution)
     return f
+
+
+def _take(f: Fingerprint, c: Compile, graphs: bool) -> None:
+    """One compile's values into its log's fingerprint."""
+    assert c.id is not None
+    f.ids.append(c.key)
+    values = {
+        kind: value(c) if graphs or kind != "graph" else None for kind, value, _ in _PER_COMPILE
+    }
+    values["runtime_estimate"] = _runtimes(c)
+    base = str(c.id.base)
+    before = f.compiles.get(base)
+    if before is not None:  # a later attempt (they come in order): the final one stays,
+        # with the breaks of the attempts it restarted from (torch logs a break on those)
+        values["break"] = tuple(dict.fromkeys((*before["break"], *values["break"])))  # type: ignore[misc]
+    f.compiles[base] = values
+    f.final[base] = c.key
+    f.recompiles += is_recompile(c)
+    f.graph_breaks += len(c.graph_breaks)
+    got = parity(c)
+    if got is not None and not got.matched:
+        f.parity[c.key] = got.text()
 
 
 def find_in(logs: Iterable[Fingerprint]) -> list[Divergence]:
@@ -243,15 +248,18 @@ def _compile_ids(job: Processes) -> list[Divergence]:
             diffs[slot] = (frozenset(ref - keys), frozenset(keys - ref))
     out = []
     for (missing, extra), rs in sorted(_group(diffs).items(), key=lambda kv: kv[1]):
-        parts = []
-        if missing:
-            parts.append(f"missing {_ids(missing)}")
-        if extra:
-            parts.append(f"extra {_ids(extra)}")
         tie = any(have[k] * 2 == n for k in missing | extra)
-        note = f" (no majority for some: compared with {job.who([0])})" if tie else ""
-        out.append(job.divergence("compile_ids", rs, "; ".join(parts) + note))
+        out.append(job.divergence("compile_ids", rs, _ids_words(job, missing, extra, tie)))
     return out
+
+
+def _ids_words(job: Processes, missing: frozenset[str], extra: frozenset[str], tie: bool) -> str:
+    """The compile ids a process lacks or has beyond the others, in words."""
+    parts = [f"missing {_ids(missing)}"] if missing else []
+    if extra:
+        parts.append(f"extra {_ids(extra)}")
+    note = f" (no majority for some: compared with {job.who([0])})" if tie else ""
+    return "; ".join(parts) + note
 
 
 # -- aspects of one compile, compared between the ranks that have it ---------------------------
@@ -565,23 +573,29 @@ def _runtime_outliers(job: Processes) -> list[Divergence]:
         graphs = max((len(v) for v in values.values()), default=0)
         for g in range(graphs):
             ns = {s: v[g] for s, v in values.items() if len(v) > g and v[g] is not None}
-            if len(ns) < 2:
-                continue
-            mid = statistics.median(ns.values())
-            off = [s for s, v in ns.items() if abs(v - mid) > _tolerance(mid)]
-            if not off:
-                continue
-            slowest = max(ns, key=lambda s: (ns[s], -s))
             what = f"{_shown(job, key)}" + (f" graph {g + 1}" if graphs > 1 else "")
-            for s in off:
-                text = f"{what} estimated runtime {_ns(ns[s])} (median of {len(ns)}: {_ns(mid)}"
-                text += (
-                    "; the slowest)"
-                    if s == slowest
-                    else f"; the slowest: {job.who([slowest])} {_ns(ns[slowest])})"
-                )
+            for s, text in _off_median(job, what, ns):
                 diffs.setdefault(s, []).append(text)
     return _grouped(job, "runtime_estimate", diffs)
+
+
+def _off_median(job: Processes, what: str, ns: dict[int, Any]) -> list[tuple[int, str]]:
+    """Each rank whose estimate of one graph is off the median, with the words that say so."""
+    if len(ns) < 2:
+        return []
+    mid = statistics.median(ns.values())
+    off = [s for s, v in ns.items() if abs(v - mid) > _tolerance(mid)]
+    slowest = max(ns, key=lambda s: (ns[s], -s))
+    out = []
+    for s in off:
+        text = f"{what} estimated runtime {_ns(ns[s])} (median of {len(ns)}: {_ns(mid)}"
+        text += (
+            "; the slowest)"
+            if s == slowest
+            else f"; the slowest: {job.who([slowest])} {_ns(ns[slowest])})"
+        )
+        out.append((s, text))
+    return out
 
 
 def _tolerance(mid: float) -> float:

@@ -1,7 +1,7 @@
 """How a report names its compiles and graphs, and which one a `--compile-id` picks.
 
 Every command takes the same names: the id torch logged (`0/1`, `0/0_1`, `!0/1/0`, `0/0@2` in a
-later run), `LOG:ID` or `rankN:ID` when a report holds several logs, `LOG:pidN:ID` in a file
+later run; also in brackets, `[0/1]`, as torch's messages and tlparse write it), `LOG:ID` or `rankN:ID` when a report holds several logs, `LOG:pidN:ID` in a file
 that several processes wrote to, and `ID#N` for the Nth graph filed under one compile (repro).
 A compile's artifacts (`tlview show`) are named by their kind, `KIND#N` for the Nth of a kind,
 and `KIND[SUBGRAPH]` (`KIND#N[SUBGRAPH]`) for the Nth of a kind in one region of regional inductor.
@@ -25,15 +25,27 @@ def rank_ref(c: Compile) -> str | None:
     return None if c.rank is None else f"rank{c.rank}:{c.key}"
 
 
-def compile_ref(c: Compile, many_logs: bool, by_pid: bool = False) -> str:
+def compile_ref(c: Compile, many_logs: bool, by_pid: bool = False, short: bool = False) -> str:
     """How a compile is named across a report: its id, prefixed by its log when there are
-    several, and by its process too in a file that several processes wrote to."""
-    return f"{log_ref(c, by_pid)}:{c.key}" if many_logs else c.key
+    several (`short`: without torch's prefix), and by its process too in a file that several
+    processes wrote to."""
+    return f"{log_ref(c, by_pid, short)}:{c.key}" if many_logs else c.key
 
 
-def log_ref(c: Compile, by_pid: bool = False) -> str:
-    """The LOG of a LOG:ID: the compile's log file, and its process (LOG:pidN) with `by_pid`."""
-    return f"{c.log}:pid{c.pid}" if by_pid and c.pid is not None else c.log
+TORCH_PREFIX = "dedicated_log_torch_trace_"  # how torch begins the name of every log it writes
+
+
+def log_label(name: str) -> str:
+    """A log's file name without the prefix torch gives every log: the part that tells a
+    folder's logs apart (`dedicated_log_torch_trace_4oku3kw2.log` is `4oku3kw2.log`)."""
+    return name.removeprefix(TORCH_PREFIX) or name
+
+
+def log_ref(c: Compile, by_pid: bool = False, short: bool = False) -> str:
+    """The LOG of a LOG:ID: the compile's log file (`short`: its label), and its process
+    (LOG:pidN) with `by_pid`."""
+    name = log_label(c.log) if short else c.log
+    return f"{name}:pid{c.pid}" if by_pid and c.pid is not None else name
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +56,7 @@ class Refs:
     many: bool
     shared: frozenset[str] = frozenset()  # files several processes wrote to
     by_rank: bool = False  # a job's logs, one per rank: rankN:ID, shorter than LOG:ID
+    short: bool = False  # logs named by their labels (`4oku3kw2.log:0/0`): no two alike
 
     @classmethod
     def of(cls, report: Report) -> Refs:
@@ -51,11 +64,13 @@ class Refs:
         shared = frozenset(name for name, n in counts.items() if n > 1)
         ranks = [log.rank for log in report.logs]
         by_rank = len(ranks) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
-        return cls(len(report.logs) > 1, shared, by_rank and not shared)
+        labels = {log_label(name) for name in counts}
+        short = len(labels) == len(counts) and not labels & (set(counts) - labels)
+        return cls(len(report.logs) > 1, shared, by_rank and not shared, short)
 
     def __call__(self, c: Compile) -> str:
         by_rank = rank_ref(c) if self.by_rank else None
-        return by_rank or compile_ref(c, self.many, c.log in self.shared)
+        return by_rank or compile_ref(c, self.many, c.log in self.shared, self.short)
 
     def named(self, log: str, pid: int | None, rank: int | None, key: str) -> str:
         """The compile KEY of a log (its process and rank given), named as `__call__` names it."""
@@ -78,10 +93,32 @@ def describer_marks(inputs: list[Input]) -> dict[int, str]:
     return out
 
 
+_BRACKETED = re.compile(r"\[([^\[\]]+)\]((?:#[0-9]+)?)")
+_RANK = re.compile(r"\[(rank[0-9]+)\]")
+
+
+def plain_ref(ref: str) -> str:
+    """A --compile-id as tlview names compiles: `[0/1]` and `[0/1_1]`, as torch's messages and
+    tlparse write an id, are `0/1` and `0/1_1`; `[rank3]:[0/1]` is `rank3:0/1`."""
+    if "[" not in ref:
+        return ref
+    prefix, sep, key = ref.strip().rpartition(":")
+    m = _BRACKETED.fullmatch(key)
+    if m is not None:
+        key = m.group(1).strip() + m.group(2)
+    r = _RANK.fullmatch(prefix)
+    return (r.group(1) if r else prefix) + sep + key
+
+
 def is_named(c: Compile, ref: str) -> bool:
     """Whether a --compile-id REF names this compile: by its id, as LOG:ID, LOG:pidN:ID, or
-    rankN:ID (a job's logs, one per rank)."""
-    return ref in (c.key, compile_ref(c, True), compile_ref(c, True, by_pid=True), rank_ref(c))
+    rankN:ID (a job's logs, one per rank); an id in brackets as torch writes it too."""
+    ref = plain_ref(ref)
+    if ref == c.key or ref == rank_ref(c):
+        return True
+    return any(
+        ref == compile_ref(c, True, pid, short) for pid in (False, True) for short in (False, True)
+    )
 
 
 def no_compile(report: Report, ref: str) -> str:
@@ -100,6 +137,7 @@ def no_compile(report: Report, ref: str) -> str:
 
 def check_named(report: Report, ref: str) -> None:
     """Stop with a usage error when --compile-id REF names no compile of the report."""
+    ref = plain_ref(ref)
     if not any(is_named(c, ref) for c in report.compiles):
         raise TlviewError(no_compile(report, ref), EXIT_USAGE)
 
@@ -108,11 +146,13 @@ def picker(ref: str | None) -> Callable[[Compile], bool] | None:
     """Whether a compile is the one --compile-id REF names (None: every compile is)."""
     if ref is None:
         return None
-    return lambda c: is_named(c, ref)
+    plain = plain_ref(ref)
+    return lambda c: is_named(c, plain)
 
 
 def find_compile(report: Report, compile_id: str) -> Compile:
     """A compile by torch's id string, or `LOG:ID` when the report holds several logs."""
+    compile_id = plain_ref(compile_id)
     hits = [c for c in report.compiles if is_named(c, compile_id)]
     if len(hits) == 1:
         return hits[0]
@@ -164,7 +204,9 @@ def _first_line(s: InputSet) -> int:
 
 def _in_log(c: Compile, prefix: str) -> bool:
     """Whether LOG (or LOG:pidN) of a LOG:ID names c's log (or process); "" names any."""
-    return not prefix or prefix in (c.log, log_ref(c, by_pid=True))
+    return not prefix or any(
+        prefix == log_ref(c, pid, short) for pid in (False, True) for short in (False, True)
+    )
 
 
 def graphs(report: Report) -> list[tuple[str, Compile]]:
@@ -179,13 +221,21 @@ def graphs(report: Report) -> list[tuple[str, Compile]]:
     return out
 
 
+def _as_named(report: Report, ref: str) -> str:
+    """A --compile-id as the report names its graphs: out of brackets, and LOG:ID by the log's
+    label when that is how the report names a log."""
+    ref = plain_ref(ref)
+    return log_label(ref) if Refs.of(report).short else ref
+
+
 def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     """The graph the user named (`ID`, `LOG:ID`, `ID#N`), or the attempt of that compile that
     holds a graph, with a note saying so."""
+    compile_id = _as_named(report, compile_id)
     found = graphs(report)
     names = {log.name for log in report.logs}
     prefix, _, key = compile_id.rpartition(":")
-    if len(names) == 1 and prefix in names:
+    if len(names) == 1 and prefix in names | {log_label(n) for n in names}:
         compile_id = key  # LOG:ID of the only log: the ID, as `report` and `inputs` take it
     hits = [(r, v) for r, v in found if r == compile_id or r.endswith(f":{compile_id}")]
     if len(hits) == 1:
@@ -238,12 +288,61 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
 
 def artifact_name(kind: str, nth: int) -> str:
     """The name of the NTH payload of KIND in its compile: KIND for the first, `KIND#N` after;
-    a kind that itself ends in `#digits` (a log's artifact may be named so) always takes its
-    `#N`, so that no name the log gives can stand for another's position."""
-    return kind if nth == 1 and not _NTH.search(kind) else f"{kind}#{nth}"
+    a kind that itself ends in `#digits` or in a graph's role (a log's artifact may be named
+    so) always takes its `#N`, so that no name the log gives can stand for another's."""
+    plain = nth == 1 and not _NTH.search(kind) and not _ROLE.search(kind)
+    return kind if plain else f"{kind}#{nth}"
 
 
 _NTH = re.compile(r"#[0-9]+\Z")
+_ROLE = re.compile(r" \((forward|backward|inference)\)\Z")
+# What inductor writes once for each graph it compiles: a compile's forward graph, then its
+# backward (at the first backward call); or its one inference graph.
+PER_GRAPH = frozenset(
+    {
+        "fx_graph_runnable",
+        "before_post_grad_graph",
+        "after_post_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        "inductor_provenance_tracking_node_mappings",
+        "inductor_provenance_tracking_kernel_stack_traces",
+        "fx_graph_cache_hit",
+        "fx_graph_cache_miss",
+        "fx_graph_cache_bypass",
+    }
+)
+
+
+def artifact_roles(c: Compile) -> dict[int, str]:
+    """Which graph each of inductor's per-graph artifacts of a compile is of, by log line:
+    forward and backward when it compiled both (two of the kind, in that order), inference
+    when AOT traced no backward; none where the count leaves it open."""
+    kinds = {g.kind for g in c.graphs}
+    if "aot_inference_graph" in kinds:
+        roles: tuple[str, ...] = ("inference",)
+    elif "aot_backward_graph" in kinds:
+        roles = ("forward", "backward")
+    else:
+        return {}
+    lines: dict[str, list[int]] = {}
+    for p in c.payloads():
+        if p.kind in PER_GRAPH:
+            lines.setdefault(p.kind, []).append(p.line)
+    out: dict[int, str] = {}
+    for found in lines.values():
+        if len(found) == len(roles):
+            out.update(zip(sorted(found), roles, strict=True))
+    return out
+
+
+def listed_artifacts(c: Compile) -> list[tuple[str, Payload]]:
+    """A compile's artifacts by the names `tlview show` lists: `artifact_names`', with the graph
+    an artifact of inductor's is of (`inductor_output_code#2 (backward)`)."""
+    roles = artifact_roles(c)
+    return [
+        (n + (f" ({roles[p.line]})" if p.line in roles else ""), p) for n, p in artifact_names(c)
+    ]
 
 
 def artifact_position(name: str) -> tuple[str, int]:
@@ -268,21 +367,41 @@ def artifact_names(c: Compile) -> list[tuple[str, Payload]]:
 
 
 def artifact_kind(name: str) -> str:
-    """The kind an artifact's name (`KIND` or `KIND#N`) stands for."""
-    return artifact_position(name)[0]
+    """The kind an artifact's name (`KIND`, `KIND#N`, `KIND (ROLE)`) stands for."""
+    return artifact_position(_without_role(name)[0])[0]
+
+
+def _without_role(name: str) -> tuple[str, str | None]:
+    """NAME without its graph's role (` (backward)`), and the role."""
+    m = _ROLE.search(name)
+    return (name, None) if m is None else (name[: m.start()], m.group(1))
+
+
+def _named_artifact(
+    named: list[tuple[str, Payload]], roles: dict[int, str], name: str
+) -> tuple[str, Payload] | None:
+    """The artifact NAME names by its kind and position (`KIND#N`), its graph (`KIND (ROLE)`)
+    or both, of a compile's NAMED artifacts; None when none, or when they disagree."""
+    base, role = _without_role(name)
+    kind, nth = artifact_position(base)
+    found = [(n, p) for n, p in named if p.kind == kind]
+    if role is not None and not _NTH.search(base):  # by its role alone
+        found = [(n, p) for n, p in found if roles.get(p.line) == role]
+        nth = 1
+    if not 1 <= nth <= len(found):
+        return None
+    hit = found[nth - 1]
+    return hit if role is None or roles.get(hit[1].line) == role else None
 
 
 def find_artifact(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
-    """The artifact of a compile that NAME names, found by its kind and position (never by a
-    name a log could give another payload); a usage error listing its names otherwise."""
-    kind, nth = artifact_position(name)
-    named = artifact_names(c)
-    found = [(n, p) for n, p in named if p.kind == kind]
-    if 1 <= nth <= len(found):
-        return found[nth - 1]
-    in_region = _in_region(named, name)
-    if in_region is not None:
-        return in_region
+    """The artifact of a compile that NAME names, found by its kind and position, by the graph
+    it is of (`KIND (backward)`) or by its region (`KIND[SUBGRAPH]`), never by a name a log
+    could give another payload; a usage error listing its names otherwise."""
+    named = listed_artifacts(c)
+    hit = _named_artifact(named, artifact_roles(c), name) or _in_region(named, name)
+    if hit is not None:
+        return hit
     raise TlviewError(
         f"{report.path}: compile {c.key} has no artifact {name!r}; it has: {_have(named)}",
         EXIT_USAGE,

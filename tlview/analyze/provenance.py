@@ -162,53 +162,74 @@ def _node_lines(text: str, wanted: set[str]) -> dict[str, list[int]]:
     return out
 
 
+class _Lines:
+    """The lines found of each kernel, at most MAX_LINES each."""
+
+    def __init__(self) -> None:
+        self.out: dict[str, list[int]] = {}
+
+    def add(self, key: str, line: int) -> None:
+        at = self.out.setdefault(key, [])
+        if len(at) < MAX_LINES and line not in at:
+            at.append(line)
+
+
+def _defs(text: str, starts: list[int], lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Each kernel's definition: from `name = async_compile...` to its closing quotes."""
+    defs: dict[str, tuple[int, int]] = {}
+    closing = [k + 1 for k, ln in enumerate(lines) if ln.startswith("'''")]  # in order
+    for m in _DEF.finditer(text):
+        first = _line_at(starts, m.start())
+        at = bisect.bisect_left(closing, first + 1)  # the first closing line at or after `first`
+        defs[m.group(1)] = (first, closing[at] if at < len(closing) else first)
+    return defs
+
+
+def _named(text: str, starts: list[int], keys: list[str], found: _Lines) -> None:
+    """Every line that names a kernel, in one pass; AOTInductor's wrapper calls one through
+    `call_NAME`, and refers to it as `kernels_.NAME`."""
+    by_name = [k for k in keys if not _numbered(k)]
+    if not by_name:
+        return
+    names = "|".join(re.escape(k) for k in sorted(by_name, key=len, reverse=True))
+    for m in re.finditer(rf"(?<!\w)(?:call_)?({names})(?!\w)", text):
+        found.add(m.group(1), _line_at(starts, m.start()))
+
+
+def _handle(key: str, line: int | None, lines: list[str], found: _Lines) -> None:
+    """A kernel call by its debug handle: the handle's line, then the call after it."""
+    if line is None:
+        return
+    found.add(key, line)
+    nxt = line  # lines[nxt] is the line after the handle
+    while nxt < len(lines) and not lines[nxt].strip():
+        nxt += 1
+    if nxt < len(lines):
+        found.add(key, nxt + 1)
+
+
 def _kernel_lines(text: str, wanted: set[str]) -> dict[str, list[int]]:
     """The lines of each wanted kernel in generated code: with debug handles (`name:N`, torch
     2.9 and later) the call under its handle; by name alone (torch 2.8) every line that names
     it; and in both its definition, from `name = async_compile...` to its closing quotes."""
     starts = _line_starts(text)
     lines = text.split("\n")
-    out: dict[str, list[int]] = {}
-
-    def add(key: str, line: int) -> None:
-        at = out.setdefault(key, [])
-        if len(at) < MAX_LINES and line not in at:
-            at.append(line)
-
-    defs: dict[str, tuple[int, int]] = {}  # kernel name -> (first, last) line of its definition
-    closing = [k + 1 for k, ln in enumerate(lines) if ln.startswith("'''")]  # in order
-    for m in _DEF.finditer(text):
-        first = _line_at(starts, m.start())
-        at = bisect.bisect_left(closing, first + 1)  # the first closing line at or after `first`
-        defs[m.group(1)] = (first, closing[at] if at < len(closing) else first)
+    found = _Lines()
+    defs = _defs(text, starts, lines)
     handles = {m.group(1): _line_at(starts, m.start(1)) for m in _HANDLE.finditer(text)}
     keys = sorted(wanted)[:MAX_ITEMS]
-    by_name = [k for k in keys if not _numbered(k)]
-    if by_name:
-        # Every line that names a kernel, in one pass; AOTInductor's wrapper calls one through
-        # `call_NAME`, and refers to it as `kernels_.NAME`.
-        names = "|".join(re.escape(k) for k in sorted(by_name, key=len, reverse=True))
-        for m in re.finditer(rf"(?<!\w)(?:call_)?({names})(?!\w)", text):
-            add(m.group(1), _line_at(starts, m.start()))
+    _named(text, starts, keys, found)
     for key in keys:
         name = key
-        if _numbered(key):  # a kernel call by its debug handle: the handle, then the call
+        if _numbered(key):
             name = key.rpartition(":")[0]
-            line = handles.get(key)
-            if line is not None:
-                add(key, line)
-                nxt = line  # lines[nxt] is the line after the handle
-                while nxt < len(lines) and not lines[nxt].strip():
-                    nxt += 1
-                if nxt < len(lines):
-                    add(key, nxt + 1)
-        span = defs.get(name)
-        if span is not None:
-            for line in range(span[0], span[1] + 1):
-                add(key, line)
-        if key in out:
-            out[key].sort()
-    return out
+            _handle(key, handles.get(key), lines, found)
+        first, last = defs.get(name, (1, 0))
+        for line in range(first, last + 1):
+            found.add(key, line)
+        if key in found.out:
+            found.out[key].sort()
+    return found.out
 
 
 def _numbered(key: str) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tlview.analyze.breaks import break_title
+from tlview.analyze.compiles import Analyser, Analysis
 from tlview.analyze.diff import Diff, norm
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import short
@@ -71,16 +71,30 @@ def _first(text: str | None) -> str:
     return (text or "").strip().partition("\n")[0]
 
 
-def problems(c: Compile) -> Iterable[tuple[str, str, str | None, str, str]]:
-    """A compile's problems: (level, kind, place torch named, title, message)."""
+Problem = tuple[str, str, str | None, str, str]  # (level, kind, place torch named, title, message)
+
+
+def problems(a: Analysis) -> Iterable[Problem]:
+    """A compile's problems: its graph breaks (those of its attempts that restarted too), its
+    recompile's failed guard, its failure."""
+    c = a.compile
     fn = c.function or "?"
-    for g in c.graph_breaks:
-        yield "warning", "graph-break", g.where, f"graph break in {fn}", break_title(g.reason)
+    for b in a.breaks:
+        yield "warning", "graph-break", b.where, f"graph break in {fn}", b.title
+    yield from _recompile(c, fn)
+    yield from _failure(c, fn)
+
+
+def _recompile(c: Compile, fn: str) -> Iterable[Problem]:
     r = c.recompile
-    if r is not None and c.id is not None and not c.is_retry:
-        guard = _GUARD_COMMENT.sub("", norm(_first(r.reasons[0]))) if r.reasons else "none logged"
-        where = _guard_place(r.reasons[0]) if r.reasons else None
-        yield "warning", "recompile", where, f"recompile of {fn}", f"failed guard: {guard}"
+    if r is None or c.id is None or c.is_retry:
+        return
+    guard = _GUARD_COMMENT.sub("", norm(_first(r.reasons[0]))) if r.reasons else "none logged"
+    where = _guard_place(r.reasons[0]) if r.reasons else None
+    yield "warning", "recompile", where, f"recompile of {fn}", f"failed guard: {guard}"
+
+
+def _failure(c: Compile, fn: str) -> Iterable[Problem]:
     if c.status == "failed":
         why = f"{c.fail_type or 'failed'}: {_first(c.fail_reason)}".rstrip(": ")
         yield "error", "failure", c.fail_where, f"compile of {fn} failed", why
@@ -106,10 +120,15 @@ def added(d: Diff) -> list[Site]:
 def sites_of(
     compiles: Iterable[Compile], refs: Callable[[Compile], str] | None = None
 ) -> list[Site]:
-    """The sites of these compiles (named by REFS, else by their keys)."""
+    """The sites of these compiles, in order (named by REFS, else by their keys): an attempt
+    that restarted is its compile's, as every format says."""
     out: dict[tuple[str, str, int, str, str], Site] = {}
+    analyse = Analyser(refs or _key)
     for c in compiles:
-        for level, kind, where, title, message in problems(c):
+        a = analyse(c)
+        if c.id is not None and not a.counted:
+            continue
+        for level, kind, where, title, message in problems(a):
             place = _place(where, c)
             if place is None:
                 continue
@@ -119,8 +138,12 @@ def sites_of(
                 s = out[key] = Site(level, kind, place[0], place[1], title, message)
             s.count += 1
             if len(s.compiles) < 8:
-                s.compiles.append(refs(c) if refs is not None else c.key)
+                s.compiles.append(a.ref)
     return sorted(out.values(), key=lambda s: (s.level != "error", -s.count))
+
+
+def _key(c: Compile) -> str:
+    return c.key
 
 
 def relative(file: str, root: str | None = None) -> str:

@@ -9,17 +9,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from tlview.analyze.compiles import PHASE_NAMES, Analysis, analysed, is_recompile
+from tlview.analyze.compiles import PHASE_NAMES, Analysis, Break, analysed, is_recompile
 from tlview.analyze.names import Refs
 from tlview.analyze.vllm import Gather, LogRef, VllmReport
 from tlview.model import (
-    BreakSummary,
     Input,
     Report,
 )
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
+
+
+@dataclass(slots=True)
+class BreakSummary:
+    """One graph-break reason over a whole log or job, with where and how often it happened."""
+
+    reason: str
+    count: int = 0
+    where: dict[str, int] = field(default_factory=dict)  # "file:line" -> count
+    compiles: list[str] = field(default_factory=list)  # "log#compile" keys, first few
+    # Of its first: the line naming it, what torch says it is about, its hints, debug context.
+    title: str = ""
+    explanation: str | None = None
+    hints: tuple[str, ...] = ()
+    context: str | None = None
 
 
 @dataclass(slots=True)
@@ -132,44 +146,52 @@ class Tally:
         self.vllm.add(c)
         o.export_issues += len(c.export_issues)
         if c.id is None:
-            o.inputs += len(c.inputs)
-            o.outside += len(c.outside)
-            o.outside_failed += sum(x.fail_type is not None for x in c.outside)
-            if (took := c.compile_time_s) is not None:  # the outside compiles', added up
-                o.outside_s += took
-                o.outside_timed = True
+            self._outside(a)
             return
+        self.cache.update(ev.outcome for ev in c.cache)
         if not a.counted:  # an attempt that restarted: the compile after it counts
             o.restarts += 1
-            for ev in c.cache:
-                self.cache[ev.outcome] += 1
-            return
+        else:
+            self._compile(a)
+
+    def _outside(self, a: Analysis) -> None:
+        """The records outside any compile: the compiles outside dynamo, added up."""
+        c, o = a.compile, self.o
+        o.inputs += len(c.inputs)
+        o.outside += len(c.outside)
+        o.outside_failed += sum(x.fail_type is not None for x in c.outside)
+        if (took := c.compile_time_s) is not None:
+            o.outside_s += took
+            o.outside_timed = True
+
+    def _compile(self, a: Analysis) -> None:
+        c, o = a.compile, self.o
         o.compiles += c.status != "traced"  # a graph export traced: torch counts no compile
         self.status[c.status] += 1
         o.inputs += sum(1 for i in c.inputs if not i.superseded)
-        if is_recompile(c):
-            o.recompiles += 1
-        ref = a.ref
+        o.recompiles += is_recompile(c)
         times = a.times
         for name, v in times.items():
             self.phases.setdefault(name, []).append(v)
         if times.get("total"):
-            self._slow((times["total"], ref, Slow(ref, c.function, times)))
-        for ev in c.cache:
-            self.cache[ev.outcome] += 1
+            self._slow((times["total"], a.ref, Slow(a.ref, c.function, times)))
         for b in a.breaks:
-            o.graph_breaks += 1
-            s = self.breaks.get(b.key)
-            if s is None:
-                s = self.breaks[b.key] = BreakSummary(
-                    b.reason, title=b.title, explanation=b.explanation, hints=b.hints,
-                    context=b.context,
-                )  # fmt: skip
-            s.count += 1
-            if b.where:
-                s.where[b.where] = s.where.get(b.where, 0) + 1
-            if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
-                s.compiles.append(ref)
+            self._break(b, a.ref)
+
+    def _break(self, b: Break, ref: str) -> None:
+        """One graph break, under the breaks that are the same (summary.break_key)."""
+        self.o.graph_breaks += 1
+        s = self.breaks.get(b.key)
+        if s is None:
+            s = self.breaks[b.key] = BreakSummary(
+                b.reason, title=b.title, explanation=b.explanation, hints=b.hints,
+                context=b.context,
+            )  # fmt: skip
+        s.count += 1
+        if b.where:
+            s.where[b.where] = s.where.get(b.where, 0) + 1
+        if len(s.compiles) < MAX_BREAK_COMPILES and ref not in s.compiles:
+            s.compiles.append(ref)
 
     def _slow(self, item: tuple[float, str, Slow]) -> None:
         if len(self.slow) < MAX_SLOWEST:
@@ -239,44 +261,52 @@ def input_names(inputs: list[Input]) -> dict[tuple[int, int], str]:
 def input_flags(i: Input, names: Mapping[tuple[int, int], str]) -> str:
     """What sets an input apart, in a few words: param, grad, non-leaf, view, subclass, ...
     A view names its base by `names` (`input_names` of its compile), or says it is none."""
-    t = i.tensor
-    f = t.fields  # read directly: the page asks this of every input it shows
-    out = []
-    if f.get("is_parameter"):
-        out.append("param")
-    if f.get("requires_grad"):
-        out.append("grad")
+    f = i.tensor.fields  # read directly: the page asks this of every input it shows
+    out = [word for key, word in _FLAG_WORDS if f.get(key)]
     if not f.get("is_leaf") and f:
         out.append("non-leaf")
     if f.get("is_view"):
-        base = i.base.id if i.base is not None else t.base
-        if base is None:
-            out.append("view")
-        else:
-            named = names.get((i.describer, base))
-            inner = next((n for n, d in i.inner.items() if d.id == base), None)
-            if named:
-                out.append(f"view of {named}")
-            elif inner is not None:  # a jagged tensor is a view of its own ._values
-                out.append(f"view of its .{inner}")
-            else:  # no source: a base the graph does not take, or one torch logged no source for
-                out.append(f"view of tensor {base} (no source names it)")
+        out.append(_view_of(i, names))
     if i.grad is not None:
         out.append(".grad")
-    if "type" in f and t.type_name:
-        out.append(t.type_name.rsplit(".", 1)[-1])
-        if t.type_name.endswith(".DTensor"):
-            out += _dtensor_layout(f)
+    out += _type_words(i)
     layout = f.get("layout", "torch.strided")
     if layout != "torch.strided":
         out.append(str(layout).replace("torch.", ""))
     if not _RARE_FLAGS.isdisjoint(f):
-        for name in _RARE_FLAGS_ORDER:
-            if f.get(name):
-                out.append(name.removeprefix("is_"))
+        out += [name.removeprefix("is_") for name in _RARE_FLAGS_ORDER if f.get(name)]
     if i.superseded:
         out.append("superseded")
     return " ".join(out)
+
+
+_FLAG_WORDS = (("is_parameter", "param"), ("requires_grad", "grad"))
+
+
+def _view_of(i: Input, names: Mapping[tuple[int, int], str]) -> str:
+    """What a view is a view of: an input by its source, its own inner tensor, or neither."""
+    base = i.base.id if i.base is not None else i.tensor.base
+    if base is None:
+        return "view"
+    named = names.get((i.describer, base))
+    inner = next((n for n, d in i.inner.items() if d.id == base), None)
+    if named:
+        return f"view of {named}"
+    if inner is not None:  # a jagged tensor is a view of its own ._values
+        return f"view of its .{inner}"
+    # no source: a base the graph does not take, or one torch logged no source for
+    return f"view of tensor {base} (no source names it)"
+
+
+def _type_words(i: Input) -> list[str]:
+    """A subclass's short type name, and a DTensor's layout over its mesh."""
+    t = i.tensor
+    if "type" not in t.fields or not t.type_name:
+        return []
+    out = [t.type_name.rsplit(".", 1)[-1]]
+    if t.type_name.endswith(".DTensor"):
+        out += _dtensor_layout(t.fields)
+    return out
 
 
 _RARE_FLAGS_ORDER = ("is_conj", "is_neg", "is_inference", "is_functional", "is_nested")

@@ -23,6 +23,7 @@ from tlview.errors import (
     Terminated,
     TlviewError,
 )
+from tlview.inert import controls
 from tlview.render.clean import clean
 from tlview.runtime.output import forget_inputs
 
@@ -120,10 +121,12 @@ def _bug(ctx: click.Context, e: Exception) -> None:
     ctx.exit(EXIT_BUG)
 
 
-def say(text: object, err: bool = False, nl: bool = True) -> None:
+def say(text: object, err: bool = False, nl: bool = True, command: bool = False) -> None:
     """One line of a command's own output (stdout, or stderr with `err`): whatever of a log it
-    quotes (names, sources, reasons, notes) made inert by render/clean.py, tty or pipe."""
-    click.echo(clean(text), err=err, nl=nl)
+    quotes (names, sources, reasons, notes) made inert by render/clean.py, tty or pipe. With
+    `command`, a workflow command tlview writes itself (`--annotations github`), whose log text
+    render/annotate.py made inert field by field: its own leading `::` is kept."""
+    click.echo(controls(str(text)) if command else clean(text), err=err, nl=nl)
 
 
 def _warned(

@@ -1,16 +1,20 @@
-"""`tlview inputs` without --emit: each compile's inputs, and whether they rebuild."""
+"""`tlview inputs` without --emit: each compile's inputs in the report's table, and with
+--check whether they rebuild."""
 
 from __future__ import annotations
 
 import re
 import warnings
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from tlview.analyze.names import Refs
-from tlview.commands.funnel import say
+from tlview.inert import one_line  # a cell is one line: a source's line feed shown as `\n`
 from tlview.model import Compile, Report
-from tlview.render.clean import clean  # text from the log: control characters shown
-from tlview.runtime.output import stdout
+from tlview.runtime.output import Output, stdout
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # What torch says, as a warning, when it makes tensors of a kind a log can describe: the
 # listing's notes say what matters, and stderr keeps one line per problem.
@@ -20,7 +24,6 @@ TORCH_NOISE = (
     "Sparse invariant checks are implicitly disabled",
     "torch.quantize_per_tensor, torch.quantize_per_channel",
 )
-HEAD = ("source", "shape", "stride", "offset", "dtype", "device", "alias", "fake", "real")
 
 
 def quiet_torch() -> None:
@@ -28,7 +31,7 @@ def quiet_torch() -> None:
         warnings.filterwarnings("ignore", message=re.escape(text))
 
 
-COLUMN = 60  # characters a listing's column is padded to at most
+COLUMN = 60  # characters a listing's column is padded to at most (`show`'s listing)
 
 
 def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
@@ -41,27 +44,48 @@ def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
     ]
 
 
-def list_inputs(rep: Report, chosen: Iterable[Compile], allow_import: tuple[str, ...]) -> None:
-    """Per compile, each input with its metadata and whether it rebuilds as fake and as real.
+def list_inputs(
+    rep: Report, chosen: Iterable[Compile], allow_import: tuple[str, ...], check: bool = False
+) -> None:
+    """Per compile, a table of its inputs as the report's inputs table writes them; with
+    `check`, also whether each rebuilds as a fake and as a real tensor.
 
     One compile at a time: a log of thousands of compiles lists in the memory of one."""
-    from tlview.rebuild import input_rows
+    from tlview.render.text.console import on_console
 
     stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
+
+    def draw(console: Console) -> None:
+        _draw(rep, chosen, allow_import, check, console)
+
+    on_console(Output(), draw)
+
+
+def _draw(
+    rep: Report,
+    chosen: Iterable[Compile],
+    allow_import: tuple[str, ...],
+    check: bool,
+    console: Console,
+) -> None:
+    from tlview.render.text.console import T, table
+    from tlview.tensors import rows
+
     refs = Refs.of(rep)
     listed = False
     for c in chosen:
         listed = True
-        rows, notes, problem = input_rows(c, allow_import)
-        ref = refs(c)
-        say(f"compile {ref}  {c.status}  {len(rows)} input(s)")
-        table = [HEAD, *[tuple(clean(v) for v in r) for r in rows]]  # widths of the inert text
-        for line in aligned(table):
-            say(line)
-        for line in notes:
-            say(f"    {line}")
-        if problem:
-            say(f"    {problem}")
-        say("")
+        got = rows.input_rows(c, allow_import, check)
+        cols = rows.HEAD + rows.CHECKED if check else rows.HEAD
+        # The compile's line is never wrapped (an id cut in two reads as another compile).
+        title = f"compile {one_line(refs(c))}  {c.status}  {len(got.rows)} input(s)"
+        console.print(T(title), soft_wrap=True)
+        t = table("Inputs", *cols, console=console)
+        for cells in got.rows:
+            t.add_row(*(T(one_line(v)) for v in cells))
+        console.print(t)
+        for line in [*got.notes, *([got.problem] if got.problem else [])]:
+            console.print(T(f"  {line}"))
+        console.print()
     if not listed:
-        say(f"{rep.path}: no compile described any input tensor")
+        console.print(T(f"{rep.path}: no compile described any input tensor"))

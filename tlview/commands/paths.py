@@ -82,19 +82,29 @@ class _Prefixed(io.RawIOBase):
 
 
 def newest(path: str) -> str:
-    """The newest log of a directory (--latest): by modification time, then name."""
-    if is_url(path) or not Path(path).is_dir():
+    """The newest log of a directory (--latest): by modification time (of the file a link
+    names), then name; a newer file that is plainly no log (empty, binary) is passed over."""
+    if not path or is_url(path) or not Path(path).is_dir():
         raise TlviewError(f"{path}: --latest needs a local directory of logs", EXIT_USAGE)
+    from tlview.parse import sniff  # here: `tlview --help` imports no orjson
+
     logs, notes = discover(Path(path))
     when = {}
     for log in logs:
         with contextlib.suppress(OSError):  # gone since it was listed
             when[log] = (log.stat().st_mtime_ns, log.name)
-    if not when:
-        raise TlviewError(no_logs(path, notes), EXIT_NO_TRACE)
-    found = max(when, key=lambda log: when[log])
-    say(f"tlview: reading the newest log, {found}", err=True)
-    return str(found)
+    passed: list[str] = []
+    for found in sorted(when, key=lambda log: when[log], reverse=True):
+        why = sniff(found)
+        if why is None:
+            over = f" (passed over newer: {', '.join(passed)})" if passed else ""
+            say(f"tlview: reading the newest log, {found}{over}", err=True)
+            return str(found)
+        if len(passed) < 3:
+            passed.append(f"{found.name}: {why}")
+    if passed:
+        raise TlviewError(f"{path}: no log to read among its *.log files: {'; '.join(passed)}")
+    raise TlviewError(no_logs(path, notes), EXIT_NO_TRACE)
 
 
 @contextlib.contextmanager

@@ -2,39 +2,60 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import sys
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tlview.commands.funnel import on_terminal, say  # say: text from the log, made inert
-from tlview.commands.listing import aligned
 from tlview.inert import command
+from tlview.logs import payload
 from tlview.model import Payload
-from tlview.render.clean import clean
 from tlview.runtime.output import stdout
 from tlview.units import nbytes
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 def list_artifacts(path: str, ref: str, named: list[tuple[str, Payload]]) -> None:
-    """One line per artifact: its name, log line, size, and what is odd about it."""
+    """A table of the artifacts, as the report draws its tables: each one's name, log line,
+    size, and what is odd about it; then how to write one."""
+    from tlview.render.text.console import T, on_console, table
+    from tlview.runtime.output import Output
+
     stdout()  # closed (`>&-`): one line, not a listing that goes nowhere
-    say(f"compile {ref} of {path}: {len(named)} artifact(s)")
+    title = f"Artifacts of compile {ref} ({len(named)}) in {path}"
     if not named:
+        say(f"compile {ref} of {path}: no artifact")
         return
+    odd = {id(p): _odd(p) for _, p in named}
     regions = any(p.subgraph is not None for _, p in named)  # regional inductor's
-    rows = [("name", "line", "lines", "size", *(("subgraph",) if regions else ()), "")]
-    for name, p in named:
-        odd = "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
-        region = (clean(p.subgraph or ""),) if regions else ()
-        rows.append((clean(name), str(p.line), f"{p.lines:,}", nbytes(p.bytes), *region, odd))
-    for line in aligned(rows):
-        say(line)
-    name = "NAME (or NAME[SUBGRAPH])" if regions else "NAME"
-    say(f"{command('tlview', 'show', path, '--compile-id', ref)} {name} writes one whole")
+    cols = ("name", "log line", "lines", "bytes") + (("subgraph",) if regions else ())
+    cols += ("note",) if any(odd.values()) else ()
+
+    def draw(console: Console) -> None:
+        t = table(title, *cols, console=console)
+        for name, p in named:
+            region = (p.subgraph or "",) if regions else ()
+            cells = (name, p.line, f"{p.lines:,}", nbytes(p.bytes), *region, odd[id(p)])
+            t.add_row(*(T(c) for c in cells[: len(cols)]))
+        console.print(t)
+        show = command("tlview", "show", path, "--compile-id", ref)
+        name = "NAME (or NAME[SUBGRAPH])" if regions else "NAME"
+        # One line, never wrapped: it is pasted.
+        console.print(T(f"{show} {name} writes one whole"), no_wrap=True)
+
+    on_console(Output(None), draw)
+
+
+def _odd(p: Payload) -> str:
+    return "no payload" if p.absent else "" if p.ok else "md5 mismatch: cut short or altered"
 
 
 def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
@@ -59,6 +80,48 @@ def write_artifact(name: str, p: Payload, raw: bool = False) -> None:
     out = stdout()
     out.write(data)
     out.flush()
+
+
+def located(
+    path: str, compile_id: str, name: str, progress: bool, launch: int | None = None
+) -> tuple[Payload, Path | None]:
+    """The artifact NAME names (no text kept), and the log file that holds it, when that is a
+    file to read again (not standard input or a URL)."""
+    import tlview
+    from tlview.analyze.names import find_artifact, find_compile, plain_ref
+
+    report = tlview.read(path, progress=progress, launch=launch)
+    c = find_compile(report, plain_ref(compile_id))
+    p = find_artifact(report, c, name)[1]
+    log = next((lg for lg in report.logs if lg.name == c.log), None)
+    f = Path(log.path) if log is not None else None
+    return p, f if f is not None and f.is_file() else None
+
+
+def stream_artifact(p: Payload, log: Path, raw: bool = False) -> bool:
+    """The artifact written as `write_artifact` writes it, read from LOG a chunk at a time, so
+    no more than a chunk of it (and no other payload) is held; False, having written nothing,
+    when its bytes are not as torch logged them (torch wrote none, a damaged or repaired
+    payload: the caller reads it whole, as before)."""
+    if p.absent or not p.ok or p.md5 is None or payload.md5(log, p.line) != p.md5:
+        return False
+    if raw or _into_file():
+        out = stdout()
+        for chunk in payload.chunks(log, p.line):
+            out.write(chunk)
+        out.flush()
+        return True
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    last = ""
+    for chunk in payload.chunks(log, p.line):  # each ends where a line does: inert alone
+        text = decode.decode(chunk)
+        if text:
+            say(text, nl=False)
+            last = text
+    # On a terminal, a line end after it, so the prompt starts on a line of its own.
+    if on_terminal(sys.stdout) and not last.endswith("\n"):
+        say("")
+    return True
 
 
 def _into_file() -> bool:

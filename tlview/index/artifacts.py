@@ -42,9 +42,10 @@ class ArtifactRecords(Core):
             elif rec.payload_ok:
                 got = v.get("pytorch_version") if isinstance(v, dict) else v
                 self.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
-        elif name == "fx_graph_runnable" and self.log.torch_version is None and rec.payload:
+        elif name == "fx_graph_runnable" and rec.payload and self.log.torch_version is None:
             # torch 2.9 and older log no torch_version record; their runnable graphs name it
-            # (after their configs: anywhere in the payload).
+            # (after their configs: anywhere in the payload). Read (so checked) whether or not
+            # the version is known: a later part of a log read in two does not know it.
             named = _RUNNABLE_VERSION.search(rec.payload)
             if named:
                 self.saw_version(named.group(1).decode("ascii"))

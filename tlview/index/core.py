@@ -83,6 +83,9 @@ class Core:
         # when the part before has metrics for the compile too (see merge_compile).
         self.metrics_events: dict[CompileId | None, Event] = {}
         self.bad_at = 0  # the line of the last bad line
+        # Records outside any compile id, grouped (index/beside.py): each group's place in the
+        # `-/-` compile's `loose` list, by (name, writer, compile open, span open).
+        self.loose_at: dict[tuple[str, str | None, str | None, str | None], int] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent back by the reader of another part: what it keeps for cross-references while
@@ -204,29 +207,31 @@ class Core:
         meta: dict[str, Any] | None = None,
         keep: bool = True,
     ) -> Payload:
-        size = len(rec.payload or b"")
-        limit = (
-            self.keep.take(kind, c.key, size, rec.line) if keep and rec.payload is not None else 0
-        )
+        md5 = rec.meta.get("has_payload")
+        if self.keep.checks(kind, c.key):
+            # Used: a text a renderer may show is checked whatever the budget (the same
+            # payloads whether one process reads the log or two).
+            rec.check()
+        size = rec.payload_size
+        limit = self.keep.take(kind, c.key, size, rec.line) if keep and rec.present else 0
         text = rec.text(limit) if limit else None
         enc = rec.body.get("encoding") if isinstance(rec.body, dict) else None
+        compared = compared_kind(kind, meta) if self.keep.ranks else None
+        data = rec.payload if self.keep.wants_data(kind, c.key, rec.line) else None
         return Payload(
             kind=kind,
             line=rec.line,
             bytes=size,
             lines=rec.payload_lines,
-            md5=rec.meta.get("has_payload")
-            if isinstance(rec.meta.get("has_payload"), str)
-            else None,
-            ok=rec.payload_ok,
+            md5=md5 if isinstance(md5, str) else None,
+            ok=rec.ok,
             encoding=enc if isinstance(enc, str) else None,
             text=text,
             cut=max(0, size - limit) if text is not None else 0,
             meta=meta,
-            masked_md5=graph_md5(compared_kind(kind, meta), rec.payload)
-            if self.keep.ranks
-            else None,
-            data=rec.payload if self.keep.wants_data(kind, c.key, rec.line) else None,
+            masked_md5=graph_md5(compared, rec.payload) if compared is not None else None,
+            data=data,
+            checked=rec.payload_checked,
             subgraph=self.subgraph(rec),
         )
 

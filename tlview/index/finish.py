@@ -134,6 +134,7 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
             if not r.lower().startswith(("restart", "speculat")) and plain_restart(r) is None:
                 final.graph_breaks.append(GraphBreak(r.strip(), None, final.first_line, r[:2000]))
         broke = bool(final.graph_breaks)
+    _failed_by_trouble(final)
     if final.fail_type:
         final.status = "failed"
     elif not final.has_metrics:
@@ -162,3 +163,10 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         final.status = "empty"  # no ops, or none counted and no graph logged
     else:
         final.status = "ok"
+
+
+def _failed_by_trouble(final: Facts) -> None:
+    """A compile without metrics, beside the error torch logged when it stopped
+    (fx_interpreter_error, ...), failed of that error."""
+    if not final.has_metrics and not final.fail_type and final.trouble is not None:
+        final.fail_type, final.fail_reason = final.trouble

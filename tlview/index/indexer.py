@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tlview.index import beside
 from tlview.index.annotations import forward_params
 from tlview.index.artifacts import ArtifactRecords
+from tlview.index.beside import BesideRecords
 from tlview.index.chromium import ChromiumRecords
 from tlview.index.describe import DescribeRecords
 from tlview.index.digests import code_collectives
@@ -31,6 +33,7 @@ from tlview.parse import Record
 
 
 class Indexer(
+    BesideRecords,
     MetricsRecords,
     DescribeRecords,
     ChromiumRecords,
@@ -85,7 +88,11 @@ class Indexer(
             self.on_chromium(rec, cid)
             return
         c = self.compile_for(rec, cid)
-        if kind.startswith("describe_"):
+        if cid is None:
+            self.on_loose(rec, c)
+        if kind in beside.KINDS:
+            beside.KINDS[kind](self, rec, c)
+        elif kind.startswith("describe_"):
             self.on_describe(rec, c)
         elif kind == "dynamo_start":
             self.started.add(cid)
@@ -95,8 +102,6 @@ class Indexer(
                 self.bad(rec, "expected an object with a stack")
         elif kind == "compilation_metrics":
             self.on_metrics(rec, c)
-        elif kind == "compilation_metrics_runtime":
-            self.on_runtime_metrics(rec, c)
         elif kind == "bwd_compilation_metrics":
             if isinstance(body, dict) and "is_forward" in body and body["is_forward"] is None:
                 # torch 2.6 names a frame's metrics so when its compile stopped before saying
@@ -112,6 +117,8 @@ class Indexer(
                 self.bad(rec, "expected an object")
         elif kind == "artifact":
             self.on_artifact(rec, c)
+            if (name := beside.artifact_name(rec)) in beside.ARTIFACTS:
+                beside.ARTIFACTS[name](self, rec, c)
         elif kind in GRAPH_KINDS:
             meta = None
             if isinstance(body, dict) and body:
@@ -128,9 +135,10 @@ class Indexer(
                 calls = code_collectives(rec.payload)
                 if calls is not None:
                     meta = {**(meta or {}), **calls}
+            # Read before the payload is summed up: reading it checks its md5.
+            params = forward_params(rec.payload) if kind == "dynamo_output_graph" else None
             g = self.payload(rec, named, c, meta)
-            if kind == "dynamo_output_graph":
-                g.placeholders = forward_params(rec.payload)
+            g.placeholders = params
             c.graphs.append(g)
             if (
                 kind == "dynamo_output_graph"

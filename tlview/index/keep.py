@@ -22,6 +22,7 @@ class Keep:
     exact: bool = False  # keep the payloads' exact bytes whole (`data`), not their text
     line: int | None = None  # with `exact`: only the payload of the record at this line
     lines: frozenset[int] = frozenset()  # with `exact`: also the payloads at these lines
+    check: bool = False  # check the md5 of every payload it wants, its text kept or not
     used: int = 0
     full: bool = False  # a text did not fit: no more are kept
     kept: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes), in log order
@@ -37,6 +38,7 @@ class Keep:
             self.exact,
             self.line,
             lines=self.lines,
+            check=self.check,
         )
 
     def wants(self, kind: str, compile_key: str) -> bool:
@@ -44,6 +46,10 @@ class Keep:
         return (self.kinds is None or kind in self.kinds) and (
             self.compile is None or compile_key == self.compile
         )
+
+    def checks(self, kind: str, compile_key: str) -> bool:
+        """Whether a payload's md5 is checked because a renderer may show it (or was asked)."""
+        return (self.payload_bytes > 0 or self.check) and self.wants(kind, compile_key)
 
     def wants_data(self, kind: str, compile_key: str, line: int) -> bool:
         """Whether to keep this payload's exact bytes: `tlview show` keeps the one it writes."""

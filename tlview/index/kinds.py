@@ -53,7 +53,11 @@ EVENT_KINDS = frozenset(
         "dump_file",
     }
 )
-METRICS_KINDS = frozenset({"compilation_metrics", "compilation_metrics_runtime"})
+# Metrics records, whose compile id can be in their body (run-time ones are logged after the
+# compile, with its id as a field).
+METRICS_KINDS = frozenset(
+    {"compilation_metrics", "compilation_metrics_runtime", "bwd_compilation_metrics_runtime"}
+)
 # Records torch 2.13 writes with or without a payload (their `payload_fn` can give None; read
 # from every `trace_structured` call site): without one they are whole, not damaged. Every
 # other record kind either always has a payload or never has one (metadata only).

@@ -75,18 +75,17 @@ class MetricsRecords(Core):
             self.saw_version(version)
         return body
 
-    def on_runtime_metrics(self, rec: Record, c: Compile) -> None:
+    def runtime_event(self, rec: Record, c: Compile, body: dict[str, Any]) -> None:
         """Compile work a compiled function did when it ran (its first call): an event of its
         compile, with its times. It is not the compile's own time, so no total counts it."""
-        body = self.metrics_body(rec)
-        if body is None:
-            return
         times = [f"{name} {v:.3f} s" for name, metric in PHASES if (v := seconds_of(body, metric))]
         fwd = body.get("is_forward")
         said = "compile work at run time"
+        if rec.kind.startswith("bwd_"):
+            fwd = False
         if isinstance(fwd, bool):
             said += " (forward)" if fwd else " (backward)"
-        self.event(rec, c, "compilation_metrics_runtime", ", ".join([said, *times]), caller=True)
+        self.event(rec, c, rec.kind, ", ".join([said, *times]), caller=True)
 
 
 def durations(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tlview.index.core import Core, user_line
+from tlview.index.beside import propagated
+from tlview.index.core import Core, innermost_user, user_line
 from tlview.index.kinds import ISSUE_FIELDS, ISSUE_KINDS, MAX_EVENTS, SYMBOL_FIELDS, wrong_fields
 from tlview.model import Compile, ExportIssue, Symbol
 from tlview.parse import Record
@@ -43,6 +44,7 @@ class SymbolRecords(Core):
                 # Several fake modes in one compile (exports outside any compile, `-/-`): a
                 # symbol is made while the tensors of the latest one are fakified.
                 describer=c.input_sets[-1].describer if c.input_sets else None,
+                origin=innermost_user(self.stack(b.get("stack", rec.meta.get("stack")))),
             )
         )
 
@@ -71,10 +73,7 @@ class SymbolRecords(Core):
             return
         subject = body.get("op" if kind.endswith("_fake_kernel") else "expr")
         if kind == "propagate_real_tensors_provenance":
-            detail = (
-                f"could not be decided from the symbols: the real tensors gave "
-                f"{_opt_str(body.get('result'))}, asserts were added"
-            )
+            detail = propagated(body.get("result"))
         elif kind == "guard_on_data_dependent_error":
             detail = "could not be decided: it depends on the values of a tensor"
         elif kind == "guard_added":
@@ -87,15 +86,28 @@ class SymbolRecords(Core):
             reason = (_opt_str(body.get("reason")) or "").strip()
             detail = reason or "its fake kernel does not match the real one"
         user = self.stack(body.get("user_stack"))
-        c.export_issues.append(
-            ExportIssue(
-                ISSUE_KINDS[kind],
-                rec.line,
-                subject[:300] if isinstance(subject, str) else "?",  # missing: types checked
-                detail[:1000],
-                user_line(user),
-            )
+        issue = ExportIssue(
+            ISSUE_KINDS[kind],
+            rec.line,
+            subject[:300] if isinstance(subject, str) else "?",  # missing: types checked
+            detail[:1000],
+            user_line(user),
         )
+        add_issue(c, issue)
+
+
+def add_issue(c: Compile, issue: ExportIssue) -> None:
+    """An export issue, once: TORCH_DTRACE writes propagate_real_tensors and then its
+    provenance for one expression, the latter with the user's stack."""
+    last = c.export_issues[-1] if c.export_issues else None
+    if last is not None and (last.kind, last.subject, last.detail) == (
+        issue.kind,
+        issue.subject,
+        issue.detail,
+    ):
+        c.export_issues[-1] = issue
+    else:
+        c.export_issues.append(issue)
 
 
 def _opt_str(v: Any) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
@@ -19,6 +20,15 @@ def is_gzip(path: Path) -> bool:
             return f.read(2) == _GZIP_MAGIC
     except OSError:
         return False
+
+
+def file_size(f: IO[bytes]) -> int | None:
+    """The size of an open regular file as it is now (None for a pipe, a device, a stream)."""
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def open_log(path: Path) -> IO[bytes]:
@@ -97,6 +107,19 @@ def directory_notes(skipped: list[str], subdirs: list[str], odd: Sequence[str] =
     if subdirs:
         notes.append(f"did not enter {len(subdirs)} subdirector(ies): {_names(subdirs)}")
     return notes
+
+
+def skipped_notes(skipped: Sequence[tuple[str, str]]) -> list[str]:
+    """One note per reason a directory's logs were skipped (`empty file`), naming the first
+    few: a folder of thousands of empty logs is one line, not thousands."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in skipped:
+        by_reason.setdefault(why, []).append(name)
+    return [
+        f"skipped {names[0]}: {why}" if len(names) == 1
+        else f"skipped {len(names):,} logs ({why}): {_names(names)}"
+        for why, names in by_reason.items()
+    ]  # fmt: skip
 
 
 def no_logs(path: str, notes: Sequence[str]) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
-from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, TlviewError
+from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.logs.files import _GZIP_MAGIC, Gunzip, Opener, directory_notes, discover
 
 LOG_SUFFIXES = (".log", ".log.gz")
@@ -53,6 +53,8 @@ def find(path: str) -> Found:
     """The logs PATH names: a file, a directory of logs, or the same as an fsspec URL."""
     if is_url(path):
         return _find_url(path)
+    if not path:  # Path("") is ".": an empty argument names no log, not the current directory
+        raise TlviewError("an empty PATH names no log: give a file, a directory or -", EXIT_USAGE)
     # "-": the log comes on standard input (`zcat log.gz | tlview report -`).
     p = Path(STDIN if path == "-" and os.path.exists(STDIN) else path)
     files, notes = discover(p)
@@ -71,13 +73,15 @@ def _fs(url: str) -> tuple[Any, str]:
         from fsspec.core import url_to_fs
     except ImportError:
         raise TlviewError(
-            f"{url}: reading URLs needs fsspec: pip install 'tlview[dask]'", EXIT_NEEDS_EXTRA
+            f"{url}: reading URLs needs fsspec: pip install 'fsspec>=2023.1'", EXIT_NEEDS_EXTRA
         ) from None
     try:
         fs, path = url_to_fs(url)
         return fs, str(path)
     except (ImportError, ValueError) as e:  # no file system for the protocol, or a bad URL
         raise TlviewError(f"{url}: {e}", EXIT_NEEDS_EXTRA) from None
+    except Exception as e:  # a file system that fails as it is made (`zip://` of no zip)
+        raise TlviewError(f"{url}: cannot open: {type(e).__name__}: {e}", EXIT_NO_TRACE) from None
 
 
 def _find_url(url: str) -> Found:
@@ -109,10 +113,10 @@ def url_opener(url: str) -> Opener:
         fs, path = _fs(url)
         try:
             raw = fs.open(path, "rb")
+            head = raw.read(2)
+            raw.seek(0)
         except Exception as e:  # each file system raises its own errors
             raise TlviewError(f"{url}: cannot open: {e}", EXIT_NO_TRACE) from None
-        head = raw.read(2)
-        raw.seek(0)
         if head == _GZIP_MAGIC:
             return Gunzip(raw)  # type: ignore[return-value]
         return cast(IO[bytes], raw)

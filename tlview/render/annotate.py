@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tlview.analyze.sites import MAX_PER_LEVEL, Site, relative
-from tlview.inert import clean
+from tlview.inert import clean, line
 from tlview.units import count
 
 STYLES = ("github", "plain")
@@ -42,15 +42,15 @@ def lines(found: list[Site], style: str, root: str | None = None) -> list[str]:
             left += 1
             continue
         kept[s.level] = kept.get(s.level, 0) + 1
-        file = clean(relative(s.file, root))
+        file = relative(s.file, root)
         if style == "github":
             out.append(
-                f"::{s.level} file={prop(file)},line={s.line},title={prop(clean(s.title))}"
+                f"::{s.level} file={prop(clean(file))},line={s.line},title={prop(clean(s.title))}"
                 f"::{data(_message(s))}"
             )
-        else:
+        else:  # one line a problem: its file's own line feed shown as `\n`
             one = _SPACE.sub(" ", f"{clean(s.title)}: {_message(s)}").strip()
-            out.append(f"{file}:{s.line}: {s.level}: {one}")
+            out.append(f"{line(file)}:{s.line}: {s.level}: {one}")
     if left:
         more = f"{left} more problem place(s) not annotated (at most {MAX_PER_LEVEL} per level)"
         out.append(

@@ -7,10 +7,10 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from tlview import __version__
 from tlview.analyze.gate import Verdict
 from tlview.inert import clean
 from tlview.runtime.output import Output
+from tlview.version import __version__
 
 # What XML 1.0 cannot hold at all (inert.clean has already escaped the other controls).
 _NOT_XML = re.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

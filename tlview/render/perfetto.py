@@ -8,7 +8,6 @@ from typing import IO, Any
 
 import orjson
 
-from tlview import __version__
 from tlview.analyze.names import Refs, picker
 from tlview.dumps import dumps
 from tlview.index.digests import RUNTIME_ESTIMATE
@@ -16,10 +15,105 @@ from tlview.model import Compile, CompileId, Report
 from tlview.parse import Reader, Record
 from tlview.render import Options, Split
 from tlview.runtime.output import Output
+from tlview.version import __version__
 
 PID_STEP = 1 << 22  # above Linux's pid_max: a process of another log with a pid already taken
 # A compile's place in its log: the records of its id, its process, and its lines.
 Lines = tuple[CompileId | None, int | None, int, int]
+
+
+def _spans(
+    report: Report, only: Callable[[Compile], bool]
+) -> tuple[dict[str, list[Lines]], list[str]]:
+    """Where in each log the compiles `only` picks are, and their names: one pass (compiles
+    can be on disk, read back one at a time)."""
+    spans: dict[str, list[Lines]] = {}
+    refs = []
+    ref = Refs.of(report)
+    for c in report.compiles:
+        if only(c):
+            cid = None if c.id is None else c.id.in_run(0)  # as a record names it
+            spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
+            refs.append(ref(c))
+    return spans, sorted(refs)
+
+
+class _Trace:
+    """The trace being written: its events, one Perfetto process per log process."""
+
+    def __init__(self, report: Report, out: IO[bytes], spans: dict[str, list[Lines]] | None):
+        self.out = out
+        self.spans = spans
+        self.first = True
+        self.skipped = 0
+        self.taken: set[int] = set()  # trace pids given out, over every log
+        self.labels = {
+            (log.name, log.pid): _label(log.name, log.rank, log.pid, log.process)
+            for log in report.logs
+        }
+        # A job's processes in rank order (a rank's second log after its first), then others.
+        ranked = sorted(
+            report.logs, key=lambda lg: (lg.rank is None, lg.rank or 0, len(lg.process))
+        )
+        self.order = {(log.name, log.pid): n for n, log in enumerate(ranked)}
+        self.paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))
+
+    def put(self, item: dict[str, Any]) -> None:
+        self.out.write((b"" if self.first else b",\n") + dumps(item))
+        self.first = False
+
+    def log(self, path: str, name: str) -> None:
+        """Write one log's events as they pass."""
+        seen: dict[int, int] = {}  # logged pid -> trace pid
+        last_ts: dict[int, float] = {}  # trace pid -> the latest event's time
+        tracks: dict[int, int] = {}  # trace pid -> estimated graphs given a track
+        spans = None if self.spans is None else self.spans.get(name, [])
+        for rec in Reader(Path(path), name):
+            if spans is not None and not _within(rec, spans):
+                continue
+            if rec.kind == "artifact" and _is_estimate(rec):
+                pid = seen.get(rec.pid)
+                if pid is not None:  # else no event of this process yet: nothing to place it by
+                    tracks[pid] = tracks.get(pid, 0) + 1
+                    for slice_ in _estimated(rec, pid, tracks[pid], last_ts.get(pid, 0.0)):
+                        self.put(slice_)
+            elif rec.kind == "chromium_event":
+                self.event(rec, path, name, seen, last_ts)
+
+    def event(
+        self, rec: Record, path: str, name: str, seen: dict[int, int], last_ts: dict[int, float]
+    ) -> None:
+        ev = _event(rec.payload)
+        if ev is None:
+            self.skipped += 1
+            return
+        pid = seen.get(rec.pid)
+        if pid is None:
+            pid = seen[rec.pid] = self.process(rec, path, name, len(seen) + 1)
+        ev["pid"] = pid  # torch writes pid 0 in every process; the log prefix has the real one.
+        if isinstance(ev.get("ts"), int | float):
+            last_ts[pid] = max(last_ts.get(pid, 0.0), float(ev["ts"]))
+        self.put(ev)
+
+    def process(self, rec: Record, path: str, name: str, n: int) -> int:
+        """A trace pid for a log's process, named and placed. Ranks in separate containers
+        often log the same pid: each log's process keeps one of its own, above any real pid."""
+        pid = rec.pid
+        while pid in self.taken:
+            pid += PID_STEP
+        self.taken.add(pid)
+        label = self.labels.get((name, rec.pid)) or _label(name, rec.rank, rec.pid)
+        place = self.order.get((name, rec.pid), self.paths.index((path, name)))
+        self.put({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}})
+        self.put(
+            {
+                "name": "process_sort_index",
+                "ph": "M",
+                "pid": pid,
+                "args": {"sort_index": n + 1000 * place},
+            }
+        )
+        return pid
 
 
 def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | None = None) -> None:
@@ -27,88 +121,14 @@ def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | Non
     With `only` (--compile-id), the events of the compiles it picks, and no others."""
     names = sorted({log.name for log in report.logs})
     head: dict[str, Any] = {"otherData": {"generator": f"tlview {__version__}", "logs": names}}
-    spans: dict[str, list[Lines]] | None = None
+    spans = None
     if only is not None:
-        spans = {}
-        refs = []
-        ref = Refs.of(report)
-        for c in report.compiles:  # one pass: compiles can be on disk, read back one at a time
-            if only(c):
-                cid = None if c.id is None else c.id.in_run(0)  # as a record names it
-                spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
-                refs.append(ref(c))
-        head["otherData"]["compiles"] = sorted(refs)
+        spans, head["otherData"]["compiles"] = _spans(report, only)
     out.write(dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')
-    labels = {
-        (log.name, log.pid): _label(log.name, log.rank, log.pid, log.process) for log in report.logs
-    }
-    # A job's processes in rank order (a rank's second log after its first), then the others.
-    order = {
-        (log.name, log.pid): n
-        for n, log in enumerate(
-            sorted(report.logs, key=lambda lg: (lg.rank is None, lg.rank or 0, len(lg.process)))
-        )
-    }
-    paths = list(dict.fromkeys((log.path, log.name) for log in report.logs))
-    first = True
-    skipped = 0
-    taken: set[int] = set()  # trace pids given out, over every log
-    for path, name in paths:
-        seen: dict[int, int] = {}  # logged pid -> trace pid
-        last_ts: dict[int, float] = {}  # trace pid -> the latest event's time
-        tracks: dict[int, int] = {}  # trace pid -> estimated graphs given a track
-        for rec in Reader(Path(path), name):
-            if rec.kind == "artifact" and _is_estimate(rec):
-                if spans is not None and not _within(rec, spans.get(name, [])):
-                    continue
-                pid = seen.get(rec.pid)
-                if pid is None:
-                    continue  # no event of this process yet: nothing to place the graph by
-                tracks[pid] = tracks.get(pid, 0) + 1
-                for slice_ in _estimated(rec, pid, tracks[pid], last_ts.get(pid, 0.0)):
-                    out.write((b"" if first else b",\n") + dumps(slice_))
-                    first = False
-                continue
-            if rec.kind != "chromium_event":
-                continue
-            if spans is not None and not _within(rec, spans.get(name, [])):
-                continue
-            ev = _event(rec.payload)
-            if ev is None:
-                skipped += 1
-                continue
-            pid = seen.get(rec.pid)
-            if pid is None:
-                # Ranks in separate containers often log the same pid: each log's process
-                # keeps one of its own, numbered above any real pid.
-                pid = rec.pid
-                while pid in taken:
-                    pid += PID_STEP
-                taken.add(pid)
-                seen[rec.pid] = pid
-                label = labels.get((name, rec.pid)) or _label(name, rec.rank, rec.pid)
-                meta = [
-                    {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}},
-                    {
-                        "name": "process_sort_index",
-                        "ph": "M",
-                        "pid": pid,
-                        "args": {
-                            "sort_index": len(seen)
-                            + 1000 * order.get((name, rec.pid), paths.index((path, name)))
-                        },
-                    },
-                ]
-                for m in meta:
-                    out.write((b"" if first else b",\n") + dumps(m))
-                    first = False
-            # torch writes pid 0 in every process; the log prefix has the real one.
-            ev["pid"] = pid
-            if isinstance(ev.get("ts"), int | float):
-                last_ts[pid] = max(last_ts.get(pid, 0.0), float(ev["ts"]))
-            out.write((b"" if first else b",\n") + dumps(ev))
-            first = False
-    out.write(b'\n],"tlviewSkippedEvents":' + str(skipped).encode() + b"}\n")
+    trace = _Trace(report, out, spans)
+    for path, name in trace.paths:
+        trace.log(path, name)
+    out.write(b'\n],"tlviewSkippedEvents":' + str(trace.skipped).encode() + b"}\n")
 
 
 def _within(rec: Record, spans: list[Lines]) -> bool:

@@ -56,6 +56,8 @@ class GraphCode:
     missing: list[str] = field(default_factory=list)  # self.X.Y reads with no nested class
     ops: list[str] = field(default_factory=list)  # torch.ops.NS.OP as called
     calls: list[str] = field(default_factory=list)  # every dotted call target, sorted
+    # Every `torch.x.y` it names, called or passed on (but `torch.ops.ns.op`), longest only
+    torch_names: list[str] = field(default_factory=list)
     free: list[str] = field(default_factory=list)  # names read but defined nowhere in the code
     # The inputs (placeholder names) and `self.X` reads ("self.X") the forward changes in place.
     mutated: list[str] = field(default_factory=list)
@@ -142,6 +144,16 @@ _FORBIDDEN = (
     ast.NamedExpr,
 )
 _BUILTINS = frozenset(dir(builtins))
+# Builtins fx's code names (`slice(None, None, 2)`, a `len` or `max` of values): pure functions
+# of values. Any other (`__import__`, `eval`, `exec`, `open`, `getattr`, `compile`, `globals`),
+# called or passed on, is in no code fx printed.
+FX_BUILTINS = frozenset(
+    {
+        "Ellipsis", "abs", "all", "any", "bool", "complex", "dict", "divmod", "enumerate", "float",
+        "frozenset", "int", "isinstance", "len", "list", "max", "min", "pow", "range",
+        "reversed", "round", "set", "slice", "str", "sum", "tuple", "zip",
+    }
+)  # fmt: skip
 
 
 def parse(text: str) -> GraphCode:
@@ -189,6 +201,11 @@ def parse(text: str) -> GraphCode:
         f = _forward(cls)
         defined = {a.arg for a in f.args.args} | _assigned(f)
         for node in ast.walk(f):
+            odd = _not_fx(node, defined)
+            if odd:
+                raise GraphCodeError(
+                    f"line {getattr(node, 'lineno', '?')}: {odd}, which fx never prints"
+                )
             if isinstance(node, ast.Attribute) and _is_self(node.value):
                 child = f"{path}.{node.attr}" if path else node.attr
                 if child in classes:
@@ -217,9 +234,58 @@ def parse(text: str) -> GraphCode:
     g.missing = sorted(missing)
     g.ops = sorted(ops)
     g.calls = sorted(calls)
+    g.torch_names = _torch_names(classes)
     g.free = sorted(free - FX_GLOBALS)
     g.mutated = _mutated(fwd)
     return g
+
+
+# What `torch.ops` has besides op namespaces: a graph's `torch.ops.X` is always `torch.ops.ns.op`.
+_OPS_OWN = frozenset({"load_library", "import_module", "loaded_libraries"})
+
+
+def _torch_names(classes: dict[str, ast.ClassDef]) -> list[str]:
+    """The dotted names rooted at `torch` the forwards read (`torch.nn.functional.linear`), each
+    only at its longest; `torch.ops.ns.op` left to the op check, `torch.ops.load_library` not."""
+    names: set[str] = set()
+    for cls in classes.values():
+        for node in ast.walk(_forward(cls)):
+            name = _dotted(node) if isinstance(node, ast.Attribute) else None
+            if name is None or not name.startswith("torch."):
+                continue
+            parts = name.split(".")
+            if parts[1] == "ops" and len(parts) > 2 and parts[2] in _OPS_OWN:
+                raise GraphCodeError(
+                    f"line {getattr(node, 'lineno', '?')}: {name}, which fx never prints"
+                )
+            if parts[1] != "ops":
+                names.add(name)
+    # Sorted, a name's longer ones come right after it ("." sorts before every identifier's
+    # characters): one look at the next name says whether it is the longest.
+    order = sorted(names)
+    after = [*order[1:], ""] if order else []
+    return [n for n, m in zip(order, after, strict=True) if not m.startswith(n + ".")]
+
+
+def _not_fx(node: ast.AST, defined: set[str]) -> str | None:
+    """What of NODE no code fx printed holds: a call of what a call or an index gives (fx calls
+    a name, `torch.x.y` or a value's method), an attribute of a call's result, a dunder
+    attribute, a builtin fx never names. Such code is a log's, not a graph's."""
+    if isinstance(node, ast.Call) and _dotted(node.func) is None:
+        return f"a call of {ast.unparse(node.func)[:60]!r} (not of a name or a value's method)"
+    if isinstance(node, ast.Attribute):
+        if node.attr.startswith("__") and node.attr.endswith("__"):
+            return f"the attribute {node.attr}"
+        if isinstance(node.value, ast.Call):
+            return f"an attribute of a call's result ({node.attr})"
+    if (
+        isinstance(node, ast.Name)
+        and node.id in _BUILTINS
+        and node.id not in FX_BUILTINS
+        and node.id not in defined
+    ):
+        return f"the builtin {node.id}"
+    return None
 
 
 def _mutated(fwd: ast.FunctionDef) -> list[str]:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from tlview import __version__
 from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.index.keep import Keep
@@ -24,6 +23,7 @@ from tlview.replay.planned import Plan
 from tlview.replay.run import WARNING, run_scripts
 from tlview.replay.script import INPUTS, SCRIPT, make_dir, slug, write_files
 from tlview.units import nbytes
+from tlview.version import __version__
 
 SUMMARY = "summary.json"
 SUMMARY_FORMAT = "tlview.repro/1"

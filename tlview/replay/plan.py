@@ -7,6 +7,7 @@ import importlib
 import math
 import operator
 import re
+import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -110,6 +111,7 @@ def plan(
         p.imports, failed = thirdparty.import_allowed(allow_import, code.text)
         p.blockers += failed
     _check_ops(p, code, allow_import)
+    _check_torch(p, code)
     if c.status == "failed":
         why = f": {c.fail_type}" if c.fail_type else ""
         p.notes.append(f"the original compile failed after capturing this graph{why}")
@@ -169,6 +171,67 @@ def _check_names(p: Plan, code: gc.GraphCode) -> None:
                 f"the graph calls {name}, which the program that wrote the log defined "
                 "(the log has its name, not its code)"
             )
+
+
+# torch's modules that read or write files, fetch or build code, or start processes: no graph
+# fx printed names one of their functions.
+_NOT_GRAPH = (
+    "torch.serialization", "torch.hub", "torch.package", "torch.utils.cpp_extension",
+    "torch.jit._serialization", "torch.multiprocessing", "torch.utils.data",
+    "torch._inductor.codecache", "torch.distributed.checkpoint", "torch.utils.benchmark",
+)  # fmt: skip
+
+
+def _check_torch(p: Plan, code: gc.GraphCode) -> None:
+    """Each `torch.x.y` the graph names must be torch's own, reached through torch's modules
+    (`torch.os.system` is not) and outside the modules no graph calls (`torch.load`): what
+    cannot be shown to be is a blocker, so the repro is written but never run."""
+    torch = lazy_torch()
+    for name in code.torch_names:
+        why = _not_torch(torch, name)
+        if why:
+            p.blockers.append(f"the graph names {name}, {why}: not code fx prints, not run")
+
+
+def _in(module: object, prefixes: tuple[str, ...]) -> bool:
+    return isinstance(module, str) and module.startswith(prefixes)
+
+
+def _attr(obj: Any, part: str) -> Any:
+    """OBJ.PART, a submodule of torch's imported if need be (`torch.distributed.tensor`)."""
+    try:
+        return getattr(obj, part)
+    except Exception:  # torch's lazy attributes import; a missing one raises anything
+        pass
+    if isinstance(obj, types.ModuleType) and _in(obj.__name__, ("torch",)):
+        try:
+            return importlib.import_module(f"{obj.__name__}.{part}")
+        except Exception:  # not a module of this torch either
+            return None
+    return None
+
+
+def _not_torch(torch: Any, name: str) -> str | None:
+    """Why NAME (`torch.a.b`) is not shown to be torch's own code, or None when it is."""
+    obj: Any = torch
+    owner: Any = torch
+    for part in name.split(".")[1:]:
+        owner = obj
+        obj = _attr(obj, part)
+        if obj is None:
+            return "which this torch does not have"
+        if isinstance(obj, types.ModuleType) and not _in(obj.__name__, ("torch",)):
+            return f"which reaches the module {obj.__name__}"
+    module = getattr(obj, "__module__", None)
+    if isinstance(obj, types.ModuleType):
+        module = obj.__name__
+    elif module is None:  # a method of a torch class (`torch.Tensor.add`)
+        module = getattr(owner, "__module__", None)
+    if not _in(module, ("torch",)):
+        return f"which is {module or 'no module'}'s"
+    if _in(module, _NOT_GRAPH):
+        return f"of {module}, which reads or writes files or code"
+    return None
 
 
 def _check_ops(p: Plan, code: gc.GraphCode, allow_import: Sequence[str] = ()) -> None:

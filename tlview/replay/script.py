@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tlview import __version__
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
 from tlview.index.kinds import INDUCTOR_KINDS
 from tlview.inert import code as inert_code
 from tlview.model import Compile
 from tlview.replay.planned import Plan
 from tlview.runtime import templates
+from tlview.version import __version__
 
 SCRIPT = "repro.py"
 INPUTS = "inputs.pt"

@@ -103,6 +103,14 @@ def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
         with _named(str(dest)), dest.open("wb") as f:
             yield f
         return
+    if dest.is_symlink() and not force:
+        # tlview writes no link: replacing one (or writing through it to the file it names, a
+        # file tlview may never have been asked to touch) is the user's call.
+        raise TlviewError(
+            f"{dest}: is a link (to {os.readlink(dest)}), which tlview did not write; "
+            "use --force to replace the link (the file it names is left alone)",
+            EXIT_REFUSED,
+        )
     if dest.exists() and not force and not written_by_tlview(dest):
         raise TlviewError(
             f"{dest}: exists and was not written by tlview; use --force to replace it", EXIT_REFUSED

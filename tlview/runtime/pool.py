@@ -141,7 +141,8 @@ def connect(address: str) -> Any:
         from distributed import Client
     except ImportError:
         raise TlviewError(
-            "--scheduler needs Dask: pip install 'tlview[dask]'", EXIT_NEEDS_EXTRA
+            "--scheduler needs Dask: pip install 'dask[distributed]>=2024.1' 'fsspec>=2023.1'",
+            EXIT_NEEDS_EXTRA,
         ) from None
     try:
         return Client(address, set_as_default=False)

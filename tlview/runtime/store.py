@@ -45,7 +45,7 @@ class _Unpickler(pickle.Unpickler):
     """Reads back only tlview's own records from tlview's own temp file."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "tlview.model":
+        if module in ("tlview.model", "tlview.aside"):
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"unexpected class {module}.{name} in tlview's spill file")
 
@@ -174,6 +174,11 @@ def _remove(f: IO[bytes], path: str, owner: int) -> None:
             os.unlink(path)
 
 
+# Failures logged as artifacts that end the compile when they come without its metrics (an
+# eager backward's failure is suppressed by torch: never).
+FATAL = frozenset({"fx_interpreter_error", "inductor_spmd_graph_mismatch"})
+
+
 @dataclass(slots=True)
 class Facts:
     """What the final pass needs of a compile to set its status, without loading it."""
@@ -192,6 +197,7 @@ class Facts:
     described: bool  # it logged inputs or symbols (what an export's trace logs, and no more)
     reasons_only: bool  # it logged why the frame would recompile, and nothing else
     fail_reason: str | None = None  # a failure the final pass inferred (set with fail_type)
+    trouble: tuple[str, str] | None = None  # a fatal failure artifact: (its name, its line)
 
     @classmethod
     def of(cls, c: Compile) -> Facts:
@@ -211,6 +217,7 @@ class Facts:
             bool(c.recompile_reasons)
             and c.metrics is None
             and not (c.graphs or c.input_sets or c.symbols or c.stack),
+            trouble=next(((t.kind, t.text) for t in c.troubles if t.kind in FATAL), None),
         )
 
     def shift_lines(self, n: int) -> None:

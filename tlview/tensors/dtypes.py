@@ -14,6 +14,10 @@ from tlview.tensors.plans import TensorPlan
 from tlview.tensors.rebuilt import Failed
 from tlview.units import itemsize
 
+# How to get a torch tlview can rebuild with, as the README's Install says (tlview is not on
+# PyPI, so `pip install 'tlview[torch]'` would look there for tlview).
+TORCH_INSTALL = "pip install 'torch>=2.4.1,<2.16'"
+
 
 def need_torch(purpose: str = "rebuilding tensors") -> Any:
     """torch, imported on first use (so `tlview report` never pays for it)."""
@@ -27,7 +31,7 @@ def need_torch(purpose: str = "rebuilding tensors") -> Any:
             import torch
     except ImportError:
         raise TlviewError(
-            f"{purpose} needs torch: pip install 'tlview[torch]'", EXIT_NEEDS_EXTRA
+            f"{purpose} needs torch 2.4.1 to 2.15: {TORCH_INSTALL}", EXIT_NEEDS_EXTRA
         ) from None
     _TORCH = torch
     return torch

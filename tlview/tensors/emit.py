@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tlview import __version__
 from tlview.analyze.names import compile_ref
 from tlview.errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
 from tlview.model import Compile, Report
@@ -21,6 +20,7 @@ from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
 from tlview.tensors.real import RealBuilder, build_real
 from tlview.tensors.rebuilt import Rebuilt, collect, first_line
 from tlview.units import nbytes
+from tlview.version import __version__
 
 FORMAT = "tlview.inputs/1"
 

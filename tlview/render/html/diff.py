@@ -9,12 +9,12 @@ from typing import IO, Any, NamedTuple
 
 from markupsafe import Markup
 
-from tlview import __version__
 from tlview.analyze.changes import change_text
 from tlview.analyze.diff import CacheFigure, ComparedCompile, Diff, Figure, FrameDiff, change_words
 from tlview.render import Options, Split
 from tlview.render.html.report import page_environment
 from tlview.runtime.output import Output
+from tlview.version import __version__
 
 TEMPLATE = "diff.html.j2"  # beside report.html.j2, loaded by the report's environment
 CSS = """

@@ -87,7 +87,7 @@ def break_views(o: Overview, by_ref: dict[str, Row]) -> list[BreakView]:
                 title=break_title(s.reason),
                 reason=s.reason,
                 count=s.count,
-                where=[(short_path(w, 3), w, k) for w, k in s.where.items()],
+                where=[(short_path(w), w, k) for w, k in s.where.items()],
                 compiles=[
                     (by_ref[ref].label, by_ref[ref].anchor) if ref in by_ref else (ref, "")
                     for ref in s.compiles

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from tlview.analyze.summary import input_flags
 from tlview.index.dims import DynamicDims, input_symbols
-from tlview.model import Compile, Input, StorageDesc, TensorDesc
+from tlview.model import Compile, Dim, Input, StorageDesc, TensorDesc
 from tlview.render.html.fmt import pct
 from tlview.units import dims, itemsize, nbytes
 
@@ -117,23 +117,24 @@ def byte_range(t: TensorDesc) -> tuple[int | None, int | None]:
     isz = itemsize(t.dtype)
     if isz is None or size is None or stride is None or len(size) != len(stride):
         return None, None
-    if not isinstance(off, int):
+    steps = _steps(size, stride)
+    if not isinstance(off, int) or steps is None:
         return None, None
-    lo = hi = off
-    empty = False
+    if 0 in size:  # a dim of 0: it covers nothing, at its offset
+        return off * isz, off * isz
+    lo = off + sum(x for x in steps if x < 0)
+    hi = off + sum(x for x in steps if x >= 0)
+    return lo * isz, (hi + 1) * isz
+
+
+def _steps(size: list[Dim], stride: list[Dim]) -> list[int] | None:
+    """Each dim's reach, (size - 1) * stride; None when one is symbolic."""
+    out = []
     for d, s in zip(size, stride, strict=True):
         if not isinstance(d, int) or not isinstance(s, int):
-            return None, None
-        if d == 0:
-            empty = True
-        step = (d - 1) * s
-        if step < 0:
-            lo += step
-        else:
-            hi += step
-    if empty:
-        return off * isz, off * isz
-    return lo * isz, (hi + 1) * isz
+            return None
+        out.append((d - 1) * s)
+    return out
 
 
 def _span_text(t: TensorDesc, start: int | None, end: int | None) -> str:
@@ -143,62 +144,71 @@ def _span_text(t: TensorDesc, start: int | None, end: int | None) -> str:
     return f"{shape}: bytes {start:,} to {end:,}"
 
 
-def storages(c: Compile) -> tuple[list[StorageView], int]:
-    """The storages under the compile's inputs worth a picture, each with the span each tensor
-    on it covers, and how many others there are (`_plain`: one input covering all of it)."""
-    by_key: dict[tuple[int, int], StorageView] = {}
-    seen: set[tuple[int, int, int]] = set()
-    described: dict[tuple[int, int], StorageDesc] = {}
-    for s in c.input_sets:
-        for sid, sd in s.storages.items():
-            described[(s.describer, sid)] = sd
-    # Storages a base or an inner tensor also covers: never plain.
-    shared = {
-        (i.describer, t.storage)
-        for i in c.inputs
-        if i.base is not None or i.inner
-        for t in (i.base, *i.inner.values())
-        if t is not None
-    }
+class _Storages:
+    """The storages under one compile's inputs, as their spans are added."""
 
-    def add(t: TensorDesc, describer: int, label: str, is_input: bool, group: int | None) -> None:
+    def __init__(self, c: Compile) -> None:
+        self.by_key: dict[tuple[int, int], StorageView] = {}
+        self.seen: set[tuple[int, int, int]] = set()
+        self.described: dict[tuple[int, int], StorageDesc] = {
+            (s.describer, sid): sd for s in c.input_sets for sid, sd in s.storages.items()
+        }
+        # Storages a base or an inner tensor also covers: never plain.
+        self.shared = {
+            (i.describer, t.storage)
+            for i in c.inputs
+            if i.base is not None or i.inner
+            for t in (i.base, *i.inner.values())
+            if t is not None
+        }
+
+    def add(
+        self, t: TensorDesc, describer: int, label: str, is_input: bool, group: int | None
+    ) -> None:
         st = t.storage
-        if st is None or (describer, st, t.id) in seen:
+        if st is None or (describer, st, t.id) in self.seen:
             return
-        seen.add((describer, st, t.id))
+        self.seen.add((describer, st, t.id))
         key = (describer, st)
-        sv = by_key.get(key)
+        sv = self.by_key.get(key)
         if sv is None:
-            sd = described.get(key)
-            sv = by_key[key] = StorageView(
-                label=f"storage {st}", size=None if sd is None else sd.size
-            )
+            sd = self.described.get(key)
+            size = None if sd is None else sd.size
+            sv = self.by_key[key] = StorageView(label=f"storage {st}", size=size)
         if group:
             sv.alias_group = group
         start, end = byte_range(t)
         sv.spans.append(Span(label, t, start, end, input=is_input))
 
+    def alone(self, i: Input) -> bool:
+        """The common case, an input alone on its storage and covering all of it: counted
+        without a picture (as `_plain` would find)."""
+        st = i.tensor.storage
+        if st is None or i.alias_group or (i.describer, st) in self.shared:
+            return False
+        desc = self.described.get((i.describer, st))
+        size = None if desc is None else desc.size
+        start, end = byte_range(i.tensor)
+        return start == 0 and isinstance(size, int) and end == size
+
+
+def storages(c: Compile) -> tuple[list[StorageView], int]:
+    """The storages under the compile's inputs worth a picture, each with the span each tensor
+    on it covers, and how many others there are (`_plain`: one input covering all of it)."""
+    got = _Storages(c)
     plain = 0
     for i in c.inputs:
-        t = i.tensor
-        st = t.storage
-        if st is not None and not i.alias_group and (i.describer, st) not in shared:
-            # The common case, an input alone on its storage: counted without a picture when
-            # it covers all of it (as `_plain` would find).
-            desc = described.get((i.describer, st))
-            size = None if desc is None else desc.size
-            start, end = byte_range(t)
-            if start == 0 and isinstance(size, int) and end == size:
-                plain += 1
-                continue
-        add(t, i.describer, i.source, True, i.alias_group)
+        if got.alone(i):
+            plain += 1
+        else:
+            got.add(i.tensor, i.describer, i.source, True, i.alias_group)
     for i in c.inputs:
         if i.base is not None:
-            add(i.base, i.describer, f"base of {i.source}", False, None)
+            got.add(i.base, i.describer, f"base of {i.source}", False, None)
         for name, t in i.inner.items():
-            add(t, i.describer, f"{i.source}.{name}", False, None)
+            got.add(t, i.describer, f"{i.source}.{name}", False, None)
     out = []
-    for sv in by_key.values():
+    for sv in got.by_key.values():
         if _plain(sv):
             plain += 1
         else:
@@ -217,19 +227,25 @@ def _plain(sv: StorageView) -> bool:
 
 
 def _scale(sv: StorageView) -> None:
-    ends = [s.end for s in sv.spans if s.end is not None]
-    size = sv.size if isinstance(sv.size, int) and not isinstance(sv.size, bool) else None
-    total = size or max(ends, default=0)
-    if size is not None and ends and max(ends) > size:
-        sv.note = f"tensors reach byte {max(ends):,} of a {size:,}-byte storage" + (
-            " (resized to zero, as FSDP does)" if size == 0 else ""
-        )
-        total = max(ends)
-    elif isinstance(sv.size, str):
-        sv.note = f"symbolic storage size {sv.size}; drawn to the furthest tensor"
+    """Each span's place on the storage's bar, and the storage's note when tensors reach past it
+    or its size is symbolic."""
+    total = _extent(sv)
     for s in sv.spans:
         if s.start is None or s.end is None or total <= 0:
             s.x, s.w = "0", "0"
             continue
         s.x = pct(100 * s.start / total)
         s.w = pct(max(0.4, 100 * (s.end - s.start) / total))
+
+
+def _extent(sv: StorageView) -> int:
+    """The bytes a storage's bar stands for: its size, or the furthest tensor on it."""
+    ends = [s.end for s in sv.spans if s.end is not None]
+    size = sv.size if isinstance(sv.size, int) and not isinstance(sv.size, bool) else None
+    if isinstance(sv.size, str):
+        sv.note = f"symbolic storage size {sv.size}; drawn to the furthest tensor"
+    if size is None or not ends or max(ends) <= size:
+        return size or max(ends, default=0)
+    zero = " (resized to zero, as FSDP does)" if size == 0 else ""
+    sv.note = f"tensors reach byte {max(ends):,} of a {size:,}-byte storage{zero}"
+    return max(ends)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from tlview import __version__
 from tlview.analyze.breaks import break_key
 from tlview.analyze.divergence import names_text
 from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview
-from tlview.model import STATUSES, LogIndex, Report
+from tlview.model import STATUSES, Divergence, LogIndex, Report
 from tlview.render import Split, split_of
 from tlview.render.html import budget as kept
 from tlview.render.html import pick as picking
@@ -27,13 +26,14 @@ from tlview.render.html.figures import (
 from tlview.render.html.fmt import clock
 from tlview.render.html.metrics import METRIC_BYTES, first_shown
 from tlview.render.html.payloads import COMPILE_TIERS, MAX_LISTED, Budget, share_budget
-from tlview.render.html.pick import PROBLEMS, FirstPass, Picked
+from tlview.render.html.pick import PROBLEMS, FirstPass, Found, Picked
 from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
 from tlview.render.html.vllm import VllmView, vllm_view
 from tlview.strings import Names
 from tlview.units import count, nbytes
+from tlview.version import __version__
 
 
 class LogView(NamedTuple):
@@ -136,6 +136,95 @@ def job_shown(report: Report) -> tuple[Picked | None, str | None]:
     return (lambda c: (c.log, c.pid) in by_log), note
 
 
+def _anchors(rows: list[Row]) -> dict[tuple[str, str], str]:
+    """Each compile's section on the page, by its log and key."""
+    anchors: dict[tuple[str, str], str] = {}
+    for r in rows:
+        anchors.setdefault((r.log, r.key), r.anchor)
+    return anchors
+
+
+def _link_previous(rows: list[Row]) -> None:
+    """Link each recompile's row to the row of the compile before it, when the page has it."""
+    anchors = _anchors(rows)
+    for r in rows:
+        if r.recompile is not None and r.recompile.previous:
+            prev = anchors.get((r.log, r.recompile.previous))
+            if prev:
+                r.previous = (r.recompile.previous, prev)
+
+
+def _divergence(d: Divergence) -> DivergenceView:
+    who = names_text(d.processes) if d.processes else ", ".join(map(str, d.ranks))
+    return DivergenceView(d.kind, who, d.detail)
+
+
+def _notes(report: Report, job_note: str | None) -> list[str]:
+    """The report's notes, the job's, then each log's."""
+    logs = [f"{log.name}: {n}" for log in report.logs for n in log.notes]
+    return list(report.notes) + ([job_note] if job_note else []) + logs
+
+
+def _limits() -> dict[str, str]:
+    """The page's bounds, as its notes say them."""
+    return {
+        "payload": nbytes(kept.PAYLOAD_BYTES),
+        "page": nbytes(kept.PAGE_PAYLOAD_BYTES),
+        "read": nbytes(kept.READ_BYTES),
+        "listed": f"{MAX_LISTED:,}",
+        "metric": nbytes(METRIC_BYTES),
+        "compiles": str(picking.DETAIL_COMPILES),
+        "rows": str(picking.PAGE_COMPILES),
+        "break_compiles": str(MAX_BREAK_COMPILES),
+    }
+
+
+def _first_pass(
+    report: Report, full: bool, only: tuple[str, Picked] | None, split: Split
+) -> tuple[Found, str | None]:
+    """The figures and the rows: one pass over the compiles, on two cores when it pays; and
+    the note of a job's page that shows some of its processes."""
+    shown, job_note = (None, None) if full or only else job_shown(report)
+    p = FirstPass(report, full or only is not None, only[1] if only else shown)
+    # One compile shown alone (`only`) is never worth a second core.
+    return split.fold(p, scale=1 << 30 if only else 2), job_note
+
+
+def _log_parts(report: Report, job_note: str | None) -> dict[str, Any]:
+    """What the page says of the logs: their table, ranks, notes and bad lines."""
+    return {
+        "logs": [log_view(log) for log in report.logs],
+        "ranks": report.ranks,
+        "rank_text": names_text(log.process for log in report.logs if log.process),
+        "divergence": [_divergence(d) for d in report.divergence],
+        "notes": _notes(report, job_note),
+        "bad_lines": [(b.log, b.line, b.reason) for log in report.logs for b in log.bad_lines],
+        "bad_total": sum(log.bad_count for log in report.logs),
+    }
+
+
+def _row_parts(rows: list[Row], o: Overview, budget: Budget) -> dict[str, Any]:
+    """The page-wide parts made of the rows: tables, trie, timeline, links."""
+    breaks = break_views(o, {r.ref: r for r in reversed(rows)})
+    statuses: list[str] = sorted({r.status for r in rows}, key=STATUSES.index)
+    tiers = zip(COMPILE_TIERS, budget.missing_by_tier, strict=True)
+    return {
+        "compiles": rows,
+        "trie": trie(rows),
+        "breaks": breaks,
+        "break_anchor": {break_key(b.reason): b.anchor for b in breaks},
+        "recompiles": [r for r in rows if r.listed_recompile],
+        "problems": [r for r in rows if r.status in PROBLEMS or r.restarts],
+        "issues": [(r, x) for r in rows for x in r.export_issues],
+        "lanes": page_timeline(rows),
+        "statuses": statuses,
+        "totals": totals(o, statuses),
+        "time": time_view(o, {r.ref: r for r in rows}),
+        "left_out_by": [(t, n) for t, n in tiers if n],
+        "shared": first_shown(rows),
+    }
+
+
 def build(
     report: Report,
     full: bool = False,
@@ -145,25 +234,12 @@ def build(
     """The page for a report; `full` shows every compile, payload and metric whole; `only`
     (--compile-id, and what it picks) shows those compiles alone, whole, and counts them all."""
     split = split_of(report, split)
-    shown, job_note = (None, None) if full or only else job_shown(report)
-    found = split.fold(
-        FirstPass(report, full or only is not None, only[1] if only else shown),
-        scale=1 << 30 if only else 2,  # one compile shown alone: never worth a second core
-    )
+    found, job_note = _first_pass(report, full, only, split)
     o = found.tally.done()
     rows, budget = found.pick.done()
     budget.only = only[0] if only else None
     share_budget(report, rows, budget, budget.full, {s.ref for s in o.slowest})
-    anchors: dict[tuple[str, str], str] = {}
-    for r in rows:
-        anchors.setdefault((r.log, r.key), r.anchor)
-    for r in rows:
-        if r.recompile is not None and r.recompile.previous:
-            prev = anchors.get((r.log, r.recompile.previous))
-            if prev:
-                r.previous = (r.recompile.previous, prev)
-    breaks = break_views(o, {r.ref: r for r in reversed(rows)})
-    statuses: list[str] = sorted({r.status for r in rows}, key=STATUSES.index)
+    _link_previous(rows)
     return Page(
         report=report,
         split=split,
@@ -172,50 +248,12 @@ def build(
         title=PurePath(report.path).name or report.path,
         version=__version__,
         torch_version=report.torch_version,
-        logs=[log_view(log) for log in report.logs],
-        ranks=report.ranks,
-        rank_text=names_text(log.process for log in report.logs if log.process),
         o=o,
-        totals=totals(o, statuses),
         figures=figures(o),
         budget=budget,
-        compiles=rows,
-        trie=trie(rows),
-        breaks=breaks,
-        recompiles=[r for r in rows if r.listed_recompile],
-        problems=[r for r in rows if r.status in PROBLEMS or r.restarts],
-        issues=[(r, x) for r in rows for x in r.export_issues],
-        divergence=[
-            DivergenceView(
-                d.kind,
-                names_text(d.processes) if d.processes else ", ".join(map(str, d.ranks)),
-                d.detail,
-            )
-            for d in report.divergence
-        ],
-        notes=list(report.notes)
-        + ([job_note] if job_note else [])
-        + [f"{log.name}: {n}" for log in report.logs for n in log.notes],
-        bad_lines=[(b.log, b.line, b.reason) for log in report.logs for b in log.bad_lines],
-        bad_total=sum(log.bad_count for log in report.logs),
-        lanes=page_timeline(rows),
         many=found.pick.many,
-        statuses=statuses,
-        limits={
-            "payload": nbytes(kept.PAYLOAD_BYTES),
-            "page": nbytes(kept.PAGE_PAYLOAD_BYTES),
-            "read": nbytes(kept.READ_BYTES),
-            "listed": f"{MAX_LISTED:,}",
-            "metric": nbytes(METRIC_BYTES),
-            "compiles": str(picking.DETAIL_COMPILES),
-            "rows": str(picking.PAGE_COMPILES),
-            "break_compiles": str(MAX_BREAK_COMPILES),
-        },
-        break_anchor={break_key(b.reason): b.anchor for b in breaks},
-        time=time_view(o, {r.ref: r for r in rows}),
-        left_out_by=[
-            (t, n) for t, n in zip(COMPILE_TIERS, budget.missing_by_tier, strict=True) if n
-        ],
-        shared=first_shown(rows),
-        vllm=vllm_view(o.vllm, anchors),
+        limits=_limits(),
+        vllm=vllm_view(o.vllm, _anchors(rows)),
+        **_log_parts(report, job_note),
+        **_row_parts(rows, o, budget),
     )

@@ -46,9 +46,7 @@ def issue_view(x: ExportIssue) -> IssueView:
     w = x.where
     if w is None:
         return IssueView(x.kind, x.subject, x.detail, "", None, None)
-    return IssueView(
-        x.kind, x.subject, x.detail, w.file, f"{short_path(w.file, 3)}:{w.line}", w.loc
-    )
+    return IssueView(x.kind, x.subject, x.detail, w.file, f"{short_path(w.file)}:{w.line}", w.loc)
 
 
 class ChangeView(NamedTuple):

@@ -238,7 +238,7 @@ def _outside(x: OutsideCompile) -> OutsideView:
 
 
 def _break(b: Break, anchor: str) -> BreakNote:
-    short = short_path(b.where, 3) if b.where else ""
+    short = short_path(b.where) if b.where else ""
     callers = [frame_view(f) for f in b.callers]
     return BreakNote(
         b.where, short, b.title, anchor, b.line, b.text, b.explanation, b.hints, callers

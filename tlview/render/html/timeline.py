@@ -71,9 +71,12 @@ def ticks(total_us: float, n: int = 4) -> list[tuple[str, str]]:
     return [(pct(100 * k / n), ms(total_us * k / n)) for k in range(1, n)]
 
 
+Spans = list[tuple[float, float, Row]]  # (first phase's start, last phase's end, its row)
+
+
 def page_timeline(rows: list[Row]) -> list[Timeline]:
     """One lane per log: each compile as a bar from its first phase to its last."""
-    by_log: dict[tuple[str, int | None], list[tuple[float, float, Row]]] = {}
+    by_log: dict[tuple[str, int | None], Spans] = {}
     for r in rows:
         if r.span is not None:
             by_log.setdefault((r.log, r.pid), []).append((*r.span, r))
@@ -83,35 +86,37 @@ def page_timeline(rows: list[Row]) -> list[Timeline]:
         max(e for _, e, _ in spans) - min(s for s, _, _ in spans) for spans in by_log.values()
     )
     longest = max(longest, 1.0)
-    lanes = []
-    for spans in by_log.values():
-        t0 = min(s for s, _, _ in spans)
-        ends: list[float] = []
-        bars = []
-        for start, end, r in sorted(spans, key=lambda x: x[0]):
-            # Rows are packed by the bar as drawn: a short compile's bar is wider than its
-            # time, and the next bar in its row would cover it (and take its clicks).
-            drawn = max(end, start + MIN_BAR_PCT * longest / 100)
-            row = next((k for k, e in enumerate(ends) if e <= start), None)
-            if row is None:
-                if len(ends) < MAX_LANE_ROWS:
-                    ends.append(drawn)
-                row = len(ends) - 1
-            ends[row] = max(ends[row], drawn)
-            bars.append(
-                TimeBar(
-                    name=r.key,
-                    x=pct(100 * (start - t0) / longest),
-                    w=pct(max(MIN_BAR_PCT, 100 * (end - start) / longest)),
-                    row=row,
-                    tip=f"{r.label} {r.function or ''} [{r.status}]: "
-                    f"{ms(end - start)} at +{ms(start - t0)}",
-                    ts=start,
-                    dur=end - start,
-                    status=r.status,
-                    href=r.anchor,
-                )
-            )
-        label = spans[0][2].log_label
-        lanes.append(Timeline(bars, max(1, len(ends)), ms(longest), ticks(longest), label))
-    return lanes
+    return [_lane(spans, longest) for spans in by_log.values()]
+
+
+def _lane(spans: Spans, longest: float) -> Timeline:
+    """One log's compiles as bars, packed into rows by the bar as drawn: a short compile's bar
+    is wider than its time, and the next bar in its row would cover it (and take its clicks)."""
+    t0 = min(s for s, _, _ in spans)
+    ends: list[float] = []
+    bars = []
+    for start, end, r in sorted(spans, key=lambda x: x[0]):
+        drawn = max(end, start + MIN_BAR_PCT * longest / 100)
+        row = next((k for k, e in enumerate(ends) if e <= start), None)
+        if row is None:
+            if len(ends) < MAX_LANE_ROWS:
+                ends.append(drawn)
+            row = len(ends) - 1
+        ends[row] = max(ends[row], drawn)
+        bars.append(_bar(r, start, end, t0, longest, row))
+    label = spans[0][2].log_label
+    return Timeline(bars, max(1, len(ends)), ms(longest), ticks(longest), label)
+
+
+def _bar(r: Row, start: float, end: float, t0: float, longest: float, row: int) -> TimeBar:
+    return TimeBar(
+        name=r.key,
+        x=pct(100 * (start - t0) / longest),
+        w=pct(max(MIN_BAR_PCT, 100 * (end - start) / longest)),
+        row=row,
+        tip=f"{r.label} {r.function or ''} [{r.status}]: {ms(end - start)} at +{ms(start - t0)}",
+        ts=start,
+        dur=end - start,
+        status=r.status,
+        href=r.anchor,
+    )

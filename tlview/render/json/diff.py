@@ -6,13 +6,13 @@ from typing import IO, Any
 
 import orjson
 
-from tlview import __version__
 from tlview.analyze.diff import Change, ComparedCompile, Diff, Figure, FrameDiff, FrameKey
 from tlview.dumps import dumps
 from tlview.render import Options, Split
 from tlview.render.json.report import stats
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
+from tlview.version import __version__
 
 FORMAT = "tlview.diff/1"
 

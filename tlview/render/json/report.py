@@ -11,19 +11,33 @@ from typing import IO, Any
 
 import orjson
 
-from tlview import __version__
 from tlview.analyze.compiles import Analysis, Break
 from tlview.analyze.names import picker
 from tlview.analyze.summary import Overview, Tally
 from tlview.dumps import dumps
 from tlview.index.dims import DynamicDims, dynamic_dims, input_symbols
 from tlview.index.recompiles import limit_text
-from tlview.model import TENSOR_DEFAULTS, Compile, Input, Payload, Report, StackFrame, TensorDesc
+from tlview.model import (
+    TENSOR_DEFAULTS,
+    Compile,
+    CompileId,
+    Event,
+    ExportIssue,
+    Input,
+    Kernel,
+    OutsideCompile,
+    Payload,
+    Report,
+    StackFrame,
+    Symbol,
+    TensorDesc,
+)
 from tlview.render import InProcess, Options, Split, split_of
 from tlview.render.json.passes import compile_keys
 from tlview.render.json.vllm import vllm_keys
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
+from tlview.version import __version__
 
 Ref = Callable[[str | None], Any]  # a string as written: itself, or a reference to the table
 
@@ -109,7 +123,7 @@ def payload(p: Payload) -> dict[str, Any]:
         "bytes": p.bytes,
         "lines": p.lines,
         "md5": p.md5,
-        "md5_ok": p.ok,
+        "md5_ok": p.ok if p.checked else None,  # None: not checked (docs/formats.md)
     }
     if p.encoding:
         d["encoding"] = p.encoding
@@ -173,25 +187,73 @@ def graph_break(b: Break, key: str, r: Ref) -> dict[str, Any]:
     }
 
 
+def _ids(cid: CompileId | None) -> tuple[str | None, int, int | None, int | None, int, int | None]:
+    """(compile id as torch writes it, run, frame, frame compile, attempt, compiled-autograd id)."""
+    if cid is None:
+        return None, 1, None, None, 0, None
+    return cid.torch_name, cid.run + 1, cid.frame, cid.frame_compile, cid.attempt, cid.autograd
+
+
+def symbol(s: Symbol, r: Ref) -> dict[str, Any]:
+    return {
+        "kind": s.kind,
+        "symbol": s.symbol,
+        "value": s.value,
+        "range": s.range,
+        "source": s.source,
+        "reason": s.reason,
+        "where": frame(s.where, r),
+    }
+
+
+def kernel(k: Kernel, r: Ref) -> dict[str, Any]:
+    code = [frame(f, r) for f in k.code]
+    return {"graph": k.graph, "order": k.order, "kernel": k.name, "nodes": k.nodes, "code": code}
+
+
+def export_issue(x: ExportIssue, r: Ref) -> dict[str, Any]:
+    where = frame(x.where, r)
+    return {
+        "kind": x.kind,
+        "log_line": x.line,
+        "subject": x.subject,
+        "detail": x.detail,
+        "where": where,
+    }
+
+
+def outside(o: OutsideCompile) -> dict[str, Any]:
+    return {
+        "log_line": o.line,
+        "seconds": o.seconds,
+        "fail_type": o.fail_type,
+        "fail_reason": o.fail_reason,
+    }
+
+
+def event(e: Event, r: Ref) -> dict[str, Any]:
+    return {"kind": e.kind, "log_line": e.line, "summary": e.summary, "where": frame(e.where, r)}
+
+
 def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
     """A compile as written; with `table`, a long file name after its first time as a reference
     (the one string a log holds once and a report as often as frames name it)."""
     c = a.compile
     r: Ref = _same if table is None else table.ref
     dynamic = dynamic_dims(c)
-    cid = c.id
+    compile_id, run, frame_id, frame_compile, attempt, autograd = _ids(c.id)
     d = {
-        "compile_id": None if cid is None else cid.torch_name,
+        "compile_id": compile_id,
         "key": c.key,  # unique in a log: with the run, for a process that started ids over
-        "run": 1 if cid is None else cid.run + 1,
+        "run": run,
         "log": c.log,
         "pid": c.pid,
         "rank": c.rank,
         "status": c.status,
-        "frame_id": None if cid is None else cid.frame,
-        "frame_compile_id": None if cid is None else cid.frame_compile,
-        "attempt": 0 if cid is None else cid.attempt,
-        "compiled_autograd_id": None if cid is None else cid.autograd,
+        "frame_id": frame_id,
+        "frame_compile_id": frame_compile,
+        "attempt": attempt,
+        "compiled_autograd_id": autograd,
         "function": c.function,
         "file": r(c.file),
         "line": c.firstline,
@@ -211,64 +273,19 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
         "graph_breaks": [graph_break(b, c.key, r) for b in a.breaks],
         "stack": [frame(f, r) for f in c.stack],
         "inputs": [input_dict(i, dynamic) for i in c.inputs],
-        "symbols": [
-            {
-                "kind": s.kind,
-                "symbol": s.symbol,
-                "value": s.value,
-                "range": s.range,
-                "source": s.source,
-                "reason": s.reason,
-                "where": frame(s.where, r),
-            }
-            for s in c.symbols
-        ],
+        "symbols": [symbol(s, r) for s in c.symbols],
         "cache": [
             {"cache": e.cache, "outcome": e.outcome, "key": e.key, "reason": e.reason}
             for e in c.cache
         ],
         "graphs": [payload(p) for p in c.graphs],
-        "kernels": [
-            {
-                "graph": k.graph,
-                "order": k.order,
-                "kernel": k.name,
-                "nodes": k.nodes,
-                "code": [frame(f, r) for f in k.code],
-            }
-            for k in a.kernels
-        ],
+        "kernels": [kernel(k, r) for k in a.kernels],
         "guards": [payload(p) for p in c.guards],
         "artifacts": [payload(p) for p in c.artifacts],
         "collectives": collectives(a),
-        "export_issues": [
-            {
-                "kind": x.kind,
-                "log_line": x.line,
-                "subject": x.subject,
-                "detail": x.detail,
-                "where": frame(x.where, r),
-            }
-            for x in c.export_issues
-        ],
-        "outside_compiles": [
-            {
-                "log_line": o.line,
-                "seconds": o.seconds,
-                "fail_type": o.fail_type,
-                "fail_reason": o.fail_reason,
-            }
-            for o in c.outside
-        ],
-        "events": [
-            {
-                "kind": e.kind,
-                "log_line": e.line,
-                "summary": e.summary,
-                "where": frame(e.where, r),
-            }
-            for e in c.events
-        ],
+        "export_issues": [export_issue(x, r) for x in c.export_issues],
+        "outside_compiles": [outside(o) for o in c.outside],
+        "events": [event(e, r) for e in c.events],
         "events_dropped": c.events_dropped,
         "phases": [
             {"name": p.name, "start_us": p.start_us, "dur_us": p.dur_us, "depth": p.depth}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from tlview import __version__
 from tlview.inert import clean
+from tlview.version import __version__
 
 MAX_ROWS = 10  # rows of a table before "... N more"
 MAX_CELL = 240  # characters of log text in one cell
@@ -17,9 +17,13 @@ MAX_CHARS = 60_000
 # Every ASCII punctuation character: CommonMark lets a backslash escape each, and an escaped one
 # starts nothing (emphasis, link, image, autolink, HTML, code span, table cell, heading, list).
 _PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
-# What GitHub links in rendered text whatever the Markdown said (mentions, #123, bare URLs):
-# a zero-width space after the character that starts them, so no pattern matches.
-_LINKED = re.compile(r"(@)(?=\w)|(#)(?=\d)|(:)(?=//)|(?i:\b(www)(?=\.))")
+# What GitHub links in rendered text whatever the Markdown said: mentions and e-mail addresses
+# (cmark-gfm's autolinker: `ops@-evil.example` too, so every `@`), issue references (`#123`,
+# `owner/repo#123`, `GH-123`) and bare URLs: a zero-width space after the character that
+# starts them, so no pattern matches. A commit id (7 to 40 hex digits, or any prefix of 7 of
+# one) gets one after every 6 of its digits.
+_LINKED = re.compile(r"@|#(?=\d)|:(?=//)|(?i:\bwww(?=\.)|\bgh(?=-\d))")
+_HEX = re.compile(r"\b[0-9a-fA-F]{7,40}\b")
 _ZWSP = "\u200b"
 _SPACE = re.compile(r"\s+")
 
@@ -30,7 +34,13 @@ def text(value: object, limit: int = MAX_CELL) -> str:
     if len(s) > limit:
         s = s[: limit - 1].rstrip() + "…"
     s = _LINKED.sub(lambda m: m.group() + _ZWSP, s)
+    s = _HEX.sub(_hex, s)
     return _PUNCT.sub(r"\\\1", s)
+
+
+def _hex(m: re.Match[str]) -> str:
+    h = m.group()
+    return _ZWSP.join(h[i : i + 6] for i in range(0, len(h), 6))
 
 
 def table(

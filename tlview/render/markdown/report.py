@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tlview.analyze.compiles import Analysis, analysed
-from tlview.analyze.summary import Overview, Tally, short_place
-from tlview.model import BreakSummary, Report
+from tlview.analyze.summary import BreakSummary, Overview, Tally, short_place
+from tlview.model import Report
 from tlview.render import Options, Split
 from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
 from tlview.render.markdown.vllm import vllm_lines

@@ -9,7 +9,7 @@ from tlview.analyze.names import describer_marks
 from tlview.analyze.summary import input_flags, input_names
 from tlview.index.dims import dynamic_dims, input_symbols
 from tlview.index.recompiles import limit_text
-from tlview.inert import command
+from tlview.inert import command, one_line
 from tlview.model import CacheEvent, Compile, Input, StackFrame
 from tlview.render.text.console import T, table
 from tlview.render.text.passes import compile_facts
@@ -50,7 +50,8 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     for i in shown:
         tt = i.tensor
         storage = "" if i.storage is None else nbytes(i.storage.size)
-        src = ("\n".join(i.sources) if i.sources else f"<tensor {tt.id}>") + marks.get(id(i), "")
+        src = "\n".join(map(one_line, i.sources)) if i.sources else f"<tensor {tt.id}>"
+        src += marks.get(id(i), "")
         t.add_row(
             T(src),
             T(dims(tt.size, input_symbols(i, dynamic))),
@@ -64,7 +65,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
         )
         for name, inner in i.inner.items():
             t.add_row(
-                T(f"  .{name}"),
+                T(f"  .{one_line(name)}"),
                 T(dims(inner.size)),
                 T(dims(inner.stride)),
                 T(inner.storage_offset),
@@ -77,7 +78,7 @@ def inputs_table(c: Compile, console: Console, title: str, ref: str, cap: int | 
     console.print(t)
     for i in shown:
         for n in i.notes:
-            console.print(T(f"  {i.source}: {n}", "dim"))
+            console.print(T(f"  {one_line(i.source)}: {n}", "dim"))
     footnote(chosen.note("inputs", f"{command('--compile-id', ref)} or -v lists them all"), console)
 
 
@@ -105,6 +106,13 @@ def kernels_table(a: Analysis, console: Console, names: Names) -> None:
 def _frame_line(f: StackFrame, names: Names) -> str:
     """A frame as the terminal lists it: `file:line in name: code`."""
     return f"{names.shown(f.file)}:{f.line} in {f.name}" + (f": {f.loc}" if f.loc else "")
+
+
+def _later(reason: str | None, indent: int) -> str:
+    """A failure's reason, its later lines (`RuntimeError: ...` under `backend=... raised:`)
+    indented under its first."""
+    first, *rest = (reason or "").strip().split("\n")
+    return "\n".join([first, *(" " * indent + x if x.strip() else "" for x in rest)])
 
 
 def _outside_has(c: Compile) -> bool:
@@ -144,9 +152,9 @@ def _problems(a: Analysis, console: Console) -> None:
         took = "time not logged" if o.seconds is None else f"{o.seconds:.2f} s"
         _say(console, f"  compiled outside dynamo (log line {o.line}): {took}")
         if o.fail_type:
-            _say(console, f"    failed: {o.fail_type}: {(o.fail_reason or '').strip()}", "red")
+            _say(console, f"    failed: {o.fail_type}: {_later(o.fail_reason, 6)}", "red")
     if c.fail_type and not c.outside:
-        _say(console, f"  failed: {c.fail_type}: {(c.fail_reason or '').strip()}", "red")
+        _say(console, f"  failed: {c.fail_type}: {_later(c.fail_reason, 4)}", "red")
     for r in a.restarts:
         if r.before is None:
             _say(console, f"  restart: {r.text}", "cyan")

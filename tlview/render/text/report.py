@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
-from tlview import __version__
 from tlview.analyze.compiles import Analysis, analysed
 from tlview.analyze.divergence import names_text
 from tlview.analyze.names import is_named
@@ -39,6 +38,7 @@ from tlview.render.text.vllm import vllm
 from tlview.runtime.output import Output
 from tlview.strings import Names
 from tlview.units import count
+from tlview.version import __version__
 
 
 @dataclass(slots=True)
@@ -49,27 +49,36 @@ class TextOptions:
     max_rows: int = 50  # rows of the compile and recompile tables by default (-v: all of them)
 
 
-def header(report: Report, o: Overview, console: Console) -> None:
-    console.print(T(f"tlview {__version__}: {report.path}", "bold"))
-    parts = [f"torch {report.torch_version or 'unknown'}"]
+def _ranks(report: Report) -> str | None:
+    """The ranks or processes of a job, in a few words (None: one process)."""
     ranks = report.ranks
-    parts.append(f"{o.logs} log{'s' if o.logs != 1 else ''}")
     procs = [log.process for log in report.logs if log.process]
     if len(procs) > len(ranks):  # several logs claim one rank: each is a process of its own
-        parts.append(
-            "rank " + names_text(procs)
-            if len(procs) < 9
-            else f"{len(ranks)} ranks in {len(procs)} logs"
-        )
-    elif ranks:
-        parts.append(
-            "rank " + ", ".join(str(r) for r in ranks) if len(ranks) < 9 else f"{len(ranks)} ranks"
-        )
+        if len(procs) < 9:
+            return "rank " + names_text(procs)
+        return f"{len(ranks)} ranks in {len(procs)} logs"
+    if not ranks:
+        return None
+    return "rank " + ", ".join(str(r) for r in ranks) if len(ranks) < 9 else f"{len(ranks)} ranks"
+
+
+def _about(report: Report, o: Overview) -> list[str]:
+    """What was read: torch, logs, ranks, lines, when."""
+    parts = [
+        f"torch {report.torch_version or 'unknown'}",
+        f"{o.logs} log{'s' if o.logs != 1 else ''}",
+    ]
+    ranks = _ranks(report)
+    if ranks:
+        parts.append(ranks)
     parts.append(f"{o.lines:,} lines, {o.records:,} records, {o.bad_lines:,} bad")
     if o.first_time and o.last_time:
         parts.append(f"{_time(o.first_time)} to {_time(o.last_time)}")
-    for line in _fit(parts, console.width):
-        console.print(T(line))
+    return parts
+
+
+def _figures(o: Overview) -> list[str]:
+    """The headline's figures, those that are 0 and rare left out."""
     fig = [
         count(o.compiles, "compile"),
         count(o.graph_breaks, "graph break"),
@@ -89,7 +98,14 @@ def header(report: Report, o: Overview, console: Console) -> None:
         fig.append(count(o.export_issues, "export issue"))
     if o.outside:
         fig.append(outside_text(o))
-    for line in _fit(fig, console.width):
+    return fig
+
+
+def header(report: Report, o: Overview, console: Console) -> None:
+    console.print(T(f"tlview {__version__}: {report.path}", "bold"))
+    for line in _fit(_about(report, o), console.width):
+        console.print(T(line))
+    for line in _fit(_figures(o), console.width):
         console.print(T(line, "bold"))
     for note in report.notes:
         console.print(T(f"note: {note}", "yellow"))

@@ -12,8 +12,8 @@ from rich.console import Console
 from tlview.analyze.compiles import MAX_GUARDS, PHASE_NAMES, Analysis, Break
 from tlview.analyze.divergence import names_text, rank_ranges
 from tlview.analyze.names import compile_ref
-from tlview.analyze.summary import Overview
-from tlview.model import BreakSummary, ExportIssue, Report
+from tlview.analyze.summary import BreakSummary, Overview
+from tlview.model import ExportIssue, Report
 from tlview.render.text.console import T, table
 from tlview.strings import Names
 from tlview.units import count, seconds, short_path
@@ -95,10 +95,26 @@ def compile_table(rows: list[tuple[str, ...]], console: Console) -> None:
     t = table(
         "Compiles", "id", "status", "function", "where", "ops", "time", "inputs", console=console
     )
-    for ref, status, *rest in rows:
+    for k in outside_last([row[0] for row in rows]):
+        ref, status, *rest = rows[k]
         style = STATUS_STYLE.get(status.split(" ")[0], "")
         t.add_row(T(ref), T(status, style), *(T(x) for x in rest))
     console.print(t)
+
+
+def outside_last(refs: list[str]) -> list[int]:
+    """The order of the rows of compiles REFS: theirs, the records outside any compile (`-/-`)
+    after the compiles."""
+    return sorted(range(len(refs)), key=lambda k: refs[k].endswith("-/-"))
+
+
+def _put_outside_last(
+    rows: dict[str, list[tuple[str, ...]]], times: dict[str, list[float | None]]
+) -> None:
+    """Each process's rows, and their times, with the records outside any compile last."""
+    for key, rs in rows.items():
+        order = outside_last([row[0] for row in rs])
+        rows[key], times[key] = [rs[k] for k in order], [times[key][k] for k in order]
 
 
 def compile_time(o: Overview, console: Console) -> None:
@@ -194,6 +210,7 @@ def rank_tables(got: RankRows, console: Console) -> None:
     """Each process's compile list; processes with the same list share one table. Two logs that
     claim one rank are two processes (`rank1`, `rank1#2`): their compiles are never merged."""
     rows, times = got.rows, got.times
+    _put_outside_last(rows, times)
     groups: dict[tuple[tuple[str, ...], ...], list[str]] = {}
     for key, rs in rows.items():
         groups.setdefault(tuple(rs), []).append(key)
@@ -311,8 +328,13 @@ def failure_row(a: Analysis, names: Names) -> tuple[str, ...] | None:
     f = a.failure
     if f is None:
         return None
-    where = names.shown(short_path(f.where, 3)) if f.where else ""
-    return (a.ref, a.status, f.type or "", "\n".join(f.lines), where)
+    where = names.shown(short_path(f.where)) if f.where else ""
+    return (a.ref, a.status, f.type or "", _indented(list(f.lines)), where)
+
+
+def _indented(lines: list[str]) -> str:
+    """A reason's lines, the later ones indented under its first."""
+    return "\n".join([lines[0], *(f"  {x}" if x.strip() else "" for x in lines[1:])])
 
 
 def failures(rows: list[tuple[str, ...]], console: Console) -> None:
@@ -333,9 +355,7 @@ def failures(rows: list[tuple[str, ...]], console: Console) -> None:
 
 
 def issue_row(ref: str, x: ExportIssue, names: Names) -> tuple[str, ...]:
-    where = (
-        f"{names.shown(short_path(x.where.file, 3))}:{x.where.line}" if x.where is not None else ""
-    )
+    where = f"{names.shown(short_path(x.where.file))}:{x.where.line}" if x.where is not None else ""
     return (ref, x.kind, x.subject, x.detail, where)
 
 

@@ -1,11 +1,12 @@
-"""Hostile logs, third round (issue 34): a number in a log's text is read by one helper
-(`units.number`: ASCII digits, at most 19), so a digit string of 5,000 digits, or of other
-scripts' digits, is a field tlview does not read as a number, never an exit 70, and no integer
-past 64 bits reaches the JSON writer.
+"""Numbers: a number in a log's text is read by one helper (`units.number`: ASCII digits, at
+most 19), so a digit string of 5,000 digits, or of other scripts' digits, is a field tlview
+does not read as a number, never an exit 70, and no integer past 64 bits reaches the JSON
+writer; an id past 64 bits is a bad line.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 from pathlib import Path
@@ -13,9 +14,22 @@ from typing import Any
 
 import orjson
 import pytest
-from crafted import graph, interned, metrics, record, source, start, storage, tensor
-from damage import EXIT_OK, assert_clean_exit, run
+from crafted import (
+    PREFIX,
+    graph,
+    interned,
+    metrics,
+    one_input,
+    record,
+    source,
+    start,
+    storage,
+    tensor,
+    write_log,
+)
+from damage import EXIT_OK, assert_clean_exit, doc_of, run
 
+from tlview.analyze.baseline import every_attempt
 from tlview.units import MAX_DIGITS, number
 
 HUGE = "9" * 5000  # int() of it raises past Python's 4,300 digits
@@ -87,7 +101,7 @@ def test_numbers_of_5000_digits_give_every_report(tmp_path: Path) -> None:
         assert_clean_exit(res, EXIT_OK, f"--annotations {form}")
         assert HUGE not in res.stdout_bytes.decode()
     doc = orjson.loads(run("report", str(log), "--format", "json").stdout_bytes)
-    assert [c["key"] for c in doc["compiles"]] == ["0/0", "0/1", "1/0"]
+    assert [c["key"] for c in every_attempt(doc)] == ["0/0", "0/1", "1/0"]
     res = run("report", str(log), "--format", "html", "--compile-id", "0/0")
     assert_clean_exit(res, EXIT_OK, "html --compile-id")
 
@@ -148,3 +162,62 @@ def test_perfetto_sums_estimates_as_ints_and_never_writes_null(tmp_path: Path) -
     assert [e["dur"] for e in slices] == [0, 0, 5.0, 0, 0, 0, 0, 1.5]
     ts = [e["ts"] for e in slices]
     assert ts == sorted(ts) and ts[-1] - ts[0] == 5.0
+
+
+def test_a_compile_id_beyond_64_bits_is_a_bad_line(tmp_path: Path) -> None:
+    body = {"compile_id": "99999999999999999999/0", "co_name": "f"}
+    big = b'{"str": ["/m.py", 123456789012345678901234567890]}'
+    log = write_log(
+        tmp_path,
+        "big.log",
+        interned("/m.py"),
+        one_input(),
+        record("compilation_metrics", body, None),
+        PREFIX + big + b"\n",
+    )
+    for fmt in ("json", "text", "html", "perfetto"):
+        assert_clean_exit(run("report", str(log), "--format", fmt), EXIT_OK, fmt)
+    doc = doc_of(log)
+    assert "0/0" in [c["key"] for c in every_attempt(doc)]
+    reasons = [b["reason"] for b in doc["bad_lines"]]
+    assert any("compile_id is not a compile id: '99999999999999999999/0'" in r for r in reasons)
+    assert any("str" in r for r in reasons), reasons  # the index over 64 bits: a wrong type
+
+
+@pytest.mark.slow
+def test_a_graph_annotation_of_other_digits_loses_no_graph(tmp_path: Path) -> None:
+    """`f32[\u0663+1]` (an Arabic-Indic digit) in one graph's annotation: repro --all writes every
+    graph and summary.json; that graph's script parses."""
+    pytest.importorskip("torch")
+    odd = b"".join(
+        [
+            start((1, 0)),
+            storage(0, 64, (1, 0)),
+            tensor(0, [4, 4], [4, 1], 0, cid=(1, 0)),
+            source(0, "L['x']", (1, 0)),
+            graph([("L_x_", "f32[\u0663+1, 4][4, 1]cpu")], cid=(1, 0)),
+            metrics((1, 0)),
+        ]
+    )
+    log = write_log(tmp_path, "digits.log", interned("/m.py"), one_input(), odd, one_input((2, 0)))
+    out = tmp_path / "repros"
+    res = run("repro", str(log), "--all", "-o", str(out))
+    assert_clean_exit(res, EXIT_OK, "repro --all")
+    summary = json.loads((out / "summary.json").read_text())
+    assert [g["status"] for g in summary["graphs"]] == ["written"] * 3
+    ast.parse((out / "1-0" / "repro.py").read_text())
+
+
+def test_byte_counts_beyond_a_float_are_written() -> None:
+    from tlview.units import nbytes
+
+    assert nbytes(1048575**64) == "about 2^1279 B" and nbytes(3 << 40) == "3.0 TiB"
+
+
+def test_a_number_just_past_its_bound_is_none() -> None:
+    """docs/trust.md: at most 19 ASCII digits, within 64 bits: each tried at and just past."""
+    assert number("9" * MAX_DIGITS) == int("9" * MAX_DIGITS)
+    assert number("1" + "0" * MAX_DIGITS) is None  # 20 digits
+    assert number(str((1 << 63) - 1)) == (1 << 63) - 1
+    assert number(str(-(1 << 63))) == -(1 << 63) and number(str(-(1 << 63) - 1)) is None
+    assert number(str(1 << 64)) is None

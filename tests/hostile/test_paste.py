@@ -1,8 +1,8 @@
-"""Hostile logs, third round (issue 34): every command tlview suggests is safe to paste. Each word
-that comes from a log (an artifact's name, a log's file name in `LOG:ID`) is quoted with
-`shlex.quote`, on the page (the left-out table, each payload's note, a job's sections), in shell
-completion and in terminal notes; a suggested command split by a shell gives back the words
-tlview meant. Artifacts are named by their position, which no name in a log can forge.
+"""Commands tlview suggests: every one is safe to paste. Each word that comes from a log (an
+artifact's name, a log's file name in `LOG:ID`) is quoted with `shlex.quote`, on the page (the
+left-out table, each payload's note, a job's sections), in shell completion and in terminal
+notes; a suggested command split by a shell gives back the words tlview meant. Artifacts are
+named by their position, which no name in a log can forge.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.shell_completion import ShellComplete
-from crafted import compile_of, record
+from crafted import artifact, compile_of
 from damage import EXIT_OK, assert_clean_exit, run
 
 import tlview
@@ -42,10 +42,6 @@ HOSTILE = [
     "${HOME}",
     "é ü ٣",
 ]
-
-
-def artifact(name: str, text: str, cid: tuple[int, int] = (0, 0)) -> bytes:
-    return record("artifact", {"name": name, "encoding": "string"}, cid, payload=text)
 
 
 def test_each_suggested_command_splits_back_to_its_words() -> None:

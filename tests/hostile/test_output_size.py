@@ -1,5 +1,6 @@
-"""Every format's output is at most about twice the log: a long file name a log interns once
-and names in every frame is written once and referred to (docs/trust.md#what-is-bounded)."""
+"""Output size: every format's output is at most about twice the log. A long file name a log
+interns once and names in every frame is written once and referred to (a strings table, put
+back by `expand_report`), and shown cut with its length (docs/trust.md#what-is-bounded)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,19 @@ from typing import Any
 import orjson
 import pytest
 from conftest import run_cli
-from crafted import interned, metrics, record
+from crafted import (
+    interned,
+    metrics,
+    record,
+    write_log,
+)
+from damage import assert_clean_exit, doc_of, run
 
 import tlview
 import tlview.render.json.report as json_mod
 import tlview.strings as strings
 from tlview import read as load
+from tlview.analyze.baseline import every_attempt
 from tlview.errors import TlviewError
 from tlview.runtime import halves
 from tlview.write import forking
@@ -88,13 +96,13 @@ def check(tmp: Path, log: Path, depth: int, monkeypatch: pytest.MonkeyPatch) -> 
     size = log.stat().st_size
     out = written(tmp, log)
     doc = json.loads(out["json"].read_text())
-    compiles = len(doc["compiles"])
+    compiles = len(every_attempt(doc))
     for label, path in out.items():
         got = path.stat().st_size
         slack = (PAGE_SLACK if label == "html" else SLACK) + COMPILE_COST.get(label, 0) * compiles
         assert got <= 2 * size + slack, (label, got, size, compiles)
     # Everything is still there: the JSON expands to the report written without the table.
-    first = doc["compiles"][0]
+    first = every_attempt(doc)[0]
     kept = (
         first["stack"][0]["file"] if isinstance(first["stack"][0]["file"], str) else first["file"]
     )
@@ -103,12 +111,14 @@ def check(tmp: Path, log: Path, depth: int, monkeypatch: pytest.MonkeyPatch) -> 
     # Once in the table ("0"), again ("b0") when a forked copy wrote the later compiles.
     assert set(doc["strings"].values()) == {kept} and len(doc["strings"]) <= 2
     assert tlview.expand_report(doc) == plain_doc(log, monkeypatch)
-    refs = [f["file"] for c in doc["compiles"] for f in c["stack"] if f["file"] != kept]
+    refs = [f["file"] for c in every_attempt(doc) for f in c["stack"] if f["file"] != kept]
     assert len(refs) >= compiles * depth - 2 and all(r in ({"$s": "0"}, {"$s": "b0"}) for r in refs)
     # Text and page: the name whole once, numbered; every other frame by its number and its end
     # (the page's later sections, when a forked copy drew them, show it whole once more).
     verbose = out["text -v"].read_text()
-    joined = verbose.replace("\n", "")  # the terminal's width wraps the whole name
+    # The terminal's width wraps the whole name: folded inside a word, or at a space with the
+    # wrapped line indented.
+    joined = re.sub(r"\n {2,}", " ", verbose).replace("\n", "")
     whole = re.search(re.escape(kept) + r" \[name (\d+)\]", joined)
     assert joined.count(kept) == 1 and whole is not None  # the compile table's `pkg/file` is
     n = whole.group(1)  # another name, numbered apart
@@ -162,7 +172,7 @@ def test_a_forked_later_half_keeps_its_own_keys(
     two = io.BytesIO()
     json_mod.stream(rep, two, split=forking(rep))
     a, b = orjson.loads(one.getvalue()), orjson.loads(two.getvalue())
-    assert a["strings"] == {"0": a["compiles"][0]["stack"][0]["file"]}
+    assert a["strings"] == {"0": every_attempt(a)[0]["stack"][0]["file"]}
     assert sorted(b["strings"]) == ["0", "b0"], b["strings"].keys()
     assert strings.expand(a) == strings.expand(b) and a != b
 
@@ -233,3 +243,20 @@ def test_a_stored_report_with_a_strings_table_diffs_as_its_log(tmp_path: Path) -
     assert got["frames"] == want["frames"] and got["changes"] == want["changes"]
     files = {f["base_frame"]["file"] for f in got["frames"]}
     assert len(got["frames"]) > 10 and len(files) == 1 and len(files.pop()) > 200
+
+
+@pytest.mark.slow  # over a second
+def test_a_long_interned_name_is_cut_with_its_length(tmp_path: Path) -> None:
+    """A 64 KB file name interned once and named by 20 stacks of 500 frames: JSON, HTML and
+    -v text stay within a few times the log, the name shown cut, with its length."""
+    name = "/" + "d" * 65_535
+    stack = [{"line": i, "name": "f", "filename": 0} for i in range(500)]
+    parts = [interned(name)] + [record("dynamo_start", {"stack": stack}, (k, 0)) for k in range(20)]
+    log = write_log(tmp_path, "names.log", *parts)
+    size = log.stat().st_size
+    for fmt, extra in (("json", ()), ("html", ()), ("text", ("-v",))):
+        out = tmp_path / f"out.{fmt}"
+        assert_clean_exit(run("report", str(log), "--format", fmt, "-o", str(out), *extra), 0, fmt)
+        assert out.stat().st_size < 40 * size, (fmt, out.stat().st_size, size)
+    frame = tlview.expand_report(doc_of(log))["compiles"][0]["stack"][0]  # the strings table
+    assert "...[65,536 characters]..." in frame["file"] and len(frame["file"]) < 520, frame

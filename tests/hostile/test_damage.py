@@ -1,8 +1,10 @@
 """Damaged real logs: no traceback, the documented exit status, nothing readable lost, every bad
-line reported with its file, line and reason (README "Exit status", issue 6)."""
+line reported with its file, line and reason (README "Exit status", issue 6); a compile whose
+first payload is cut, and a gzip cut after 1000 bytes, keep what they hold."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import re
@@ -15,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest import CORPUS, FIXTURES
+from crafted import write_log
 from damage import (
     EXIT_NO_TRACE,
     EXIT_OK,
@@ -24,6 +27,7 @@ from damage import (
     assert_facts_kept,
     byte_junk,
     check_damaged,
+    doc_of,
     flips,
     gunzip_prefix,
     gzip_bytes,
@@ -133,7 +137,7 @@ def test_records_of_two_logs_interleaved(tmp_path: Path) -> None:
 
 
 def _pids(p: Path) -> set[int]:
-    return {c["pid"] for c in _doc(p)["compiles"]}
+    return {c["pid"] for c in every_attempt(_doc(p))}
 
 
 def test_empty_binary_and_recordless_files_exit_1(tmp_path: Path) -> None:
@@ -913,3 +917,21 @@ def test_a_line_with_two_wrong_fields_is_one_bad_line(tmp_path: Path) -> None:
     ((line, reason),) = [(b["line"], b["reason"]) for b in doc["bad_lines"]]
     assert line == u.line and reason.startswith("missing_fake_kernel: ")
     assert "user_stack" in reason and "op is not" in reason
+
+
+def test_a_compile_whose_first_payload_is_cut_is_kept(tmp_path: Path) -> None:
+    data = (FIXTURES / "demo.log").read_bytes()
+    u = units(data)[0]  # the chromium_event that opens compile 0/0
+    cut = write_log(tmp_path, "cut.log", data[: u.start + len(u.head) + 1 + 20])
+    doc = doc_of(cut)
+    assert [c["key"] for c in every_attempt(doc)] == ["0/0"]
+    assert every_attempt(doc)[0]["status"] == "incomplete"
+    assert [b["line"] for b in doc["bad_lines"]] == [2]
+
+
+def test_a_gzip_cut_after_1000_bytes_is_read(tmp_path: Path) -> None:
+    z = gzip.compress((FIXTURES / "demo.log").read_bytes(), mtime=0)
+    log = write_log(tmp_path, "cut.log.gz", z[:1000])
+    doc = doc_of(log)
+    assert [c["key"] for c in every_attempt(doc)] == ["-/-", "0/0"]  # -/-: the torch version
+    assert any("compressed data is damaged" in b["reason"] for b in doc["bad_lines"])

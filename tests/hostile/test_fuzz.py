@@ -33,6 +33,8 @@ from damage import (
     unit_edits,
 )
 
+from tlview.analyze.baseline import every_attempt
+
 pytestmark = pytest.mark.slow
 
 SEED = 28  # the issue number: change it to try other damage, the checks stay the same
@@ -372,7 +374,7 @@ def test_damaged_logs_in_every_class(tmp_path: Path) -> None:
         doc = orjson.loads(p.stdout)
         got = {
             (x["frame_id"], x["frame_compile_id"], x["attempt"], x["compiled_autograd_id"])
-            for x in doc["compiles"]
+            for x in every_attempt(doc)
         }
         lost = want - got
         if lost:

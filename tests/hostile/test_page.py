@@ -1,9 +1,12 @@
-"""Hostile logs, third round (issue 34): the page's script (templates/report.js) on text from a
-log. Its syntax colouring is one pass whatever the text (4N over N, as tests/growth.py bounds
-it, measured inside node), and gives the tokens the old regex gave; its provenance maps find a
-log's names (`constructor`, `__proto__`) as entries, never as the prototype's.
+"""The page on text from a log. It identifies a payload by a hash tlview computes of its text,
+never by the md5 the log claims: two payloads whose logged md5s collide each show their own
+text. Its script (templates/report.js) colours syntax in one pass whatever the text (4N over N,
+as tests/growth.py bounds it, measured inside node), giving the tokens the old regex gave; its
+provenance maps find a log's names (`constructor`, `__proto__`) as entries, never as the
+prototype's.
 
-The parts are cut out of report.js by their markers (`// <scan>`, `// <maps>`) and run by node.
+The script's parts are cut out of report.js by their markers (`// <scan>`, `// <maps>`) and run
+by node.
 """
 
 from __future__ import annotations
@@ -16,11 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crafted import artifact, compile_of
 from growth import FLOOR, LIMIT, RUNS
+from test_html import page_payloads
 
-SCRIPT = Path(__file__).resolve().parent.parent / "templates" / "report.js"
+import tlview
+from tlview.render.html import budget
+from tlview.render.html import report as html
+
+SCRIPT = Path(__file__).resolve().parents[2] / "templates" / "report.js"
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="no node to run the page's script")
+needs_node = pytest.mark.skipif(NODE is None, reason="no node to run the page's script")
 # The colouring's regex before issue 34: the reference for the tokens on ordinary text.
 OLD = r"""/(#[^\n]*)|("""
 OLD += r'''"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')'''
@@ -49,6 +58,7 @@ def node(code: str, data: Any) -> Any:
     return json.loads(res.stdout)
 
 
+@needs_node
 def test_colouring_gives_the_old_tokens_on_ordinary_text() -> None:
     """Fuzz: on short texts of code-like characters the one-pass scanner finds the tokens the
     regex found (a comment, a string, a number, a word), at the same places."""
@@ -79,6 +89,7 @@ function main(texts) {{
     assert not wrong, wrong[:5]
 
 
+@needs_node
 @pytest.mark.slow  # node times each text at N and 4N, best of three
 def test_colouring_is_linear_on_hostile_text() -> None:
     """Each text that made the regex restart at every opener: 4N over N within growth.LIMIT."""
@@ -125,6 +136,7 @@ function main(units) {{
     assert not slow, f"4N/N over {LIMIT}: {slow}"
 
 
+@needs_node
 def test_provenance_maps_find_a_logs_names_and_nothing_else() -> None:
     """A node or kernel named `constructor`, `toString` or `__proto__` is looked up in the
     map the page was given: its own entry when it has one, none otherwise; no TypeError."""
@@ -159,3 +171,26 @@ function main(text) {
     }
     assert got[3] == {"pre": [], "post": [], "code": ["valueOf", "__proto__"]}
     assert got[4] is True
+
+
+def test_equal_logged_md5s_show_each_payloads_own_text(tmp_path: Path) -> None:
+    first, second = "a = 1\n" * 1000, "b = 2\n" * 1000  # packed: over the page's 2 KiB of text
+    log = tmp_path / "a.log"
+    one = [("L['x']", [4], "torch.float32")]
+    log.write_bytes(
+        compile_of((0, 0), one)
+        + artifact("inductor_output_code", first, (0, 0))
+        + compile_of((1, 0), one)
+        + artifact("inductor_output_code", second, (1, 0))
+        + compile_of((2, 0), one)
+        + artifact("inductor_output_code", first, (2, 0))
+    )
+    report = tlview.read(str(log), keep=budget.page_keep(False))
+    codes = [p for c in report.compiles for p in c.artifacts if p.kind == "inductor_output_code"]
+    assert [p.ok for p in codes] == [True] * 3
+    codes[1].md5 = codes[0].md5  # a collision: as if the two texts had one md5
+    shown = page_payloads(html.render(report))
+    texts = sorted(t for t in shown.values() if t and t.startswith(("a = 1", "b = 2")))
+    assert texts == sorted([first, second, first])  # the third shares the first's packed text
+    page = html.render(report)
+    assert page.count("data-same=") == 1
