@@ -174,13 +174,13 @@ def test_piped_text_fits_the_terminal_it_was_run_from(tmp_path: Path) -> None:
 
 
 def test_the_readmes_sample_is_what_tlview_prints(monkeypatch: pytest.MonkeyPatch) -> None:
-    """README's `COLUMNS=120 tlview report tests/fixtures/demo.log`, piped: its first lines, as
+    """README's `COLUMNS=130 tlview report tests/fixtures/demo.log`, piped: its first lines, as
     the README shows them, no line ending in a space."""
     readme = (ROOT / "README.md").read_text()
-    intro = "`COLUMNS=120 tlview report tests/fixtures/demo.log`, piped, begins:\n\n```\n"
+    intro = "`COLUMNS=130 tlview report tests/fixtures/demo.log`, piped, begins:\n\n```\n"
     start = readme.index(intro) + len(intro)
     sample = readme[start : readme.index("```", start)].splitlines()
     monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("COLUMNS", "130")
     out = run_cli("report", "tests/fixtures/demo.log").stdout.splitlines()
     assert out[: len(sample)] == sample

@@ -116,3 +116,19 @@ def test_a_failure_keeps_its_status(tmp_path: Path) -> None:
     failed = "import pytest\ndef test_bad() -> None:\n    assert False\n"
     assert _pytest(tmp_path / "a", failed).returncode == 1
     assert _pytest(tmp_path / "b", "def test_x(:\n").returncode == 2
+
+
+def test_the_readme_opens_with_the_two_commands_and_ci_runs_the_second() -> None:
+    """The README's first block: one command sets up and reports on a log shipped here, one sets
+    up and runs the tests; `.ci/run` runs that test command as it is. The README stays under 200
+    lines."""
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    first = readme[readme.index("```sh\n") + 6 :]
+    commands = [ln for ln in first[: first.index("```")].splitlines() if ln and ln[0] != "#"]
+    assert len(commands) == 2, commands
+    report, tests = commands
+    assert "tlview report tests/fixtures/" in report and (root / report.split()[-1]).is_file()
+    assert tests.endswith(".venv/bin/python -m pytest")
+    assert tests in (root / ".ci" / "run").read_text().splitlines()
+    assert len(readme.splitlines()) < 200
