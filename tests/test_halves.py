@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus, only_log
+from conftest import FIXTURES, corpus, only_log
 
 import tlview.render.json.report as json_mod
 import tlview.runtime.store as store
@@ -58,6 +58,8 @@ def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         lambda: only_log("dtypes_zoo"),
         lambda: only_log("dynamic_shapes"),  # compile times: the slowest of both halves
         lambda: corpus("tlparse-tests", "simple_corrupted_json.log"),
+        lambda: FIXTURES / "vllm.log",  # vLLM's calls: the later half's pieces merged
+        lambda: FIXTURES / "vllm_tp",  # a job's calls, each rank in a half
     ],
 )
 def test_two_renderers_write_what_one_writes(

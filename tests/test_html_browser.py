@@ -537,6 +537,18 @@ def test_compressed_payloads_open_as_their_text(browser: Chromium, tmp_path: Pat
     assert said.startswith("(not shown: this browser has no DecompressionStream; tlview show")
 
 
+def test_pass_diffs_open_as_their_text(browser: Chromium, tmp_path: Path) -> None:
+    """A compile's pass steps, each folded: opened, a diff the page holds compressed shows its
+    text, with no script error and nothing fetched."""
+    _, dest = page_for(FIXTURES / "passes.log", tmp_path / "passes.html")
+    assert "+++ merge_splits_pass_pre_grad" not in dest.read_text()  # compressed in the page
+    assert problems(browser.load(dest), dest) == []
+    text = browser.eval(ALL_TEXT)
+    assert "--- before_pre_grad_graph\n+++ merge_splits_pass_pre_grad" in text
+    assert "+++ after_pre_grad_graph" in text  # a short diff, as text
+    assert problems(browser.settled(), dest) == []
+
+
 PROVENANCE_LOGS = [
     # torch 2.13 (node mapping version 2.0: each kernel call by its debug handle), JIT forward
     ("kernels", lambda: FIXTURES / "kernels.log", "0/0", "c-0/0", "relu"),

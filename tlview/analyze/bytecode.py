@@ -33,6 +33,8 @@ class BytecodePair:
     original: Payload | None
     modified: Payload | None
     compiles: tuple[str, ...]  # the compiles they are filed under (a restart: two attempts)
+    original_name: str | None = None  # each by the name `tlview show` takes, in its compile
+    modified_name: str | None = None
 
     @property
     def where(self) -> str:
@@ -42,18 +44,28 @@ class BytecodePair:
 def bytecode_pairs(report: Report, c: Compile) -> list[BytecodePair]:
     """The compile's original and modified bytecode by function, each taken from the compile
     or another attempt of it (a restart logs the original before, the modified after)."""
-    found: dict[str, dict[str, tuple[str, Payload]]] = {}
-    for x in _attempts(report, c):
-        for _, p in artifact_names(x):
+    return pairs_of(_attempts(report, c))
+
+
+def pairs_of(attempts: list[Compile]) -> list[BytecodePair]:
+    """The original and modified bytecode by function of a compile's attempts (the compile
+    first): each the first one logged."""
+    found: dict[str, dict[str, tuple[str, str, Payload]]] = {}
+    for x in attempts:
+        for name, p in artifact_names(x):
             m = _BYTECODE.fullmatch(p.kind)
             if m:
-                found.setdefault(m.group("co"), {}).setdefault(m.group("which"), (x.key, p))
-    out = []
-    for co, got in found.items():
-        orig, mod = got.get("ORIGINAL"), got.get("MODIFIED")
-        keys = tuple(dict.fromkeys(x[0] for x in (orig, mod) if x is not None))
-        out.append(BytecodePair(co, orig[1] if orig else None, mod[1] if mod else None, keys))
-    return out
+                found.setdefault(m.group("co"), {}).setdefault(m.group("which"), (x.key, name, p))
+    return [_pair(co, got) for co, got in found.items()]
+
+
+def _pair(co: str, got: dict[str, tuple[str, str, Payload]]) -> BytecodePair:
+    """A function's pair from what was found of it: (compile, name, payload) by which."""
+    orig, mod = got.get("ORIGINAL"), got.get("MODIFIED")
+    keys = tuple(dict.fromkeys(x[0] for x in (orig, mod) if x is not None))
+    names = [None if x is None else x[1] for x in (orig, mod)]
+    payloads = [None if x is None else x[2] for x in (orig, mod)]
+    return BytecodePair(co, payloads[0], payloads[1], keys, names[0], names[1])
 
 
 def _attempts(report: Report, c: Compile) -> list[Compile]:

@@ -16,6 +16,7 @@ from tlview.analyze.breaks import (
     break_key,
     break_title,
 )
+from tlview.analyze.bytecode import BytecodePair, pairs_of
 from tlview.analyze.changes import change_text
 from tlview.analyze.collectives import Parity, parity
 from tlview.analyze.context import LogContext, log_context
@@ -24,8 +25,10 @@ from tlview.analyze.kernels import kernels
 from tlview.analyze.missing import Missing, said
 from tlview.analyze.names import Refs
 from tlview.analyze.origins import Origin
+from tlview.analyze.passes import PassStage, pass_stages
 from tlview.analyze.phases import CompilePhases
 from tlview.analyze.runtime import CudaGraphs, RunWork, cudagraphs, runtime_work
+from tlview.analyze.subgraphs import SubgraphGroup, by_subgraph, has_subgraphs
 from tlview.analyze.troubles import TroubleLine, failure_line, troubles
 from tlview.index.core import is_torch_file
 from tlview.index.recompiles import limit_text
@@ -320,6 +323,24 @@ class Analysis:
         if t is not None or self.compile.id is None or not self.phases.spans_s:
             return t, False
         return self.phases.spans_s, True
+
+    @cached_property
+    def subgraphs(self) -> list[SubgraphGroup]:
+        """Its artifacts by regional inductor's region; [] when none names a region."""
+        c = self.compile
+        return by_subgraph(c) if has_subgraphs(c) else []
+
+    @cached_property
+    def passes(self) -> list[PassStage]:
+        """Its graphs pass by pass, stage by stage, when some pass left a graph (a stage's
+        graphs before and after its passes alone say nothing of them); else []."""
+        stages = pass_stages(self.compile)
+        return stages if any(s.passes for s in stages) else []
+
+    @cached_property
+    def bytecode(self) -> list[BytecodePair]:
+        """Its frame's bytecode before and after dynamo, from it or an attempt that restarted."""
+        return pairs_of([self.compile, *(e.compile for e in self.earlier)])
 
     def names(self) -> Iterator[str]:
         yield self.ref

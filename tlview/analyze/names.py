@@ -72,6 +72,15 @@ class Refs:
         by_rank = rank_ref(c) if self.by_rank else None
         return by_rank or compile_ref(c, self.many, c.log in self.shared, self.short)
 
+    def named(self, log: str, pid: int | None, rank: int | None, key: str) -> str:
+        """The compile KEY of a log (its process and rank given), named as `__call__` names it."""
+        if self.by_rank and rank is not None:
+            return f"rank{rank}:{key}"
+        if not self.many:
+            return key
+        by_pid = log in self.shared and pid is not None
+        return f"{log}:pid{pid}:{key}" if by_pid else f"{log}:{key}"
+
 
 def describer_marks(inputs: list[Input]) -> dict[int, str]:
     """` [describer N]` for each input (by id) whose source an earlier fake mode of the compile

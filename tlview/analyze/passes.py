@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -141,17 +141,20 @@ def unified(a: str, b: str, a_name: str, b_name: str, context: int = 3) -> list[
 def shown_steps(stage: PassStage, texts: Mapping[int, str]) -> list[ShownStep]:
     """A stage's steps against the text of each (by log line): the first one with a text whole,
     each later one diffed against the last one before it that had a text."""
-    out: list[ShownStep] = []
+    return list(each_step(stage, texts))
+
+
+def each_step(stage: PassStage, texts: Mapping[int, str]) -> Iterator[ShownStep]:
+    """`shown_steps` one at a time: a reader that stops early diffs no more."""
     prev: PassStep | None = None
     for step in stage.steps:
         text = texts.get(step.line)
         if text is None:
-            out.append(ShownStep(step, "missing", []))
+            yield ShownStep(step, "missing", [])
             continue
         if prev is None:
-            out.append(ShownStep(step, "whole", text.splitlines()))
+            yield ShownStep(step, "whole", text.splitlines())
         else:
             lines = unified(texts[prev.line], text, prev.name, step.name)
-            out.append(ShownStep(step, "diff" if lines else "unchanged", lines, prev.name))
+            yield ShownStep(step, "diff" if lines else "unchanged", lines, prev.name)
         prev = step
-    return out

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from tlview.analyze.compiles import PHASE_NAMES, Analysis, Break, analysed, is_recompile
+from tlview.analyze.names import Refs
 from tlview.analyze.runfacts import FactTally, RunFacts
+from tlview.analyze.vllm import Gather, LogRef, VllmReport
 from tlview.model import (
     Input,
     Report,
@@ -75,6 +77,7 @@ class Overview:
     phases: dict[str, float] = field(default_factory=dict)  # PHASE_NAMES -> seconds, summed
     slowest: list[Slow] = field(default_factory=list)  # by total time, at most MAX_SLOWEST
     facts: RunFacts = field(default_factory=RunFacts)  # phases, CUDA graphs, owners (facts.py)
+    vllm: VllmReport | None = None  # vLLM's compile calls, when it wrote records
 
     @property
     def timed(self) -> bool:
@@ -114,6 +117,9 @@ class Tally:
 
     def __init__(self, report: Report) -> None:
         o = self.o = Overview(logs=len(report.logs))
+        self.vllm = Gather()
+        self.vllm_logs = [LogRef.of(log) for log in report.logs]
+        self.refs = Refs.of(report)
         self.cache: Counter[str] = Counter()
         self.status: Counter[str] = Counter()
         self.breaks: dict[str, BreakSummary] = {}
@@ -141,6 +147,7 @@ class Tally:
         c = a.compile
         o = self.o
         self.facts.add(a)
+        self.vllm.add(c)
         o.export_issues += len(c.export_issues)
         if c.id is None:
             self._outside(a)
@@ -201,6 +208,7 @@ class Tally:
         this one had gone on to count them."""
         o, lo = self.o, later.o
         self.facts.merge(later.facts)
+        self.vllm.merge(later.vllm)
         o.compiles += lo.compiles
         o.restarts += lo.restarts
         o.inputs += lo.inputs
@@ -240,6 +248,7 @@ class Tally:
         o.cache = dict(self.cache)
         o.breaks = sorted(self.breaks.values(), key=lambda s: -s.count)
         o.facts = self.facts.done()
+        o.vllm = self.vllm.done(self.vllm_logs, self.refs)
         return o
 
 

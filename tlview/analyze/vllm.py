@@ -10,12 +10,12 @@ event, that are filed under the same compile as the start (docs/vllm.md)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from tlview.analyze.names import artifact_names
+from tlview.analyze.names import Refs, artifact_names
 from tlview.analyze.passes import pass_step
 from tlview.model import Compile, Event, LogIndex, Payload, Report
 
@@ -99,6 +99,38 @@ def config_of(p: Payload) -> VllmConfig:
     )
 
 
+# A config's fields as every format names them, in the order they are shown.
+_SHOWN = (
+    ("model", "model"),
+    ("mode", "mode"),
+    ("backend", "backend"),
+    ("cudagraph_mode", "cudagraph mode"),
+    ("compile_sizes", "compile sizes"),
+    ("compile_ranges", "compile ranges"),
+    ("splitting_ops", "splitting ops"),
+    ("custom_ops", "custom ops"),
+    ("inductor_passes", "inductor passes"),
+    ("enabled_passes", "enabled passes"),
+    ("use_inductor_graph_partition", "graph partition"),
+    ("dynamic_shapes_type", "dynamic shapes"),
+)
+
+
+def config_facts(c: VllmConfig) -> list[tuple[str, list[str]]]:
+    """A config's fields that were logged, by the names every format shows them by; a list
+    as its items, any other value as one."""
+    out: list[tuple[str, list[str]]] = []
+    for attr, label in _SHOWN:
+        v = getattr(c, attr)
+        if isinstance(v, list):
+            if v:
+                out.append((label, v))
+        elif v is not None:
+            out.append((label, [str(v).lower() if isinstance(v, bool) else v]))
+    out += [(str(k), [str(v)]) for k, v in c.other.items()]
+    return out
+
+
 def split_list(v: Any) -> list[str]:
     """vLLM's `", ".join(...)` of a list back as the list; "" and None as none."""
     if not isinstance(v, str) or not v.strip():
@@ -133,6 +165,7 @@ class VllmPiece:
     seconds: float | None = None
     seconds_from: str | None = None  # "inductor" (its metrics) or "log times"
     time: str | None = None  # its start's log time
+    ref: str | None = None  # its compile as the report names it (`rank1:-/-`), for `tlview show`
 
     @property
     def label(self) -> str:
@@ -173,6 +206,7 @@ class VllmCall:
     event: str | None = None  # its vllm_compile_event: aot_cache_hit | fresh_compile
     config: VllmConfig | None = None
     compile: str | None = None  # the frame's compile, where its config is
+    ref: str | None = None  # that compile as the report names it (`rank1:0/0`)
     split_graph: str | None = None
     patterns: list[str] = field(default_factory=list)  # vllm_patterns.<Pass> artifacts
     frame: list[str] = field(default_factory=list)  # the frame's dynamo artifacts
@@ -196,6 +230,16 @@ class VllmCall:
     def seconds(self) -> float | None:
         got = [p.seconds for p in self.pieces if p.seconds is not None]
         return sum(got) if got else None
+
+    @property
+    def compiles(self) -> int:
+        """Its piece compiles, over every range and size."""
+        return len(self.pieces)
+
+    @property
+    def hits(self) -> int:
+        """Its piece compiles that were FX graph cache hits."""
+        return sum(1 for p in self.pieces if p.cache.get("fx_graph") == "hit")
 
     def by_range(self) -> list[RangeGroup]:
         """Its pieces by range or size, each range where it first compiled (tlparse's order)."""
@@ -229,26 +273,101 @@ def _has_vllm(c: Compile) -> bool:
     return any(p.kind in _BOUNDARIES for p in c.artifacts)
 
 
-def _items(compiles: Iterable[Compile]) -> list[_Item]:
-    """The payloads and runtime metrics of the compiles that hold vLLM's records, by line."""
-    out: list[_Item] = []
-    for c in compiles:
-        if not _has_vllm(c):
-            continue
-        out += [_Item(p.line, c.key, n, p) for n, p in artifact_names(c)]
-        out += [
-            _Item(e.line, c.key, None, event=e)
-            for e in c.events
-            if e.kind == "compilation_metrics_runtime"
-        ]
-    out.sort(key=lambda i: i.line)
+def _items(c: Compile) -> list[_Item]:
+    """The payloads (their texts left out) and runtime metrics of a compile."""
+    out = [_Item(p.line, c.key, n, _bare(p)) for n, p in artifact_names(c)]
+    out += [
+        _Item(e.line, c.key, None, event=e)
+        for e in c.events
+        if e.kind == "compilation_metrics_runtime"
+    ]
     return out
+
+
+def _bare(p: Payload) -> Payload:
+    """A payload without its text: what the calls keep of it, so a page's kept texts of vLLM's
+    compiles are not held by its vLLM section."""
+    return p if p.text is None and p.data is None else replace(p, text=None, cut=0, data=None)
+
+
+@dataclass(frozen=True, slots=True)
+class LogRef:
+    """What the calls need of a log: its name, process and rank (a tally carries these, not
+    the log and its compiles)."""
+
+    name: str
+    pid: int | None
+    rank: int | None
+
+    @classmethod
+    def of(cls, log: LogIndex) -> LogRef:
+        return cls(log.name, log.pid, log.rank)
+
+
+@dataclass(slots=True)
+class _Found:
+    """What one log's compiles that hold vLLM's records gave, in any order."""
+
+    items: list[_Item] = field(default_factory=list)
+    ends: dict[str, str | None] = field(default_factory=dict)  # compile -> its last record's time
+    frames: dict[str, list[str]] = field(default_factory=dict)  # compile -> the frame's records
+
+
+class Gather:
+    """vLLM's records of a report's logs, taken from its compiles as they go past (only those
+    holding vLLM's records are kept, without payload texts), then made into each log's calls.
+    A pass split in two merges the later part's."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, int | None], _Found] = {}
+
+    def add(self, c: Compile) -> None:
+        if not _has_vllm(c):
+            return
+        found = self.logs.setdefault((c.log, c.pid), _Found())
+        found.items += _items(c)
+        found.ends[c.key] = c.end
+        found.frames[c.key] = [n for n, p in artifact_names(c) if _FRAME_KINDS.fullmatch(p.kind)]
+
+    def merge(self, later: Gather) -> None:
+        for key, got in later.logs.items():
+            found = self.logs.setdefault(key, _Found())
+            found.items += got.items
+            found.ends.update(got.ends)
+            found.frames.update(got.frames)
+
+    def calls(self, log: LogRef, refs: Refs | None = None) -> list[VllmCall]:
+        """The log's calls, in log order ([] when vLLM wrote nothing into it); REFS names the
+        compiles of their pieces as the report does (else by their keys)."""
+        found = self.logs.get((log.name, log.pid))
+        if found is None:
+            return []
+        walk = _Walk(log)
+        for it in sorted(found.items, key=lambda i: i.line):
+            walk.add(it)
+        for call in walk.calls:
+            _fill_graphs(call)
+            if call.compile is not None:
+                call.frame = found.frames.get(call.compile, [])
+        _fill_seconds(walk.calls, found.ends)
+        for call in walk.calls:
+            _name(call, log, refs)
+        return walk.calls
+
+    def done(self, logs: list[LogRef], refs: Refs | None = None) -> VllmReport | None:
+        """Every log's calls, log by log, and a job's ranks side by side; None without any."""
+        per_log = [(log, self.calls(log, refs)) for log in logs]
+        per_log = [(log, calls) for log, calls in per_log if calls]
+        if not per_log:
+            return None
+        calls = [call for _, calls in per_log for call in calls]
+        return VllmReport(calls, rank_rows(per_log) if len(per_log) > 1 else [])
 
 
 class _Walk:
     """The log's calls as its records go past (one pass, in log order)."""
 
-    def __init__(self, log: LogIndex) -> None:
+    def __init__(self, log: LogRef) -> None:
         self.log = log
         self.calls: list[VllmCall] = []
         self.call: VllmCall | None = None
@@ -337,22 +456,24 @@ def _piece(p: Payload, compile_key: str) -> VllmPiece:
     )
 
 
+def _name(call: VllmCall, log: LogRef, refs: Refs | None) -> None:
+    """The call's compile and its pieces' as the report names them (by key without REFS)."""
+
+    def named(key: str) -> str:
+        return key if refs is None else refs.named(log.name, log.pid, log.rank, key)
+
+    call.ref = None if call.compile is None else named(call.compile)
+    for p in call.pieces:
+        p.ref = named(p.compile)
+
+
 def vllm_calls(log: LogIndex) -> list[VllmCall]:
     """The vLLM compile calls of one log (one process, one rank), in log order; [] for a log
-    vLLM wrote nothing into."""
-    compiles = list(log.compiles)
-    walk = _Walk(log)
-    for it in _items(compiles):
-        walk.add(it)
-    ends = {c.key: c.end for c in compiles}
-    frames = {c.key: c for c in compiles}
-    for call in walk.calls:
-        _fill_graphs(call)
-        frame = frames.get(call.compile) if call.compile is not None else None
-        if frame is not None:
-            call.frame = [n for n, p in artifact_names(frame) if _FRAME_KINDS.fullmatch(p.kind)]
-    _fill_seconds(walk.calls, ends)
-    return walk.calls
+    vLLM wrote nothing into. Its compiles are read once, one at a time."""
+    gather = Gather()
+    for c in log.compiles:
+        gather.add(c)
+    return gather.calls(LogRef.of(log))
 
 
 def _fill_graphs(call: VllmCall) -> None:
@@ -448,21 +569,50 @@ class RankRow:
 
 def by_rank(report: Report) -> list[RankRow]:
     """Each call across the logs of a job (one per rank), side by side, by rank."""
+    return rank_rows([(LogRef.of(log), vllm_calls(log)) for log in report.logs])
+
+
+def rank_rows(per_log: list[tuple[LogRef, list[VllmCall]]]) -> list[RankRow]:
+    """Each call (by its place and prefix) across logs, each log's calls given, by rank."""
     rows: dict[tuple[int, str | None], RankRow] = {}
-    logs = sorted(report.logs, key=lambda g: (g.rank is None, g.rank or 0, g.name))
-    for log in logs:
-        for call in vllm_calls(log):
-            key = (call.index, call.prefix)
-            row = rows.setdefault(key, RankRow(call.index, call.prefix))
+    ordered = sorted(per_log, key=lambda x: (x[0].rank is None, x[0].rank or 0, x[0].name))
+    for log, calls in ordered:
+        for call in calls:
+            row = rows.setdefault((call.index, call.prefix), RankRow(call.index, call.prefix))
             row.cells.append(_cell(log, call))
     return list(rows.values())
 
 
-def _cell(log: LogIndex, call: VllmCall) -> RankCell:
-    hits = sum(1 for p in call.pieces if p.cache.get("fx_graph") == "hit")
+def _cell(log: LogRef, call: VllmCall) -> RankCell:
     return RankCell(
-        log.rank, log.name, len(call.submods), len(call.pieces), hits, call.seconds, call.config
+        log.rank, log.name, len(call.submods), call.compiles, call.hits, call.seconds, call.config
     )
+
+
+@dataclass(slots=True)
+class VllmReport:
+    """vLLM's compile calls in a report: every log's, log by log; and, for a job of several
+    logs with calls, each call across them (`ranks`)."""
+
+    calls: list[VllmCall]
+    ranks: list[RankRow]
+
+    @property
+    def compiles(self) -> int:
+        return sum(c.compiles for c in self.calls)
+
+    @property
+    def hits(self) -> int:
+        return sum(c.hits for c in self.calls)
+
+    def distinct(self) -> list[VllmCall]:
+        """The calls a report shows in full: every call of a single log; of a job, the first
+        log's, and another rank's call only where the ranks differ in it."""
+        if not self.ranks:
+            return self.calls
+        first = (self.calls[0].log, self.calls[0].rank)
+        differ = {(r.index, r.prefix) for r in self.ranks if r.differs}
+        return [c for c in self.calls if (c.log, c.rank) == first or (c.index, c.prefix) in differ]
 
 
 def all_calls(report: Report) -> Iterator[VllmCall]:

@@ -31,6 +31,7 @@ from tlview.render.html.pick import PROBLEMS, FirstPass, Found, Picked
 from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
+from tlview.render.html.vllm import VllmView, vllm_view
 from tlview.strings import Names
 from tlview.units import count, nbytes
 from tlview.version import __version__
@@ -113,6 +114,7 @@ class Page:
     left_out_by: list[tuple[str, int]] = field(default_factory=list)  # (compile tier, payloads)
     # (metric, digest of a long value) -> (anchor, label) of the first section that shows it
     shared: dict[tuple[str, bytes], tuple[str, str]] = field(default_factory=dict)
+    vllm: VllmView | None = None  # vLLM's compile calls, when it wrote records
 
 
 JOB_PAGE_PROCESSES = 8  # a job of more processes shows rank 0's compiles and those that differ
@@ -136,11 +138,17 @@ def job_shown(report: Report) -> tuple[Picked | None, str | None]:
     return (lambda c: (c.log, c.pid) in by_log), note
 
 
-def _link_previous(rows: list[Row]) -> None:
-    """Link each recompile's row to the row of the compile before it, when the page has it."""
+def _anchors(rows: list[Row]) -> dict[tuple[str, str], str]:
+    """Each compile's section on the page, by its log and key."""
     anchors: dict[tuple[str, str], str] = {}
     for r in rows:
         anchors.setdefault((r.log, r.key), r.anchor)
+    return anchors
+
+
+def _link_previous(rows: list[Row]) -> None:
+    """Link each recompile's row to the row of the compile before it, when the page has it."""
+    anchors = _anchors(rows)
     for r in rows:
         if r.recompile is not None and r.recompile.previous:
             prev = anchors.get((r.log, r.recompile.previous))
@@ -248,6 +256,7 @@ def build(
         many=found.pick.many,
         limits=_limits(),
         run_facts=run_view(o),
+        vllm=vllm_view(o.vllm, _anchors(rows)),
         **_log_parts(report, job_note),
         **_row_parts(rows, o, budget),
     )

@@ -50,6 +50,7 @@ class PayloadView:
     shown: int = 0  # bytes of text shown
     absent: str | None = None  # why torch logged the record without a payload
     note: str | None = None  # what was cut or left out, and how to get it
+    subgraph: str | None = None  # the region of regional inductor it is of
 
     @property
     def on_page(self) -> bool:
@@ -165,6 +166,7 @@ def payload_view(
 ) -> PayloadView:
     """A payload with the text the plan gave it, and a note for whatever it could not show."""
     pv = PayloadView(p.kind, p.line, p.lines, p.bytes, p.ok, anchor, log, _lang(p))
+    pv.subgraph = p.subgraph
     if p.absent:
         pv.absent = PAYLOAD_OPTIONAL.get(p.kind, "torch wrote this record without one")
     if p.meta:

@@ -10,7 +10,7 @@ from tlview.analyze.compiles import Analysis, Break, analysed
 from tlview.analyze.names import describer_marks
 from tlview.analyze.summary import input_names
 from tlview.index.dims import dynamic_dims
-from tlview.model import Compile, Event, Kernel, OutsideCompile, Symbol
+from tlview.model import Compile, Event, Kernel, OutsideCompile, Payload, Symbol
 from tlview.render.html.fmt import (
     STACK_FRAMES,
     STACK_HEAD,
@@ -22,6 +22,7 @@ from tlview.render.html.fmt import (
 from tlview.render.html.inputs import InputView, StorageView, input_view, storages
 from tlview.render.html.metrics import MetricView, metric_views
 from tlview.render.html.page import Page
+from tlview.render.html.passes import PassesView, passes_view
 from tlview.render.html.payloads import PayloadView, payload_view, section_payloads
 from tlview.render.html.phases import FactsView, facts_view
 from tlview.render.html.provenance import ProvenanceView, provenance_views
@@ -125,6 +126,7 @@ class CompileView:
     provenance: list[ProvenanceView] = field(default_factory=list)
     events: list[EventView] = field(default_factory=list)
     more: FactsView | None = None  # where its time went, run time, CUDA graphs, origins, gaps
+    passes: PassesView | None = None  # its regions, pass graphs and bytecode
 
     anchor = property(lambda self: self.row.anchor)
     ref = property(lambda self: self.row.ref)
@@ -171,6 +173,7 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
             v.graphs.append(pv)
         else:
             v.artifacts.append(pv)
+    v.passes = passes_view(a, _by_line(kinds, on_page), r.detail)
     if not r.detail:
         return v
     v.storages, v.plain_storages = storages(c)
@@ -184,6 +187,13 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
     v.bwd_metrics = [metric_views(m, r, page.shared, page.full)[0] for m in c.bwd_metrics]
     v.timeline = compile_timeline(c.phases)
     return v
+
+
+def _by_line(
+    kinds: list[tuple[str, Payload]], on_page: dict[int, tuple[str, str | None]]
+) -> dict[int, str]:
+    """Each payload's anchor in the section, by its log line."""
+    return {p.line: on_page[id(p)][0] for _, p in kinds if id(p) in on_page}
 
 
 def _facts(r: Row, c: Compile) -> str:

@@ -35,6 +35,8 @@ from tlview.model import (
 )
 from tlview.render import InProcess, Options, Split, split_of
 from tlview.render.json.facts import compile_facts, log_owners, stats_facts
+from tlview.render.json.passes import compile_keys
+from tlview.render.json.vllm import vllm_keys
 from tlview.runtime.output import Output
 from tlview.strings import TABLE, Table
 from tlview.version import __version__
@@ -129,6 +131,8 @@ def payload(p: Payload) -> dict[str, Any]:
         d["encoding"] = p.encoding
     if p.meta:
         d["meta"] = p.meta
+    if p.subgraph is not None:
+        d["subgraph"] = p.subgraph
     if p.text is not None:
         d["text"] = p.text
         d["cut_bytes"] = p.cut
@@ -240,7 +244,7 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
     r: Ref = _same if table is None else table.ref
     dynamic = dynamic_dims(c)
     compile_id, run, frame_id, frame_compile, attempt, autograd = _ids(c.id)
-    return {
+    d = {
         "compile_id": compile_id,
         "key": c.key,  # unique in a log: with the run, for a process that started ids over
         "run": run,
@@ -295,6 +299,8 @@ def compile_dict(a: Analysis, table: Table | None = None) -> dict[str, Any]:
         # the attempts of this compile that restarted, in order, each as a compile is written
         "attempts": [compile_dict(e, table) for e in a.earlier],
     }
+    d.update(compile_keys(a))  # regions, pass graphs and bytecode, where it has them
+    return d
 
 
 def stats(o: Overview) -> dict[str, Any]:
@@ -461,6 +467,7 @@ def stream(
     if extra:
         top.update(extra)
     top.setdefault("divergence", [])
+    top.update(vllm_keys(o.vllm))
     if table.entries:  # only then: a report of no long repeated string is as it always was
         top[TABLE] = table.entries
     outside = b'"outside":[' + b",".join(part.outside) + b"],"

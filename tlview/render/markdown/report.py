@@ -10,6 +10,7 @@ from tlview.model import Report
 from tlview.render import Options, Split
 from tlview.render.markdown import facts
 from tlview.render.markdown.md import MAX_ROWS, fit, marker, table, text
+from tlview.render.markdown.vllm import vllm_lines
 from tlview.runtime.output import Output
 from tlview.units import count
 
@@ -126,6 +127,7 @@ def lines(
                      failures.total, "failures", MORE)  # fmt: skip
         out.append("")
     out += facts.skips(o)
+    out += vllm_lines(o.vllm, MORE)
     if o.slowest:
         out += ["#### Slowest compiles", ""]
         rows = [[text(s.ref), text(s.function or ""), seconds(s.phases.get("total", 0.0))]

@@ -13,6 +13,7 @@ from tlview.inert import command, one_line
 from tlview.model import CacheEvent, Compile, Input, StackFrame
 from tlview.render.text.console import T, table
 from tlview.render.text.facts import compile_lines
+from tlview.render.text.passes import compile_facts
 from tlview.render.text.tables import Capped, footnote
 from tlview.strings import Names
 from tlview.units import dims, nbytes, short_path
@@ -226,17 +227,20 @@ def _symbols(c: Compile, console: Console) -> None:
     console.print(t)
 
 
-def _payloads(c: Compile, console: Console) -> None:
+def _payloads(c: Compile, console: Console, regions: bool) -> None:
+    """Its payloads; with `regions`, each beside the region of regional inductor it is of."""
     if not (c.graphs or c.guards):
         return
-    t = table("Graphs and code", "kind", "log line", "lines", "bytes", console=console)
+    cols = ("kind", "log line", "lines", "bytes", *(("subgraph",) if regions else ()))
+    t = table("Graphs and code", *cols, console=console)
     for p in c.payloads():
-        t.add_row(
+        cells = [
             T(p.kind),
             T(p.line),
             T(p.lines),
             T(nbytes(p.bytes) + ("" if p.ok else " (md5 mismatch)")),
-        )
+        ]
+        t.add_row(*cells, *((T(p.subgraph or ""),) if regions else ()))
     console.print(t)
 
 
@@ -257,7 +261,7 @@ def _full(a: Analysis, console: Console, names: Names) -> None:
     """What only a compile shown in full lists: symbols, payloads, kernels, cache, metrics."""
     c = a.compile
     _symbols(c, console)
-    _payloads(c, console)
+    _payloads(c, console, bool(a.subgraphs))
     kernels_table(a, console, names)
     if c.cache:
         _say(console, "  cache: " + ", ".join(map(_cache_text, c.cache)))
@@ -279,6 +283,7 @@ def detail(a: Analysis, console: Console, names: Names, full: bool) -> None:
     _breaks(a, console, names, full)
     _recompiled(a, console, names)
     compile_lines(a, console, full)
+    compile_facts(a, console)
     inputs_table(c, console, "Inputs", a.ref, None if full else INPUT_ROWS)
     if full:
         _full(a, console, names)

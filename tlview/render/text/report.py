@@ -41,6 +41,7 @@ from tlview.render.text.tables import (
     recompiles,
     table_row,
 )
+from tlview.render.text.vllm import vllm
 from tlview.runtime.output import Output
 from tlview.strings import Names
 from tlview.units import count
@@ -263,6 +264,7 @@ def _draw(
     export_issues(kept.issues.rows(), console)
     footnote(kept.issues.note("export issues"), console)
     owners_section(o, console, opts.verbosity > 0)
+    vllm(o.vllm, console)
     # -v shows every compile in full: read them again, one at a time.
     for a in kept.shown if opts.verbosity <= 0 else analysed(report):
         if a.compile.id is None and not _outside_has(a.compile):
