@@ -521,12 +521,12 @@ class Compile:
     pid: int | None = None
     rank: int | None = None
     status: Status = "incomplete"
-    first_line: int = 0
-    last_line: int = 0
+    first_log_line: int = 0  # the log's lines of its first and last records
+    last_log_line: int = 0
     stack: list[StackFrame] = field(default_factory=list)
     function: str | None = None
     file: str | None = None
-    firstline: int | None = None
+    source_line: int | None = None  # the function's first line in `file` (co_firstlineno)
     fail_type: str | None = None
     fail_reason: str | None = None
     fail_where: str | None = None
@@ -593,9 +593,9 @@ class Compile:
 
     def shift_lines(self, n: int) -> None:
         """Move every log line number by n: a later part of a log is read before the lines
-        above it are counted (index/halves.py). Source lines (stacks, `firstline`) stay."""
-        self.first_line += n
-        self.last_line += n
+        above it are counted (index/halves.py). Source lines (stacks, `source_line`) stay."""
+        self.first_log_line += n
+        self.last_log_line += n
         for p in self.payloads():
             p.line += n
         for e in self.events:

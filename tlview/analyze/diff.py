@@ -222,7 +222,7 @@ def _log_frames(log: LogIndex, process: str) -> list[Frame]:
         if frame is None:
             fn, file, line = f"<compiled autograd {autograd}>", "", None
         elif named is not None:
-            fn, file, line = named.function or "", named.file or "", named.firstline
+            fn, file, line = named.function or "", named.file or "", named.source_line
         else:
             fn, file, line = f"<frame {frame}>", "", None
         key = FrameKey(process, fn, file, line)
@@ -286,7 +286,7 @@ def _resume_key(k: FrameKey) -> tuple[str, str, str] | None:
 def _first_line(p: FrameDiff) -> int:
     side = p.new or p.base
     assert side is not None
-    return min((c.first_line for c in side.attempts), default=0)
+    return min((c.first_log_line for c in side.attempts), default=0)
 
 
 def _described(frame: Frame) -> dict[CompileId, Compile]:

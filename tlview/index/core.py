@@ -118,12 +118,12 @@ class Core:
     def compile_for(self, rec: Record, cid: CompileId | None) -> Compile:
         c = self.compiles.get(cid)
         if c is None:
-            c = Compile(id=cid, log=self.log.name, pid=self.log.pid, first_line=rec.line)
+            c = Compile(id=cid, log=self.log.name, pid=self.log.pid, first_log_line=rec.line)
             c.start = rec.time
             if cid is None:
                 c.status = "outside"
             self.compiles.put(cid, c)
-        c.last_line = rec.line
+        c.last_log_line = rec.line
         c.end = rec.time
         if rec.rank is not None and c.rank is None:
             c.rank = rec.rank

@@ -68,7 +68,7 @@ def finish_compile(rank: int | None, c: Compile) -> None:
     if c.function is None and c.stack:
         c.function = c.stack[-1].name
         c.file = c.file or c.stack[-1].file
-        c.firstline = c.firstline or c.stack[-1].line
+        c.source_line = c.source_line or c.stack[-1].line
     for s in c.input_sets:
         s.superseded = c.status == "restarted"
     c.inputs = inputs_mod.resolve(c)
@@ -132,7 +132,9 @@ def _status(attempts: list[Facts], started: set[CompileId | None]) -> None:
         for r in final.restart_reasons:
             # A restart to make a float a tensor (Tensorify...) breaks no graph.
             if not r.lower().startswith(("restart", "speculat")) and plain_restart(r) is None:
-                final.graph_breaks.append(GraphBreak(r.strip(), None, final.first_line, r[:2000]))
+                final.graph_breaks.append(
+                    GraphBreak(r.strip(), None, final.first_log_line, r[:2000])
+                )
         broke = bool(final.graph_breaks)
     if final.fail_type:
         final.status = "failed"

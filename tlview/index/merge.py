@@ -98,7 +98,7 @@ def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) ->
             fail_where=None,
             function=None,
             file=None,
-            firstline=None,
+            source_line=None,
             restart_reasons=[],
             recompile_reasons=[],
         )
@@ -110,7 +110,7 @@ def merge_compile(a: Compile, b: Compile, metrics_event: Event | None = None) ->
     for f in dataclasses.fields(Compile):
         name = f.name
         va, vb = getattr(a, name), getattr(b, name)
-        if name in ("last_line", "end"):
+        if name in ("last_log_line", "end"):
             setattr(a, name, vb)
         elif name == "events_dropped":
             a.events_dropped = va + vb

@@ -55,7 +55,7 @@ class MetricsRecords(Core):
         if isinstance(body.get("co_filename"), str):
             c.file = body["co_filename"]
         if is_int(body.get("co_firstlineno")):
-            c.firstline = body["co_firstlineno"]
+            c.source_line = body["co_firstlineno"]
         rec_reason = body.get("recompile_reason")
         if isinstance(rec_reason, str) and rec_reason and not c.recompile_reasons:
             c.recompile_reasons = split_reasons(rec_reason)

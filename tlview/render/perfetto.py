@@ -35,7 +35,7 @@ def stream(report: Report, out: IO[bytes], only: Callable[[Compile], bool] | Non
         for c in report.compiles:  # one pass: compiles can be on disk, read back one at a time
             if only(c):
                 cid = None if c.id is None else c.id.in_run(0)  # as a record names it
-                spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
+                spans.setdefault(c.log, []).append((cid, c.pid, c.first_log_line, c.last_log_line))
                 refs.append(ref(c))
         head["otherData"]["compiles"] = sorted(refs)
     out.write(dumps(head)[:-1] + b',"displayTimeUnit":"ms","traceEvents":[')

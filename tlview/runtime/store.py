@@ -187,7 +187,7 @@ class Facts:
     graph_breaks: list[GraphBreak]
     restart_reasons: list[str]
     stack: list[StackFrame]
-    first_line: int
+    first_log_line: int
     code: tuple[str | None, str | None, int | None]  # function, file, first line, from metrics
     described: bool  # it logged inputs or symbols (what an export's trace logs, and no more)
     reasons_only: bool  # it logged why the frame would recompile, and nothing else
@@ -205,8 +205,8 @@ class Facts:
             c.graph_breaks,
             c.restart_reasons,
             c.stack,
-            c.first_line,
-            (c.function, c.file, c.firstline),
+            c.first_log_line,
+            (c.function, c.file, c.source_line),
             bool(c.input_sets or c.symbols),
             bool(c.recompile_reasons)
             and c.metrics is None
@@ -215,7 +215,7 @@ class Facts:
 
     def shift_lines(self, n: int) -> None:
         """See `Compile.shift_lines`."""
-        self.first_line += n
+        self.first_log_line += n
         self.graph_breaks = shifted_breaks(self.graph_breaks, n)
 
     def apply(self, c: Compile) -> None:
@@ -226,7 +226,7 @@ class Facts:
         c.restart_reasons = self.restart_reasons
         c.stack = self.stack
         if c.function is None and self.code[0] is not None:
-            c.function, c.file, c.firstline = self.code
+            c.function, c.file, c.source_line = self.code
 
 
 def weight(c: Compile) -> int:

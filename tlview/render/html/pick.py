@@ -182,7 +182,7 @@ class Pick:
             pid=c.pid,
             function=c.function,
             file=c.file,
-            where=f"{short_path(c.file)}:{c.firstline}" if c.file else "",
+            where=f"{short_path(c.file)}:{c.source_line}" if c.file else "",
             sort_id=_sort_id(c, n),
             ops=c.graph_ops,
             time_s=c.compile_time_s,

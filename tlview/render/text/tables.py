@@ -87,7 +87,7 @@ def table_row(c: Compile, refs: Refs) -> tuple[str, ...] | None:
         refs(c),
         c.status + (f" ({c.fail_type})" if c.fail_type else ""),
         c.function or "",
-        f"{named(short_path(c.file))}:{c.firstline}" if c.file else "",
+        f"{named(short_path(c.file))}:{c.source_line}" if c.file else "",
         "" if c.graph_ops is None else str(c.graph_ops),
         seconds(c.compile_time_s) if c.compile_time_s is not None else "",
         _inputs_count(c),
@@ -189,7 +189,7 @@ def rank_tables(report: Report, console: Console) -> None:
                     compile_ref(c, not key),
                     status,
                     c.function or "",
-                    f"{named(short_path(c.file))}:{c.firstline}" if c.file else "",
+                    f"{named(short_path(c.file))}:{c.source_line}" if c.file else "",
                     "" if c.graph_ops is None else str(c.graph_ops),
                     _inputs_count(c),
                 )
