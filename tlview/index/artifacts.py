@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tlview.index.core import Core, innermost_user
+from tlview.index.core import State, innermost_user
 from tlview.index.digests import artifact_meta
 from tlview.index.kinds import MAX_EVENTS, json_of, peek
 from tlview.index.recompiles import split_reasons
@@ -20,91 +20,91 @@ _OLD_REASON = re.compile(r"^Reason: ", re.M)
 _RUNNABLE_VERSION = re.compile(rb"^# torch version: ([\w.+-]{1,64})$", re.M)
 
 
-class ArtifactRecords(Core):
-    """What each named artifact tells of its compile, its payload kept as a graph or artifact."""
-
-    def on_artifact(self, rec: Record, c: Compile) -> None:
-        body = rec.body
-        name = body.get("name") if isinstance(body, dict) else None
-        if not isinstance(name, str):
-            self.bad(rec, f"artifact without a name: name is {peek(name)}")
-            name = "?"
-        enc = body.get("encoding") if isinstance(body, dict) else None
-        if enc is not None and not isinstance(enc, str):
-            self.bad(rec, f"encoding is not a string: {peek(enc)}")
-        if name == "torch_version":
-            v = json_of(rec.payload)
-            if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
-                self.saw_version(v["pytorch_version"])
-            elif rec.payload_ok:
-                got = v.get("pytorch_version") if isinstance(v, dict) else v
-                self.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
-        elif name == "fx_graph_runnable" and self.log.torch_version is None and rec.payload:
-            # torch 2.9 and older log no torch_version record; their runnable graphs name it
-            # (after their configs: anywhere in the payload).
-            named = _RUNNABLE_VERSION.search(rec.payload)
-            if named:
-                self.saw_version(named.group(1).decode("ascii"))
-        elif name in _PROVENANCE and rec.payload is not None:
-            # Without a payload (an FX graph cache hit with provenance tracking off) it says
-            # nothing, as torch means it to: see PAYLOAD_OPTIONAL.
-            v = json_of(rec.payload)
-            got = _provenance(v, name)
-            if got is None:
-                self.bad(rec, f"{name} is not a JSON object of kernels")
-            else:
-                links = _links(v) if _PROVENANCE[name] == "nodes" else {}
-                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got, links))
-        elif name == "recompile_reasons":
-            c.recompile_reasons, problem = _reasons(rec)
-            if problem:
-                self.bad(rec, problem)
-            return
-        elif name == "dynamo_graph_break_reason":
-            c.graph_breaks.append(_graph_break(rec, self.intern))
-            return
-        elif name == "dynamo_error":
-            c.artifacts.append(self.payload_always(rec, name, c, 20_000))
-            return
-        elif name == "make_fx_fail_partial" and c.id is None and len(c.export_issues) < MAX_EVENTS:
-            # An export that failed while tracing: torch logs the graph traced until then.
-            # (Inside a compile, the failure is the compile's own, with its reason.)
-            frames = self.stack(rec.meta.get("stack"), rec)
-            c.export_issues.append(
-                ExportIssue(
-                    "failed trace",
-                    rec.line,
-                    "make_fx",
-                    "tracing stopped with an error; the graph traced until then is this "
-                    "artifact (the error itself is not in the log)",
-                    innermost_user(frames),
-                )
-            )
-        m = _CACHE_ARTIFACT.fullmatch(name)
-        if m:
-            v = json_of(rec.payload)
-            key = reason = None
-            if isinstance(v, dict):
-                key = v.get("key") if isinstance(v.get("key"), str) else None
-                r = v.get("reason") or v.get("cache_bypass_reason")
-                reason = r if isinstance(r, str) else None
-            c.cache.append(CacheEvent(m.group("cache"), m.group("outcome"), key, reason))
-        if name.endswith("graph") or name in (
-            "fx_graph_runnable",
-            "inductor_provenance_tracking_node_mappings",
-        ):
-            c.graphs.append(self.payload(rec, name, c))
+def on_artifact(ix: State, rec: Record) -> None:
+    """An artifact record: what it tells of its compile, its payload kept."""
+    c = ix.compile_of(rec)
+    body = rec.body
+    name = body.get("name") if isinstance(body, dict) else None
+    if not isinstance(name, str):
+        ix.bad(rec, f"artifact without a name: name is {peek(name)}")
+        name = "?"
+    enc = body.get("encoding") if isinstance(body, dict) else None
+    if enc is not None and not isinstance(enc, str):
+        ix.bad(rec, f"encoding is not a string: {peek(enc)}")
+    if name == "torch_version":
+        v = json_of(rec.payload)
+        if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
+            ix.saw_version(v["pytorch_version"])
+        elif rec.payload_ok:
+            got = v.get("pytorch_version") if isinstance(v, dict) else v
+            ix.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
+    elif name == "fx_graph_runnable" and ix.log.torch_version is None and rec.payload:
+        # torch 2.9 and older log no torch_version record; their runnable graphs name it
+        # (after their configs: anywhere in the payload).
+        named = _RUNNABLE_VERSION.search(rec.payload)
+        if named:
+            ix.saw_version(named.group(1).decode("ascii"))
+    elif name in _PROVENANCE and rec.payload is not None:
+        # Without a payload (an FX graph cache hit with provenance tracking off) it says
+        # nothing, as torch means it to: see PAYLOAD_OPTIONAL.
+        v = json_of(rec.payload)
+        got = _provenance(v, name)
+        if got is None:
+            ix.bad(rec, f"{name} is not a JSON object of kernels")
         else:
-            c.artifacts.append(self.payload(rec, name, c, artifact_meta(name, rec.payload)))
+            links = _links(v) if _PROVENANCE[name] == "nodes" else {}
+            c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got, links))
+    elif name == "recompile_reasons":
+        c.recompile_reasons, problem = _reasons(rec)
+        if problem:
+            ix.bad(rec, problem)
+        return
+    elif name == "dynamo_graph_break_reason":
+        c.graph_breaks.append(_graph_break(rec, ix.intern))
+        return
+    elif name == "dynamo_error":
+        c.artifacts.append(payload_always(ix, rec, name, c, 20_000))
+        return
+    elif name == "make_fx_fail_partial" and c.id is None and len(c.export_issues) < MAX_EVENTS:
+        # An export that failed while tracing: torch logs the graph traced until then.
+        # (Inside a compile, the failure is the compile's own, with its reason.)
+        frames = ix.stack(rec.meta.get("stack"), rec)
+        c.export_issues.append(
+            ExportIssue(
+                "failed trace",
+                rec.line,
+                "make_fx",
+                "tracing stopped with an error; the graph traced until then is this "
+                "artifact (the error itself is not in the log)",
+                innermost_user(frames),
+            )
+        )
+    m = _CACHE_ARTIFACT.fullmatch(name)
+    if m:
+        v = json_of(rec.payload)
+        key = reason = None
+        if isinstance(v, dict):
+            key = v.get("key") if isinstance(v.get("key"), str) else None
+            r = v.get("reason") or v.get("cache_bypass_reason")
+            reason = r if isinstance(r, str) else None
+        c.cache.append(CacheEvent(m.group("cache"), m.group("outcome"), key, reason))
+    if name.endswith("graph") or name in (
+        "fx_graph_runnable",
+        "inductor_provenance_tracking_node_mappings",
+    ):
+        c.graphs.append(ix.payload(rec, name, c))
+    else:
+        c.artifacts.append(ix.payload(rec, name, c, artifact_meta(name, rec.payload)))
 
-    def payload_always(self, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
-        """A payload whose text is always kept (errors), outside the budget."""
-        p = self.payload(rec, kind, c, keep=False)
-        if rec.payload is not None:
-            n = max(limit, self.keep.payload_bytes)
-            p.text = rec.text(n)
-            p.cut = max(0, len(rec.payload) - n)
-        return p
+
+def payload_always(ix: State, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
+    """A payload whose text is always kept (errors), outside the budget."""
+    p = ix.payload(rec, kind, c, keep=False)
+    if rec.payload is not None:
+        n = max(limit, ix.keep.payload_bytes)
+        p.text = rec.text(n)
+        p.cut = max(0, len(rec.payload) - n)
+    return p
 
 
 def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:

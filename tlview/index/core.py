@@ -15,8 +15,9 @@ from tlview.index.kinds import (
     FRAME_FIELDS,
     IN_FRAME,
     MAX_EVENTS,
-    cut_name,
+    METRICS_KINDS,
     is_int,
+    parse_id,
     peek,
     wrong_fields,
 )
@@ -46,8 +47,9 @@ class OpenState:
     chromium: list[tuple[str, float, int]] = field(default_factory=list)  # open B events
 
 
-class Core:
-    """What every record handler of an Indexer reads and writes, and the steps they share."""
+class State:
+    """What every record handler of an Indexer reads and writes, and the steps they share: the
+    one state of one process's records, handed to each handler (handlers.py)."""
 
     def __init__(self, log: LogIndex, keep: Keep | None = None) -> None:
         self.log = log
@@ -128,6 +130,32 @@ class Core:
         if rec.rank is not None and c.rank is None:
             c.rank = rec.rank
         return c
+
+    def id_of(self, rec: Record) -> CompileId | None:
+        """The compile a record belongs to, as named in this run: its context's ids, else (for
+        metrics) the compile id its body names."""
+        cid = rec.compile_id
+        if cid is None:
+            ctx = rec.meta
+            if ("frame_id" in ctx) != ("frame_compile_id" in ctx):
+                # torch writes both or neither: with one, the record is read as outside a compile.
+                self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
+            if rec.kind in METRICS_KINDS and isinstance(rec.body, dict):
+                cid = self.named_id(rec, rec.body.get("compile_id"))
+        if cid is not None and self.run:
+            cid = self.ran(cid)
+        return cid
+
+    def named_id(self, rec: Record, named: Any) -> CompileId | None:
+        """The compile id a record's field names as text; a bad line if it names none."""
+        cid = parse_id(named)
+        if cid is None and isinstance(named, str) and named != "None":
+            self.bad(rec, f"compile_id is not a compile id: {peek(named)}")
+        return cid
+
+    def compile_of(self, rec: Record) -> Compile:
+        """The compile a record belongs to, made at its first record."""
+        return self.compile_for(rec, self.id_of(rec))
 
     def filename(self, v: Any) -> str:
         if isinstance(v, str):
@@ -227,18 +255,6 @@ class Core:
             else None,
             data=rec.payload if self.keep.wants_data(kind, c.key, rec.line) else None,
         )
-
-    def on_str(self, rec: Record) -> None:
-        body = rec.body
-        if (
-            isinstance(body, list)
-            and len(body) == 2
-            and isinstance(body[0], str)
-            and is_int(body[1])
-        ):
-            self.strings[body[1]] = cut_name(body[0])
-        else:
-            self.bad(rec, "expected [file name, index]")
 
     def ran(self, cid: CompileId) -> CompileId:
         """A logged id as the id of its compile in the current run."""

@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 
 from tlview.index import inputs as inputs_mod
-from tlview.index.core import Core, add_phase
+from tlview.index.core import State, add_phase
 from tlview.index.kinds import plain_restart
 from tlview.index.recompiles import explain_frame
 from tlview.model import Compile, CompileId, GraphBreak, LogIndex, Phase
@@ -18,47 +18,45 @@ from tlview.units import number
 _RANK_IN_NAME = re.compile(r"rank_([0-9]+)")  # ASCII: U+0663 names no rank
 
 
-class Finishing(Core):
+def finish(ix: State) -> LogIndex:
     """The log's compiles, by frame and with their statuses, once every record is read."""
-
-    def finish(self) -> LogIndex:
-        log = self.log
-        for cid, st in self.open.items():
-            c = self.compiles.get(cid) if st.chromium else None
-            if c is not None:
-                for name, t0, depth in st.chromium:
-                    add_phase(c, Phase(name, t0, None, depth))
-        self.open.clear()
-        self.tensors.clear()
-        self.storages.clear()
-        if self.run:
-            log.notes.append(
-                f"this process started compile ids over {self.run} time(s) "
-                "(torch._dynamo.reset()): the compiles of each later run are named ID@2, ID@3, ..."
-            )
-        if log.rank is None:
-            m = _RANK_IN_NAME.search(log.name)
-            rank = number(m.group(1)) if m else None
-            if rank is not None:
-                log.rank, log.rank_from = rank, "file name"
-        # Statuses come from each compile's facts, so compiles already on disk stay there;
-        # each is finished (inputs resolved) and explained when it is read back.
-        out = CompileList(partial(finish_compile, log.rank), explain_frame)
-        for frame_ids in _by_frame(self.compiles.keys()):
-            entries: list[list[Compile | Spilled]] = []
-            facts: list[list[Facts | None]] = []
-            for attempt_ids in frame_ids:
-                got = [self.compiles.entry(cid) for cid in attempt_ids]
-                fs = [f for _, f in got]
-                if attempt_ids != [None]:
-                    _status(fs, self.started)
-                entries.append([e for e, _ in got])
-                facts.append(list(fs))
-            if frame_ids != [[None]]:
-                _same_code(facts)
-            out.add_frame(entries, facts)
-        log.compiles = out
-        return log
+    log = ix.log
+    for cid, st in ix.open.items():
+        c = ix.compiles.get(cid) if st.chromium else None
+        if c is not None:
+            for name, t0, depth in st.chromium:
+                add_phase(c, Phase(name, t0, None, depth))
+    ix.open.clear()
+    ix.tensors.clear()
+    ix.storages.clear()
+    if ix.run:
+        log.notes.append(
+            f"this process started compile ids over {ix.run} time(s) "
+            "(torch._dynamo.reset()): the compiles of each later run are named ID@2, ID@3, ..."
+        )
+    if log.rank is None:
+        m = _RANK_IN_NAME.search(log.name)
+        rank = number(m.group(1)) if m else None
+        if rank is not None:
+            log.rank, log.rank_from = rank, "file name"
+    # Statuses come from each compile's facts, so compiles already on disk stay there;
+    # each is finished (inputs resolved) and explained when it is read back.
+    out = CompileList(partial(finish_compile, log.rank), explain_frame)
+    for frame_ids in _by_frame(ix.compiles.keys()):
+        entries: list[list[Compile | Spilled]] = []
+        facts: list[list[Facts | None]] = []
+        for attempt_ids in frame_ids:
+            got = [ix.compiles.entry(cid) for cid in attempt_ids]
+            fs = [f for _, f in got]
+            if attempt_ids != [None]:
+                _status(fs, ix.started)
+            entries.append([e for e, _ in got])
+            facts.append(list(fs))
+        if frame_ids != [[None]]:
+            _same_code(facts)
+        out.add_frame(entries, facts)
+    log.compiles = out
+    return log
 
 
 def finish_compile(rank: int | None, c: Compile) -> None:

@@ -5,79 +5,75 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tlview.index.core import CLOSED_SHIFT, Core, OpenState
+from tlview.index.core import CLOSED_SHIFT, OpenState, State
 from tlview.index.describe import MAX_DESCRIBED
 from tlview.index.kinds import MAX_EVENTS, MAX_KINDS, OTHER_KINDS
 from tlview.model import Compile, CompileId, Event
 from tlview.parse import MAX_BAD_KEPT
 
 
-class Merging(Core):
-    """One reader's index, from two readers' of a log's halves."""
+def merge(ix: State, b: State) -> None:
+    """Take in what another reader found in the part of this log after ours: one reader's
+    index, from two readers' of a log's parts."""
+    la, lb = ix.log, b.log
+    la.records += lb.records
+    for table, other in ((la.kinds, lb.kinds), (la.unknown_kinds, lb.unknown_kinds)):
+        for k, n in other.items():  # at most MAX_KINDS names, as one reader counts them
+            k = OTHER_KINDS if k not in table and len(table) >= MAX_KINDS else k
+            table[k] = table.get(k, 0) + n
+    la.first_time = la.first_time or lb.first_time
+    la.last_time = lb.last_time or la.last_time
+    if la.rank is None:
+        la.rank, la.rank_from = lb.rank, lb.rank_from
+    la.torch_version = la.torch_version or lb.torch_version
+    la.bad_count += lb.bad_count
+    la.bad_lines = (la.bad_lines + lb.bad_lines)[:MAX_BAD_KEPT]
+    la.notes.extend(n for n in lb.notes if n not in la.notes)
+    ix.strings.update(b.strings)
+    ix.started |= b.started
+    # Events begun in our part and still open are the outer ones of b's. b counted
+    # depths from its own stack and noted how many of ours it had closed by then.
+    deeper = {cid: len(st.chromium) for cid, st in ix.open.items() if st.chromium}
+    # How many of b's first k unmatched ends close one of ours: an end whose begin was lost
+    # (a damaged record) closes nothing, as one reader finds.
+    closes: dict[CompileId | None, list[int]] = {}
+    names = {cid: [n for n, _, _ in st.chromium] for cid, st in ix.open.items()}
+    for cid, name, _ts in b.unmatched:
+        open_here = names.get(cid, [])
+        hit = name in open_here
+        if hit:
+            del open_here[len(open_here) - 1 - open_here[::-1].index(name)]
+        counts = closes.setdefault(cid, [0])
+        counts.append(counts[-1] + hit)
 
-    def merge(self, b: Core) -> None:
-        """Take in what another reader found in the part of this log after ours."""
-        la, lb = self.log, b.log
-        la.records += lb.records
-        for table, other in ((la.kinds, lb.kinds), (la.unknown_kinds, lb.unknown_kinds)):
-            for k, n in other.items():  # at most MAX_KINDS names, as one reader counts them
-                k = OTHER_KINDS if k not in table and len(table) >= MAX_KINDS else k
-                table[k] = table.get(k, 0) + n
-        la.first_time = la.first_time or lb.first_time
-        la.last_time = lb.last_time or la.last_time
-        if la.rank is None:
-            la.rank, la.rank_from = lb.rank, lb.rank_from
-        la.torch_version = la.torch_version or lb.torch_version
-        la.bad_count += lb.bad_count
-        la.bad_lines = (la.bad_lines + lb.bad_lines)[:MAX_BAD_KEPT]
-        la.notes.extend(n for n in lb.notes if n not in la.notes)
-        self.strings.update(b.strings)
-        self.started |= b.started
-        # Events begun in our part and still open are the outer ones of b's. b counted
-        # depths from its own stack and noted how many of ours it had closed by then.
-        deeper = {cid: len(st.chromium) for cid, st in self.open.items() if st.chromium}
-        # How many of b's first k unmatched ends close one of ours: an end whose begin was lost
-        # (a damaged record) closes nothing, as one reader finds.
-        closes: dict[CompileId | None, list[int]] = {}
-        names = {cid: [n for n, _, _ in st.chromium] for cid, st in self.open.items()}
-        for cid, name, _ts in b.unmatched:
-            open_here = names.get(cid, [])
-            hit = name in open_here
-            if hit:
-                del open_here[len(open_here) - 1 - open_here[::-1].index(name)]
-            counts = closes.setdefault(cid, [0])
-            counts.append(counts[-1] + hit)
+    def depth(cid: CompileId | None, d: int) -> int:
+        closed, local = d >> CLOSED_SHIFT, d & ((1 << CLOSED_SHIFT) - 1)
+        counts = closes.get(cid)
+        if counts is not None:
+            closed = counts[min(closed, len(counts) - 1)]
+        return local + max(0, deeper.get(cid, 0) - closed)
 
-        def depth(cid: CompileId | None, d: int) -> int:
-            closed, local = d >> CLOSED_SHIFT, d & ((1 << CLOSED_SHIFT) - 1)
-            counts = closes.get(cid)
-            if counts is not None:
-                closed = counts[min(closed, len(counts) - 1)]
-            return local + max(0, deeper.get(cid, 0) - closed)
-
-        for cid in b.compiles:
-            where, facts = b.compiles.entry(cid)
-            if cid in deeper or cid in b.closed:
-                if not isinstance(where, Compile):
-                    where = where[0].load(*where[1:])
-                where.phases = [
-                    dataclasses.replace(p, depth=depth(cid, p.depth)) for p in where.phases
-                ]
-            if cid in self.compiles:
-                mine = self.compiles.get(cid)
-                assert mine is not None
-                theirs = where if isinstance(where, Compile) else where[0].load(*where[1:])
-                if cid not in b.started and mine.stack:
-                    theirs.stack = []  # a graph's stack only fills in for a missing dynamo_start
-                merge_compile(mine, theirs, b.metrics_events.get(cid))
-            else:
-                self.compiles.adopt(cid, where, facts)
-        for cid, name, ts in b.unmatched:
-            self.end_event(cid, name, ts)
-        for cid, st in b.open.items():
-            self.open.setdefault(cid, OpenState()).chromium.extend(
-                (n, t, depth(cid, d)) for n, t, d in st.chromium
-            )
+    for cid in b.compiles:
+        where, facts = b.compiles.entry(cid)
+        if cid in deeper or cid in b.closed:
+            if not isinstance(where, Compile):
+                where = where[0].load(*where[1:])
+            where.phases = [dataclasses.replace(p, depth=depth(cid, p.depth)) for p in where.phases]
+        if cid in ix.compiles:
+            mine = ix.compiles.get(cid)
+            assert mine is not None
+            theirs = where if isinstance(where, Compile) else where[0].load(*where[1:])
+            if cid not in b.started and mine.stack:
+                theirs.stack = []  # a graph's stack only fills in for a missing dynamo_start
+            merge_compile(mine, theirs, b.metrics_events.get(cid))
+        else:
+            ix.compiles.adopt(cid, where, facts)
+    for cid, name, ts in b.unmatched:
+        ix.end_event(cid, name, ts)
+    for cid, st in b.open.items():
+        ix.open.setdefault(cid, OpenState()).chromium.extend(
+            (n, t, depth(cid, d)) for n, t, d in st.chromium
+        )
 
 
 # Compile fields set once from one record: the first part's value wins, else the later's.
