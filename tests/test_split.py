@@ -16,6 +16,7 @@ from conftest import FIXTURES, corpus, only_log, run_cli
 import tlview.index.halves as split
 import tlview.runtime.cores as cores
 import tlview.runtime.store as store
+from tlview.index import compiles
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
 
@@ -134,7 +135,7 @@ def test_halves_with_spilled_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
     path = only_log("dtypes_zoo")
     whole = _json(path)
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     assert _json(path) == whole
 
 
@@ -215,7 +216,7 @@ def test_later_part_numbers_its_lines_as_the_whole_log(
     # The second reader counts lines from its own start; once merged, every log line number
     # (compiles, payloads, events, graph breaks, described tensors, bad lines) is the file's.
     path = log()
-    monkeypatch.setattr(store, "IN_MEMORY", in_memory)  # 2: the compiles come back from disk
+    monkeypatch.setattr(compiles, "IN_MEMORY", in_memory)  # 2: the compiles come back from disk
     whole = _everything(path)
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     assert split.worth_splitting(path)
@@ -272,7 +273,7 @@ def test_a_failed_second_reader_leaves_no_spill_file(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(store, "_DIR", None)  # this run's temp directory: made in tmp_path
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     later = split._later
 
     def cannot_be_sent(*args: Any) -> split.Part:

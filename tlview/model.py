@@ -550,9 +550,7 @@ class Compile:
     start: str | None = None  # prefix timestamps "MMDD HH:MM:SS.ffffff"
     end: str | None = None
     events_dropped: int = 0
-    recompile: Recompile | None = (
-        None  # set by index/recompiles.py (`explain_frame`) for recompiles
-    )
+    recompile: Recompile | None = None  # set by index/recompiles.py (`explain`) for recompiles
 
     @property
     def key(self) -> str:

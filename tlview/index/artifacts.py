@@ -108,8 +108,8 @@ def payload_always(ix: State, rec: Record, kind: str, c: Compile, limit: int) ->
 
 
 def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:
-    """A graph break, its texts kept once however often it repeats (the final pass keeps every
-    compile's graph breaks: store.Facts)."""
+    """A graph break, its texts kept once however often it repeats (a log of thousands of
+    recompiles holds one copy of each)."""
     text = rec.text(20_000)
     m = _BREAK_AT.search(text)
     reason = text

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlview.index.compiles import Compiles
 from tlview.index.digests import compared_kind, graph_md5
+from tlview.index.finish import Finisher
 from tlview.index.keep import Keep
 from tlview.index.kinds import (
     FRAME_FIELDS,
@@ -34,7 +36,7 @@ from tlview.model import (
     TensorDesc,
 )
 from tlview.parse import MAX_BAD_KEPT, Record
-from tlview.runtime.store import SHARED_MIN, OpenCompiles, Strings
+from tlview.runtime.store import SHARED_MIN, Strings
 
 CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_LOGGED_FRAMES = 1 << 16  # frames found by their logged fields, per process (then forgotten)
@@ -56,7 +58,6 @@ class State:
         self.keep = keep or Keep()
         self.strings: dict[int, str] = {}
         self.shared = Strings()  # long strings kept once and pickled by reference
-        self.compiles = OpenCompiles()
         self.open: dict[CompileId | None, OpenState] = {}
         # The last few describers' tensors and storages, for sources and links that name a
         # tensor described under another compile id (describers are process-wide).
@@ -71,7 +72,7 @@ class State:
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
         # One copy of each stack frame: every compile of a frame, and every recompile, logs the
-        # same stack, and the final pass keeps each compile's (store.Facts).
+        # same stack, and every compile keeps it.
         self.frames: dict[StackFrame, StackFrame] = {}
         # ... and found again by its fields as logged, unchecked: a well-typed frame seen
         # before needs neither a check nor a new StackFrame (a symbol's stack is one per record).
@@ -83,7 +84,10 @@ class State:
         # Reading a later part: each compile's first metrics as the event it is to one reader
         # when the part before has metrics for the compile too (see merge_compile).
         self.metrics_events: dict[CompileId | None, Event] = {}
+        # ... and how many symbols each compile made before it described inputs in this part.
+        self.undescribed: dict[CompileId | None, int] = {}
         self.bad_at = 0  # the line of the last bad line
+        self.compiles = Compiles(Finisher(log, self.started, self.closed))
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent back by the reader of another part: what it keeps for cross-references while

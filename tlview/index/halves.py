@@ -173,7 +173,7 @@ def _later(path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> Part:
     """The second reader's job, in the forked copy: its part, ready to change hands."""
     part = read_part(path, log, keep, span)
     for ix in part.indexers.values():
-        ix.compiles.spill_all()  # the file changes hands, not the compiles
+        ix.compiles.close_all(spill=True)  # the file changes hands, not the compiles
     return part
 
 

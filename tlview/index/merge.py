@@ -53,21 +53,32 @@ def merge(ix: State, b: State) -> None:
             closed = counts[min(closed, len(counts) - 1)]
         return local + max(0, deeper.get(cid, 0) - closed)
 
-    for cid in b.compiles:
-        where, facts = b.compiles.entry(cid)
-        if cid in deeper or cid in b.closed:
-            if not isinstance(where, Compile):
-                where = where[0].load(*where[1:])
-            where.phases = [dataclasses.replace(p, depth=depth(cid, p.depth)) for p in where.phases]
-        if cid in ix.compiles:
+    ix.compiles.fin.take_names(b.compiles.fin)
+    for base in b.compiles.bases():
+        cids = b.compiles.attempts[base]
+        rewrite = [cid for cid in cids if cid in deeper or cid in b.closed]
+        if base not in ix.compiles.attempts and b.compiles.is_closed(base) and not rewrite:
+            ix.compiles.adopt(b.compiles, base)  # finished there as one reader finishes it
+            continue
+        for theirs in b.compiles.take(base):
+            cid = theirs.id
+            if cid in rewrite:
+                theirs.phases = [
+                    dataclasses.replace(p, depth=depth(cid, p.depth)) for p in theirs.phases
+                ]
             mine = ix.compiles.get(cid)
-            assert mine is not None
-            theirs = where if isinstance(where, Compile) else where[0].load(*where[1:])
+            if mine is None:
+                ix.compiles.put(cid, theirs)
+                continue
             if cid not in b.started and mine.stack:
                 theirs.stack = []  # a graph's stack only fills in for a missing dynamo_start
+            early = b.undescribed.get(cid, 0)
+            if early and mine.input_sets:  # made under the fake mode our part described last
+                d = mine.input_sets[-1].describer
+                theirs.symbols[:early] = [
+                    dataclasses.replace(s, describer=d) for s in theirs.symbols[:early]
+                ]
             merge_compile(mine, theirs, b.metrics_events.get(cid))
-        else:
-            ix.compiles.adopt(cid, where, facts)
     for cid, name, ts in b.unmatched:
         ix.end_event(cid, name, ts)
     for cid, st in b.open.items():

@@ -12,14 +12,12 @@ attempts carry no record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from tlview.index.dims import _by_source, dynamic_dims
 from tlview.model import (
     ID_TEXT,
     Compile,
-    CompileId,
     Input,
     InputChange,
     Recompile,
@@ -39,50 +37,29 @@ _LIMIT_FAIL_TYPES = re.compile(
 _DIM_SOURCE = re.compile(r"\.(?:size|stride)\(\)\[\d+\]$|\.storage_offset\(\)$")
 
 
-def frames(compiles: Iterable[Compile]) -> dict[tuple[int, int | None, int], list[list[Compile]]]:
-    """Compiles grouped by frame, then by compile of the frame (its attempts), in order."""
-    by_base: dict[CompileId, list[Compile]] = {}
-    for c in compiles:
-        if c.id is None or c.id.frame is None or c.id.frame_compile is None:
-            continue
-        by_base.setdefault(c.id.base, []).append(c)
-    out: dict[tuple[int, int | None, int], list[list[Compile]]] = {}
-    for base in sorted(by_base, key=lambda b: b.sort_key):
-        attempts = sorted(by_base[base], key=lambda c: c.id.attempt if c.id else 0)
-        assert base.frame is not None
-        out.setdefault((base.run, base.autograd, base.frame), []).append(attempts)
-    return out
-
-
-def explain_frame(compiles: list[list[Compile]]) -> None:
-    """Explain each compile (its attempts) of one frame against the one before it in the list.
-
-    The first compile has nothing before it here: when it was explained already (a caller
-    passing [previous, current] to explain only the current one), its record is kept.
-    """
-    previous: list[Compile] | None = None
-    for attempts in compiles:
-        final = attempts[-1]
-        cid = final.id
-        if previous is None and final.recompile is not None:
-            pass
-        elif cid is not None and cid.frame_compile:
-            rec = Recompile(previous=None if previous is None else previous[-1].key)
-            rec.reasons = _reasons(attempts)
-            rec.limit_hit = limit_text(final) is not None
-            if previous is not None:
-                before, after = _described(previous), _described(attempts)
-                if before is not None and after is not None:
-                    rec.input_changes = input_changes(before, after)
-                    if _broke(previous) or _broke(attempts):
-                        # Which inputs a graph takes follows where it broke: one that came or
-                        # went says where the graph ended, not why the frame recompiled.
-                        rec.input_changes = [
-                            x for x in rec.input_changes if x.field not in ("added", "removed")
-                        ]
-                    rec.compared = True
-            final.recompile = rec
-        previous = attempts
+def explain(previous: list[Compile] | None, attempts: list[Compile]) -> None:
+    """Why a compile (its attempts) of a frame compiled again, against the compile before it
+    (None: there is none in the log): its final attempt's `recompile`."""
+    final = attempts[-1]
+    cid = final.id
+    final.recompile = None
+    if cid is None or not cid.frame_compile:
+        return
+    rec = Recompile(previous=None if previous is None else previous[-1].key)
+    rec.reasons = _reasons(attempts)
+    rec.limit_hit = limit_text(final) is not None
+    if previous is not None:
+        before, after = _described(previous), _described(attempts)
+        if before is not None and after is not None:
+            rec.input_changes = input_changes(before, after)
+            if _broke(previous) or _broke(attempts):
+                # Which inputs a graph takes follows where it broke: one that came or went
+                # says where the graph ended, not why the frame recompiled.
+                rec.input_changes = [
+                    x for x in rec.input_changes if x.field not in ("added", "removed")
+                ]
+            rec.compared = True
+    final.recompile = rec
 
 
 def _broke(attempts: list[Compile]) -> bool:

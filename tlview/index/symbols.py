@@ -27,6 +27,8 @@ def on_symbol(ix: State, rec: Record) -> None:
         "create_unbacked_symbol": "unbacked",
         "symbolic_shape_specialization": "specialized",
     }[rec.kind]
+    if ix.part and not c.input_sets:  # it may have some in the part before: see merge
+        ix.undescribed[c.id] = ix.undescribed.get(c.id, 0) + 1
     src = b.get("source")
     if src is None and isinstance(b.get("sources"), list):
         src = ", ".join(str(s) for s in b["sources"])
