@@ -92,7 +92,7 @@ def test_a_terminated_run_says_so_and_removes_its_temp_files(tmp_path) -> None: 
     # the copy is reading: one line, exit 143, and no temp file or directory left.
     code = (
         "import os, signal\n"
-        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
+        "import tlview.index.parts as sp, tlview.runtime.store as s\n"
         "import tlview.index.compiles as ic\n"
         "ic.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
@@ -145,7 +145,7 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
     _report_with(
         tmp_path,
         "import os, signal\n"
-        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
+        "import tlview.index.parts as sp, tlview.runtime.store as s\n"
         "import tlview.index.compiles as ic\n"
         "ic.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
@@ -167,7 +167,7 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
     out.mkdir()
     setup = (
         "import os, signal\n"
-        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
+        "import tlview.index.parts as sp, tlview.runtime.store as s\n"
         "import tlview.index.compiles as ic\n"
         "ic.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tlview.index.keep import Keep
     from tlview.model import Compile, Payload, Report
     from tlview.replay.make import Outcome
+    from tlview.runtime.cores import Meanwhile
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.rebuilt import Rebuilt
 
@@ -70,18 +71,23 @@ def read(
     progress: Any = False,
     jobs: int | None = None,
     scheduler: str | None = None,
+    meanwhile: Meanwhile | None = None,
 ) -> Report:
     """Read every log PATH names (a file, a .gz, a directory of ranks, `-`, an fsspec URL).
 
     `keep`: which payload texts to hold in memory (default: none; graphs and code are hashed,
     measured and let go); `progress`: True for a bar on stderr when the read is long; `jobs`:
     processes reading a directory's logs (default: the cores); `scheduler`: the address of a
-    Dask scheduler whose workers read the logs instead. Raises TlviewError when no log holds a
+    Dask scheduler whose workers read the logs instead; `meanwhile`: work to do in this process
+    while forked copies read the rest of one large log (`tlview.runtime.cores.Meanwhile`; not
+    run when the log is read in one process). Raises TlviewError when no log holds a
     TORCH_TRACE record.
     """
     from tlview.load import read as read_path
 
-    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler)
+    return read_path(
+        path, keep, progress=progress, jobs=jobs, scheduler=scheduler, meanwhile=meanwhile
+    )
 
 
 def fake_inputs(

@@ -6,7 +6,6 @@ and its exit status, the paths (`--latest`, pipes), and the inputs listing.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,14 +21,14 @@ from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
 from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
 from tlview.replay import DEFAULT_TIMEOUT
-from tlview.runtime.cores import meanwhile
+from tlview.runtime.cores import Meanwhile
 from tlview.runtime.output import Output
 
 if TYPE_CHECKING:
     from tlview.analyze.gate import Check
 
 # Importing torch alone, and torch with dynamo (what FakeTensorMode needs), on this machine with
-# both cores busy: done while a second reader still reads a large log.
+# both cores busy: done while the other readers still read a large log.
 TORCH_IMPORT_NS, FAKE_IMPORT_NS = 1.0e9, 1.9e9
 # Options of every command that writes one report.
 output_option = click.option(
@@ -148,16 +147,15 @@ def report(
     opts = Options(
         compile_id=compile_id, verbosity=-1 if brief else verbose, full=full, checks=tuple(checks)
     )
-    # The renderer (rich, or Jinja and all) is imported while a second reader still reads.
-    warm = meanwhile(f.warm, f.import_ns) if f.import_ns else contextlib.nullcontext()
-    with warm:
-        rep = tlview.read(
-            source,
-            keep=f.keep_for(opts),
-            progress=on_terminal(sys.stderr),
-            jobs=jobs,
-            scheduler=scheduler or None,
-        )
+    # The renderer (rich, or Jinja and all) is imported while the other readers still read.
+    rep = tlview.read(
+        source,
+        keep=f.keep_for(opts),
+        progress=on_terminal(sys.stderr),
+        jobs=jobs,
+        scheduler=scheduler or None,
+        meanwhile=Meanwhile(f.warm, f.import_ns) if f.import_ns else None,
+    )
     outlive(rep)
     if compile_id is not None:
         from tlview.analyze.names import check_named
@@ -248,11 +246,10 @@ def inputs(
     from tlview.units import parse_bytes
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
-    # torch is imported while a second reader still reads a large log (and reads more of it):
+    # torch is imported while the other readers still read a large log (and read more of it):
     # the listing's fake column needs dynamo's too, which FakeTensorMode imports.
     job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
-    with meanwhile(job, ns):
-        rep = tlview.read(path, progress=on_terminal(sys.stderr))
+    rep = tlview.read(path, progress=on_terminal(sys.stderr), meanwhile=Meanwhile(job, ns))
     if emit is not None:
         summary = tlview.save_inputs(
             rep,

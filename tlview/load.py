@@ -19,6 +19,7 @@ from tlview.logs.files import Opener, no_logs, open_log
 from tlview.logs.sources import Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
+from tlview.runtime.cores import Meanwhile
 from tlview.runtime.output import reading
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
 from tlview.runtime.store import CompileList, SpillFile
@@ -30,12 +31,14 @@ def read(
     progress: Any = None,
     jobs: int | None = None,
     scheduler: str | None = None,
+    meanwhile: Meanwhile | None = None,
 ) -> Report:
     """Read every log PATH names; fail with one line when none of them holds a record.
 
     `progress`: True for a bar on stderr when the read is long, or a started `progress.Bar`.
     `jobs`: processes reading a directory's logs (default: the cores); `scheduler`: the address
-    of a Dask scheduler whose workers read the logs instead.
+    of a Dask scheduler whose workers read the logs instead. `meanwhile`: work for this process
+    while forked copies read the rest of one large log (runtime/cores.py).
     """
     text = str(path)
     shown = text if is_url(text) else str(Path(text))
@@ -59,7 +62,8 @@ def read(
             share = keep.total_bytes // len(found.sources)
             keep = dataclasses.replace(keep, total_bytes=share, kept=[])
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
-        job = partial(read_one, keep=keep)
+        one = len(found.sources) == 1 and client is None  # read here: its copies fork from here
+        job = partial(read_one, keep=keep, meanwhile=meanwhile if one else None)
         each = Spiller() if found.directory else None
         if client is not None:
             reads = map_dask(client, job, found.sources, _size, start_bar, each)
@@ -223,7 +227,11 @@ class Read:
 
 # -- reading one log: a pure function, run wherever the map puts it (runtime/pool.py) ----------
 def read_one(
-    src: Source, progress: Callable[[int], None] | None = None, *, keep: Keep | None = None
+    src: Source,
+    progress: Callable[[int], None] | None = None,
+    *,
+    keep: Keep | None = None,
+    meanwhile: Meanwhile | None = None,
 ) -> Read:
     """Read one log (local path or URL) into its processes' indexes and their fingerprints."""
     opener: Opener = url_opener(src.path) if is_url(src.path) else open_log
@@ -233,7 +241,12 @@ def read_one(
         if why:
             return Read(src, skipped=why)
         logs = read_log(
-            where, keep.fresh() if keep else None, src.name, progress=progress, opener=opener
+            where,
+            keep.fresh() if keep else None,
+            src.name,
+            progress=progress,
+            opener=opener,
+            meanwhile=meanwhile,
         )
     except TlviewError as e:
         return Read(src, error=(e.message, e.exit_code))

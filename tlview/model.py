@@ -591,7 +591,7 @@ class Compile:
 
     def shift_lines(self, n: int) -> None:
         """Move every log line number by n: a later part of a log is read before the lines
-        above it are counted (index/halves.py). Source lines (stacks, `source_line`) stay."""
+        above it are counted (index/parts.py). Source lines (stacks, `source_line`) stay."""
         self.first_log_line += n
         self.last_log_line += n
         for p in self.payloads():

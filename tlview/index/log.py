@@ -12,6 +12,7 @@ from tlview.index.stream import index_records
 from tlview.logs.files import Opener, open_log
 from tlview.model import LogIndex
 from tlview.parse import MAX_BAD_KEPT, Reader
+from tlview.runtime.cores import Meanwhile
 
 
 def read_log(
@@ -20,17 +21,20 @@ def read_log(
     name: str | None = None,
     progress: Callable[[int], None] | None = None,
     opener: Opener = open_log,
+    meanwhile: Meanwhile | None = None,
 ) -> list[LogIndex]:
-    """Read one log file into one LogIndex per process that wrote to it."""
+    """Read one log file into one LogIndex per process that wrote to it. `meanwhile`: work this
+    process does while forked copies read the rest of a large log (runtime/cores.py)."""
     log = LogIndex(path=str(path), name=name or path.name)
     with contextlib.suppress(OSError):
         log.size = path.stat().st_size
     part = None
     if opener is open_log:
-        from tlview.index import halves as split  # only for a log large enough to split
+        from tlview.index import parts  # only for a log large enough to read in parts
 
-        if split.worth_splitting(path):
-            part = split.read_halves(path, log, keep, progress)
+        n = parts.readers(path)
+        if n > 1:
+            part = parts.read_parts(path, log, keep, progress, n, meanwhile)
     if part is None:
         bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
         reader = Reader(

@@ -31,6 +31,7 @@ def merge(ix: State, b: State) -> None:
     la.notes.extend(n for n in lb.notes if n not in la.notes)
     ix.strings.update(b.strings)
     ix.started |= b.started
+    ix.ended |= b.ended  # both in the first run (else the later part is read on, not merged)
     # Events begun in our part and still open are the outer ones of b's. b counted
     # depths from its own stack and noted how many of ours it had closed by then.
     deeper = {cid: len(st.chromium) for cid, st in ix.open.items() if st.chromium}
