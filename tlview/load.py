@@ -16,7 +16,7 @@ from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
 from tlview.logs.files import Opener, no_logs, open_log
-from tlview.logs.sources import Source, find, is_url, url_opener
+from tlview.logs.sources import Found, Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
 from tlview.runtime.cores import Meanwhile
@@ -45,22 +45,8 @@ def read(
     made: list[Any] = [] if progress is None or isinstance(progress, bool) else [progress]
     client = connect(scheduler) if scheduler else None
     try:
-        if client is not None:  # the cluster, not this machine, must see the logs
-            found = on_worker(client, find, text if is_url(text) else os.path.abspath(text))
-        else:
-            found = find(text)
-        if found.directory and not found.sources:
-            raise TlviewError(no_logs(shown, found.notes), EXIT_NO_TRACE)
-        for s in found.sources:  # no output of this run may replace them
-            if not is_url(s.path):
-                reading(s.path)
-        if not found.directory:
-            # One log: no ranks to compare, so nothing to hash for it.
-            keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
-        if keep is not None and len(found.sources) > 1:
-            # One budget of payload text for the job: each log keeps its share of it.
-            share = keep.total_bytes // len(found.sources)
-            keep = dataclasses.replace(keep, total_bytes=share, kept=[])
+        found = _found(text, shown, client)
+        keep = _keep_for(keep, found)
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
         one = len(found.sources) == 1 and client is None  # read here: its copies fork from here
         job = partial(read_one, keep=keep, meanwhile=meanwhile if one else None)
@@ -83,6 +69,32 @@ def read(
             "compares those too)"
         )
     return report
+
+
+def _found(text: str, shown: str, client: Any) -> Found:
+    """The logs PATH names, as this machine (or the cluster's workers) sees them."""
+    if client is not None:  # the cluster, not this machine, must see the logs
+        found = on_worker(client, find, text if is_url(text) else os.path.abspath(text))
+    else:
+        found = find(text)
+    if found.directory and not found.sources:
+        raise TlviewError(no_logs(shown, found.notes), EXIT_NO_TRACE)
+    for s in found.sources:  # no output of this run may replace them
+        if not is_url(s.path):
+            reading(s.path)
+    return found
+
+
+def _keep_for(keep: Keep | None, found: Found) -> Keep | None:
+    """What each log keeps: nothing to hash for ranks of one log; a share of the budget each."""
+    if not found.directory:
+        # One log: no ranks to compare, so nothing to hash for it.
+        keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
+    if keep is not None and len(found.sources) > 1:
+        # One budget of payload text for the job: each log keeps its share of it.
+        share = keep.total_bytes // len(found.sources)
+        keep = dataclasses.replace(keep, total_bytes=share, kept=[])
+    return keep
 
 
 def load(
@@ -255,17 +267,20 @@ def read_one(
             lg.path = src.path
         logs[0].size = logs[0].size or src.size
     if not any(log.records for log in logs):
-        head = logs[0]
-        first = (
-            f"; line {head.bad_lines[0].line}: {head.bad_lines[0].reason}" if head.bad_lines else ""
-        )
-        return Read(src, skipped=f"no TORCH_TRACE record in {head.lines} line(s){first}")
+        return Read(src, skipped=_no_records(logs[0]))
     # Facts for comparing ranks: a directory's logs, or the ranks that one file holds (`cat
     # rank*.log`), whose graphs were not hashed for it (masking them costs more than reading).
     hashed = keep is None or keep.ranks
     if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
         return Read(src, logs, [])
     return Read(src, logs, [fingerprint(log, graphs=hashed) for log in logs])
+
+
+def _no_records(head: LogIndex) -> str:
+    """Why a log is skipped: no record in it, and its first bad line."""
+    bad = head.bad_lines
+    first = f"; line {bad[0].line}: {bad[0].reason}" if bad else ""
+    return f"no TORCH_TRACE record in {head.lines} line(s){first}"
 
 
 def _size(src: Source) -> int:

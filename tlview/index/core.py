@@ -38,6 +38,8 @@ from tlview.model import (
 from tlview.parse import MAX_BAD_KEPT, Record
 from tlview.runtime.store import SHARED_MIN, Strings
 
+# The types of a frame's (filename, line, name, loc) as torch writes them.
+_PLAIN_FRAME = {(f, int, str, loc) for f in (str, int) for loc in (str, type(None))}
 CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_LOGGED_FRAMES = 1 << 16  # frames found by their logged fields, per process (then forgotten)
 
@@ -182,45 +184,49 @@ class State:
         seen = self.logged_frames
         for k, fr in enumerate(v):
             if type(fr) is dict:
-                f, line, name, loc = (
+                f, line, name, loc = key = (
                     fr.get("filename"),
                     fr.get("line"),
                     fr.get("name"),
                     fr.get("loc"),
                 )
                 # Exactly the types torch writes (no bool for an int): nothing to check.
-                if (
-                    type(line) is int
-                    and type(name) is str
-                    and (loc is None or type(loc) is str)
-                    and (type(f) is str or type(f) is int)
-                ):
-                    key = (f, line, name, loc)
-                    sf = seen.get(key)
-                    if sf is None:
-                        sf = StackFrame(self.filename(f), line, name, loc)
-                        sf = self.frames.setdefault(sf, sf)
-                        if type(f) is str or f in self.strings:  # an unknown index: not yet
-                            if len(seen) >= MAX_LOGGED_FRAMES:
-                                seen.clear()
-                            seen[key] = sf
-                    out.append(sf)
+                if (type(f), type(line), type(name), type(loc)) in _PLAIN_FRAME:
+                    out.append(seen.get(key) or self._logged_frame(key))  # type: ignore[arg-type]
                     continue
-            if not isinstance(fr, dict):
-                problem = problem or f"{field}[{k}] is not a frame object: {peek(fr)}"
-                continue
-            line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
-            problem = problem or wrong_fields(fr, FRAME_FIELDS, f"{field}[{k}].", IN_FRAME)
-            sf = StackFrame(
-                self.filename(fr.get("filename")),
-                line if isinstance(line, int) and not isinstance(line, bool) else 0,
-                name if isinstance(name, str) else "?",
-                loc if isinstance(loc, str) else None,
-            )
-            out.append(self.frames.setdefault(sf, sf))
+            sf, wrong = self._odd_frame(fr, f"{field}[{k}]")
+            problem = problem or wrong
+            if sf is not None:
+                out.append(sf)
         if problem is not None and rec is not None:
             self.bad(rec, problem)
         return out
+
+    def _logged_frame(self, key: tuple[int | str, int, str, str | None]) -> StackFrame:
+        """A well-typed frame met for the first time: one copy of it, found again by its key."""
+        f, line, name, loc = key
+        sf = StackFrame(self.filename(f), line, name, loc)
+        sf = self.frames.setdefault(sf, sf)
+        if type(f) is str or f in self.strings:  # an unknown index: not yet
+            if len(self.logged_frames) >= MAX_LOGGED_FRAMES:
+                self.logged_frames.clear()
+            self.logged_frames[key] = sf
+        return sf
+
+    def _odd_frame(self, fr: Any, where: str) -> tuple[StackFrame | None, str | None]:
+        """A frame of another shape than torch writes: as much of it as is there, and what is
+        wrong with it."""
+        if not isinstance(fr, dict):
+            return None, f"{where} is not a frame object: {peek(fr)}"
+        line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
+        problem = wrong_fields(fr, FRAME_FIELDS, f"{where}.", IN_FRAME)
+        sf = StackFrame(
+            self.filename(fr.get("filename")),
+            line if isinstance(line, int) and not isinstance(line, bool) else 0,
+            name if isinstance(name, str) else "?",
+            loc if isinstance(loc, str) else None,
+        )
+        return self.frames.setdefault(sf, sf), problem
 
     def user_frame(self, v: Any, rec: Record | None = None) -> StackFrame | None:
         """The innermost frame of a stack that is not torch's own code."""

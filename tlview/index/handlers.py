@@ -16,7 +16,7 @@ from tlview.index.annotations import forward_params
 from tlview.index.artifacts import on_artifact
 from tlview.index.chromium import on_chromium
 from tlview.index.core import State
-from tlview.index.describe import on_describe
+from tlview.index.describe import on_other_describe, on_source, on_storage, on_tensor
 from tlview.index.digests import code_collectives
 from tlview.index.kinds import (
     EVENT_KINDS,
@@ -61,24 +61,33 @@ def on_start(ix: State, rec: Record) -> None:
 def on_graph(ix: State, rec: Record) -> None:
     """A graph or generated code (GRAPH_KINDS), its payload kept as the compile's graph."""
     c = ix.compile_of(rec)
-    body, kind = rec.body, rec.kind
-    meta = None
-    if isinstance(body, dict) and body:
-        meta = {k: v for k, v in body.items() if k != "stack"}
-    named = kind
-    if kind == "graph_dump" and isinstance(body, dict) and isinstance(body.get("name"), str):
-        # AOTInductor's code, by what it is: inductor_aot_wrapper_code, ..._kernel_code
-        named = ix.intern(body["name"][:200])
-    if kind == "inductor_output_code":
-        calls = code_collectives(rec.payload)
-        if calls is not None:
-            meta = {**(meta or {}), **calls}
-    g = ix.payload(rec, named, c, meta)
+    g = ix.payload(rec, _graph_name(ix, rec), c, _graph_meta(rec))
     c.graphs.append(g)
-    if kind == "dynamo_output_graph":
+    if rec.kind == "dynamo_output_graph":
         g.placeholders = forward_params(rec.payload)
         if c.stack == [] and isinstance(rec.meta.get("stack"), list):
             c.stack = ix.stack(rec.meta["stack"])
+
+
+def _graph_name(ix: State, rec: Record) -> str:
+    """The kind, or AOTInductor's code by what it is: inductor_aot_wrapper_code, ..."""
+    body = rec.body
+    if rec.kind == "graph_dump" and isinstance(body, dict) and isinstance(body.get("name"), str):
+        return ix.intern(body["name"][:200])
+    return rec.kind
+
+
+def _graph_meta(rec: Record) -> dict[str, Any] | None:
+    """What the record says of its graph (its stack aside), and the collectives of output code."""
+    body = rec.body
+    meta = None
+    if isinstance(body, dict) and body:
+        meta = {k: v for k, v in body.items() if k != "stack"}
+    if rec.kind == "inductor_output_code":
+        calls = code_collectives(rec.payload)
+        if calls is not None:
+            meta = {**(meta or {}), **calls}
+    return meta
 
 
 def on_guards(ix: State, rec: Record) -> None:
@@ -98,11 +107,6 @@ def on_event(ix: State, rec: Record) -> None:
         on_issue(ix, rec, c)
 
 
-def on_describe_kind(ix: State, rec: Record) -> None:
-    """describe_storage, describe_tensor, describe_source (and any describe_ kind to come)."""
-    on_describe(ix, rec, ix.compile_of(rec))
-
-
 HANDLERS: dict[str, Handler] = {
     "str": on_str,
     "chromium_event": on_chromium,
@@ -111,7 +115,9 @@ HANDLERS: dict[str, Handler] = {
     "compilation_metrics_runtime": on_runtime_metrics,
     "bwd_compilation_metrics": on_bwd_metrics,
     "artifact": on_artifact,
-    **dict.fromkeys(("describe_storage", "describe_tensor", "describe_source"), on_describe_kind),
+    "describe_storage": on_storage,
+    "describe_tensor": on_tensor,
+    "describe_source": on_source,
     **dict.fromkeys(GRAPH_KINDS, on_graph),
     **dict.fromkeys(GUARD_KINDS, on_guards),
     **dict.fromkeys(SYMBOL_KINDS, on_symbol),
@@ -120,7 +126,7 @@ HANDLERS: dict[str, Handler] = {
 
 def handler(kind: str) -> Handler:
     """The handler of a record kind (HANDLERS), for one HANDLERS does not name."""
-    return on_describe_kind if kind.startswith("describe_") else on_event
+    return on_other_describe if kind.startswith("describe_") else on_event
 
 
 def _summary(body: Any) -> str:

@@ -66,33 +66,72 @@ def check_tensor(b: dict[str, Any]) -> str | None:
     """The first field of a describe_tensor that has the wrong type, said plainly."""
     if _well_formed(b):
         return None
-    for name in _DIMS:
-        if name in b and not _dim_list(b[name]):
-            return f"tensor {b.get('id')}: {name} is not a list of ints or expressions"
-    for name in ("dtype", "device", "layout"):
-        if name in b and not isinstance(b[name], str):
-            return f"tensor {b.get('id')}: {name} is not a string"
+    for check in _CHECKS:
+        problem = check(b)
+        if problem is not None:
+            return f"tensor {b.get('id')}: {problem}"
+    return None
+
+
+def _is_id(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _wrong_dims(b: dict[str, Any]) -> str | None:
+    bad = next((n for n in _DIMS if n in b and not _dim_list(b[n])), None)
+    return None if bad is None else f"{bad} is not a list of ints or expressions"
+
+
+def _wrong_names(b: dict[str, Any]) -> str | None:
+    bad = next(
+        (n for n in ("dtype", "device", "layout") if n in b and not isinstance(b[n], str)), None
+    )
+    return None if bad is None else f"{bad} is not a string"
+
+
+def _wrong_offset(b: dict[str, Any]) -> str | None:
     off = b.get("storage_offset", 0)
-    if not ((isinstance(off, int) and not isinstance(off, bool)) or isinstance(off, str)):
-        return f"tensor {b.get('id')}: storage_offset is not an int or expression"
+    if _is_id(off) or isinstance(off, str):
+        return None
+    return "storage_offset is not an int or expression"
+
+
+def _wrong_ids(b: dict[str, Any]) -> str | None:
     for name in ("storage", "ndim", *LINK_FIELDS):
         v = b.get(name)
-        if (v is not None or name == "ndim" and name in b) and not (
-            isinstance(v, int) and not isinstance(v, bool)
-        ):
-            return f"tensor {b.get('id')}: {name} is not an integer id"
-    if "attrs" in b:
-        attrs = b["attrs"]
-        if not isinstance(attrs, dict) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in attrs.values()
-        ):
-            return f"tensor {b.get('id')}: attrs is not an object of tensor ids"
-    if "type" in b and not isinstance(b["type"], str):
-        return f"tensor {b.get('id')}: type is not a string"
+        if (v is not None or name == "ndim" and name in b) and not _is_id(v):
+            return f"{name} is not an integer id"
+    return None
+
+
+def _wrong_attrs(b: dict[str, Any]) -> str | None:
+    attrs = b.get("attrs", {})
+    if isinstance(attrs, dict) and all(_is_id(i) for i in attrs.values()):
+        return None
+    return "attrs is not an object of tensor ids"
+
+
+def _wrong_type(b: dict[str, Any]) -> str | None:
+    return "type is not a string" if "type" in b and not isinstance(b["type"], str) else None
+
+
+def _wrong_flags(b: dict[str, Any]) -> str | None:
     for name, v in b.items():
         if (name.startswith("is_") or name == "requires_grad") and not isinstance(v, bool):
-            return f"tensor {b.get('id')}: {name} is not true or false: {v!r:.40}"
+            return f"{name} is not true or false: {v!r:.40}"
     return None
+
+
+# In the order they are told: the first that fails is the record's bad line.
+_CHECKS: tuple[Callable[[dict[str, Any]], str | None], ...] = (
+    _wrong_dims,
+    _wrong_names,
+    _wrong_offset,
+    _wrong_ids,
+    _wrong_attrs,
+    _wrong_type,
+    _wrong_flags,
+)
 
 
 def compact(b: dict[str, Any], intern: Callable[[str], str]) -> dict[str, Any]:
