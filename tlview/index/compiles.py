@@ -213,17 +213,15 @@ class Compiles:
         if self.is_closed(base):
             self.reopen(base)
         out = []
-        for cid in self.attempts.pop(base):
+        for cid in self.attempts.pop(base):  # its frame's list keeps it: see adopt
             out.append(self.open.pop(cid))
             self.total -= self.weights.pop(cid, 0)
-        self._unlist(base)
         return out
 
     def adopt(self, other: Compiles, base: Cid) -> None:
         """Take over a closed compile another reader of this log finished (a later part)."""
-        was_before, _ = other._around(base)
+        was_before, _ = other._around(base)  # the other reader's frames stay as they were read
         cids = other.attempts.pop(base)
-        other._unlist(base)
         for cid in cids:
             self.done[cid] = other.done.pop(cid)
         self.fin.take(other.fin, cids)
@@ -246,12 +244,6 @@ class Compiles:
         explain(previous, attempts)
         final = attempts[-1]
         self._keep(final.id, final, not isinstance(self.done[final.id], Compile))
-
-    def _unlist(self, base: Cid) -> None:
-        bases = self.frames[frame_of(base)]
-        bases.remove(base)
-        if not bases:
-            del self.frames[frame_of(base)]
 
     def files(self) -> list[SpillFile]:
         """The spill files of the closed compiles on disk (this reader's own), each once."""
