@@ -26,8 +26,9 @@ from tlview.runtime.fork import Forked
 from tlview.runtime.store import remove_made_here, temp_dir
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
-# Bytes each reader reads at least: a part costs a fork, the hand-over of its compiles and their
-# merge (about 12 ms more a part here, measured on a 200 MB log read in 2 to 8 parts).
+# Bytes each reader reads at least. A part costs this process about 5 ms (its copy's result
+# taken in, its compiles merged: 200 MB of small records read in 2, 4 and 8 parts here), and its
+# copy a fork and the hand-over of its compiles; 16 MB take a reader 0.15-0.3 s to read.
 PART_MIN = 16 << 20
 _STR = b'] {"str": ['
 NS_PER_BYTE = 2.9  # what reading a large-payload log costs here (benchmarks/RESULTS.md)
