@@ -63,6 +63,7 @@ def _raw(c: Compile) -> Raw:
         len(c.graph_breaks),
         c.fail_type,
         c.fail_reason,
+        c.events_dropped,  # resolving inputs counts the descriptions an input set dropped
     )
 
 
@@ -131,7 +132,8 @@ class Finisher:
         for s in c.input_sets:
             s.superseded = False
         if raw is not None:
-            c.rank, c.stack, code, c.restart_reasons, breaks, c.fail_type, c.fail_reason = raw
+            (c.rank, c.stack, code, c.restart_reasons, breaks, c.fail_type, c.fail_reason) = raw[:7]
+            c.events_dropped = raw[7]
             c.function, c.file, c.source_line = code
             del c.graph_breaks[breaks:]
 
