@@ -317,28 +317,31 @@ class State:
         self, cid: CompileId | None, name: str, ts: float, c: Compile | None = None
     ) -> bool:
         """Close the begun event `name` as a phase; False if nothing had begun it."""
-        # An event begun before a restart (dynamo, entire_frame_compile) ends in a later
-        # attempt: it belongs to the attempt where it began.
-        owners = [cid]
-        if cid is not None and cid.attempt:
-            owners += [o for o in self.open if o is not None and o != cid and o.base == cid.base]
-        for owner in owners:
+        for owner in self._owners(cid):
             ost = self.open.get(owner)
-            if ost is None:
+            begun = _last_begun(ost.chromium, name) if ost is not None else None
+            if ost is None or begun is None:
                 continue
-            k = next(
-                (k for k in range(len(ost.chromium) - 1, -1, -1) if ost.chromium[k][0] == name),
-                None,
-            )
-            if k is not None:
-                _, t0, depth = ost.chromium.pop(k)
-                if not ost.chromium:
-                    self.open.pop(owner, None)
-                target = self.compiles.get(owner) or c
-                if target is not None:
-                    add_phase(target, Phase(name, t0, ts - t0, depth))
-                return True
+            _, t0, depth = ost.chromium.pop(begun)
+            if not ost.chromium:
+                self.open.pop(owner, None)
+            target = self.compiles.get(owner) or c
+            if target is not None:
+                add_phase(target, Phase(name, t0, ts - t0, depth))
+            return True
         return False
+
+    def _owners(self, cid: CompileId | None) -> list[CompileId | None]:
+        """Where an event that ends in `cid` may have begun: an event begun before a restart
+        (dynamo, entire_frame_compile) ends in a later attempt, and is the earlier one's."""
+        if cid is None or not cid.attempt:
+            return [cid]
+        return [cid, *(o for o in self.open if o is not None and o != cid and o.base == cid.base)]
+
+
+def _last_begun(begun: list[tuple[str, float, int]], name: str) -> int | None:
+    """The index of the latest begun event of this name, if any."""
+    return next((k for k in range(len(begun) - 1, -1, -1) if begun[k][0] == name), None)
 
 
 def add_bad(log: LogIndex, bad: BadLine) -> None:

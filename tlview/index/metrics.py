@@ -36,12 +36,7 @@ def read_metrics(ix: State, rec: Record, c: Compile) -> None:
         _ended(ix, c.id)
     if ix.part:
         ix.metrics_events[c.id] = ix.as_event(rec, "compilation_metrics", body)
-    fail_type, fail_reason = _failure(body)
-    c.fail_type = fail_type or c.fail_type
-    c.fail_reason = fail_reason or c.fail_reason
-    ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
-    if isinstance(ff, str):
-        c.fail_where = f"{ff}:{fl}" if is_int(fl) else ff
+    _failed(c, body)
     rr = body.get("restart_reasons")
     if isinstance(rr, list) and all(isinstance(r, str) for r in rr):
         c.restart_reasons = [str(r) for r in rr]
@@ -49,6 +44,16 @@ def read_metrics(ix: State, rec: Record, c: Compile) -> None:
     rec_reason = body.get("recompile_reason")
     if isinstance(rec_reason, str) and rec_reason and not c.recompile_reasons:
         c.recompile_reasons = split_reasons(rec_reason)
+
+
+def _failed(c: Compile, body: dict[str, Any]) -> None:
+    """The compile's failure, as its metrics say it: type, reason and the user's line."""
+    fail_type, fail_reason = _failure(body)
+    c.fail_type = fail_type or c.fail_type
+    c.fail_reason = fail_reason or c.fail_reason
+    ff, fl = body.get("fail_user_frame_filename"), body.get("fail_user_frame_lineno")
+    if isinstance(ff, str):
+        c.fail_where = f"{ff}:{fl}" if is_int(fl) else ff
 
 
 def _ended(ix: State, i: CompileId) -> None:

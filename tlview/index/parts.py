@@ -75,28 +75,35 @@ def record_start(path: Path, at: int) -> int | None:
     except (OSError, ValueError):  # gone, or empty
         return None
     with mm:
-        size, step = len(mm), 64 << 10
-        at = min(max(at, 0), size)
-        ahead = behind = at  # searched: [behind, ahead)
-        after = before = None
-        while after is None and before is None and (behind > 0 or ahead < size):
-            if ahead < size:
-                # One byte past the window, so a line break at its end sees the next byte.
-                m = _RECORD_START.search(mm, max(ahead - 1, 0), min(ahead + step + 1, size))
-                after = None if m is None else m.end()
-                ahead = min(ahead + step, size)
-            if behind > 0:
-                lo = max(behind - step, 0)
-                found = _starts(mm, lo, min(behind + 1, size), at)
-                before = found[-1] if found else None
-                behind = lo
+        at = min(max(at, 0), len(mm))
+        before, after, behind = _nearest_each_side(mm, at)
         if after is not None and before is None and behind > 0:
             # A record line behind `at` could still be nearer than the one found ahead.
-            found = _starts(mm, max(at - (after - at), 0), min(behind + 1, size), at)
+            found = _starts(mm, max(at - (after - at), 0), min(behind + 1, len(mm)), at)
             before = found[-1] if found else None
-        if before is not None and after is not None and before != after:
-            return before if at - before <= after - at else after
-        return after if after is not None else before
+    if before is not None and after is not None and before != after:
+        return before if at - before <= after - at else after
+    return after if after is not None else before
+
+
+def _nearest_each_side(mm: mmap.mmap, at: int) -> tuple[int | None, int | None, int]:
+    """Windows searched out from `at` on both sides until a record line starts in one: the
+    nearest start behind and ahead found (None: none yet), and how far back was searched."""
+    size, step = len(mm), 64 << 10
+    ahead = behind = at  # searched: [behind, ahead)
+    after = before = None
+    while after is None and before is None and (behind > 0 or ahead < size):
+        if ahead < size:
+            # One byte past the window, so a line break at its end sees the next byte.
+            m = _RECORD_START.search(mm, max(ahead - 1, 0), min(ahead + step + 1, size))
+            after = None if m is None else m.end()
+            ahead = min(ahead + step, size)
+        if behind > 0:
+            lo = max(behind - step, 0)
+            found = _starts(mm, lo, min(behind + 1, size), at)
+            before = found[-1] if found else None
+            behind = lo
+    return before, after, behind
 
 
 def _starts(mm: mmap.mmap, lo: int, hi: int, at: int) -> list[int]:

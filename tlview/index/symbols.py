@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tlview.index.core import State, user_line
@@ -50,7 +51,6 @@ def on_symbol(ix: State, rec: Record) -> None:
 
 def on_issue(ix: State, rec: Record, c: Compile) -> None:
     """An export issue, told apart as torch's draft export tells them."""
-    kind = rec.kind
     body = rec.body
     if not isinstance(body, dict):
         ix.bad(rec, "expected an object")
@@ -59,46 +59,62 @@ def on_issue(ix: State, rec: Record, c: Compile) -> None:
     if problem:
         ix.bad(rec, problem)
         return
-    if kind == "guard_on_data_dependent_error" and c.id is not None:
-        return  # torch.compile breaks the graph there, and says so as a graph break
-    if kind == "guard_added":
-        # A guard export evaluated on an input's dynamic dim (it has sources; a runtime
-        # assert has a provenance record of its own), outside any compile: export.
-        # torch.compile adds such guards all the time, and says why it recompiled.
-        if c.id is not None or body.get("prefix") != "eval":
-            return
-        if not body.get("symbol_to_sources"):
-            return
+    kind = rec.kind
+    if not _exported(kind, body, c):
+        return
     if len(c.export_issues) >= MAX_EVENTS:
         c.events_dropped += 1
         return
     subject = body.get("op" if kind.endswith("_fake_kernel") else "expr")
-    if kind == "propagate_real_tensors_provenance":
-        detail = (
-            f"could not be decided from the symbols: the real tensors gave "
-            f"{_opt_str(body.get('result'))}, asserts were added"
-        )
-    elif kind == "guard_on_data_dependent_error":
-        detail = "could not be decided: it depends on the values of a tensor"
-    elif kind == "guard_added":
-        sources = body["symbol_to_sources"]
-        named = ", ".join(f"{k} = {v}" for k, v in list(sources.items())[:4])
-        detail = f"a guard on the input dims {named}: the exported program only takes those"
-    elif kind == "missing_fake_kernel":
-        detail = "this custom op has no fake kernel (torch.library.register_fake)"
-    else:
-        reason = (_opt_str(body.get("reason")) or "").strip()
-        detail = reason or "its fake kernel does not match the real one"
     user = ix.stack(body.get("user_stack"))
     c.export_issues.append(
         ExportIssue(
             ISSUE_KINDS[kind],
             rec.line,
             subject[:300] if isinstance(subject, str) else "?",  # missing: types checked
-            detail[:1000],
+            _ISSUE_WORDS[kind](body)[:1000],
             user_line(user),
         )
     )
+
+
+def _exported(kind: str, body: dict[str, Any], c: Compile) -> bool:
+    """Whether the record is an issue of an export, not of torch.compile (which breaks the
+    graph at a data-dependent guard, and says why it recompiled)."""
+    if kind == "guard_on_data_dependent_error":
+        return c.id is None
+    if kind == "guard_added":
+        # A guard export evaluated on an input's dynamic dim (it has sources; a runtime assert
+        # has a provenance record of its own), outside any compile: export.
+        return c.id is None and body.get("prefix") == "eval" and bool(body.get("symbol_to_sources"))
+    return True
+
+
+def _guard_words(body: dict[str, Any]) -> str:
+    named = ", ".join(f"{k} = {v}" for k, v in list(body["symbol_to_sources"].items())[:4])
+    return f"a guard on the input dims {named}: the exported program only takes those"
+
+
+def _mismatch_words(body: dict[str, Any]) -> str:
+    reason = (_opt_str(body.get("reason")) or "").strip()
+    return reason or "its fake kernel does not match the real one"
+
+
+# What each kind of issue says, in words.
+_ISSUE_WORDS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "propagate_real_tensors_provenance": lambda b: (
+        "could not be decided from the symbols: the real tensors gave "
+        f"{_opt_str(b.get('result'))}, asserts were added"
+    ),
+    "guard_on_data_dependent_error": lambda b: (
+        "could not be decided: it depends on the values of a tensor"
+    ),
+    "guard_added": _guard_words,
+    "missing_fake_kernel": lambda b: (
+        "this custom op has no fake kernel (torch.library.register_fake)"
+    ),
+    "mismatched_fake_kernel": _mismatch_words,
+}
 
 
 def _opt_str(v: Any) -> str | None:
