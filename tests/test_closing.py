@@ -78,9 +78,12 @@ def test_a_rank_named_after_a_compile_closed_is_its_rank_too(
     monkeypatch.setattr(compiles, "IN_MEMORY", 1)
     stale: list[dict[Any, Any]] = []
     orig = finish.Finisher.stale
-    monkeypatch.setattr(
-        finish.Finisher, "stale", lambda self: stale.append(orig(self)) or stale[-1]
-    )
+
+    def spied(self: finish.Finisher) -> dict[Any, Any]:
+        stale.append(orig(self))
+        return stale[-1]
+
+    monkeypatch.setattr(finish.Finisher, "stale", spied)
     assert _everything(path) == whole
     (log,) = read_log(path)
     assert (log.rank, log.rank_from) == (0, "records")
