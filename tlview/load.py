@@ -50,11 +50,7 @@ def read(
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
         one = len(found.sources) == 1 and client is None  # read here: its copies fork from here
         job = partial(read_one, keep=keep, meanwhile=meanwhile if one else None)
-        each = Spiller() if found.directory else None
-        if client is not None:
-            reads = map_dask(client, job, found.sources, _size, start_bar, each)
-        else:
-            reads = map_local(job, found.sources, jobs or default_jobs(), start_bar, each)
+        reads = _map(job, found, client, jobs, start_bar)
     finally:
         for bar in made:
             bar.close()
@@ -69,6 +65,21 @@ def read(
             "compares those too)"
         )
     return report
+
+
+def _map(
+    job: Callable[[Source, Any], Read],
+    found: Found,
+    client: Any,
+    jobs: int | None,
+    start_bar: Any,
+) -> list[Read]:
+    """Each log's read: on the Dask cluster, or on this machine's cores (in this process, for
+    one log), a directory's spilled once many compiles are held (Spiller)."""
+    each = Spiller() if found.directory else None
+    if client is not None:
+        return map_dask(client, job, found.sources, _size, start_bar, each)
+    return map_local(job, found.sources, jobs or default_jobs(), start_bar, each)
 
 
 def _found(text: str, shown: str, client: Any) -> Found:
@@ -263,17 +274,26 @@ def read_one(
     except TlviewError as e:
         return Read(src, error=(e.message, e.exit_code))
     if is_url(src.path):
-        for lg in logs:
-            lg.path = src.path
-        logs[0].size = logs[0].size or src.size
+        _from_url(logs, src)
     if not any(log.records for log in logs):
         return Read(src, skipped=_no_records(logs[0]))
-    # Facts for comparing ranks: a directory's logs, or the ranks that one file holds (`cat
-    # rank*.log`), whose graphs were not hashed for it (masking them costs more than reading).
+    return Read(src, logs, _fingerprints(logs, keep))
+
+
+def _fingerprints(logs: list[LogIndex], keep: Keep | None) -> list[Fingerprint]:
+    """Facts for comparing ranks: a directory's logs, or the ranks that one file holds (`cat
+    rank*.log`), whose graphs were not hashed for it (masking them costs more than reading)."""
     hashed = keep is None or keep.ranks
     if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
-        return Read(src, logs, [])
-    return Read(src, logs, [fingerprint(log, graphs=hashed) for log in logs])
+        return []
+    return [fingerprint(log, graphs=hashed) for log in logs]
+
+
+def _from_url(logs: list[LogIndex], src: Source) -> None:
+    """Logs read from a URL are named by it, and sized as its listing says."""
+    for lg in logs:
+        lg.path = src.path
+    logs[0].size = logs[0].size or src.size
 
 
 def _no_records(head: LogIndex) -> str:

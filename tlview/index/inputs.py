@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tlview.model import Compile, Input, StorageDesc, TensorDesc, as_id
+from tlview.model import Compile, Input, InputSet, StorageDesc, TensorDesc, as_id
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 # Fields that link one described tensor to another in the same describer.
@@ -186,24 +186,22 @@ def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
     notes = []
     if t.flag("is_sparse"):
         notes.append("sparse: the log has no indices, values or nnz")
-    if (
-        t.flag("is_functorch_wrapped")
-        or t.flag("is_batchedtensor")
-        or t.flag("is_gradtrackingtensor")
+    if any(
+        t.flag(f) for f in ("is_functorch_wrapped", "is_batchedtensor", "is_gradtrackingtensor")
     ):
         notes.append(functorch_note(t))
     if t.flag("is_functional"):
         notes.append("functional tensor: logged without its wrapper state")
     if t.storage is not None and storage is None:
         notes.append(f"storage {t.storage} was never described")
-    size = t.size
-    if storage is not None and storage.size == 0 and size:
-        ints = [d for d in size if isinstance(d, int)]
-        if len(ints) == len(size) and all(ints):
-            notes.append(
-                "storage of 0 bytes under a non-empty tensor (resized to zero, as FSDP does)"
-            )
+    if storage is not None and storage.size == 0 and _all_nonzero(t.size):
+        notes.append("storage of 0 bytes under a non-empty tensor (resized to zero, as FSDP does)")
     return notes
+
+
+def _all_nonzero(size: list[Any] | None) -> bool:
+    """A shape of known sizes, none of them 0 (and at least one dim)."""
+    return bool(size) and all(isinstance(d, int) and d for d in size or [])
 
 
 def functorch_note(t: TensorDesc) -> str:
@@ -252,47 +250,54 @@ def resolve(c: Compile) -> list[Input]:
     """The inputs of a compile: described tensors named by a source, plus unnamed top-level ones."""
     out: list[Input] = []
     for s in c.input_sets:
-        by_id = s.tensors
-        st_by_id = s.storages
-        named: dict[int, list[str]] = {}
-        for tid, src in s.sources:
-            srcs = named.setdefault(tid, [])
-            if src not in srcs:
-                srcs.append(src)
-        refs = _referenced(s.tensors)
-        for tid in s.tensors:
-            if tid not in named and tid not in refs:
-                named[tid] = []
-        for tid, srcs in named.items():
-            t = by_id.get(tid)
-            notes: list[str] = []
-            if t is None:
-                t = TensorDesc(tid, {})
-                notes.append(f"tensor {tid} was named by a source but never described")
-            f = t.fields
-            sid, base, grad = as_id(f.get("storage")), as_id(f.get("base")), as_id(f.get("grad"))
-            st = st_by_id.get(sid) if sid is not None else None
-            inp = Input(
-                tensor=t,
-                sources=srcs,
-                storage=st,
-                storage_key=None if sid is None else f"{s.describer}:{sid}",
-                describer=s.describer,
-                base=by_id.get(base) if base is not None else None,
-                grad=by_id.get(grad) if grad is not None else None,
-                inner={k: by_id[i] for k, i in t.attrs.items() if i in by_id}
-                if "attrs" in f
-                else {},
-                superseded=s.superseded,
-                notes=notes + _notes(t, st),
-            )
-            if not srcs:
-                inp.notes.append("no source was logged for this tensor")
-            out.append(inp)
+        out.extend(_input(s, tid, srcs) for tid, srcs in _named(s).items())
         if s.dropped:
             c.events_dropped += s.dropped
     _alias_groups(out, c)
     return out
+
+
+def _named(s: InputSet) -> dict[int, list[str]]:
+    """Each input tensor of a set with its sources, in order; then the unnamed top-level ones
+    (tensors no other tensor of the set names)."""
+    named: dict[int, list[str]] = {}
+    for tid, src in s.sources:
+        srcs = named.setdefault(tid, [])
+        if src not in srcs:
+            srcs.append(src)
+    refs = _referenced(s.tensors)
+    for tid in s.tensors:
+        if tid not in named and tid not in refs:
+            named[tid] = []
+    return named
+
+
+def _input(s: InputSet, tid: int, srcs: list[str]) -> Input:
+    """One input of a set: its tensor, storage, base, grad and inner tensors, and notes."""
+    by_id = s.tensors
+    t = by_id.get(tid)
+    notes: list[str] = []
+    if t is None:
+        t = TensorDesc(tid, {})
+        notes.append(f"tensor {tid} was named by a source but never described")
+    f = t.fields
+    sid, base, grad = as_id(f.get("storage")), as_id(f.get("base")), as_id(f.get("grad"))
+    st = s.storages.get(sid) if sid is not None else None
+    inp = Input(
+        tensor=t,
+        sources=srcs,
+        storage=st,
+        storage_key=None if sid is None else f"{s.describer}:{sid}",
+        describer=s.describer,
+        base=by_id.get(base) if base is not None else None,
+        grad=by_id.get(grad) if grad is not None else None,
+        inner={k: by_id[i] for k, i in t.attrs.items() if i in by_id} if "attrs" in f else {},
+        superseded=s.superseded,
+        notes=notes + _notes(t, st),
+    )
+    if not srcs:
+        inp.notes.append("no source was logged for this tensor")
+    return inp
 
 
 def _alias_groups(out: list[Input], c: Compile) -> None:
