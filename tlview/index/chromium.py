@@ -18,7 +18,9 @@ _PLAIN = {
 
 def on_chromium(ix: State, rec: Record) -> None:
     """Phases from chromium events, under the compile id of the record or of its args."""
-    cid = ix.id_of(rec)
+    cid = rec.compile_id
+    if cid is None or ix.run:
+        cid = ix.id_of(rec)
     ev = json_of(rec.payload)
     if not isinstance(ev, dict):
         _not_an_event(ix, rec, cid)

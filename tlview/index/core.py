@@ -161,7 +161,10 @@ class State:
 
     def compile_of(self, rec: Record) -> Compile:
         """The compile a record belongs to, made at its first record."""
-        return self.compile_for(rec, self.id_of(rec))
+        cid = rec.compile_id
+        if cid is None or self.run:  # most records name theirs, in the first run
+            cid = self.id_of(rec)
+        return self.compile_for(rec, cid)
 
     def filename(self, v: Any) -> str:
         if isinstance(v, str):
@@ -317,7 +320,7 @@ class State:
         self, cid: CompileId | None, name: str, ts: float, c: Compile | None = None
     ) -> bool:
         """Close the begun event `name` as a phase; False if nothing had begun it."""
-        for owner in self._owners(cid):
+        for owner in [cid] if cid is None or not cid.attempt else self._owners(cid):
             ost = self.open.get(owner)
             begun = _last_begun(ost.chromium, name) if ost is not None else None
             if ost is None or begun is None:
@@ -331,11 +334,9 @@ class State:
             return True
         return False
 
-    def _owners(self, cid: CompileId | None) -> list[CompileId | None]:
-        """Where an event that ends in `cid` may have begun: an event begun before a restart
-        (dynamo, entire_frame_compile) ends in a later attempt, and is the earlier one's."""
-        if cid is None or not cid.attempt:
-            return [cid]
+    def _owners(self, cid: CompileId) -> list[CompileId | None]:
+        """Where an event that ends in a later attempt may have begun: an event begun before a
+        restart (dynamo, entire_frame_compile) ends in a later attempt, and is the earlier one's."""
         return [cid, *(o for o in self.open if o is not None and o != cid and o.base == cid.base)]
 
 

@@ -90,10 +90,11 @@ def _described(ix: State, rec: Record) -> tuple[dict[str, Any], int, int, InputS
     if type(d) is not int or type(i) is not int:
         ix.bad(rec, "describer_id and id must be integers")
         return None
-    s = next((x for x in c.input_sets if x.describer == d), None)
-    if s is None:
-        s = InputSet(describer=d, where=ix.user_frame(rec.meta.get("stack"), rec))
-        c.input_sets.append(s)
+    for s in c.input_sets:
+        if s.describer == d:
+            return b, d, i, s
+    s = InputSet(describer=d, where=ix.user_frame(rec.meta.get("stack"), rec))
+    c.input_sets.append(s)
     return b, d, i, s
 
 
