@@ -63,8 +63,8 @@ def modules() -> dict[str, Path]:
 
 def imports(path: Path) -> list[tuple[int, str]]:
     """Every tlview module a file imports, at the top, inside a function or for type checking,
-    absolute or relative (`from . import x`), with its line; `from tlview.index import halves`
-    is an import of tlview.index.halves."""
+    absolute or relative (`from . import x`), with its line; `from tlview.index import parts`
+    is an import of tlview.index.parts."""
     known = modules()
     here = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
@@ -129,8 +129,8 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_check_sees_relative_and_lazy_imports(tmp_path: Path) -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
-    got = dict(imports(PACKAGE / "index" / "log.py"))  # halves, imported in a function
-    assert "tlview.index.halves" in got.values()
+    got = dict(imports(PACKAGE / "index" / "log.py"))  # parts, imported in a function
+    assert "tlview.index.parts" in got.values()
 
 
 def test_no_stage_imports_a_later_stage() -> None:

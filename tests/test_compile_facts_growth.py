@@ -60,7 +60,7 @@ def test_span_owners_grow_linearly_in_spans_and_compiles() -> None:
 
 def test_origins_grow_linearly_in_failed_guards_and_symbols() -> None:
     def build(n: int) -> Compile:
-        c = Compile(CompileId(0, 1), "g.log", function="f", file="/t/f.py", firstline=1)
+        c = Compile(CompileId(0, 1), "g.log", function="f", file="/t/f.py", source_line=1)
         reasons = [
             f"0/0: tensor 'x{i}' size mismatch at index 0. expected 4, actual 6" for i in range(n)
         ]

@@ -206,10 +206,10 @@ def test_recompile_limit_hit_is_called_out(traces: dict[str, Path]) -> None:  # 
     hit = cs["1/2"]
     assert hit.status == "failed" and limit_text(hit) == "recompile_limit (2)"
     # it logged no name and no stack: it is named as the frame's other compiles
-    assert (hit.function, hit.file, hit.firstline) == (
+    assert (hit.function, hit.file, hit.source_line) == (
         "g",
         cs["1/1"].file,
-        cs["1/1"].firstline,
+        cs["1/1"].source_line,
     ) and hit.file is not None
     r = hit.recompile
     assert r is not None and r.limit_hit and r.previous == "1/1"

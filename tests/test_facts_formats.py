@@ -325,14 +325,14 @@ def test_two_processes_write_what_one_writes(
     """A forked part builds the same log context (owners, origins, captures) as one process:
     the split falls between `-/-` and the compiles that read it."""
     import tlview.render.json.report as json_mod
-    import tlview.runtime.store as store
+    from tlview.index import compiles
     from tlview.load import read
     from tlview.render.html import budget as kept
     from tlview.render.html import report as html_mod
     from tlview.runtime import halves
     from tlview.write import forking
 
-    monkeypatch.setattr(store, "IN_MEMORY", 1)  # on disk: read back by each process
+    monkeypatch.setattr(compiles, "IN_MEMORY", 1)  # on disk: read back by each process
     rep = read(FIXTURES / name, kept.page_keep(False) if fmt == "html" else None)
 
     def write(r: Report) -> bytes:

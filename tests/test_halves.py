@@ -14,6 +14,7 @@ from conftest import FIXTURES, corpus, only_log
 import tlview.render.json.report as json_mod
 import tlview.runtime.store as store
 from tlview.analyze.compiles import analysed
+from tlview.index import compiles
 from tlview.load import read as load
 from tlview.model import Report
 from tlview.render.html import budget as kept
@@ -65,7 +66,7 @@ def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_two_renderers_write_what_one_writes(
     fmt: str, path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store, "IN_MEMORY", 2)  # some compiles on disk, some in memory
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)  # some compiles on disk, some in memory
     rep = load(path(), kept.page_keep(False) if fmt == "html" else None)
     monkeypatch.setattr(halves, "MIN_COST", ONE)
     one = _write(rep, fmt)
@@ -130,7 +131,7 @@ def test_spill_files_outlive_the_copy_and_its_output_is_removed(
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(store, "_DIR", None)  # this run's temp directory: made in tmp_path
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     rep = load(only_log("dtypes_zoo"))
     spills = sorted(tmp_path.glob("tlview-*/*"))
     assert spills and all(p.suffix == ".spill" for p in spills)
@@ -146,7 +147,7 @@ def test_spill_files_outlive_the_copy_and_its_output_is_removed(
 def test_iterating_from_any_compile_matches_the_whole_list(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     rep = load(only_log("mlp_aot_eager"))
     (log,) = rep.logs
     whole = [json_mod.compile_dict(a) for a in analysed(rep)]

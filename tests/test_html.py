@@ -27,6 +27,7 @@ import tlview
 from tlview import __version__
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import overview
+from tlview.index import compiles
 from tlview.load import read as load
 from tlview.model import Divergence, Report
 from tlview.render.html import budget as kept
@@ -707,10 +708,9 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     import tracemalloc
     import weakref
 
-    import tlview.runtime.store as store
     from tlview.model import Compile, Input, Payload
 
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     path = corpus("tlparse-tests", "multi_rank_logs")  # 4 logs, 25 compiles (16 in one)
     rep = load(path, kept.page_keep(False))
     assert sum(log.compiles.on_disk for log in rep.logs) == 2  # type: ignore[attr-defined]

@@ -287,7 +287,7 @@ def test_torch_is_imported_while_the_second_reader_reads(
     # read its part, an eighth of the log for a job this long, while its copy reads the rest;
     # the listing and the file written are those of one reader.
     import tlview.cli as cli
-    import tlview.index.halves as split
+    import tlview.index.parts as split
 
     log = only_log("views_aliasing")
     whole = run_cli("inputs", log, *(["--emit", str(tmp_path / "a.pt")] if emit else ["--check"]))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli, without_paths
 
-import tlview.runtime.store as store
+from tlview.index import compiles
 from tlview.load import read as load
 from tlview.load import read_one
 from tlview.logs.sources import Source, find
@@ -59,7 +59,7 @@ def test_spilled_compiles_come_back_from_the_pool(
     job: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     in_memory = report_json(job, "--jobs", "1")
-    monkeypatch.setattr(store, "IN_MEMORY", 4)  # workers are forked: they see this too
+    monkeypatch.setattr(compiles, "IN_MEMORY", 4)  # workers are forked: they see this too
     rep = load(job, jobs=2)
     assert rep.logs[0].compiles.on_disk  # type: ignore[attr-defined]
     assert report_json(job, "--jobs", "2") == in_memory

@@ -74,7 +74,7 @@ def _ids_and_places(path: Path) -> tuple[set[str], set[str]]:
     rep = tlview.read(path)
     refs = Refs.of(rep)
     ids = {refs(c) for c in rep.compiles if c.id is not None}
-    places = {f"{short_path(c.file)}:{c.firstline}" for c in rep.compiles if c.file}
+    places = {f"{short_path(c.file)}:{c.source_line}" for c in rep.compiles if c.file}
     return ids, places
 
 

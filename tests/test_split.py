@@ -1,4 +1,4 @@
-"""A log read in two halves by two processes gives exactly the report of one reader."""
+"""A log read in parts by several processes gives exactly the report of one reader."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, corpus, only_log, run_cli
 
-import tlview.index.halves as split
-import tlview.runtime.cores as cores
+import tlview.index.parts as split
 import tlview.runtime.store as store
 from tlview.analyze.baseline import every_attempt
+from tlview.index import compiles
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
+from tlview.runtime.cores import Meanwhile
 
 
 def _json(path: Path) -> dict:
@@ -51,7 +52,7 @@ def test_two_halves_equal_one_reader(
     path = log()
     whole = _json(path)
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
-    assert split.worth_splitting(path)
+    assert split.readers(path) == 2
     halves = _json(path)
     assert halves == whole
 
@@ -107,10 +108,10 @@ def test_metrics_written_twice_across_the_split(
 
 
 def test_work_meanwhile_runs_once_and_moves_the_split(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The page's imports run while the second reader reads; the first part is shorter for them,
-    # and the report is the same (a job that fails changes nothing either).
+    # The page's imports run while the other readers read; the first part is shorter for them,
+    # and the read is the same (a job that fails changes nothing either).
     path = only_log("transformer_inductor")
-    whole = _json(path)
+    whole = _everything(path)
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     starts: list[int] = []
     record_start = split.record_start
@@ -118,16 +119,15 @@ def test_work_meanwhile_runs_once_and_moves_the_split(monkeypatch: pytest.Monkey
         split, "record_start", lambda p, at: starts.append(at) or record_start(p, at)
     )
     ran: list[int] = []
-    with cores.meanwhile(lambda: ran.append(1), 0.0):
-        assert _json(path) == whole
-    with cores.meanwhile(lambda: ran.append(2), 400_000 * split.NS_PER_BYTE):
-        assert _json(path) == whole
-    with cores.meanwhile(lambda: 1 / 0, 0.0):
-        assert _json(path) == whole
+    assert _everything(path, Meanwhile(lambda: ran.append(1), 0.0)) == whole
+    assert _everything(path, Meanwhile(lambda: ran.append(2), 400_000 * split.NS_PER_BYTE)) == whole
+    assert _everything(path, Meanwhile(lambda: 1 / 0, 0.0)) == whole
     assert ran == [1, 2]
     size = path.stat().st_size
     assert starts[0] == size // 2 and starts[1] == (size - 400_000) // 2
-    assert _json(path) == whole and ran == [1, 2]  # outside: nothing runs
+    monkeypatch.setattr(split, "PARALLEL_MIN", 1 << 62)
+    assert _everything(path, Meanwhile(lambda: ran.append(3), 0.0)) == whole
+    assert ran == [1, 2]  # read in one process: nothing runs
 
 
 def test_halves_with_spilled_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,7 +135,7 @@ def test_halves_with_spilled_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
     path = only_log("dtypes_zoo")
     whole = _json(path)
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     assert _json(path) == whole
 
 
@@ -192,10 +192,10 @@ def test_names_interned_before_the_start_are_found_looking_back() -> None:
         earlier.close()
 
 
-def _everything(path: Path) -> list:
+def _everything(path: Path, meanwhile: Meanwhile | None = None) -> list:
     """Every field of every compile and log a read gives, line numbers included."""
     out: list[Any] = []
-    for log in read_log(path):
+    for log in read_log(path, meanwhile=meanwhile):
         out.append((log.lines, log.records, log.bad_count, log.bad_lines, log.kinds))
         out.extend(dataclasses.asdict(c) for c in log.compiles)
     return out
@@ -216,10 +216,10 @@ def test_later_part_numbers_its_lines_as_the_whole_log(
     # The second reader counts lines from its own start; once merged, every log line number
     # (compiles, payloads, events, graph breaks, described tensors, bad lines) is the file's.
     path = log()
-    monkeypatch.setattr(store, "IN_MEMORY", in_memory)  # 2: the compiles come back from disk
+    monkeypatch.setattr(compiles, "IN_MEMORY", in_memory)  # 2: the compiles come back from disk
     whole = _everything(path)
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
-    assert split.worth_splitting(path)
+    assert split.readers(path) == 2
     read_here = []  # the parts this process read: the second one only if the reader failed
     read_part = split.read_part
     monkeypatch.setattr(
@@ -253,12 +253,12 @@ def test_a_failed_second_reader_is_read_here_with_the_same_lines(
 def test_no_fork_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     path = only_log("dtypes_zoo")
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
-    assert split.worth_splitting(path)
+    assert split.readers(path) == 2
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert not split.worth_splitting(path)
+        assert split.readers(path) == 1
     finally:
         stop.set()
         other.join()
@@ -273,7 +273,7 @@ def test_a_failed_second_reader_leaves_no_spill_file(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(store, "_DIR", None)  # this run's temp directory: made in tmp_path
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     later = split._later
 
     def cannot_be_sent(*args: Any) -> split.Part:
@@ -323,14 +323,14 @@ def test_the_page_keeps_the_texts_one_reader_keeps(
     monkeypatch.delenv("TLVIEW_NO_SPLIT")
     monkeypatch.setattr(split, "PARALLEL_MIN", 0)
     dropped: list[int] = []
-    after = Keep.after
+    join = Keep.join
 
-    def spied(self: Keep, later: Keep) -> set[int]:
-        got = after(self, later)
+    def spied(self: Keep, later: Keep, lines: int) -> set[int]:
+        got = join(self, later, lines)
         dropped.append(len(got))
         return got
 
-    monkeypatch.setattr(Keep, "after", spied)
+    monkeypatch.setattr(Keep, "join", spied)
     halves = html.render(load(path, kept.page_keep(False)))
     assert halves == whole
     # The smallest budget runs out while the second half is read: texts were forgotten.
@@ -367,8 +367,9 @@ def test_a_progress_bar_leaves_the_log_read_in_two(monkeypatch: pytest.MonkeyPat
     # shorter and stands for less: the bar waits for that work before it is full.
     told.clear()
     lead = 400_000
-    with cores.meanwhile(lambda: None, lead * split.NS_PER_BYTE):
-        read_log(path, progress=told.append)
+    read_log(
+        path, progress=told.append, meanwhile=Meanwhile(lambda: None, lead * split.NS_PER_BYTE)
+    )
     mid = halves[-1]
     assert told[0] <= (mid + 1) * size // (mid + lead) < size
     assert sum(told) == size
@@ -403,3 +404,57 @@ def test_an_end_whose_begin_was_lost_closes_nothing_in_either_part(
     (c,) = [c for c in every_attempt(whole) if c["key"] == "0/0"]
     depth = {p["name"]: p["depth"] for p in c["phases"]}
     assert depth["create_aot_dispatcher_function"] == depth["backend_compile"] + 1
+
+
+@pytest.mark.parametrize("readers", [3, 5, 8])
+@pytest.mark.parametrize(
+    "log",
+    [
+        lambda: only_log("mlp_aot_eager"),  # restarts and recompiles of one frame in every part
+        lambda: only_log("transformer_inductor"),  # events begun in one part, ended in another
+        lambda: FIXTURES / "reset.log",  # compile ids started over: read on from that part
+        lambda: FIXTURES / "demo.log",  # symbols made in a part after their inputs' part
+    ],
+)
+def test_many_parts_equal_one_reader(
+    log: Callable[[], Path], readers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As many readers as a 16-core machine has for a large log: every part is merged in order
+    # into the read one reader gives, field for field; compiles closed and spilled in any part.
+    path = log()
+    monkeypatch.setattr(compiles, "IN_MEMORY", 3)
+    whole = _everything(path)
+    spans: list[tuple[int, int]] = []
+    read_part = split.read_part
+    monkeypatch.setattr(
+        split, "read_part", lambda *a, **k: spans.append(a[3]) or read_part(*a, **k)
+    )
+    monkeypatch.setenv(split.READERS_ENV, str(readers))
+    assert split.readers(path) == readers
+    assert _everything(path) == whole
+    assert spans[0][0] == 0 and len(spans) >= 1  # this process read the first part
+
+
+def test_one_reader_a_core_with_sixteen_megabytes_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cores this process may run on (its affinity), each reader at least PART_MIN bytes;
+    # below PARALLEL_MIN one reader. A sparse file stands for a large log.
+    log = tmp_path / "big.log"
+    with log.open("wb") as f:
+        f.truncate(200 << 20)
+    for cores, size, want in [
+        (16, 200 << 20, 12),  # 200 MB: twelve parts of 16 MB and more
+        (16, 40 << 20, 2),
+        (2, 200 << 20, 2),
+        (16, 20 << 20, 1),  # under PARALLEL_MIN
+        (1, 200 << 20, 1),
+    ]:
+        monkeypatch.setattr(split, "cores", lambda n=cores: n)
+        monkeypatch.setattr(split, "spare_core", lambda n=cores: n > 1)
+        with log.open("r+b") as f:
+            f.truncate(size)
+        assert split.readers(log) == want, (cores, size)
+    monkeypatch.setattr(split, "spare_core", lambda: True)
+    monkeypatch.setenv(split.READERS_ENV, "8")  # asked for: whatever the log's size or cores
+    assert split.readers(log) == 8

@@ -14,6 +14,7 @@ import pytest
 from conftest import corpus, only_log, run_cli
 
 import tlview.runtime.store as store
+from tlview.index import compiles
 from tlview.load import read as load
 
 
@@ -23,7 +24,7 @@ def test_spilled_report_equals_in_memory_report(
 ) -> None:
     path = only_log(folder)
     in_memory = json.loads(run_cli("report", path, "--format", "json").stdout)
-    monkeypatch.setattr(store, "IN_MEMORY", 2)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 2)
     spilled_report = load(path)
     assert spilled_report.logs[0].compiles.on_disk  # type: ignore[attr-defined]
     spilled = json.loads(run_cli("report", path, "--format", "json").stdout)
@@ -32,7 +33,7 @@ def test_spilled_report_equals_in_memory_report(
 
 def test_spilled_list_survives_pickling(monkeypatch: pytest.MonkeyPatch) -> None:
     # What a pool worker sends back: the spill file changes hands, the compiles stay the same.
-    monkeypatch.setattr(store, "IN_MEMORY", 3)
+    monkeypatch.setattr(compiles, "IN_MEMORY", 3)
     log = load(corpus("dtypes_zoo")).logs[0]
     keys = [c.key for c in log.compiles]
     inputs = [[i.tensor.dtype for i in c.inputs] for c in log.compiles]
@@ -73,7 +74,7 @@ def test_the_command_removes_its_spill_files(tmp_path) -> None:  # type: ignore[
     err = _report_with(
         tmp_path,
         "import sys\n"
-        "import tlview.runtime.store as s\n"
+        "import tlview.index.compiles as s\n"
         "s.IN_MEMORY = 2\n"
         "made = s.SpillFile.__init__\n"
         "def note(self, *args):\n"
@@ -91,8 +92,9 @@ def test_a_terminated_run_says_so_and_removes_its_temp_files(tmp_path) -> None: 
     # the copy is reading: one line, exit 143, and no temp file or directory left.
     code = (
         "import os, signal\n"
-        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
-        "s.IN_MEMORY = 2\n"
+        "import tlview.index.parts as sp, tlview.runtime.store as s\n"
+        "import tlview.index.compiles as ic\n"
+        "ic.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
         "part = sp.read_part\n"
         "def read(*args, **kw):\n"
@@ -143,8 +145,9 @@ def test_what_a_killed_copy_left_is_removed_at_exit(tmp_path) -> None:  # type: 
     _report_with(
         tmp_path,
         "import os, signal\n"
-        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
-        "s.IN_MEMORY = 2\n"
+        "import tlview.index.parts as sp, tlview.runtime.store as s\n"
+        "import tlview.index.compiles as ic\n"
+        "ic.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
         "later = sp._later\n"
         "def killed(*args):\n"
@@ -164,8 +167,9 @@ def test_what_a_killed_run_left_goes_with_the_next_run(tmp_path) -> None:  # typ
     out.mkdir()
     setup = (
         "import os, signal\n"
-        "import tlview.index.halves as sp, tlview.runtime.store as s\n"
-        "s.IN_MEMORY = 2\n"
+        "import tlview.index.parts as sp, tlview.runtime.store as s\n"
+        "import tlview.index.compiles as ic\n"
+        "ic.IN_MEMORY = 2\n"
         "sp.PARALLEL_MIN = 0\n"
     )
     kill = (
@@ -239,8 +243,8 @@ def test_only_what_dead_processes_of_this_host_left_is_removed(tmp_path: Path) -
 
 
 def test_repeated_stacks_and_graph_breaks_are_kept_once() -> None:
-    # The final pass keeps every compile's stack and graph breaks in memory (store.Facts), so a
-    # log of thousands of recompiles must not hold thousands of copies of the same ones.
+    # A log of thousands of recompiles must not hold thousands of copies of the same stacks and
+    # graph breaks.
     rep = load(only_log("mlp_aot_eager"))
     by_id = {str(c.id): c for c in rep.compiles}
     first, again = by_id["0/0_1"], by_id["0/1_1"]  # the frame compiled again after a recompile

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tlview.index.keep import Keep
     from tlview.model import Compile, Payload, Report
     from tlview.replay.make import Outcome
+    from tlview.runtime.cores import Meanwhile
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.rebuilt import Rebuilt
 
@@ -73,6 +74,7 @@ def read(
     jobs: int | None = None,
     scheduler: str | None = None,
     launch: int | None = None,
+    meanwhile: Meanwhile | None = None,
 ) -> Report:
     """Read every log PATH names (a file, a .gz, a directory of ranks, `-`, an fsspec URL).
 
@@ -80,13 +82,23 @@ def read(
     measured and let go); `progress`: True for a bar on stderr when the read is long; `jobs`:
     processes reading a directory's logs (default: the cores); `scheduler`: the address of a
     Dask scheduler whose workers read the logs instead; `launch`: of a folder that holds the
-    logs of several launches (programs run into one TORCH_TRACE folder), the Nth to start.
+    logs of several launches (programs run into one TORCH_TRACE folder), the Nth to start;
+    `meanwhile`: work to do in this process while forked copies read the rest of one large log
+    (`tlview.runtime.cores.Meanwhile`; not run when the log is read in one process).
     Raises TlviewError when no log holds a TORCH_TRACE record, or (exit 2) when a folder holds
     several launches and `launch` picks none.
     """
     from tlview.load import read as read_path
 
-    return read_path(path, keep, progress=progress, jobs=jobs, scheduler=scheduler, launch=launch)
+    return read_path(
+        path,
+        keep,
+        progress=progress,
+        jobs=jobs,
+        scheduler=scheduler,
+        launch=launch,
+        meanwhile=meanwhile,
+    )
 
 
 def fake_inputs(

@@ -6,7 +6,6 @@ and its exit status, the paths (`--latest`, pipes), and the inputs listing.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
 from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
 from tlview.replay import DEFAULT_TIMEOUT
-from tlview.runtime.cores import meanwhile
+from tlview.runtime.cores import Meanwhile
 from tlview.runtime.output import Output
 from tlview.version import __version__
 
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from tlview.model import Report
 
 # Importing torch alone, and torch with dynamo (what FakeTensorMode needs), on this machine with
-# both cores busy: done while a second reader still reads a large log.
+# both cores busy: done while the other readers still read a large log.
 TORCH_IMPORT_NS, FAKE_IMPORT_NS = 1.0e9, 1.9e9
 # Options of every command that writes one report.
 output_option = click.option(
@@ -171,17 +170,16 @@ def report(
     opts = Options(
         compile_id=compile_id, verbosity=-1 if brief else verbose, full=full, checks=tuple(checks)
     )
-    # The renderer (rich, or Jinja and all) is imported while a second reader still reads.
-    warm = meanwhile(f.warm, f.import_ns) if f.import_ns else contextlib.nullcontext()
-    with warm:
-        rep = tlview.read(
-            source,
-            keep=f.keep_for(opts),
-            progress=on_terminal(sys.stderr),
-            jobs=jobs,
-            scheduler=scheduler or None,
-            launch=launch,
-        )
+    # The renderer (rich, or Jinja and all) is imported while the other readers still read.
+    rep = tlview.read(
+        source,
+        keep=f.keep_for(opts),
+        progress=on_terminal(sys.stderr),
+        jobs=jobs,
+        scheduler=scheduler or None,
+        launch=launch,
+        meanwhile=Meanwhile(f.warm, f.import_ns) if f.import_ns else None,
+    )
     outlive(rep)
     if checks:  # the phases the checks name, measured before the renderers show the checks
         from tlview.analyze.gate import measure
@@ -291,15 +289,14 @@ def inputs(
     from tlview.units import parse_bytes
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else parse_bytes(max_bytes, "--max-bytes")
-    # torch is imported while a second reader still reads a large log (and reads more of it):
+    # torch is imported while the other readers still read a large log (and read more of it):
     # --check's fake column needs dynamo's too, which FakeTensorMode imports. The listing
     # alone imports none of it.
-    warm: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    warm = None
     if emit or check:
         job, ns = (_import_torch, TORCH_IMPORT_NS) if emit else (_import_fake, FAKE_IMPORT_NS)
-        warm = meanwhile(job, ns)
-    with warm:
-        rep = tlview.read(path, progress=on_terminal(sys.stderr), launch=launch)
+        warm = Meanwhile(job, ns)
+    rep = tlview.read(path, progress=on_terminal(sys.stderr), launch=launch, meanwhile=warm)
     if emit is not None:
         summary = tlview.save_inputs(
             rep,

@@ -16,9 +16,10 @@ from tlview.errors import EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
 from tlview.logs.files import Opener, no_logs, open_log, skipped_notes
-from tlview.logs.sources import Source, find, is_url, url_opener
+from tlview.logs.sources import Found, Source, find, is_url, url_opener
 from tlview.model import LogIndex, Report
 from tlview.parse import sniff
+from tlview.runtime.cores import Meanwhile
 from tlview.runtime.output import reading
 from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_worker
 from tlview.runtime.store import CompileList, SpillFile
@@ -34,6 +35,7 @@ def read(
     jobs: int | None = None,
     scheduler: str | None = None,
     launch: int | None = None,
+    meanwhile: Meanwhile | None = None,
 ) -> Report:
     """Read every log PATH names; fail with one line when none of them holds a record.
 
@@ -41,36 +43,20 @@ def read(
     `jobs`: processes reading a directory's logs (default: the cores); `scheduler`: the address
     of a Dask scheduler whose workers read the logs instead. A folder that holds the logs of
     several launches (programs run into one TORCH_TRACE folder) is refused unless `launch`
-    picks one (1 for the first to start).
+    picks one (1 for the first to start). `meanwhile`: work for this process while forked
+    copies read the rest of one large log (runtime/cores.py).
     """
     text = str(path)
     shown = text if is_url(text) else str(Path(text))
     made: list[Any] = [] if progress is None or isinstance(progress, bool) else [progress]
     client = connect(scheduler) if scheduler else None
     try:
-        if client is not None:  # the cluster, not this machine, must see the logs
-            found = on_worker(client, find, text if is_url(text) else os.path.abspath(text))
-        else:
-            found = find(text)
-        if found.directory and not found.sources:
-            raise TlviewError(no_logs(shown, found.notes), EXIT_NO_TRACE)
-        for s in found.sources:  # no output of this run may replace them
-            if not is_url(s.path):
-                reading(s.path)
-        if not found.directory:
-            # One log: no ranks to compare, so nothing to hash for it.
-            keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
-        if keep is not None and len(found.sources) > 1:
-            # One budget of payload text for the job: each log keeps its share of it.
-            share = keep.total_bytes // len(found.sources)
-            keep = dataclasses.replace(keep, total_bytes=share, kept=[])
+        found = _found(text, shown, client)
+        keep = _keep_for(keep, found)
         start_bar = _bar_starter(progress, [s.size for s in found.sources], made)
-        job = partial(read_one, keep=keep)
-        each = Spiller() if found.directory else None
-        if client is not None:
-            reads = map_dask(client, job, found.sources, _size, start_bar, each)
-        else:
-            reads = map_local(job, found.sources, jobs or default_jobs(), start_bar, each)
+        one = len(found.sources) == 1 and client is None  # read here: its copies fork from here
+        job = partial(read_one, keep=keep, meanwhile=meanwhile if one else None)
+        reads = _map(job, found, client, jobs, start_bar)
     finally:
         for bar in made:
             bar.close()
@@ -85,6 +71,47 @@ def read(
             "compares those too)"
         )
     return report
+
+
+def _map(
+    job: Callable[[Source, Any], Read],
+    found: Found,
+    client: Any,
+    jobs: int | None,
+    start_bar: Any,
+) -> list[Read]:
+    """Each log's read: on the Dask cluster, or on this machine's cores (in this process, for
+    one log), a directory's spilled once many compiles are held (Spiller)."""
+    each = Spiller() if found.directory else None
+    if client is not None:
+        return map_dask(client, job, found.sources, _size, start_bar, each)
+    return map_local(job, found.sources, jobs or default_jobs(), start_bar, each)
+
+
+def _found(text: str, shown: str, client: Any) -> Found:
+    """The logs PATH names, as this machine (or the cluster's workers) sees them."""
+    if client is not None:  # the cluster, not this machine, must see the logs
+        found = on_worker(client, find, text if is_url(text) else os.path.abspath(text))
+    else:
+        found = find(text)
+    if found.directory and not found.sources:
+        raise TlviewError(no_logs(shown, found.notes), EXIT_NO_TRACE)
+    for s in found.sources:  # no output of this run may replace them
+        if not is_url(s.path):
+            reading(s.path)
+    return found
+
+
+def _keep_for(keep: Keep | None, found: Found) -> Keep | None:
+    """What each log keeps: nothing to hash for ranks of one log; a share of the budget each."""
+    if not found.directory:
+        # One log: no ranks to compare, so nothing to hash for it.
+        keep = dataclasses.replace(keep, ranks=False) if keep else Keep(ranks=False)
+    if keep is not None and len(found.sources) > 1:
+        # One budget of payload text for the job: each log keeps its share of it.
+        share = keep.total_bytes // len(found.sources)
+        keep = dataclasses.replace(keep, total_bytes=share, kept=[])
+    return keep
 
 
 def load(
@@ -269,7 +296,11 @@ class Read:
 
 # -- reading one log: a pure function, run wherever the map puts it (runtime/pool.py) ----------
 def read_one(
-    src: Source, progress: Callable[[int], None] | None = None, *, keep: Keep | None = None
+    src: Source,
+    progress: Callable[[int], None] | None = None,
+    *,
+    keep: Keep | None = None,
+    meanwhile: Meanwhile | None = None,
 ) -> Read:
     """Read one log (local path or URL) into its processes' indexes and their fingerprints."""
     opener: Opener = url_opener(src.path) if is_url(src.path) else open_log
@@ -279,28 +310,45 @@ def read_one(
         if why:
             return Read(src, skipped=why)
         logs = read_log(
-            where, keep.fresh() if keep else None, src.name, progress=progress, opener=opener
+            where,
+            keep.fresh() if keep else None,
+            src.name,
+            progress=progress,
+            opener=opener,
+            meanwhile=meanwhile,
         )
     except TlviewError as e:
         return Read(src, error=(e.message, e.exit_code))
     if is_url(src.path):
-        for lg in logs:
-            lg.path = src.path
-        logs[0].size = logs[0].size or src.size
+        _from_url(logs, src)
     if not any(log.records for log in logs):
-        head = logs[0]
-        first = (
-            f"; line {head.bad_lines[0].line}: {head.bad_lines[0].reason}" if head.bad_lines else ""
-        )
-        return Read(src, skipped=f"no TORCH_TRACE record in {head.lines} line(s){first}")
-    # Facts for comparing ranks: a directory's logs, or the ranks that one file holds (`cat
-    # rank*.log`), whose graphs were not hashed for it (masking them costs more than reading).
+        return Read(src, skipped=_no_records(logs[0]))
+    return Read(src, logs, _fingerprints(logs, keep))
+
+
+def _fingerprints(logs: list[LogIndex], keep: Keep | None) -> list[Fingerprint]:
+    """Facts for comparing ranks: a directory's logs, or the ranks that one file holds (`cat
+    rank*.log`), whose graphs were not hashed for it (masking them costs more than reading)."""
     hashed = keep is None or keep.ranks
     if not hashed and len({log.rank for log in logs if log.rank is not None}) < 2:
-        return Read(src, logs, [])
+        return []
     from tlview.analyze.divergence import fingerprint
 
-    return Read(src, logs, [fingerprint(log, graphs=hashed) for log in logs])
+    return [fingerprint(log, graphs=hashed) for log in logs]
+
+
+def _from_url(logs: list[LogIndex], src: Source) -> None:
+    """Logs read from a URL are named by it, and sized as its listing says."""
+    for lg in logs:
+        lg.path = src.path
+    logs[0].size = logs[0].size or src.size
+
+
+def _no_records(head: LogIndex) -> str:
+    """Why a log is skipped: no record in it, and its first bad line."""
+    bad = head.bad_lines
+    first = f"; line {bad[0].line}: {bad[0].reason}" if bad else ""
+    return f"no TORCH_TRACE record in {head.lines} line(s){first}"
 
 
 def _size(src: Source) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import operator
 import re
 from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
@@ -21,9 +22,10 @@ def pickled_by_fields(cls: type[_T]) -> type[_T]:
     """Pickle as the class and its field values: a third faster both ways than a slotted
     dataclass's default, and compiles go to spill files and between processes by the thousand."""
     names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    values = operator.attrgetter(*names) if len(names) > 1 else lambda x: (getattr(x, names[0]),)
 
     def __reduce__(self: Any) -> tuple[type[_T], tuple[Any, ...]]:
-        return cls, tuple([getattr(self, n) for n in names])
+        return cls, values(self)
 
     cls.__reduce__ = __reduce__  # type: ignore[method-assign]
     return cls
@@ -534,12 +536,12 @@ class Compile:
     pid: int | None = None
     rank: int | None = None
     status: Status = "incomplete"
-    first_line: int = 0
-    last_line: int = 0
+    first_log_line: int = 0  # the log's lines of its first and last records
+    last_log_line: int = 0
     stack: list[StackFrame] = field(default_factory=list)
     function: str | None = None
     file: str | None = None
-    firstline: int | None = None
+    source_line: int | None = None  # the function's first line in `file` (co_firstlineno)
     fail_type: str | None = None
     fail_reason: str | None = None
     fail_where: str | None = None
@@ -608,9 +610,9 @@ class Compile:
 
     def shift_lines(self, n: int) -> None:
         """Move every log line number by n: a later part of a log is read before the lines
-        above it are counted (index/halves.py). Source lines (stacks, `firstline`) stay."""
-        self.first_line += n
-        self.last_line += n
+        above it are counted (index/parts.py). Source lines (stacks, `source_line`) stay."""
+        self.first_log_line += n
+        self.last_log_line += n
         for p in self.payloads():
             p.line += n
         for e in self.events:

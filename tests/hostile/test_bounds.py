@@ -40,11 +40,10 @@ from damage import (
 import tlview
 from tlview import errors
 from tlview.analyze.baseline import every_attempt
-from tlview.index import describe, kinds
+from tlview.index import compiles, describe, kinds
 from tlview.index.log import read_log
 from tlview.parse import DEFAULT_MAX_RECORD, MAX_BAD_KEPT, Reader
 from tlview.replay import plan, script
-from tlview.runtime import store
 from tlview.tensors import fill
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
@@ -60,8 +59,8 @@ FIGURES: dict[str, int] = {
     "100,000 storages": describe.MAX_DESCRIBED,
     "100,000 tensors": describe.MAX_DESCRIBED,
     "100,000 sources": describe.MAX_DESCRIBED,
-    "256 compiles": store.IN_MEMORY,
-    "8 MiB": store.IN_MEMORY_BYTES,
+    "256 compiles": compiles.IN_MEMORY,
+    "8 MiB": compiles.IN_MEMORY_BYTES,
     "64 MiB a graph": plan.MAX_GRAPH_BYTES,
     "512 MiB a job": plan.MAX_TOTAL_BYTES,
     "100 characters": script.MAX_SLUG,

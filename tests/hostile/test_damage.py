@@ -670,13 +670,13 @@ def test_damaged_copies_read_in_two_parts_as_in_one(
 ) -> None:
     """A log big enough to be read by two processes gives the report one reader gives, damaged
     or not: the same compiles, inputs, records and bad lines (the split is at the middle)."""
-    from tlview.index import halves as split
+    from tlview.index import parts as split
 
     log = FIXTURES / "demo.log"
     cases = list(_cases(log, damage))[:6]
-    halves = split.read_halves
+    read_parts = split.read_parts
     calls: list[Path] = []
-    monkeypatch.setattr(split, "read_halves", lambda p, *a: calls.append(p) or halves(p, *a))
+    monkeypatch.setattr(split, "read_parts", lambda p, *a: calls.append(p) or read_parts(p, *a))
     for k, (what, damaged) in enumerate(cases):
         p = tmp_path / str(k) / log.name
         p.parent.mkdir()

@@ -194,7 +194,7 @@ class Analysis:
     @cached_property
     def where(self) -> str:
         c = self.compile
-        return f"{short_path(c.file)}:{c.firstline}" if c.file else ""
+        return f"{short_path(c.file)}:{c.source_line}" if c.file else ""
 
     @cached_property
     def inputs(self) -> int:

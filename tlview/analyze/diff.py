@@ -231,7 +231,7 @@ def _frame_name(
     named = next((c for c in cs if c.function), None)
     if named is None:
         return f"<frame {frame}>", "", None
-    return named.function or "", named.file or "", named.firstline
+    return named.function or "", named.file or "", named.source_line
 
 
 def _merge(frames: list[Frame]) -> dict[FrameKey, Frame]:
@@ -289,7 +289,7 @@ def _resume_key(k: FrameKey) -> tuple[str, str, str] | None:
 def _first_line(p: FrameDiff) -> int:
     side = p.new or p.base
     assert side is not None
-    return min((c.first_line for c in side.attempts), default=0)
+    return min((c.first_log_line for c in side.attempts), default=0)
 
 
 def _described(frame: Frame) -> dict[CompileId, Compile]:

@@ -307,7 +307,7 @@ def _grouped(job: Processes, kind: str, diffs: dict[int, list[str]]) -> list[Div
 
 def _frame(c: Compile) -> Hashable:
     """What the compile id compiles, by file name: each rank may run from its own folder."""
-    return frame_label(c.function or "?", c.file, c.firstline)
+    return frame_label(c.function or "?", c.file, c.source_line)
 
 
 def _describe_frame(key: str, mine: Any, ref: Any, label: str) -> str:

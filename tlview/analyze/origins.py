@@ -178,9 +178,9 @@ def guard_origin(reason: str, c: Compile, ctx: OriginContext) -> Origin:
 
 def _frame_line(c: Compile) -> StackFrame | None:
     """The compiled frame's own first line: where its inputs come in."""
-    if c.file is None or c.firstline is None:
+    if c.file is None or c.source_line is None:
         return None
-    return StackFrame(c.file, c.firstline, c.function or "?")
+    return StackFrame(c.file, c.source_line, c.function or "?")
 
 
 def _scalar_words(
@@ -251,7 +251,7 @@ def _code_suffix(code: str) -> str:
 
 def _kept(c: Compile, ctx: OriginContext) -> dict[tuple[str, int], tuple[str, str]]:
     """What the code states this frame read kept of each size: (artifact, "?" or the size)."""
-    suffix = f":{c.firstline}:{c.function}"
+    suffix = f":{c.source_line}:{c.function}"
     out: dict[tuple[str, int], tuple[str, str]] = {}
     own = [
         (state.kind, entries)

@@ -55,8 +55,8 @@ def _place(where: str | None, c: Compile) -> tuple[str, int] | None:
     f = user_frame(c.stack)
     if f is not None:
         return f.file, f.line
-    if c.file and c.firstline is not None and not is_torch_file(c.file):  # a stack not logged
-        return c.file, c.firstline
+    if c.file and c.source_line is not None and not is_torch_file(c.file):  # a stack not logged
+        return c.file, c.source_line
     return None
 
 

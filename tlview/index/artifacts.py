@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tlview.index.core import Core, innermost_user
+from tlview.index.beside import ARTIFACTS
+from tlview.index.core import State, innermost_user
 from tlview.index.digests import artifact_meta
 from tlview.index.kinds import MAX_EVENTS, json_of, peek
 from tlview.index.recompiles import split_reasons
@@ -21,99 +22,151 @@ _OLD_REASON = re.compile(r"^Reason: ", re.M)
 _RUNNABLE_VERSION = re.compile(rb"^# torch version: ([\w.+-]{1,64})$", re.M)
 
 
-class ArtifactRecords(Core):
-    """What each named artifact tells of its compile, its payload kept as a graph or artifact."""
+def on_artifact(ix: State, rec: Record) -> None:
+    """An artifact record: what it tells of its compile, its payload kept."""
+    c = ix.compile_of(rec)
+    name = _name(ix, rec)
+    read = _BY_NAME.get(name)
+    if read is None or not read(ix, rec, c):  # True: read whole, its payload not kept as it is
+        _kept(ix, rec, c, name)
+    beside = ARTIFACTS.get(name)
+    if beside is not None:  # what it says beside the compile (beside.py)
+        beside(ix, rec, c)
 
-    def on_artifact(self, rec: Record, c: Compile) -> None:
-        body = rec.body
-        name = body.get("name") if isinstance(body, dict) else None
-        if not isinstance(name, str):
-            self.bad(rec, f"artifact without a name: name is {peek(name)}")
-            name = "?"
-        enc = body.get("encoding") if isinstance(body, dict) else None
-        if enc is not None and not isinstance(enc, str):
-            self.bad(rec, f"encoding is not a string: {peek(enc)}")
-        if name in VLLM_ARTIFACTS:
-            return on_vllm_artifact(self, rec, c, name)
-        if name == "torch_version":
-            v = json_of(rec.payload)
-            if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
-                self.saw_version(v["pytorch_version"])
-            elif rec.payload_ok:
-                got = v.get("pytorch_version") if isinstance(v, dict) else v
-                self.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
-        elif name == "fx_graph_runnable" and rec.payload and self.log.torch_version is None:
-            # torch 2.9 and older log no torch_version record; their runnable graphs name it
-            # (after their configs: anywhere in the payload). Read (so checked) whether or not
-            # the version is known: a later part of a log read in two does not know it.
-            named = _RUNNABLE_VERSION.search(rec.payload)
-            if named:
-                self.saw_version(named.group(1).decode("ascii"))
-        elif name in _PROVENANCE and rec.payload is not None:
-            # Without a payload (an FX graph cache hit with provenance tracking off) it says
-            # nothing, as torch means it to: see PAYLOAD_OPTIONAL.
-            v = json_of(rec.payload)
-            got = _provenance(v, name)
-            if got is None:
-                self.bad(rec, f"{name} is not a JSON object of kernels")
-            else:
-                links = _links(v) if _PROVENANCE[name] == "nodes" else {}
-                c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got, links))
-        elif name == "recompile_reasons":
-            c.recompile_reasons, problem = _reasons(rec)
-            if problem:
-                self.bad(rec, problem)
-            return
-        elif name == "dynamo_graph_break_reason":
-            c.graph_breaks.append(_graph_break(rec, self.intern))
-            return
-        elif name == "dynamo_error":
-            c.artifacts.append(self.payload_always(rec, name, c, 20_000))
-            return
-        elif name == "make_fx_fail_partial" and c.id is None and len(c.export_issues) < MAX_EVENTS:
-            # An export that failed while tracing: torch logs the graph traced until then.
-            # (Inside a compile, the failure is the compile's own, with its reason.)
-            frames = self.stack(rec.meta.get("stack"), rec)
-            c.export_issues.append(
-                ExportIssue(
-                    "failed trace",
-                    rec.line,
-                    "make_fx",
-                    "tracing stopped with an error; the graph traced until then is this "
-                    "artifact (the error itself is not in the log)",
-                    innermost_user(frames),
-                )
+
+def _kept(ix: State, rec: Record, c: Compile, name: str) -> None:
+    """An artifact kept as the compile's graph or artifact (a cache's outcome noted)."""
+    m = _CACHE_ARTIFACT.fullmatch(name)
+    if m:
+        c.cache.append(_cache(rec, m))
+    if name.endswith("graph") or name in (
+        "fx_graph_runnable",
+        "inductor_provenance_tracking_node_mappings",
+    ):
+        c.graphs.append(ix.payload(rec, name, c))
+    else:
+        c.artifacts.append(ix.payload(rec, name, c, artifact_meta(name, rec.payload)))
+
+
+def _name(ix: State, rec: Record) -> str:
+    """The artifact's name ("?" for none); a wrong name or encoding is a bad line."""
+    body = rec.body
+    name = body.get("name") if isinstance(body, dict) else None
+    if not isinstance(name, str):
+        ix.bad(rec, f"artifact without a name: name is {peek(name)}")
+        name = "?"
+    enc = body.get("encoding") if isinstance(body, dict) else None
+    if enc is not None and not isinstance(enc, str):
+        ix.bad(rec, f"encoding is not a string: {peek(enc)}")
+    return name
+
+
+def _cache(rec: Record, m: re.Match[str]) -> CacheEvent:
+    """A cache's hit, miss or bypass (`fx_graph_cache_hit`), with its key and reason."""
+    v = json_of(rec.payload)
+    key = reason = None
+    if isinstance(v, dict):
+        key = v.get("key") if isinstance(v.get("key"), str) else None
+        r = v.get("reason") or v.get("cache_bypass_reason")
+        reason = r if isinstance(r, str) else None
+    return CacheEvent(m.group("cache"), m.group("outcome"), key, reason)
+
+
+# Each reads what an artifact of its name says; True when that is all of it (no payload kept).
+Reader = Callable[[State, Record, Compile], bool]
+
+
+def _torch_version(ix: State, rec: Record, c: Compile) -> bool:
+    v = json_of(rec.payload)
+    if isinstance(v, dict) and isinstance(v.get("pytorch_version"), str):
+        ix.saw_version(v["pytorch_version"])
+    elif rec.payload_ok:
+        got = v.get("pytorch_version") if isinstance(v, dict) else v
+        ix.bad(rec, f"torch_version: pytorch_version is not a string: {peek(got)}")
+    return False
+
+
+def _runnable(ix: State, rec: Record, c: Compile) -> bool:
+    """torch 2.9 and older log no torch_version record; their runnable graphs name it (after
+    their configs: anywhere in the payload)."""
+    if rec.payload and ix.log.torch_version is None:
+        named = _RUNNABLE_VERSION.search(rec.payload)
+        if named:
+            ix.saw_version(named.group(1).decode("ascii"))
+    return False
+
+
+def _kernels(ix: State, rec: Record, c: Compile) -> bool:
+    """Inductor's provenance: which kernel computes which nodes. Without a payload (an FX graph
+    cache hit with provenance tracking off) it says nothing, as torch means it to: see
+    PAYLOAD_OPTIONAL."""
+    if rec.payload is None:
+        return False
+    name = rec.body["name"]
+    v = json_of(rec.payload)
+    got = _provenance(v, name)
+    if got is None:
+        ix.bad(rec, f"{name} is not a JSON object of kernels")
+    else:
+        links = _links(v) if _PROVENANCE[name] == "nodes" else {}
+        c.provenance.append(Provenance(rec.line, _PROVENANCE[name], got, links))
+    return False
+
+
+def _vllm(ix: State, rec: Record, c: Compile) -> bool:
+    """One of vLLM's JSON artifacts (vllm.py), kept with its fields."""
+    on_vllm_artifact(ix, rec, c, rec.body["name"])
+    return True
+
+
+def _recompile_reasons(ix: State, rec: Record, c: Compile) -> bool:
+    c.recompile_reasons, problem = _reasons(rec)
+    if problem:
+        ix.bad(rec, problem)
+    return True
+
+
+def _break(ix: State, rec: Record, c: Compile) -> bool:
+    c.graph_breaks.append(_graph_break(rec, ix.intern))
+    return True
+
+
+def _error(ix: State, rec: Record, c: Compile) -> bool:
+    c.artifacts.append(payload_always(ix, rec, "dynamo_error", c, 20_000))
+    return True
+
+
+def _failed_trace(ix: State, rec: Record, c: Compile) -> bool:
+    """An export that failed while tracing: torch logs the graph traced until then. (Inside a
+    compile, the failure is the compile's own, with its reason.)"""
+    if c.id is None and len(c.export_issues) < MAX_EVENTS:
+        frames = ix.stack(rec.meta.get("stack"), rec)
+        c.export_issues.append(
+            ExportIssue(
+                "failed trace",
+                rec.line,
+                "make_fx",
+                "tracing stopped with an error; the graph traced until then is this "
+                "artifact (the error itself is not in the log)",
+                innermost_user(frames),
             )
-        m = _CACHE_ARTIFACT.fullmatch(name)
-        if m:
-            v = json_of(rec.payload)
-            key = reason = None
-            if isinstance(v, dict):
-                key = v.get("key") if isinstance(v.get("key"), str) else None
-                r = v.get("reason") or v.get("cache_bypass_reason")
-                reason = r if isinstance(r, str) else None
-            c.cache.append(CacheEvent(m.group("cache"), m.group("outcome"), key, reason))
-        if name.endswith("graph") or name in (
-            "fx_graph_runnable",
-            "inductor_provenance_tracking_node_mappings",
-        ):
-            c.graphs.append(self.payload(rec, name, c))
-        else:
-            c.artifacts.append(self.payload(rec, name, c, artifact_meta(name, rec.payload)))
+        )
+    return False
 
-    def payload_always(self, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
-        """A payload whose text is always kept (errors), outside the budget."""
-        p = self.payload(rec, kind, c, keep=False)
-        if rec.payload is not None:
-            n = max(limit, self.keep.payload_bytes)
-            p.text = rec.text(n)
-            p.cut = max(0, len(rec.payload) - n)
-        return p
+
+def payload_always(ix: State, rec: Record, kind: str, c: Compile, limit: int) -> Payload:
+    """A payload whose text is always kept (errors), outside the budget."""
+    p = ix.payload(rec, kind, c, keep=False)
+    if rec.payload is not None:
+        n = max(limit, ix.keep.payload_bytes)
+        p.text = rec.text(n)
+        p.cut = max(0, len(rec.payload) - n)
+    return p
 
 
 def _graph_break(rec: Record, intern: Callable[[str], str]) -> GraphBreak:
-    """A graph break, its texts kept once however often it repeats (the final pass keeps every
-    compile's graph breaks: store.Facts)."""
+    """A graph break, its texts kept once however often it repeats (a log of thousands of
+    recompiles holds one copy of each)."""
     text = rec.text(20_000)
     m = _BREAK_AT.search(text)
     reason = text
@@ -190,3 +243,15 @@ def _provenance(v: Any, name: str) -> dict[str, list[str]] | None:
     if not isinstance(v, dict):
         return None
     return _strings(v)
+
+
+_BY_NAME: dict[str, Reader] = {
+    "torch_version": _torch_version,
+    "fx_graph_runnable": _runnable,
+    **dict.fromkeys(_PROVENANCE, _kernels),
+    **dict.fromkeys(VLLM_ARTIFACTS, _vllm),
+    "recompile_reasons": _recompile_reasons,
+    "dynamo_graph_break_reason": _break,
+    "dynamo_error": _error,
+    "make_fx_fail_partial": _failed_trace,
+}

@@ -1,72 +1,30 @@
 """Records beside a compile: its work at run time, failures logged as artifacts, compiled
 autograd's compile reasons, real-tensor propagation, and records outside any compile id.
 
-Each handler reads one record kind (or one artifact name) and is registered in `KINDS` or
-`ARTIFACTS`, so the indexer dispatches to it in one line.
+Each handler reads one record kind (or one artifact name) and is registered in `KINDS` (in
+handlers.HANDLERS) or `ARTIFACTS` (looked up by artifacts.py). Records outside any compile id
+are counted by `State.loose` (core.py), as every handler finds its compile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from tlview.aside import CodeState, Loose, RunMetrics, Trouble
-from tlview.index.core import innermost_user, is_torch_file
-from tlview.index.kinds import MAX_EVENTS, MAX_KINDS, json_of, peek
-from tlview.index.metrics import MetricsRecords
+from tlview.aside import CodeState, RunMetrics, Trouble
+from tlview.index.core import State, innermost_user, record_name
+from tlview.index.kinds import MAX_EVENTS, json_of, peek
+from tlview.index.metrics import metrics_body, runtime_event
 from tlview.model import Compile, ExportIssue
 from tlview.parse import Record
 
-MAX_LOOSE = MAX_KINDS  # (name, writer, compile, span) groups kept per log; the rest in one
-OTHER_LOOSE = "(other records)"
 TROUBLE_TEXT = 300  # characters of a failure's line kept
 MAX_CODE_STATE = 100_000  # lines of a code state read
 
 
-class BesideRecords(MetricsRecords):
-    """What the records beside a compile's own say, each read by one handler below."""
-
-    def on_loose(self, rec: Record, c: Compile) -> None:
-        """Count a record outside any compile id by what wrote it, and note the compile whose
-        span alone was open when it was written (same process: certain)."""
-        frames = self.stack(rec.meta.get("stack"))
-        writer = str(frames[-1]) if frames else None
-        name = _name(rec)
-        inside, (span, began) = self.open_compile(), self.open_span()
-        key = (name, writer, inside, f"{span}@{began}" if span else None)
-        at = self.loose_at.get(key)
-        if at is None and len(self.loose_at) >= MAX_LOOSE:
-            key = (OTHER_LOOSE, None, None, None)
-            at = self.loose_at.get(key)
-        if at is not None and at < len(c.loose):
-            c.loose[at].count += 1
-            return
-        self.loose_at[key] = len(c.loose)
-        user_frame = innermost_user(frames)
-        user = f"{user_frame.file}:{user_frame.line}" if user_frame else None
-        torch = bool(frames) and is_torch_file(frames[-1].file)
-        if key[0] == OTHER_LOOSE:
-            writer = user = inside = span = began = None
-        c.loose.append(Loose(key[0], writer, torch, user, inside, span, 1, rec.line, began))
-
-    def open_compile(self) -> str | None:
-        """The compile whose chromium span is open now, when exactly one is."""
-        open_ = [cid for cid, st in self.open.items() if cid is not None and st.chromium]
-        return str(open_[0]) if len(open_) == 1 else None
-
-    def open_span(self) -> tuple[str | None, float | None]:
-        """The outermost span open now outside any compile id (fullgraph_capture, ...), and
-        when it began."""
-        st = self.open.get(None)
-        if st is None or not st.chromium:
-            return None, None
-        name, began, _ = st.chromium[0]
-        return name, began
-
-
-def on_runtime(ix: BesideRecords, rec: Record, c: Compile) -> None:
+def on_runtime(ix: State, rec: Record, c: Compile) -> None:
     """compilation_metrics_runtime and bwd_compilation_metrics_runtime: what a compiled function
     compiled, tuned or recorded when it ran, kept typed (and said as an event, as before)."""
-    body = ix.metrics_body(rec)
+    body = metrics_body(ix, rec)
     if body is None:
         return
     backward = rec.kind.startswith("bwd_") or body.get("is_forward") is False
@@ -74,13 +32,13 @@ def on_runtime(ix: BesideRecords, rec: Record, c: Compile) -> None:
         c.runtime.append(RunMetrics(rec.line, backward, ix.small_dict(body)))
     else:
         c.events_dropped += 1
-    ix.runtime_event(rec, c, body)
+    runtime_event(ix, rec, c, body)
 
 
-def on_trouble(ix: BesideRecords, rec: Record, c: Compile) -> None:
+def on_trouble(ix: State, rec: Record, c: Compile) -> None:
     """A failure torch logged as an artifact: kept in one line for the compile's failure text
     (and its status, when the compile logged no metrics of its own)."""
-    name = _name(rec)
+    name = record_name(rec)
     text = trouble_text(name, rec.text(20_000)) if rec.payload else "(no text logged)"
     if len(c.troubles) < MAX_EVENTS:
         c.troubles.append(Trouble(name, rec.line, text))
@@ -107,12 +65,12 @@ def _trouble_line(name: str, lines: list[str]) -> str:
     return f"{lines[0]} ({at[0].lower()}{at[1:]})"
 
 
-def on_code_state(ix: BesideRecords, rec: Record, c: Compile) -> None:
+def on_code_state(ix: State, rec: Record, c: Compile) -> None:
     """get_/put_*_code_state: what profile-guided recompilation read from an earlier run, or
     kept for the next, per code object and source."""
     if rec.payload is None or len(c.code_states) >= MAX_EVENTS:
         return
-    c.code_states.append(CodeState(_name(rec), rec.line, code_state(rec.text(1 << 20))))
+    c.code_states.append(CodeState(record_name(rec), rec.line, code_state(rec.text(1 << 20))))
 
 
 def code_state(text: str) -> dict[str, dict[str, str]]:
@@ -131,7 +89,7 @@ def code_state(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def on_autograd_reasons(ix: BesideRecords, rec: Record, c: Compile) -> None:
+def on_autograd_reasons(ix: State, rec: Record, c: Compile) -> None:
     """compiled_autograd_compile_reasons: why compiled autograd captured its graph again (its
     cache's reasons so far, each `!N: ...`): this compile's are its recompile reasons."""
     v = json_of(rec.payload)
@@ -143,7 +101,7 @@ def on_autograd_reasons(ix: BesideRecords, rec: Record, c: Compile) -> None:
     c.recompile_reasons = mine or v[-1:]
 
 
-def on_propagate(ix: BesideRecords, rec: Record, c: Compile) -> None:
+def on_propagate(ix: State, rec: Record, c: Compile) -> None:
     """propagate_real_tensors: an expression export could not decide from the symbols, decided by
     the real tensors instead (unsound: asserts were added). Its stack is in the record."""
     body = rec.body
@@ -168,7 +126,7 @@ def propagated(result: object) -> str:
     return f"could not be decided from the symbols: the real tensors gave {got}, asserts were added"
 
 
-def on_export(ix: BesideRecords, rec: Record, c: Compile) -> None:
+def on_export(ix: State, rec: Record, c: Compile) -> None:
     """export (TORCH_DTRACE): torch.export began here; the records after it are its own."""
     ix.event(rec, c, "export", "torch.export started", caller=True)
 
@@ -179,23 +137,24 @@ def artifact_name(rec: Record) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _name(rec: Record) -> str:
-    """A record's name: its kind, or an artifact's (or a graph dump's) own name."""
-    body = rec.body
-    if rec.kind in ("artifact", "graph_dump") and isinstance(body, dict):
-        name = body.get("name")
-        if isinstance(name, str):
-            return name[:200]
-    return rec.kind
+Handler = Callable[[State, Record, Compile], None]
 
 
-Handler = Callable[[BesideRecords, Record, Compile], None]
-# Record kinds read here, and their handlers (see Indexer.add).
-KINDS: dict[str, Handler] = {
-    "compilation_metrics_runtime": on_runtime,
-    "bwd_compilation_metrics_runtime": on_runtime,
-    "propagate_real_tensors": on_propagate,
-    "export": on_export,
+def _of_its_compile(read: Handler) -> Callable[[State, Record], None]:
+    """A handler of HANDLERS: READ, given the record's compile."""
+
+    def on(ix: State, rec: Record) -> None:
+        read(ix, rec, ix.compile_of(rec))
+
+    return on
+
+
+# Record kinds read here, and their handlers (in handlers.HANDLERS).
+KINDS: dict[str, Callable[[State, Record], None]] = {
+    "compilation_metrics_runtime": _of_its_compile(on_runtime),
+    "bwd_compilation_metrics_runtime": _of_its_compile(on_runtime),
+    "propagate_real_tensors": _of_its_compile(on_propagate),
+    "export": _of_its_compile(on_export),
 }
 # Artifacts read here (beside what index/artifacts.py keeps of every artifact).
 ARTIFACTS: dict[str, Handler] = {

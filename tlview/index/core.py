@@ -9,14 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlview.aside import Loose
+from tlview.index.compiles import Compiles
 from tlview.index.digests import compared_kind, graph_md5
+from tlview.index.finish import Finisher
 from tlview.index.keep import Keep
 from tlview.index.kinds import (
     FRAME_FIELDS,
     IN_FRAME,
     MAX_EVENTS,
-    cut_name,
+    MAX_KINDS,
+    METRICS_KINDS,
     is_int,
+    parse_id,
     peek,
     wrong_fields,
 )
@@ -33,10 +38,14 @@ from tlview.model import (
     TensorDesc,
 )
 from tlview.parse import MAX_BAD_KEPT, Record
-from tlview.runtime.store import SHARED_MIN, OpenCompiles, Strings
+from tlview.runtime.store import SHARED_MIN, Strings
 
+# The types of a frame's (filename, line, name, loc) as torch writes them.
+_PLAIN_FRAME = {(f, int, str, loc) for f in (str, int) for loc in (str, type(None))}
 CLOSED_SHIFT = 20  # a later part's phase depth carries its count of earlier ends above this
 MAX_SUBGRAPH = 200  # characters of a subgraph_name kept
+MAX_LOOSE = MAX_KINDS  # (name, writer, compile, span) groups kept per log; the rest in one
+OTHER_LOOSE = "(other records)"
 MAX_LOGGED_FRAMES = 1 << 16  # frames found by their logged fields, per process (then forgotten)
 
 
@@ -47,15 +56,15 @@ class OpenState:
     chromium: list[tuple[str, float, int]] = field(default_factory=list)  # open B events
 
 
-class Core:
-    """What every record handler of an Indexer reads and writes, and the steps they share."""
+class State:
+    """What every record handler of an Indexer reads and writes, and the steps they share: the
+    one state of one process's records, handed to each handler (handlers.py)."""
 
     def __init__(self, log: LogIndex, keep: Keep | None = None) -> None:
         self.log = log
         self.keep = keep or Keep()
         self.strings: dict[int, str] = {}
         self.shared = Strings()  # long strings kept once and pickled by reference
-        self.compiles = OpenCompiles()
         self.open: dict[CompileId | None, OpenState] = {}
         # The last few describers' tensors and storages, for sources and links that name a
         # tensor described under another compile id (describers are process-wide).
@@ -70,7 +79,7 @@ class Core:
         self.fallback_strings: Callable[[int], str | None] | None = None
         self.interned: dict[str, str] = {}
         # One copy of each stack frame: every compile of a frame, and every recompile, logs the
-        # same stack, and the final pass keeps each compile's (store.Facts).
+        # same stack, and every compile keeps it.
         self.frames: dict[StackFrame, StackFrame] = {}
         # ... and found again by its fields as logged, unchecked: a well-typed frame seen
         # before needs neither a check nor a new StackFrame (a symbol's stack is one per record).
@@ -82,10 +91,13 @@ class Core:
         # Reading a later part: each compile's first metrics as the event it is to one reader
         # when the part before has metrics for the compile too (see merge_compile).
         self.metrics_events: dict[CompileId | None, Event] = {}
+        # ... and how many symbols each compile made before it described inputs in this part.
+        self.undescribed: dict[CompileId | None, int] = {}
         self.bad_at = 0  # the line of the last bad line
         # Records outside any compile id, grouped (index/beside.py): each group's place in the
         # `-/-` compile's `loose` list, by (name, writer, compile open, span open).
         self.loose_at: dict[tuple[str, str | None, str | None, str | None], int] = {}
+        self.compiles = Compiles(Finisher(log, self.started, self.closed))
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent back by the reader of another part: what it keeps for cross-references while
@@ -122,16 +134,84 @@ class Core:
     def compile_for(self, rec: Record, cid: CompileId | None) -> Compile:
         c = self.compiles.get(cid)
         if c is None:
-            c = Compile(id=cid, log=self.log.name, pid=self.log.pid, first_line=rec.line)
+            c = Compile(id=cid, log=self.log.name, pid=self.log.pid, first_log_line=rec.line)
             c.start = rec.time
             if cid is None:
                 c.status = "outside"
             self.compiles.put(cid, c)
-        c.last_line = rec.line
+        c.last_log_line = rec.line
         c.end = rec.time
         if rec.rank is not None and c.rank is None:
             c.rank = rec.rank
         return c
+
+    def id_of(self, rec: Record) -> CompileId | None:
+        """The compile a record belongs to, as named in this run: its context's ids, else (for
+        metrics) the compile id its body names."""
+        cid = rec.compile_id
+        if cid is None:
+            ctx = rec.meta
+            if ("frame_id" in ctx) != ("frame_compile_id" in ctx):
+                # torch writes both or neither: with one, the record is read as outside a compile.
+                self.bad(rec, "frame_id and frame_compile_id come together: one is missing")
+            if rec.kind in METRICS_KINDS and isinstance(rec.body, dict):
+                cid = self.named_id(rec, rec.body.get("compile_id"))
+        if cid is not None and self.run:
+            cid = self.ran(cid)
+        return cid
+
+    def named_id(self, rec: Record, named: Any) -> CompileId | None:
+        """The compile id a record's field names as text; a bad line if it names none."""
+        cid = parse_id(named)
+        if cid is None and isinstance(named, str) and named != "None":
+            self.bad(rec, f"compile_id is not a compile id: {peek(named)}")
+        return cid
+
+    def compile_of(self, rec: Record) -> Compile:
+        """The compile a record belongs to, made at its first record."""
+        cid = rec.compile_id
+        if cid is None or self.run:  # most records name theirs, in the first run
+            cid = self.id_of(rec)
+        c = self.compile_for(rec, cid)
+        if cid is None:
+            self.loose(rec, c)
+        return c
+
+    def loose(self, rec: Record, c: Compile) -> None:
+        """Count a record outside any compile id by what wrote it, and note the compile whose
+        span alone was open when it was written (same process: certain)."""
+        frames = self.stack(rec.meta.get("stack"))
+        writer = str(frames[-1]) if frames else None
+        inside, (span, began) = self.open_compile(), self.open_span()
+        key = (record_name(rec), writer, inside, f"{span}@{began}" if span else None)
+        at = self.loose_at.get(key)
+        if at is None and len(self.loose_at) >= MAX_LOOSE:
+            key = (OTHER_LOOSE, None, None, None)
+            at = self.loose_at.get(key)
+        if at is not None and at < len(c.loose):
+            c.loose[at].count += 1
+            return
+        self.loose_at[key] = len(c.loose)
+        user_frame = innermost_user(frames)
+        user = f"{user_frame.file}:{user_frame.line}" if user_frame else None
+        torch = bool(frames) and is_torch_file(frames[-1].file)
+        if key[0] == OTHER_LOOSE:
+            writer = user = inside = span = began = None
+        c.loose.append(Loose(key[0], writer, torch, user, inside, span, 1, rec.line, began))
+
+    def open_compile(self) -> str | None:
+        """The compile whose chromium span is open now, when exactly one is."""
+        open_ = [cid for cid, st in self.open.items() if cid is not None and st.chromium]
+        return str(open_[0]) if len(open_) == 1 else None
+
+    def open_span(self) -> tuple[str | None, float | None]:
+        """The outermost span open now outside any compile id (fullgraph_capture, ...), and
+        when it began."""
+        st = self.open.get(None)
+        if st is None or not st.chromium:
+            return None, None
+        name, began, _ = st.chromium[0]
+        return name, began
 
     def filename(self, v: Any) -> str:
         if isinstance(v, str):
@@ -154,45 +234,49 @@ class Core:
         seen = self.logged_frames
         for k, fr in enumerate(v):
             if type(fr) is dict:
-                f, line, name, loc = (
+                f, line, name, loc = key = (
                     fr.get("filename"),
                     fr.get("line"),
                     fr.get("name"),
                     fr.get("loc"),
                 )
                 # Exactly the types torch writes (no bool for an int): nothing to check.
-                if (
-                    type(line) is int
-                    and type(name) is str
-                    and (loc is None or type(loc) is str)
-                    and (type(f) is str or type(f) is int)
-                ):
-                    key = (f, line, name, loc)
-                    sf = seen.get(key)
-                    if sf is None:
-                        sf = StackFrame(self.filename(f), line, name, loc)
-                        sf = self.frames.setdefault(sf, sf)
-                        if type(f) is str or f in self.strings:  # an unknown index: not yet
-                            if len(seen) >= MAX_LOGGED_FRAMES:
-                                seen.clear()
-                            seen[key] = sf
-                    out.append(sf)
+                if (type(f), type(line), type(name), type(loc)) in _PLAIN_FRAME:
+                    out.append(seen.get(key) or self._logged_frame(key))  # type: ignore[arg-type]
                     continue
-            if not isinstance(fr, dict):
-                problem = problem or f"{field}[{k}] is not a frame object: {peek(fr)}"
-                continue
-            line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
-            problem = problem or wrong_fields(fr, FRAME_FIELDS, f"{field}[{k}].", IN_FRAME)
-            sf = StackFrame(
-                self.filename(fr.get("filename")),
-                line if isinstance(line, int) and not isinstance(line, bool) else 0,
-                name if isinstance(name, str) else "?",
-                loc if isinstance(loc, str) else None,
-            )
-            out.append(self.frames.setdefault(sf, sf))
+            sf, wrong = self._odd_frame(fr, f"{field}[{k}]")
+            problem = problem or wrong
+            if sf is not None:
+                out.append(sf)
         if problem is not None and rec is not None:
             self.bad(rec, problem)
         return out
+
+    def _logged_frame(self, key: tuple[int | str, int, str, str | None]) -> StackFrame:
+        """A well-typed frame met for the first time: one copy of it, found again by its key."""
+        f, line, name, loc = key
+        sf = StackFrame(self.filename(f), line, name, loc)
+        sf = self.frames.setdefault(sf, sf)
+        if type(f) is str or f in self.strings:  # an unknown index: not yet
+            if len(self.logged_frames) >= MAX_LOGGED_FRAMES:
+                self.logged_frames.clear()
+            self.logged_frames[key] = sf
+        return sf
+
+    def _odd_frame(self, fr: Any, where: str) -> tuple[StackFrame | None, str | None]:
+        """A frame of another shape than torch writes: as much of it as is there, and what is
+        wrong with it."""
+        if not isinstance(fr, dict):
+            return None, f"{where} is not a frame object: {peek(fr)}"
+        line, loc, name = fr.get("line"), fr.get("loc"), fr.get("name", "?")
+        problem = wrong_fields(fr, FRAME_FIELDS, f"{where}.", IN_FRAME)
+        sf = StackFrame(
+            self.filename(fr.get("filename")),
+            line if isinstance(line, int) and not isinstance(line, bool) else 0,
+            name if isinstance(name, str) else "?",
+            loc if isinstance(loc, str) else None,
+        )
+        return self.frames.setdefault(sf, sf), problem
 
     def user_frame(self, v: Any, rec: Record | None = None) -> StackFrame | None:
         """The innermost frame of a stack that is not torch's own code."""
@@ -243,18 +327,6 @@ class Core:
             return None if v is None else self.intern(v[:MAX_SUBGRAPH])
         self.bad(rec, f"subgraph_name is not a string: {peek(v)}")
         return None
-
-    def on_str(self, rec: Record) -> None:
-        body = rec.body
-        if (
-            isinstance(body, list)
-            and len(body) == 2
-            and isinstance(body[0], str)
-            and is_int(body[1])
-        ):
-            self.strings[body[1]] = cut_name(body[0])
-        else:
-            self.bad(rec, "expected [file name, index]")
 
     def ran(self, cid: CompileId) -> CompileId:
         """A logged id as the id of its compile in the current run."""
@@ -307,28 +379,39 @@ class Core:
         self, cid: CompileId | None, name: str, ts: float, c: Compile | None = None
     ) -> bool:
         """Close the begun event `name` as a phase; False if nothing had begun it."""
-        # An event begun before a restart (dynamo, entire_frame_compile) ends in a later
-        # attempt: it belongs to the attempt where it began.
-        owners = [cid]
-        if cid is not None and cid.attempt:
-            owners += [o for o in self.open if o is not None and o != cid and o.base == cid.base]
-        for owner in owners:
+        for owner in [cid] if cid is None or not cid.attempt else self._owners(cid):
             ost = self.open.get(owner)
-            if ost is None:
+            begun = _last_begun(ost.chromium, name) if ost is not None else None
+            if ost is None or begun is None:
                 continue
-            k = next(
-                (k for k in range(len(ost.chromium) - 1, -1, -1) if ost.chromium[k][0] == name),
-                None,
-            )
-            if k is not None:
-                _, t0, depth = ost.chromium.pop(k)
-                if not ost.chromium:
-                    self.open.pop(owner, None)
-                target = self.compiles.get(owner) or c
-                if target is not None:
-                    add_phase(target, Phase(name, t0, ts - t0, depth))
-                return True
+            _, t0, depth = ost.chromium.pop(begun)
+            if not ost.chromium:
+                self.open.pop(owner, None)
+            target = self.compiles.get(owner) or c
+            if target is not None:
+                add_phase(target, Phase(name, t0, ts - t0, depth))
+            return True
         return False
+
+    def _owners(self, cid: CompileId) -> list[CompileId | None]:
+        """Where an event that ends in a later attempt may have begun: an event begun before a
+        restart (dynamo, entire_frame_compile) ends in a later attempt, and is the earlier one's."""
+        return [cid, *(o for o in self.open if o is not None and o != cid and o.base == cid.base)]
+
+
+def _last_begun(begun: list[tuple[str, float, int]], name: str) -> int | None:
+    """The index of the latest begun event of this name, if any."""
+    return next((k for k in range(len(begun) - 1, -1, -1) if begun[k][0] == name), None)
+
+
+def record_name(rec: Record) -> str:
+    """A record's name: its kind, or an artifact's (or a graph dump's) own name."""
+    body = rec.body
+    if rec.kind in ("artifact", "graph_dump") and isinstance(body, dict):
+        name = body.get("name")
+        if isinstance(name, str):
+            return name[:200]
+    return rec.kind
 
 
 def add_bad(log: LogIndex, bad: BadLine) -> None:

@@ -129,25 +129,24 @@ def artifact_meta(name: str, payload: bytes | None) -> dict[str, Any] | None:
         return {"collectives": len(v), "ops": [_op_name(x) for x in v[:MAX_CALLS]]}
     if name == RUNTIME_ESTIMATE and isinstance(v, dict) and isinstance(v.get("ops"), list):
         return _runtime_meta(v["ops"])
-    if (
-        name == GRAPH_EXECUTION
-        and isinstance(v, dict)
-        and isinstance(v.get("graph_execution_order"), list)
-    ):
-        order = [
-            str(x.get("compile_id")) if isinstance(x, dict) else "?"
-            for x in v["graph_execution_order"]
-        ]
-        runs: list[list[Any]] = []
-        for cid in order:
-            if runs and runs[-1][0] == cid:
-                runs[-1][1] += 1
-            elif len(runs) < MAX_KEPT:
-                runs.append([cid, 1])
-            else:
-                break
-        return {"calls": len(order), "runs": runs}
+    if name == GRAPH_EXECUTION and isinstance(v, dict):
+        order = v.get("graph_execution_order")
+        return _execution_meta(order) if isinstance(order, list) else None
     return None
+
+
+def _execution_meta(calls: list[Any]) -> dict[str, Any]:
+    """A graph execution order as runs of one compile id: [[id, calls], ...], the first few."""
+    order = [str(x.get("compile_id")) if isinstance(x, dict) else "?" for x in calls]
+    runs: list[list[Any]] = []
+    for cid in order:
+        if runs and runs[-1][0] == cid:
+            runs[-1][1] += 1
+        elif len(runs) < MAX_KEPT:
+            runs.append([cid, 1])
+        else:
+            break
+    return {"calls": len(order), "runs": runs}
 
 
 # A collective or wait in inductor's Python output code: `buf2 = torch.ops._c10d_functional.

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tlview.index.annotations import sym_expr, tensor_type
-from tlview.model import Compile, Dim, Input, Payload, Symbol, TensorDesc
+from tlview.model import Compile, Dim, Input, InputSet, Payload, Symbol, TensorDesc
 from tlview.units import number
 
 _SYMBOL = re.compile(r"[su]\d+")
@@ -67,60 +67,90 @@ def graph_dims(c: Compile, describer: int | None = None) -> GraphDims:
     renamed as the graph shows (`s98: "Sym(s20)"`: s98 was replaced by s20). With
     `describer`, those of that fake mode alone."""
     out = GraphDims()
-    symbols: Iterable[Symbol] = c.symbols
-    sets = c.input_sets
-    if describer is not None:
-        symbols = [x for x in c.symbols if x.describer in (None, describer)]
-        sets = [s for s in sets if s.describer == describer]
+    symbols, sets = _of_describer(c, describer)
+    pinned = _from_symbols(out, symbols)
+    g = traced_graph(c)
+    params = (g.placeholders or {}) if g is not None else {}
+    _renames(out, params)
+    _pin_and_rename(out, pinned)
+    sizes = g.meta.get("sizes") if g is not None and g.meta else None
+    if params or isinstance(sizes, dict):
+        first = c.input_sets[0].describer if c.input_sets else None
+        # The graph's annotations are those of the fake mode that traced it.
+        for s in (s for s in sets if s.describer == first):
+            _from_graph(out, s, params, sizes if isinstance(sizes, dict) else None)
+    return out
+
+
+def _of_describer(c: Compile, describer: int | None) -> tuple[Iterable[Symbol], list[InputSet]]:
+    """The compile's symbols and input sets (None: all; else those of one fake mode)."""
+    if describer is None:
+        return c.symbols, c.input_sets
+    symbols = [x for x in c.symbols if x.describer in (None, describer)]
+    return symbols, [s for s in c.input_sets if s.describer == describer]
+
+
+def _renames(out: GraphDims, params: dict[str, Any]) -> None:
+    """A placeholder of a symbol annotated as another (`s98: "Sym(s20)"`): it was replaced."""
+    for name, ann in params.items():
+        e = sym_expr(ann)
+        if e is not None and e != name and _SYMBOL.fullmatch(name):
+            out.renames[name] = e
+
+
+def _from_symbols(out: GraphDims, symbols: Iterable[Symbol]) -> dict[str, int]:
+    """What `create_symbol` and `symbolic_shape_specialization` say; the symbols pinned to a
+    value."""
     pinned: dict[str, int] = {}
     for sym in symbols:
         value = number(sym.value) if sym.value is not None else None
         if sym.kind == "specialized" and value is not None:
             out.hints.setdefault(sym.symbol, value)
             pinned[sym.symbol] = value
-            continue
-        if sym.kind != "created":
-            continue
-        if value is not None:
-            out.hints[sym.symbol] = value
-        if sym.source and _SYMBOL.fullmatch(sym.symbol):
-            out.names.setdefault(sym.source, sym.symbol)
-            out.fresh.add(sym.source)
-            m = _RANGE.fullmatch(sym.range or "")
-            if m and (m.group(1), m.group(2)) != ("2", "int_oo"):
-                out.ranges[sym.source] = (_bound(m.group(1)), _bound(m.group(2)))
-    g = traced_graph(c)
-    params = (g.placeholders or {}) if g is not None else {}
-    for name, ann in params.items():
-        e = sym_expr(ann)
-        if e is not None and e != name and _SYMBOL.fullmatch(name):
-            out.renames[name] = e
+        elif sym.kind == "created":
+            _created(out, sym, value)
+    return pinned
+
+
+def _created(out: GraphDims, sym: Symbol, value: int | None) -> None:
+    if value is not None:
+        out.hints[sym.symbol] = value
+    if sym.source and _SYMBOL.fullmatch(sym.symbol):
+        out.names.setdefault(sym.source, sym.symbol)
+        out.fresh.add(sym.source)
+        m = _RANGE.fullmatch(sym.range or "")
+        if m and (m.group(1), m.group(2)) != ("2", "int_oo"):
+            out.ranges[sym.source] = (_bound(m.group(1)), _bound(m.group(2)))
+
+
+def _pin_and_rename(out: GraphDims, pinned: dict[str, int]) -> None:
+    """A symbol made, then specialized: the graph takes the value; one replaced: its new name."""
     for prop, made in list(out.names.items()):
-        if isinstance(made, str):
-            if made in pinned:  # made a symbol, then specialized: the graph takes the value
-                out.names[prop] = pinned[made]
-                out.fresh.discard(prop)
-                out.ranges.pop(prop, None)
-            elif made in out.renames:
-                out.names[prop] = out.renames[made]
-    sizes = g.meta.get("sizes") if g is not None and g.meta else None
-    if not params and not isinstance(sizes, dict):
-        return out
-    first = c.input_sets[0].describer if c.input_sets else None
-    for s in sets:
-        if s.describer != first:
-            continue  # the graph's annotations are those of the fake mode that traced it
-        for tid, src in s.sources:
-            tt = tensor_type(params.get(arg_name(src)))
-            if tt is not None:
-                _take(out, src, "size", tt.size)
-                _take(out, src, "stride", tt.stride)
-            elif isinstance(sizes, dict) and isinstance(sizes.get(fx_name(src)), list):
-                _take(out, src, "size", sizes[fx_name(src)])
-            t = s.tensors.get(tid)
-            if t is not None and t.type_name == NJT:
-                _jagged(out, src, t)
-    return out
+        if not isinstance(made, str):
+            continue
+        if made in pinned:
+            out.names[prop] = pinned[made]
+            out.fresh.discard(prop)
+            out.ranges.pop(prop, None)
+        elif made in out.renames:
+            out.names[prop] = out.renames[made]
+
+
+def _from_graph(
+    out: GraphDims, s: InputSet, params: dict[str, Any], sizes: dict[str, Any] | None
+) -> None:
+    """The dims of one input set's inputs as the graph has them: its annotations, else its
+    `sizes`; a jagged tensor's values' too."""
+    for tid, src in s.sources:
+        tt = tensor_type(params.get(arg_name(src)))
+        if tt is not None:
+            _take(out, src, "size", tt.size)
+            _take(out, src, "stride", tt.stride)
+        elif sizes is not None and isinstance(sizes.get(fx_name(src)), list):
+            _take(out, src, "size", sizes[fx_name(src)])
+        t = s.tensors.get(tid)
+        if t is not None and t.type_name == NJT:
+            _jagged(out, src, t)
 
 
 NJT = "torch.nested._internal.nested_tensor.NestedTensor"

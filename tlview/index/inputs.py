@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tlview.model import Compile, Input, StorageDesc, TensorDesc, as_id
+from tlview.model import Compile, Input, InputSet, StorageDesc, TensorDesc, as_id
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 # Fields that link one described tensor to another in the same describer.
@@ -66,33 +66,72 @@ def check_tensor(b: dict[str, Any]) -> str | None:
     """The first field of a describe_tensor that has the wrong type, said plainly."""
     if _well_formed(b):
         return None
-    for name in _DIMS:
-        if name in b and not _dim_list(b[name]):
-            return f"tensor {b.get('id')}: {name} is not a list of ints or expressions"
-    for name in ("dtype", "device", "layout"):
-        if name in b and not isinstance(b[name], str):
-            return f"tensor {b.get('id')}: {name} is not a string"
+    for check in _CHECKS:
+        problem = check(b)
+        if problem is not None:
+            return f"tensor {b.get('id')}: {problem}"
+    return None
+
+
+def _is_id(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _wrong_dims(b: dict[str, Any]) -> str | None:
+    bad = next((n for n in _DIMS if n in b and not _dim_list(b[n])), None)
+    return None if bad is None else f"{bad} is not a list of ints or expressions"
+
+
+def _wrong_names(b: dict[str, Any]) -> str | None:
+    bad = next(
+        (n for n in ("dtype", "device", "layout") if n in b and not isinstance(b[n], str)), None
+    )
+    return None if bad is None else f"{bad} is not a string"
+
+
+def _wrong_offset(b: dict[str, Any]) -> str | None:
     off = b.get("storage_offset", 0)
-    if not ((isinstance(off, int) and not isinstance(off, bool)) or isinstance(off, str)):
-        return f"tensor {b.get('id')}: storage_offset is not an int or expression"
+    if _is_id(off) or isinstance(off, str):
+        return None
+    return "storage_offset is not an int or expression"
+
+
+def _wrong_ids(b: dict[str, Any]) -> str | None:
     for name in ("storage", "ndim", *LINK_FIELDS):
         v = b.get(name)
-        if (v is not None or name == "ndim" and name in b) and not (
-            isinstance(v, int) and not isinstance(v, bool)
-        ):
-            return f"tensor {b.get('id')}: {name} is not an integer id"
-    if "attrs" in b:
-        attrs = b["attrs"]
-        if not isinstance(attrs, dict) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in attrs.values()
-        ):
-            return f"tensor {b.get('id')}: attrs is not an object of tensor ids"
-    if "type" in b and not isinstance(b["type"], str):
-        return f"tensor {b.get('id')}: type is not a string"
+        if (v is not None or name == "ndim" and name in b) and not _is_id(v):
+            return f"{name} is not an integer id"
+    return None
+
+
+def _wrong_attrs(b: dict[str, Any]) -> str | None:
+    attrs = b.get("attrs", {})
+    if isinstance(attrs, dict) and all(_is_id(i) for i in attrs.values()):
+        return None
+    return "attrs is not an object of tensor ids"
+
+
+def _wrong_type(b: dict[str, Any]) -> str | None:
+    return "type is not a string" if "type" in b and not isinstance(b["type"], str) else None
+
+
+def _wrong_flags(b: dict[str, Any]) -> str | None:
     for name, v in b.items():
         if (name.startswith("is_") or name == "requires_grad") and not isinstance(v, bool):
-            return f"tensor {b.get('id')}: {name} is not true or false: {v!r:.40}"
+            return f"{name} is not true or false: {v!r:.40}"
     return None
+
+
+# In the order they are told: the first that fails is the record's bad line.
+_CHECKS: tuple[Callable[[dict[str, Any]], str | None], ...] = (
+    _wrong_dims,
+    _wrong_names,
+    _wrong_offset,
+    _wrong_ids,
+    _wrong_attrs,
+    _wrong_type,
+    _wrong_flags,
+)
 
 
 def compact(b: dict[str, Any], intern: Callable[[str], str]) -> dict[str, Any]:
@@ -147,24 +186,22 @@ def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
     notes = []
     if t.flag("is_sparse"):
         notes.append("sparse: the log has no indices, values or nnz")
-    if (
-        t.flag("is_functorch_wrapped")
-        or t.flag("is_batchedtensor")
-        or t.flag("is_gradtrackingtensor")
+    if any(
+        t.flag(f) for f in ("is_functorch_wrapped", "is_batchedtensor", "is_gradtrackingtensor")
     ):
         notes.append(functorch_note(t))
     if t.flag("is_functional"):
         notes.append("functional tensor: logged without its wrapper state")
     if t.storage is not None and storage is None:
         notes.append(f"storage {t.storage} was never described")
-    size = t.size
-    if storage is not None and storage.size == 0 and size:
-        ints = [d for d in size if isinstance(d, int)]
-        if len(ints) == len(size) and all(ints):
-            notes.append(
-                "storage of 0 bytes under a non-empty tensor (resized to zero, as FSDP does)"
-            )
+    if storage is not None and storage.size == 0 and _all_nonzero(t.size):
+        notes.append("storage of 0 bytes under a non-empty tensor (resized to zero, as FSDP does)")
     return notes
+
+
+def _all_nonzero(size: list[Any] | None) -> bool:
+    """A shape of known sizes, none of them 0 (and at least one dim)."""
+    return bool(size) and all(isinstance(d, int) and d for d in size or [])
 
 
 def functorch_note(t: TensorDesc) -> str:
@@ -213,47 +250,54 @@ def resolve(c: Compile) -> list[Input]:
     """The inputs of a compile: described tensors named by a source, plus unnamed top-level ones."""
     out: list[Input] = []
     for s in c.input_sets:
-        by_id = s.tensors
-        st_by_id = s.storages
-        named: dict[int, list[str]] = {}
-        for tid, src in s.sources:
-            srcs = named.setdefault(tid, [])
-            if src not in srcs:
-                srcs.append(src)
-        refs = _referenced(s.tensors)
-        for tid in s.tensors:
-            if tid not in named and tid not in refs:
-                named[tid] = []
-        for tid, srcs in named.items():
-            t = by_id.get(tid)
-            notes: list[str] = []
-            if t is None:
-                t = TensorDesc(tid, {})
-                notes.append(f"tensor {tid} was named by a source but never described")
-            f = t.fields
-            sid, base, grad = as_id(f.get("storage")), as_id(f.get("base")), as_id(f.get("grad"))
-            st = st_by_id.get(sid) if sid is not None else None
-            inp = Input(
-                tensor=t,
-                sources=srcs,
-                storage=st,
-                storage_key=None if sid is None else f"{s.describer}:{sid}",
-                describer=s.describer,
-                base=by_id.get(base) if base is not None else None,
-                grad=by_id.get(grad) if grad is not None else None,
-                inner={k: by_id[i] for k, i in t.attrs.items() if i in by_id}
-                if "attrs" in f
-                else {},
-                superseded=s.superseded,
-                notes=notes + _notes(t, st),
-            )
-            if not srcs:
-                inp.notes.append("no source was logged for this tensor")
-            out.append(inp)
+        out.extend(_input(s, tid, srcs) for tid, srcs in _named(s).items())
         if s.dropped:
             c.events_dropped += s.dropped
     _alias_groups(out, c)
     return out
+
+
+def _named(s: InputSet) -> dict[int, list[str]]:
+    """Each input tensor of a set with its sources, in order; then the unnamed top-level ones
+    (tensors no other tensor of the set names)."""
+    named: dict[int, list[str]] = {}
+    for tid, src in s.sources:
+        srcs = named.setdefault(tid, [])
+        if src not in srcs:
+            srcs.append(src)
+    refs = _referenced(s.tensors)
+    for tid in s.tensors:
+        if tid not in named and tid not in refs:
+            named[tid] = []
+    return named
+
+
+def _input(s: InputSet, tid: int, srcs: list[str]) -> Input:
+    """One input of a set: its tensor, storage, base, grad and inner tensors, and notes."""
+    by_id = s.tensors
+    t = by_id.get(tid)
+    notes: list[str] = []
+    if t is None:
+        t = TensorDesc(tid, {})
+        notes.append(f"tensor {tid} was named by a source but never described")
+    f = t.fields
+    sid, base, grad = as_id(f.get("storage")), as_id(f.get("base")), as_id(f.get("grad"))
+    st = s.storages.get(sid) if sid is not None else None
+    inp = Input(
+        tensor=t,
+        sources=srcs,
+        storage=st,
+        storage_key=None if sid is None else f"{s.describer}:{sid}",
+        describer=s.describer,
+        base=by_id.get(base) if base is not None else None,
+        grad=by_id.get(grad) if grad is not None else None,
+        inner={k: by_id[i] for k, i in t.attrs.items() if i in by_id} if "attrs" in f else {},
+        superseded=s.superseded,
+        notes=notes + _notes(t, st),
+    )
+    if not srcs:
+        inp.notes.append("no source was logged for this tensor")
+    return inp
 
 
 def _alias_groups(out: list[Input], c: Compile) -> None:

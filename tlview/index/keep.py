@@ -11,8 +11,8 @@ class Keep:
 
     Texts are kept in log order while the budget has room for each whole (up to
     `payload_bytes`); the first that does not fit ends the keeping. So the texts kept are a
-    prefix of the log's payloads, and two readers of one log's halves can agree on the texts
-    one reader keeps (`after`)."""
+    prefix of the log's payloads, and the readers of one log's parts can agree on the texts one
+    reader keeps (`join`)."""
 
     payload_bytes: int = 0  # text kept per payload (0: none but what the index itself reads)
     total_bytes: int = 0  # budget over the whole log
@@ -73,12 +73,17 @@ class Keep:
         self.kept.append((line, n))
         return self.payload_bytes
 
-    def after(self, later: Keep) -> set[int]:
-        """Lines of the texts a reader of the part after this one kept (with a budget of its
-        own) that one reader of both parts would not have kept."""
+    def join(self, later: Keep, lines: int) -> set[int]:
+        """Take in the texts the reader of the part after this one kept (with a budget of its
+        own, its lines numbered from its start): the lines, `lines` on, of those one reader of
+        both parts would not have kept. This Keep is then one reader's of both."""
         room = self.total_bytes - self.used
-        for k, (_, n) in enumerate(later.kept):
+        for k, (line, n) in enumerate(later.kept):
             if self.full or n > room:
-                return {line for line, _ in later.kept[k:]}
+                self.full = True
+                return {x + lines for x, _ in later.kept[k:]}
             room -= n
+            self.used += n
+            self.kept.append((line + lines, n))
+        self.full = self.full or later.full
         return set()

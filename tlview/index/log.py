@@ -7,11 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tlview.index.core import add_bad
+from tlview.index.indexer import Indexer
 from tlview.index.keep import Keep
 from tlview.index.stream import index_records
 from tlview.logs.files import Opener, open_log
 from tlview.model import LogIndex
 from tlview.parse import MAX_BAD_KEPT, Reader
+from tlview.runtime.cores import Meanwhile
 
 
 def read_log(
@@ -20,29 +22,15 @@ def read_log(
     name: str | None = None,
     progress: Callable[[int], None] | None = None,
     opener: Opener = open_log,
+    meanwhile: Meanwhile | None = None,
 ) -> list[LogIndex]:
-    """Read one log file into one LogIndex per process that wrote to it."""
+    """Read one log file into one LogIndex per process that wrote to it. `meanwhile`: work this
+    process does while forked copies read the rest of a large log (runtime/cores.py)."""
     log = LogIndex(path=str(path), name=name or path.name)
     with contextlib.suppress(OSError):
         log.size = path.stat().st_size
-    part = None
-    if opener is open_log:
-        from tlview.index import halves as split  # only for a log large enough to split
-
-        if split.worth_splitting(path):
-            part = split.read_halves(path, log, keep, progress)
-    if part is None:
-        bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
-        reader = Reader(
-            path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, opener=opener
-        )
-        indexers = index_records(reader, log, keep)
-        lines, crlf = reader.lines, reader.crlf
-    else:
-        indexers, bad, lines, crlf = part.indexers, part.bad, part.lines, part.crlf
-    logs = [ix.finish() for ix in indexers.values()]
-    if not logs:
-        logs = [log]
+    indexers, bad, lines, crlf = _read(path, log, keep, progress, opener, meanwhile)
+    logs = [ix.finish() for ix in indexers.values()] or [log]
     # Bad lines and line counts belong to the file; attach them to its first process.
     head = logs[0]
     head.bad_count += bad.bad_count
@@ -58,3 +46,28 @@ def read_log(
     for lg in logs:
         lg.bad_lines.sort(key=lambda b: b.line)
     return logs
+
+
+def _read(
+    path: Path,
+    log: LogIndex,
+    keep: Keep | None,
+    progress: Callable[[int], None] | None,
+    opener: Opener,
+    meanwhile: Meanwhile | None,
+) -> tuple[dict[int, Indexer], LogIndex, int, bool]:
+    """The log's indexers (one a process), bad lines, line count and whether it has CRLFs: read
+    in parts by several processes when it is large enough, else here."""
+    if opener is open_log:
+        from tlview.index import parts  # only for a log large enough to read in parts
+
+        n = parts.readers(path)
+        part = parts.read_parts(path, log, keep, progress, n, meanwhile) if n > 1 else None
+        if part is not None:
+            return part.indexers, part.bad, part.lines, part.crlf
+    bad = LogIndex(path=log.path, name=log.name)  # collects the reader's bad lines, capped
+    reader = Reader(
+        path, log.name, on_bad=lambda b: add_bad(bad, b), on_chunk=progress, opener=opener
+    )
+    indexers = index_records(reader, log, keep)
+    return indexers, bad, reader.lines, reader.crlf

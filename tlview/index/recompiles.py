@@ -12,14 +12,12 @@ attempts carry no record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from tlview.index.dims import _by_source, dynamic_dims
 from tlview.model import (
     ID_TEXT,
     Compile,
-    CompileId,
     Input,
     InputChange,
     Recompile,
@@ -39,50 +37,29 @@ _LIMIT_FAIL_TYPES = re.compile(
 _DIM_SOURCE = re.compile(r"\.(?:size|stride)\(\)\[\d+\]$|\.storage_offset\(\)$")
 
 
-def frames(compiles: Iterable[Compile]) -> dict[tuple[int, int | None, int], list[list[Compile]]]:
-    """Compiles grouped by frame, then by compile of the frame (its attempts), in order."""
-    by_base: dict[CompileId, list[Compile]] = {}
-    for c in compiles:
-        if c.id is None or c.id.frame is None or c.id.frame_compile is None:
-            continue
-        by_base.setdefault(c.id.base, []).append(c)
-    out: dict[tuple[int, int | None, int], list[list[Compile]]] = {}
-    for base in sorted(by_base, key=lambda b: b.sort_key):
-        attempts = sorted(by_base[base], key=lambda c: c.id.attempt if c.id else 0)
-        assert base.frame is not None
-        out.setdefault((base.run, base.autograd, base.frame), []).append(attempts)
-    return out
-
-
-def explain_frame(compiles: list[list[Compile]]) -> None:
-    """Explain each compile (its attempts) of one frame against the one before it in the list.
-
-    The first compile has nothing before it here: when it was explained already (a caller
-    passing [previous, current] to explain only the current one), its record is kept.
-    """
-    previous: list[Compile] | None = None
-    for attempts in compiles:
-        final = attempts[-1]
-        cid = final.id
-        if previous is None and final.recompile is not None:
-            pass
-        elif cid is not None and cid.frame_compile:
-            rec = Recompile(previous=None if previous is None else previous[-1].key)
-            rec.reasons = _reasons(attempts)
-            rec.limit_hit = limit_text(final) is not None
-            if previous is not None:
-                before, after = _described(previous), _described(attempts)
-                if before is not None and after is not None:
-                    rec.input_changes = input_changes(before, after)
-                    if _broke(previous) or _broke(attempts):
-                        # Which inputs a graph takes follows where it broke: one that came or
-                        # went says where the graph ended, not why the frame recompiled.
-                        rec.input_changes = [
-                            x for x in rec.input_changes if x.field not in ("added", "removed")
-                        ]
-                    rec.compared = True
-            final.recompile = rec
-        previous = attempts
+def explain(previous: list[Compile] | None, attempts: list[Compile]) -> None:
+    """Why a compile (its attempts) of a frame compiled again, against the compile before it
+    (None: there is none in the log): its final attempt's `recompile`."""
+    final = attempts[-1]
+    cid = final.id
+    final.recompile = None
+    if cid is None or not cid.frame_compile:
+        return
+    rec = Recompile(previous=None if previous is None else previous[-1].key)
+    rec.reasons = _reasons(attempts)
+    rec.limit_hit = limit_text(final) is not None
+    if previous is not None:
+        before, after = _described(previous), _described(attempts)
+        if before is not None and after is not None:
+            rec.input_changes = input_changes(before, after)
+            if _broke(previous) or _broke(attempts):
+                # Which inputs a graph takes follows where it broke: one that came or went
+                # says where the graph ended, not why the frame recompiled.
+                rec.input_changes = [
+                    x for x in rec.input_changes if x.field not in ("added", "removed")
+                ]
+            rec.compared = True
+    final.recompile = rec
 
 
 def _broke(attempts: list[Compile]) -> bool:
@@ -241,55 +218,82 @@ def number_changes(before: Compile, after: Compile, tensors: set[str]) -> list[I
 def tensor_changes(
     src: str, b: Input, a: Input, b_dyn: dict[int, str], a_dyn: dict[int, str]
 ) -> list[InputChange]:
+    """How one input changed between two compiles: its type, dtype, device, layout, shape,
+    strides, offset, flags and inner tensors, in that order."""
     tb, ta = b.tensor, a.tensor
-    out: list[InputChange] = []
-
-    def diff(field: str, x: Any, y: Any) -> None:
-        if x != y:
-            out.append(InputChange(src, field, x, y))
-
-    diff("type", tb.type_name, ta.type_name)
-    diff("dtype", tb.fields.get("dtype"), ta.fields.get("dtype"))
-    diff("device", tb.device, ta.device)
-    diff("layout", tb.get("layout"), ta.get("layout"))
+    out = _Changes(src)
+    out.diff("type", tb.type_name, ta.type_name)
+    out.diff("dtype", tb.fields.get("dtype"), ta.fields.get("dtype"))
+    out.diff("device", tb.device, ta.device)
+    out.diff("layout", tb.get("layout"), ta.get("layout"))
     sb, sa = tb.size, ta.size
     if sb is not None and sa is not None and len(sb) != len(sa):
-        diff("ndim", len(sb), len(sa))
-        diff("size", sb, sa)
+        out.diff("ndim", len(sb), len(sa))
+        out.diff("size", sb, sa)
     elif sb is not None and sa is not None:
-        for k, (x, y) in enumerate(zip(sb, sa, strict=True)):
-            if isinstance(x, str) and isinstance(y, str):
-                continue  # both symbolic (nested ints are renumbered per tensor)
-            if isinstance(x, str) != isinstance(y, str):
-                out.append(InputChange(src, f"dynamic[{k}]", x, y))
-                continue
-            # A symbol in both compiles: only its example value changed, which matters when a
-            # guard on the symbol's range failed.
-            diff(f"{'hint' if k in b_dyn and k in a_dyn else 'size'}[{k}]", x, y)
-            if (k in b_dyn) != (k in a_dyn):
-                out.append(InputChange(src, f"dynamic[{k}]", b_dyn.get(k, x), a_dyn.get(k, y)))
+        _size_changes(out, sb, sa, b_dyn, a_dyn)
         stb, sta = tb.stride, ta.stride
         if (
             _all_ints(stb)
             and _all_ints(sta)
             and stb != sta
-            and not (_contiguous(sb, stb or []) and _contiguous(sa, sta or []))
+            and not _both_contiguous(sb, stb, sa, sta)
         ):
-            diff("stride", stb, sta)
-    diff("storage_offset", tb.storage_offset, ta.storage_offset)
+            out.diff("stride", stb, sta)
+    out.diff("storage_offset", tb.storage_offset, ta.storage_offset)
     for f in FLAGS:
-        diff(f, tb.flag(f), ta.flag(f))
-    # A subclass's inner tensors (a jagged tensor's `_max_seqlen_tensor`, now None): the guard
-    # names the inner attribute, and the change is the input's.
+        out.diff(f, tb.flag(f), ta.flag(f))
+    _inner_changes(out, b, a)
+    return out.changes
+
+
+class _Changes:
+    """The changes of one input, as they are found."""
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.changes: list[InputChange] = []
+
+    def add(self, field: str, x: Any, y: Any) -> None:
+        self.changes.append(InputChange(self.src, field, x, y))
+
+    def diff(self, field: str, x: Any, y: Any) -> None:
+        if x != y:
+            self.add(field, x, y)
+
+
+def _both_contiguous(sb: list[Any], stb: Any, sa: list[Any], sta: Any) -> bool:
+    return _contiguous(sb, stb or []) and _contiguous(sa, sta or [])
+
+
+def _size_changes(
+    out: _Changes, sb: list[Any], sa: list[Any], b_dyn: dict[int, str], a_dyn: dict[int, str]
+) -> None:
+    """Dim by dim, of two shapes of one rank: sizes, and dims made dynamic or static."""
+    for k, (x, y) in enumerate(zip(sb, sa, strict=True)):
+        if isinstance(x, str) and isinstance(y, str):
+            continue  # both symbolic (nested ints are renumbered per tensor)
+        if isinstance(x, str) != isinstance(y, str):
+            out.add(f"dynamic[{k}]", x, y)
+            continue
+        # A symbol in both compiles: only its example value changed, which matters when a
+        # guard on the symbol's range failed.
+        out.diff(f"{'hint' if k in b_dyn and k in a_dyn else 'size'}[{k}]", x, y)
+        if (k in b_dyn) != (k in a_dyn):
+            out.add(f"dynamic[{k}]", b_dyn.get(k, x), a_dyn.get(k, y))
+
+
+def _inner_changes(out: _Changes, b: Input, a: Input) -> None:
+    """A subclass's inner tensors (a jagged tensor's `_max_seqlen_tensor`, now None): the guard
+    names the inner attribute, and the change is the input's."""
     for attr in dict.fromkeys([*b.inner, *a.inner]):
         tk, tn = b.inner.get(attr), a.inner.get(attr)
         if (tk is None) != (tn is None):
-            out.append(InputChange(src, attr, _inner(tk), _inner(tn)))
+            out.add(attr, _inner(tk), _inner(tn))
         elif tk is not None and tn is not None:
-            diff(f"{attr} dtype", tk.fields.get("dtype"), tn.fields.get("dtype"))
+            out.diff(f"{attr} dtype", tk.fields.get("dtype"), tn.fields.get("dtype"))
             if tk.size is not None and tn.size is not None and len(tk.size) != len(tn.size):
-                diff(f"{attr} size", tk.size, tn.size)
-    return out
+                out.diff(f"{attr} size", tk.size, tn.size)
 
 
 def _inner(t: Any) -> str:

@@ -1,6 +1,6 @@
 """Index a stream of records: one Indexer per process id that wrote them.
 
-Its own module so that log.py (which reads a log) and halves.py (which reads a part of one)
+Its own module so that log.py (which reads a log) and parts.py (which reads a part of one)
 both call it without importing each other.
 """
 
@@ -26,7 +26,7 @@ def index_records(
     """Index a record stream, one Indexer per process id found in it.
 
     `earlier` finds a file name a process interned before this part of a log, and `part`
-    marks the reader of a later part of a split log (see halves.py). `by_pid`: the indexers of
+    marks the reader of a later part of a split log (see parts.py). `by_pid`: the indexers of
     the records before these, to go on with.
     """
     by_pid = {} if by_pid is None else by_pid

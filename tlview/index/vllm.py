@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tlview.index.core import Core
+from tlview.index.core import State
 from tlview.index.kinds import is_int, json_of, peek
 from tlview.model import Compile
 from tlview.parse import Record
@@ -72,7 +72,7 @@ VLLM_ARTIFACTS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], str |
 }
 
 
-def on_vllm_artifact(ix: Core, rec: Record, c: Compile, name: str) -> None:
+def on_vllm_artifact(ix: State, rec: Record, c: Compile, name: str) -> None:
     """One of vLLM's JSON artifacts: its fields and the record's time in the payload's meta
     (a piece's time runs from its compile start), a field of the wrong type a bad line."""
     v = json_of(rec.payload)

@@ -33,7 +33,7 @@ def _spans(
     for c in report.compiles:
         if only(c):
             cid = None if c.id is None else c.id.in_run(0)  # as a record names it
-            spans.setdefault(c.log, []).append((cid, c.pid, c.first_line, c.last_line))
+            spans.setdefault(c.log, []).append((cid, c.pid, c.first_log_line, c.last_log_line))
             refs.append(ref(c))
     return spans, sorted(refs)
 

@@ -1,6 +1,6 @@
-"""Work done by a forked copy of this process: the second reader of a large log (index/halves.py) and
-the writer of a large report's later half (runtime/halves.py). Plain `os.fork` and a pipe:
-`multiprocessing` costs more to import than the copy takes to start."""
+"""Work done by a forked copy of this process: the reader of a later part of a large log
+(index/parts.py) and the writer of a large report's later half (runtime/halves.py). Plain
+`os.fork` and a pipe: `multiprocessing` costs more to import than the copy takes to start."""
 
 from __future__ import annotations
 

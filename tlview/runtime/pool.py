@@ -7,7 +7,6 @@ work they do is the caller's business, so this module imports none of the stages
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import sys
 import threading
@@ -16,6 +15,7 @@ from typing import Any, TypeVar
 
 from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, TlviewError
 from tlview.runtime import store
+from tlview.runtime.cores import cores
 
 Item = TypeVar("Item")
 R = TypeVar("R")
@@ -27,10 +27,7 @@ Job = Callable[[Item, Callable[[int], None] | None], R]
 
 def default_jobs() -> int:
     """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return cores()
 
 
 # `each`, where given, is called here on each result as it comes back (in finish order), and

@@ -7,19 +7,13 @@ import io
 import os
 import pickle
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, overload
 
 from tlview.aside import CodeState
-from tlview.model import Compile, CompileId, GraphBreak, StackFrame, Status, shifted_breaks
+from tlview.model import Compile
 
-# Compiles held in memory per log; beyond this the least recently touched go to a temp file.
-IN_MEMORY = 256
-# ... and at most about this many bytes of them (see `weight`), the most recent few aside.
-IN_MEMORY_BYTES = 8 << 20
-KEEP_RECENT = 4
 # Whether a pickled CompileList hands over its spill file (same machine) or its contents.
 SEND_FILES = True
 # Strings longer than this (configs, versions, stacks) are pickled once per log, by reference.
@@ -97,7 +91,7 @@ class SpillFile:
     def __init__(
         self, path: str | None = None, shift: int = 0, dropped: frozenset[int] = frozenset()
     ) -> None:
-        # What a reader of a later part of a log (index/halves.py) did not know, applied to each
+        # What a reader of a later part of a log (index/parts.py) did not know, applied to each
         # compile read back: lines to add (it numbered its lines from its own start), and the
         # payloads whose text one reader of the whole log would not have kept.
         self.shift = shift
@@ -175,9 +169,21 @@ def _remove(f: IO[bytes], path: str, owner: int) -> None:
             os.unlink(path)
 
 
-# Failures logged as artifacts that end the compile when they come without its metrics (an
-# eager backward's failure is suppressed by torch: never).
-FATAL = frozenset({"fx_interpreter_error", "inductor_spmd_graph_mismatch"})
+def weight(c: Compile) -> int:
+    """Roughly the bytes a compile holds in memory: mostly its described tensors."""
+    n = 4096 + 120 * len(c.phases) + 300 * (len(c.graphs) + len(c.artifacts) + len(c.events))
+    for s in c.input_sets:
+        n += 1000 * len(s.tensors) + 200 * (len(s.storages) + len(s.sources))
+    for p in c.payloads():
+        if p.text is not None:
+            n += len(p.text)
+    return n
+
+
+def cost(e: Compile | Spilled) -> int:
+    """Roughly what rendering a compile costs: its pickled size (a compile in memory pickles
+    to about a third of its `weight`)."""
+    return e[2] if isinstance(e, tuple) else weight(e) // 3
 
 
 # The spans that bound a compile's own work (dynamo's, AOTInductor's, a lazy backward's, and each
@@ -199,7 +205,7 @@ class Marks:
 
 
 def marks(c: Compile) -> Marks:
-    """A compile's marks, as it is now."""
+    """A compile's marks, as it is now (a finished compile's: as it stays)."""
     return Marks(
         c.key,
         _own_spans(c),
@@ -219,225 +225,22 @@ def _own_spans(c: Compile) -> tuple[tuple[float, float], ...]:
     )
 
 
-@dataclass(slots=True)
-class Facts:
-    """What the final pass needs of a compile to set its status, without loading it."""
-
-    id: CompileId | None
-    status: Status
-    has_metrics: bool
-    fail_type: str | None
-    graph_ops: int | None
-    graphs: int
-    graph_breaks: list[GraphBreak]
-    restart_reasons: list[str]
-    stack: list[StackFrame]
-    first_line: int
-    code: tuple[str | None, str | None, int | None]  # function, file, first line, from metrics
-    described: bool  # it logged inputs or symbols (what an export's trace logs, and no more)
-    reasons_only: bool  # it logged why the frame would recompile, and nothing else
-    fail_reason: str | None = None  # a failure the final pass inferred (set with fail_type)
-    trouble: tuple[str, str] | None = None  # a fatal failure artifact: (its name, its line)
-    marks: Marks | None = None
-
-    @classmethod
-    def of(cls, c: Compile) -> Facts:
-        return cls(
-            c.id,
-            c.status,
-            c.metrics is not None,
-            c.fail_type,
-            c.graph_ops,
-            len(c.graphs),
-            c.graph_breaks,
-            c.restart_reasons,
-            c.stack,
-            c.first_line,
-            (c.function, c.file, c.firstline),
-            bool(c.input_sets or c.symbols),
-            bool(c.recompile_reasons)
-            and c.metrics is None
-            and not (c.graphs or c.input_sets or c.symbols or c.stack),
-            trouble=next(((t.kind, t.text) for t in c.troubles if t.kind in FATAL), None),
-            marks=marks(c),
-        )
-
-    def shift_lines(self, n: int) -> None:
-        """See `Compile.shift_lines`."""
-        self.first_line += n
-        self.graph_breaks = shifted_breaks(self.graph_breaks, n)
-
-    def apply(self, c: Compile) -> None:
-        c.status = self.status
-        if self.fail_reason is not None and c.fail_type is None:
-            c.fail_type, c.fail_reason = self.fail_type, self.fail_reason
-        c.graph_breaks = self.graph_breaks
-        c.restart_reasons = self.restart_reasons
-        c.stack = self.stack
-        if c.function is None and self.code[0] is not None:
-            c.function, c.file, c.firstline = self.code
-
-
-def weight(c: Compile) -> int:
-    """Roughly the bytes a compile holds in memory: mostly its described tensors."""
-    n = 4096 + 120 * len(c.phases) + 300 * (len(c.graphs) + len(c.artifacts) + len(c.events))
-    for s in c.input_sets:
-        n += 1000 * len(s.tensors) + 200 * (len(s.storages) + len(s.sources))
-    for p in c.payloads():
-        if p.text is not None:
-            n += len(p.text)
-    return n
-
-
-def cost(e: Compile | Spilled) -> int:
-    """Roughly what rendering a compile costs: its pickled size (a compile in memory pickles
-    to about a third of its `weight`)."""
-    return e[2] if isinstance(e, tuple) else weight(e) // 3
-
-
-class OpenCompiles:
-    """The compiles of a log while it is read: recent ones in memory, older ones on disk."""
-
-    def __init__(self, limit: int | None = None) -> None:
-        self.limit = IN_MEMORY if limit is None else limit
-        self.mem: OrderedDict[CompileId | None, Compile] = OrderedDict()
-        self.disk: dict[CompileId | None, tuple[Spilled, Facts]] = {}
-        self.file: SpillFile | None = None
-        # Weights of the compiles in memory, as last measured, and their sum.
-        self.weights: dict[CompileId | None, int] = {}
-        self.total = 0
-
-    def __contains__(self, cid: CompileId | None) -> bool:
-        return cid in self.mem or cid in self.disk
-
-    def get(self, cid: CompileId | None) -> Compile | None:
-        c = self.mem.get(cid)
-        if c is not None:
-            self.mem.move_to_end(cid)
-            return c
-        got = self.disk.pop(cid, None)
-        if got is None:
-            return None
-        f, at, n = got[0]
-        c = f.load(at, n)
-        self.put(cid, c)
-        return c
-
-    def put(self, cid: CompileId | None, c: Compile) -> None:
-        self.mem[cid] = c
-        self.mem.move_to_end(cid)
-        # Compiles with hundreds of inputs weigh megabytes: bound the bytes too, keeping
-        # the few most recent (records for them may still come). A compile grows while it is
-        # among the most recent, so only those are weighed again; older ones keep their weight.
-        for k, (rid, rc) in enumerate(reversed(self.mem.items())):
-            if k > KEEP_RECENT:
-                break
-            w = weight(rc)
-            self.total += w - self.weights.get(rid, 0)
-            self.weights[rid] = w
-        while len(self.mem) > self.limit or (
-            self.total > IN_MEMORY_BYTES and len(self.mem) > KEEP_RECENT
-        ):
-            self.evict()
-
-    def evict(self) -> None:
-        old, oc = self.mem.popitem(last=False)
-        self.total -= self.weights.pop(old, 0)
-        if self.file is None:
-            self.file = SpillFile()
-        self.disk[old] = (self.file.dump(oc), Facts.of(oc))
-
-    def spill_all(self) -> None:
-        """Put every compile on disk (before sending this reader's work to another process:
-        the receiver reads each back only when it needs it, or its own forked copy does)."""
-        while self.mem:
-            self.evict()
-
-    def shift_lines(self, n: int) -> None:
-        """Move the log lines of every compile held by n (see `Compile.shift_lines`)."""
-        for c in self.mem.values():
-            c.shift_lines(n)
-        for _, facts in self.disk.values():
-            facts.shift_lines(n)
-        for f in self._files():  # moved as each compile is read back
-            f.shift += n
-
-    def drop_texts(self, lines: frozenset[int]) -> None:
-        """Forget the kept text of the payloads at these lines (see `Compile.drop_texts`)."""
-        for c in self.mem.values():
-            c.drop_texts(lines)
-        for f in self._files():  # forgotten as each compile is read back
-            f.dropped |= lines
-
-    def _files(self) -> list[SpillFile]:
-        """The spill files of the compiles on disk (this reader's own), each once."""
-        return list({id(f): f for (f, _, _), _ in self.disk.values()}.values())
-
-    def keys(self) -> list[CompileId | None]:
-        return [*self.mem, *self.disk]
-
-    def __iter__(self) -> Iterator[CompileId | None]:
-        return iter(self.keys())
-
-    def entry(self, cid: CompileId | None) -> tuple[Compile | Spilled, Facts]:
-        """Where a compile is (in memory, or its place on disk) and its facts."""
-        c = self.mem.get(cid)
-        if c is not None:
-            return c, Facts.of(c)
-        return self.disk[cid]
-
-    def adopt(self, cid: CompileId | None, where: Compile | Spilled, facts: Facts | None) -> None:
-        """Take over a compile another reader of the same log found (the other half)."""
-        if isinstance(where, Compile):
-            self.put(cid, where)
-        else:
-            assert facts is not None
-            self.disk[cid] = (where, facts)
-
-
-# Turns a compile as read into a finished one (inputs resolved, log-wide defaults filled in).
-Finisher = Callable[[Compile], None]
-# Explains each compile of a frame against the one before it: `index/recompiles.py:explain_frame`.
-Explainer = Callable[[list[list[Compile]]], None]
-
-
 class CompileList(Sequence[Compile]):
-    """A log's compiles in id order; past a few hundred they stay on disk and are read back
-    one at a time, finished and explained on the way out."""
+    """A log's finished compiles in report order: in memory, or on disk and read back one at a
+    time (past a few hundred, index/compiles.py)."""
 
-    def __init__(self, finish: Finisher | None = None, explain: Explainer | None = None) -> None:
-        self.finish = finish
-        self.explain = explain
-        self.entries: list[Compile | Spilled] = []
-        self.facts: list[Facts | None] = []
-        self.bases: list[tuple[int, int]] = []  # [start, end) of each compile's attempts
-        self.frames: list[tuple[int, int]] = []  # [start, end) into bases, per frame
-        self.base_of: list[int] = []
-        self.marks: list[Marks] = []  # each compile's, kept in memory wherever the compile is
+    def __init__(
+        self, entries: list[Compile | Spilled] | None = None, marked: list[Marks] | None = None
+    ) -> None:
+        self.entries: list[Compile | Spilled] = [] if entries is None else entries
+        # each compile's marks, kept in memory wherever the compile is
+        self.marks: list[Marks] = [] if marked is None else marked
+        assert len(self.marks) == len(self.entries), "a compile's marks come with it"
 
     @classmethod
     def of(cls, compiles: Sequence[Compile]) -> CompileList:
-        """Finished compiles, kept as they are (each its own compile and frame)."""
-        out = cls()
-        for c in compiles:
-            out.add_frame([[c]], [[None]])
-        return out
-
-    def add_frame(
-        self,
-        frame: list[list[Compile | Spilled]],
-        facts: list[list[Facts | None]],
-    ) -> None:
-        first_base = len(self.bases)
-        for attempts, fs in zip(frame, facts, strict=True):
-            start = len(self.entries)
-            for e, f in zip(attempts, fs, strict=True):
-                self.entries.append(e)
-                self.facts.append(f)
-                self.base_of.append(len(self.bases))
-                self.marks.append(_marks(e, f))
-            self.bases.append((start, len(self.entries)))
-        self.frames.append((first_base, len(self.bases)))
+        """Finished compiles, kept as they are."""
+        return cls(list(compiles), [marks(c) for c in compiles])
 
     @property
     def on_disk(self) -> bool:
@@ -454,26 +257,6 @@ class CompileList(Sequence[Compile]):
             if isinstance(e, Compile):
                 self.entries[i] = into.dump(e)
 
-    def _raw(self, i: int) -> Compile:
-        e = self.entries[i]
-        c = e if isinstance(e, Compile) else e[0].load(e[1], e[2])
-        f = self.facts[i]
-        if f is not None:
-            f.apply(c)
-            if self.finish is not None:
-                self.finish(c)
-            if isinstance(e, Compile):
-                self.facts[i] = None  # finished in place, once
-        return c
-
-    def _attempts(self, b: int) -> list[Compile]:
-        start, end = self.bases[b]
-        return [self._raw(i) for i in range(start, end)]
-
-    def _explained(self, prev: list[Compile] | None, cur: list[Compile]) -> None:
-        if self.explain is not None:
-            self.explain([prev, cur] if prev is not None else [cur])
-
     def __len__(self) -> int:
         return len(self.entries)
 
@@ -486,56 +269,20 @@ class CompileList(Sequence[Compile]):
     def __getitem__(self, i: int | slice) -> Compile | list[Compile]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        b = self.base_of[i]
-        cur = self._attempts(b)
-        frame_start = next(fs for fs, fe in self.frames if fs <= b < fe)
-        prev = self._attempts(b - 1) if b > frame_start else None
-        self._explained(prev, cur)
-        return cur[i - self.bases[b][0]]
+        e = self.entries[i]
+        return e if isinstance(e, Compile) else e[0].load(e[1], e[2])
 
     def __iter__(self) -> Iterator[Compile]:
         return self.iter_from(0)
 
     def iter_from(self, i: int) -> Iterator[Compile]:
-        """The compiles from the i-th on, each explained against the attempts before it."""
-        if i >= len(self.entries):
-            return
-        first = self.base_of[i]
-        for fs, fe in self.frames:
-            if fe <= first:
-                continue
-            start = max(fs, first)
-            prev = self._attempts(start - 1) if start > fs else None
-            for b in range(start, fe):
-                cur = self._attempts(b)
-                self._explained(prev, cur)
-                yield from cur[i - self.bases[b][0] :] if b == first else cur
-                prev = cur
+        """The compiles from the i-th on."""
+        for k in range(i, len(self.entries)):
+            yield self[k]
 
     def __reduce__(self) -> Any:
         # Sent to another process: on this machine the spill files change hands with it;
-        # to another machine (SEND_FILES off) the finished compiles themselves go.
+        # to another machine (SEND_FILES off) the compiles themselves go.
         if SEND_FILES:
-            state = (self.entries, self.facts, self.bases, self.frames, self.base_of, self.marks)
-            return (CompileList._adopt, (self.finish, self.explain, *state))
+            return (CompileList, (self.entries, self.marks))
         return (CompileList.of, (list(self),))
-
-    @classmethod
-    def _adopt(cls, finish: Finisher | None, explain: Explainer | None, *state: Any) -> CompileList:
-        out = cls(finish, explain)
-        out.entries, out.facts, out.bases, out.frames, out.base_of, out.marks = state
-        return out
-
-
-def _marks(e: Compile | Spilled, f: Facts | None) -> Marks:
-    """A compile's marks as it enters the list: from its facts (with the breaks the final
-    pass left), else from the compile itself."""
-    if f is None or f.marks is None:
-        assert isinstance(e, Compile), "a compile on disk has its facts"
-        return marks(e)
-    m = f.marks
-    breaks = tuple((g.where, g.reason) for g in f.graph_breaks if g.where)
-    counted = f.id is not None and f.status != "restarted"
-    return Marks(m.key, m.spans, m.begins, breaks, m.states, counted)

@@ -202,7 +202,7 @@ def _facts(r: Row, c: Compile) -> str:
         facts.append(f"pid {c.pid}")
     if c.rank is not None:
         facts.append(f"rank {c.rank}")
-    facts.append(f"log lines {c.first_line} to {c.last_line}")
+    facts.append(f"log lines {c.first_log_line} to {c.last_log_line}")
     facts.append(f"{clock(c.start)} to {clock(c.end)}")
     if c.graph_ops is not None:
         facts.append(f"{c.graph_ops} graph ops")

@@ -80,7 +80,7 @@ def table_row(a: Analysis, names: Names) -> tuple[str, ...] | None:
         a.ref,
         a.status_text,
         c.function or "",
-        f"{names.shown(short_path(c.file))}:{c.firstline}" if c.file else "",
+        f"{names.shown(short_path(c.file))}:{c.source_line}" if c.file else "",
         "" if c.graph_ops is None else str(c.graph_ops),
         time_cell(a),
         a.inputs_text,
@@ -205,7 +205,7 @@ class RankRows:
                 compile_ref(c, not process),
                 a.status_text,
                 c.function or "",
-                f"{names.shown(short_path(c.file))}:{c.firstline}" if c.file else "",
+                f"{names.shown(short_path(c.file))}:{c.source_line}" if c.file else "",
                 "" if c.graph_ops is None else str(c.graph_ops),
                 a.inputs_text,
             )

@@ -1,12 +1,15 @@
-"""Read one large log with two processes: split it at a record line, index both parts, merge."""
+"""Read one large log with as many processes as there are cores: cut it at record lines, index
+every part at once (this process the first, a forked copy each of the others), merge in order."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import mmap
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +21,18 @@ from tlview.index.stream import index_records
 from tlview.logs.files import is_gzip
 from tlview.model import BadLine, LogIndex
 from tlview.parse import _PREFIX, _RECORD_START, Reader
-from tlview.runtime.cores import _MEANWHILE, spare_core
+from tlview.runtime.cores import Meanwhile, cores, spare_core
 from tlview.runtime.fork import Forked
 from tlview.runtime.store import remove_made_here, temp_dir
 
 PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
+# Bytes each reader reads at least. A part costs this process about 5 ms (its copy's result
+# taken in, its compiles merged: 200 MB of small records read in 2, 4 and 8 parts here), and its
+# copy a fork and the hand-over of its compiles; 16 MB take a reader 0.15-0.3 s to read.
+PART_MIN = 16 << 20
 _STR = b'] {"str": ['
 NS_PER_BYTE = 2.9  # what reading a large-payload log costs here (benchmarks/RESULTS.md)
+READERS_ENV = "TLVIEW_READERS"  # a number of readers to use whatever the log's size (to measure)
 
 
 @dataclass(slots=True)
@@ -38,16 +46,23 @@ class Part:
     keep: Any  # the Keep it read with: the texts it kept
 
 
-def worth_splitting(path: Path) -> bool:
-    """A plain local file large enough, with a core to spare."""
+def readers(path: Path) -> int:
+    """How many processes read this log (1: this one alone): one a core this process may run on,
+    with at least PART_MIN bytes each, for a plain local file of PARALLEL_MIN bytes or more."""
     if not spare_core():
-        return False
+        return 1
     try:
-        if not path.is_file() or path.stat().st_size < PARALLEL_MIN:
-            return False
+        if not path.is_file() or is_gzip(path):
+            return 1
+        size = path.stat().st_size
     except OSError:
-        return False
-    return not is_gzip(path)
+        return 1
+    forced = os.environ.get(READERS_ENV, "")
+    if forced.isdigit() and int(forced) > 0:
+        return min(int(forced), max(size, 1))
+    if size < PARALLEL_MIN:
+        return 1
+    return min(cores(), max(2, size // PART_MIN))
 
 
 def record_start(path: Path, at: int) -> int | None:
@@ -60,28 +75,35 @@ def record_start(path: Path, at: int) -> int | None:
     except (OSError, ValueError):  # gone, or empty
         return None
     with mm:
-        size, step = len(mm), 64 << 10
-        at = min(max(at, 0), size)
-        ahead = behind = at  # searched: [behind, ahead)
-        after = before = None
-        while after is None and before is None and (behind > 0 or ahead < size):
-            if ahead < size:
-                # One byte past the window, so a line break at its end sees the next byte.
-                m = _RECORD_START.search(mm, max(ahead - 1, 0), min(ahead + step + 1, size))
-                after = None if m is None else m.end()
-                ahead = min(ahead + step, size)
-            if behind > 0:
-                lo = max(behind - step, 0)
-                found = _starts(mm, lo, min(behind + 1, size), at)
-                before = found[-1] if found else None
-                behind = lo
+        at = min(max(at, 0), len(mm))
+        before, after, behind = _nearest_each_side(mm, at)
         if after is not None and before is None and behind > 0:
             # A record line behind `at` could still be nearer than the one found ahead.
-            found = _starts(mm, max(at - (after - at), 0), min(behind + 1, size), at)
+            found = _starts(mm, max(at - (after - at), 0), min(behind + 1, len(mm)), at)
             before = found[-1] if found else None
-        if before is not None and after is not None and before != after:
-            return before if at - before <= after - at else after
-        return after if after is not None else before
+    if before is not None and after is not None and before != after:
+        return before if at - before <= after - at else after
+    return after if after is not None else before
+
+
+def _nearest_each_side(mm: mmap.mmap, at: int) -> tuple[int | None, int | None, int]:
+    """Windows searched out from `at` on both sides until a record line starts in one: the
+    nearest start behind and ahead found (None: none yet), and how far back was searched."""
+    size, step = len(mm), 64 << 10
+    ahead = behind = at  # searched: [behind, ahead)
+    after = before = None
+    while after is None and before is None and (behind > 0 or ahead < size):
+        if ahead < size:
+            # One byte past the window, so a line break at its end sees the next byte.
+            m = _RECORD_START.search(mm, max(ahead - 1, 0), min(ahead + step + 1, size))
+            after = None if m is None else m.end()
+            ahead = min(ahead + step, size)
+        if behind > 0:
+            lo = max(behind - step, 0)
+            found = _starts(mm, lo, min(behind + 1, size), at)
+            before = found[-1] if found else None
+            behind = lo
+    return before, after, behind
 
 
 def _starts(mm: mmap.mmap, lo: int, hi: int, at: int) -> list[int]:
@@ -170,59 +192,91 @@ def shift_lines(part: Part, n: int) -> None:
 
 
 def _later(path: Path, log: LogIndex, keep: Any, span: tuple[int, int]) -> Part:
-    """The second reader's job, in the forked copy: its part, ready to change hands."""
+    """A later part's reader's job, in a forked copy: its part, ready to change hands."""
     part = read_part(path, log, keep, span)
     for ix in part.indexers.values():
-        ix.compiles.spill_all()  # the file changes hands, not the compiles
+        ix.compiles.close_all(spill=True)  # the file changes hands, not the compiles
     return part
 
 
-def read_halves(
-    path: Path, log: LogIndex, keep: Any, progress: Callable[[int], None] | None
+def read_parts(
+    path: Path,
+    log: LogIndex,
+    keep: Any,
+    progress: Callable[[int], None] | None,
+    n: int,
+    meanwhile: Meanwhile | None = None,
 ) -> Part | None:
-    """Both halves of a log, read at once by this process and a forked one, merged (or, when
-    compile ids were started over, the second read on here); None if there is nowhere to split."""
+    """A log read at once in `n` parts, by this process and n - 1 forked copies, merged in order
+    (or, when compile ids were started over, read on here from where that shows); None if there
+    is nowhere to cut it. `meanwhile`: work this process does once it has read its part, while
+    the copies still read (its part is shorter by about what the work takes)."""
     size = path.stat().st_size
-    job, ns = _MEANWHILE.get() or (None, 0.0)
-    # In bytes, about. A long job (importing torch, 2 s) leaves this process an eighth of the
-    # log: NS_PER_BYTE is a large-payload log's, and a log of small records costs twice that.
-    lead = min(int(ns / NS_PER_BYTE), 3 * size // 4)
-    mid = record_start(path, (size - lead) // 2)
-    if mid is None or mid >= size:
+    lead = min(int(meanwhile.ns / NS_PER_BYTE), 3 * size // (4 * (n - 1))) if meanwhile else 0
+    spans = _spans(path, size, n, lead)
+    if len(spans) < 2:
         return None
-    # Each reader keeps texts with the whole budget; the merge forgets those of the second
-    # that one reader would not have kept (Keep.after), so the report is the same.
-    later = keep.fresh() if keep is not None else None
-    temp_dir()  # made here, so the copy's spill files are removed with it, whatever happens
-    copy = Forked(lambda: _later(path, log, later, (mid, size)), cleanup=remove_made_here)
+    # Each reader keeps texts with the whole budget; the merge forgets those of a later part
+    # that one reader would not have kept (Keep.join), so the report is the same.
+    keeps = [keep.fresh() if keep is not None else None for _ in spans]
+    temp_dir()  # made here, so the copies' spill files are removed with it, whatever happens
+    copies = [
+        Forked(partial(_later, path, log, k, span), cleanup=remove_made_here)
+        for k, span in zip(keeps[1:], spans[1:], strict=True)
+    ]
     # What this process does, in bytes: its part, and the job it does after it.
-    bar = _Whole(progress, size, mid + lead) if progress is not None else None
-    mine = read_part(path, log, keep.fresh() if keep is not None else None, (0, mid), bar)
-    if job is not None:
+    bar = _Whole(progress, size, spans[0][1] + lead) if progress is not None else None
+    parts = [read_part(path, log, keeps[0], spans[0], bar)]
+    if meanwhile is not None:
         with contextlib.suppress(Exception):  # done again where it is needed, and fails there
-            job()
-    ok, theirs = copy.result()
-    if not ok:
-        # Never lose the second half: read it here.
-        theirs = read_part(path, log, later, (mid, size))
+            meanwhile.job()
+    for copy, k, span in zip(copies, keeps[1:], spans[1:], strict=True):
+        ok, theirs = copy.result()
+        # Never lose a part: read it here if its reader failed.
+        parts.append(theirs if ok else read_part(path, log, k, span))
     if bar is not None:
         bar.rest()
-    if started_over(mine, theirs):
-        return _read_on(path, log, mine, (mid, size))
-    shift_lines(theirs, mine.lines)
-    if mine.keep is not None:
-        dropped = frozenset(line + mine.lines for line in mine.keep.after(theirs.keep))
+    return join(path, log, parts, spans)
+
+
+def _spans(path: Path, size: int, n: int, lead: int) -> list[tuple[int, int]]:
+    """The byte spans of the parts: cut at the record lines nearest n equal shares of the work
+    (this process's part shorter by `lead`, the work it does after it)."""
+    share = (size + lead) / n
+    cuts = [record_start(path, int(share * k - lead)) for k in range(1, n)]
+    starts = sorted({0, *(c for c in cuts if c is not None and 0 < c < size)})
+    return [(a, b) for a, b in zip(starts, [*starts[1:], size], strict=True)]
+
+
+def join(path: Path, log: LogIndex, parts: list[Part], spans: list[tuple[int, int]]) -> Part:
+    """The parts of a log merged in order into the first, as one reader would have read them."""
+    whole = parts[0]
+    for k in range(1, len(parts)):
+        theirs = parts[k]
+        if started_over(whole, theirs):
+            # The later parts (their spill files) go unread: dropped with them.
+            return _read_on(path, log, whole, (spans[k][0], spans[-1][1]))
+        _fold(whole, theirs)
+    return whole
+
+
+def _fold(whole: Part, theirs: Part) -> None:
+    """Merge the part after `whole` into it."""
+    shift_lines(theirs, whole.lines)
+    if whole.keep is not None:
+        dropped = frozenset(whole.keep.join(theirs.keep, whole.lines))
         if dropped:
             for ix in theirs.indexers.values():
                 ix.compiles.drop_texts(dropped)
     for pid, ix in theirs.indexers.items():
-        if pid in mine.indexers:
-            mine.indexers[pid].merge(ix)
+        if pid in whole.indexers:
+            whole.indexers[pid].merge(ix)
         else:
-            mine.indexers[pid] = ix
-    mine.bad.bad_count += theirs.bad.bad_count
-    mine.bad.bad_lines = _first(mine.bad.bad_lines + theirs.bad.bad_lines)
-    return Part(mine.indexers, mine.bad, theirs.lines, mine.crlf or theirs.crlf, mine.keep)
+            whole.indexers[pid] = ix
+    whole.bad.bad_count += theirs.bad.bad_count
+    whole.bad.bad_lines = _first(whole.bad.bad_lines + theirs.bad.bad_lines)
+    whole.lines = theirs.lines
+    whole.crlf = whole.crlf or theirs.crlf
 
 
 def _read_on(path: Path, log: LogIndex, part: Part, span: tuple[int, int]) -> Part:
@@ -235,8 +289,8 @@ def _read_on(path: Path, log: LogIndex, part: Part, span: tuple[int, int]) -> Pa
 
 
 def started_over(a: Part, b: Part) -> bool:
-    """Whether a process of the log started compile ids over (torch._dynamo.reset()), in one
-    part or across the two: the later part cannot know which run its records are in."""
+    """Whether a process of the log started compile ids over (torch._dynamo.reset()) in either
+    part or across them: the later part cannot know which run its records are in."""
     if any(ix.run for ix in (*a.indexers.values(), *b.indexers.values())):
         return True
     return any(
@@ -247,7 +301,7 @@ def started_over(a: Part, b: Part) -> bool:
 
 class _Whole:
     """Progress through this process's work (`work` bytes, its part and job), shown as progress
-    through the whole log: the copy reads the rest at the same time."""
+    through the whole log: the copies read the rest at the same time."""
 
     def __init__(self, progress: Callable[[int], None], size: int, work: int) -> None:
         self.progress, self.size, self.work = progress, size, max(work, 1)
