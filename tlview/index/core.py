@@ -291,7 +291,6 @@ class State:
         meta: dict[str, Any] | None = None,
         keep: bool = True,
     ) -> Payload:
-        md5 = rec.meta.get("has_payload")
         if self.keep.checks(kind, c.key):
             # Used: a text a renderer may show is checked whatever the budget (the same
             # payloads whether one process reads the log or two).
@@ -299,7 +298,6 @@ class State:
         size = rec.payload_size
         limit = self.keep.take(kind, c.key, size, rec.line) if keep and rec.present else 0
         text = rec.text(limit) if limit else None
-        enc = rec.body.get("encoding") if isinstance(rec.body, dict) else None
         compared = compared_kind(kind, meta) if self.keep.ranks else None
         data = rec.payload if self.keep.wants_data(kind, c.key, rec.line) else None
         return Payload(
@@ -307,9 +305,11 @@ class State:
             line=rec.line,
             bytes=size,
             lines=rec.payload_lines,
-            md5=md5 if isinstance(md5, str) else None,
+            md5=_text_or_none(rec.meta.get("has_payload")),
             ok=rec.ok,
-            encoding=enc if isinstance(enc, str) else None,
+            encoding=_text_or_none(
+                rec.body.get("encoding") if isinstance(rec.body, dict) else None
+            ),
             text=text,
             cut=max(0, size - limit) if text is not None else 0,
             meta=meta,
@@ -402,6 +402,11 @@ class State:
 def _last_begun(begun: list[tuple[str, float, int]], name: str) -> int | None:
     """The index of the latest begun event of this name, if any."""
     return next((k for k in range(len(begun) - 1, -1, -1) if begun[k][0] == name), None)
+
+
+def _text_or_none(v: Any) -> str | None:
+    """A field the log should give as a string: None when it gives anything else."""
+    return v if isinstance(v, str) else None
 
 
 def record_name(rec: Record) -> str:
