@@ -55,6 +55,8 @@ def input_rows(c: Compile, allow_import: Sequence[str] = (), check: bool = False
             row = _metadata(name, g, g.tensors.get(tid), inp, src, taken, dynamic)
             if check:
                 row += _rebuilt(name, g.tensors.get(tid), built, out.notes)
+            else:
+                out.notes.extend(_refused(name, g.tensors.get(tid)))
             out.rows.append(row)
     return out
 
@@ -127,6 +129,12 @@ def _rebuilt(
             )
     notes.extend(_note_lines(name, built.fake, built.real))
     return (_status(built.fake, name), real_status)
+
+
+def _refused(name: str, p: TensorPlan | None) -> list[str]:
+    """What the plan alone already says will not rebuild (no torch needed to know it)."""
+    error = p.dtensor.get("error") if p is not None and p.dtensor is not None else None
+    return [f"{name}: not rebuilt: {error}"] if isinstance(error, str) else []
 
 
 def _fmt_dims(v: Sequence[Any] | None, symbols: Mapping[int, str] | None = None) -> str:
