@@ -178,7 +178,7 @@ def test_the_page_picks_the_same_rows_when_the_first_pass_is_split(
     one = page.build(rep)
     page_one = _write(rep, "html")
     made = _forks(monkeypatch)
-    two = page.build(rep)
+    two = page.build(rep, split=forking(rep))
     assert len(made) == 1
     assert [(r.n, r.anchor, r.detail, r.payloads) for r in two.compiles] == [
         (r.n, r.anchor, r.detail, r.payloads) for r in one.compiles

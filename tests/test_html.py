@@ -25,6 +25,7 @@ from conftest import CORPUS, FIXTURES, ROOT, corpus, only_log
 
 import tlview
 from tlview import __version__
+from tlview.analyze.compiles import analysed, restarted
 from tlview.analyze.names import Refs
 from tlview.analyze.summary import overview
 from tlview.index import compiles
@@ -177,13 +178,28 @@ def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
         assert f"<dd>{esc(rep.torch_version)}</dd>" in text
     refs = Refs.of(rep)
     anchors = [v.anchor for v in page.build(rep).compiles]
-    assert len(anchors) == len(set(anchors)) == len(list(rep.compiles))
-    for c, anchor in zip(rep.compiles, anchors, strict=True):
+    # what torch counts, and what is outside any compile; restarted attempts nest in them
+    shown = [a for a in analysed(rep) if not restarted(a.compile)]
+    assert len(anchors) == len(set(anchors)) == len(shown)
+    assert sum(1 + len(a.earlier) for a in shown) == len(list(rep.compiles))
+    for a, anchor in zip(shown, anchors, strict=True):
+        c = a.compile
         ref = refs(c)
         assert anchor.startswith("c-" + re.sub(r"[^A-Za-z0-9_.:/!@-]", "_", ref))
         sec = _section(text, anchor)
         assert f'<span class="cid" title="{esc(ref)}">' in sec
         assert f'"><a href="#{anchor}">{esc(c.key)}</a></td>' in text  # its row in the table
+        for n, e in enumerate(a.earlier):  # each attempt that restarted, inside its compile's
+            assert f'<details class="attempt" id="{anchor}-a{n}">' in sec
+            assert f'<span class="cid" title="{esc(e.ref)}">{esc(e.compile.key)}</span>' in sec
+            for p in e.compile.payloads():
+                assert (
+                    f'<code class="kind">{esc(p.kind)}</code> <span class="dim">line {p.line},'
+                    in sec
+                )
+            for i in e.compile.inputs:
+                for src in i.sources:
+                    assert f"<code>{esc_text(src)}</code>" in sec, (e.ref, src)
         for i in c.inputs:
             for s in i.sources:
                 assert f"<code>{esc_text(s)}</code>" in sec, (ref, s)

@@ -18,7 +18,7 @@ from tlview.commands import funnel
 from tlview.commands import show as show_help
 from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
 from tlview.commands.paths import newest, rereadable
-from tlview.errors import EXIT_NO_REPRO, EXIT_STRICT, EXIT_USAGE, TlviewError
+from tlview.errors import EXIT_STRICT, EXIT_USAGE, TlviewError
 from tlview.render import DIFF_FORMATS, REPORT_FORMATS, Options, format_for
 from tlview.replay import DEFAULT_TIMEOUT
 from tlview.runtime.cores import Meanwhile
@@ -555,18 +555,11 @@ def repro(
 ) -> None:
     """Write a script that re-runs a captured graph on inputs rebuilt from the log."""
     from tlview.commands.listing import quiet_torch
+    from tlview.commands.repro import repro_all_said, repro_said, repro_usage
 
     quiet_torch()
     path = newest(path) if latest else path
-    from tlview.analyze.names import GRAPH_KIND
-    from tlview.replay import make, script
-
-    if all_graphs == (compile_id is not None):
-        raise TlviewError("give --compile-id ID for one graph, or --all", EXIT_USAGE)
-    if output is None and (all_graphs or not run_now):
-        raise TlviewError("give -o DIR: where to write the repro", EXIT_USAGE)
-    if check_accuracy and not run_now:
-        raise TlviewError("--check-accuracy needs --run: it compares values of a run", EXIT_USAGE)
+    repro_usage(compile_id, all_graphs, output, run_now, check_accuracy)
     from tlview.replay.thirdparty import check_names
 
     check_names(allow_import)
@@ -585,22 +578,7 @@ def repro(
             allow_import=allow_import,
             check_accuracy=check_accuracy, launch=launch, dynamo=dynamo,
         )  # fmt: skip
-        for line in make.summary_lines(outcomes, run_now):
-            say(line)
-        summary = out / make.SUMMARY
-        say(f"tlview: wrote {summary}", err=True)
-        good = ("ran",) if run_now else ("ran", "written")
-        if not outcomes:  # asked for repros, got none: as much a failure as a skipped graph
-            raise TlviewError(
-                f"{path}: no {GRAPH_KIND} record in the log: no graph to repro", EXIT_NO_REPRO
-            )
-        if any(o.status not in good for o in outcomes):
-            raise TlviewError(
-                f"{path}: {sum(o.status not in good for o in outcomes)} of {len(outcomes)} "
-                f"graph(s) gave no repro that {'ran' if run_now else 'runs here'} "
-                f"(see {summary})",
-                EXIT_NO_REPRO,
-            )
+        repro_all_said(path, out, outcomes, run_now)
         return
     assert compile_id is not None
     o = tlview.repro(
@@ -608,20 +586,7 @@ def repro(
         run=run_now, force=force, progress=bar, max_bytes=limit, world=world, timeout=timeout,
         allow_import=allow_import, check_accuracy=check_accuracy, launch=launch, dynamo=dynamo,
     )  # fmt: skip
-    ran = run_now and o.status in ("ran", "mismatch", "inaccurate", "failed")
-    for note in [] if ran else o.notes:  # a repro that ran printed its notes itself
-        say(f"tlview: note: {note}", err=True)
-    if o.status == "skipped":
-        raise TlviewError(f"{path}: compile {o.ref}: no repro: {o.reason}", EXIT_NO_REPRO)
-    if out is not None:
-        say(f"tlview: wrote {out / script.SCRIPT} and {out / script.INPUTS}", err=True)
-    if o.status == "blocked":
-        raise TlviewError(
-            f"{path}: compile {o.ref}: the repro will not run here: {o.reason}", EXIT_NO_REPRO
-        )
-    if o.status in ("failed", "mismatch", "inaccurate"):
-        what = "is inaccurate" if o.status == "inaccurate" else o.status
-        raise TlviewError(f"{path}: compile {o.ref}: the repro {what}: {o.reason}", EXIT_NO_REPRO)
+    repro_said(path, out, o, run_now)
 
 
 @main.command()

@@ -426,13 +426,7 @@ class Reader:
             head = head[:-1]
             self.crlf = True
         led = rest is not None and rest.startswith(b"\t")  # payload lines follow
-        if not head or head[0] in _SPACE and not head.strip():
-            # Blank lines, or payload lines with no record above them.
-            if led or head.startswith(b"\t") or rest is not None and b"\n\t" in rest:
-                self.bad(line, "payload lines with no record line above them")
-            return None
-        if head.startswith(b"\t"):
-            self.bad(line, "payload lines with no record line above them")
+        if self._headless(head, rest, led, line):
             return None
         rec = self._record(head, line)
         if rec is None:
@@ -453,6 +447,18 @@ class Reader:
         if not led and rest and b"\n\t" in rest:  # TAB lines, but a blank line before them
             self._stray(line, rest, rest.index(b"\n\t") + 1)
         return rec
+
+    def _headless(self, head: bytes, rest: bytes | None, led: bool, line: int) -> bool:
+        """Whether the unit has no record line (blank lines, or payload lines with none above
+        them, which are a bad line)."""
+        if head.startswith(b"\t"):
+            self.bad(line, "payload lines with no record line above them")
+            return True
+        if head and (head[0] not in _SPACE or head.strip()):
+            return False
+        if led or rest is not None and b"\n\t" in rest:
+            self.bad(line, "payload lines with no record line above them")
+        return True
 
     def _over(self, u: _Long) -> tuple[Record | None, int]:
         """The record of a unit over the bound, if its line is within it; the next line."""

@@ -107,7 +107,9 @@ def test_inputs_runs_nothing_from_the_log(evil: Hostile, tmp_path: Path) -> None
 def test_allow_import_is_the_only_way_in(evil: Hostile, tmp_path: Path) -> None:
     """Positive control: the module the log names is imported when the user names it."""
     pytest.importorskip("torch")
-    res = run("inputs", str(evil.log), "--compile-id", "0/0", "--allow-import", evil.module)
+    res = run(
+        "inputs", str(evil.log), "--compile-id", "0/0", "--check", "--allow-import", evil.module
+    )
     assert_clean_exit(res, EXIT_OK, "--allow-import")
     assert evil.marks() == ["imported"]
 

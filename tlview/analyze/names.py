@@ -233,18 +233,9 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     holds a graph, with a note saying so."""
     compile_id = _as_named(report, compile_id)
     found = graphs(report)
-    names = {log.name for log in report.logs}
-    prefix, _, key = compile_id.rpartition(":")
-    if len(names) == 1 and prefix in names | {log_label(n) for n in names}:
-        compile_id = key  # LOG:ID of the only log: the ID, as `report` and `inputs` take it
-    hits = [(r, v) for r, v in found if r == compile_id or r.endswith(f":{compile_id}")]
+    hits = _named_graphs(report, found, compile_id)
     if len(hits) == 1:
         return hits[0][0], hits[0][1], None
-    if len(hits) > 1:
-        listed = ", ".join(command(r) for r, _ in hits[:6])
-        raise TlviewError(
-            f"{report.path}: {compile_id!r} is in several logs; use {listed}", EXIT_USAGE
-        )
     prefix, _, key = compile_id.rpartition(":")
     base, _, nth = key.partition("#")  # ID#N: the Nth graph filed under the compile
     known = ", ".join(r for r, _ in found[:12]) or "none"
@@ -255,23 +246,10 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
             f"compile id); the log's graphs: {known}",
             EXIT_NO_REPRO,
         )
-    try:
-        wanted = CompileId.parse(base)
-    except ValueError:
-        raise TlviewError(
-            f"{report.path}: {compile_id!r} is not a compile id (like 0/1 or LOG:0/1)", EXIT_USAGE
-        ) from None
-    refs = Refs.of(report)
-    for r, v in reversed(found):
-        own = refs(v)  # the graph's compile, as refs name it
-        if (
-            v.id is not None
-            and v.id.base == wanted.base
-            and v.id.attempt > wanted.attempt
-            and _in_log(v, prefix)
-            and r[len(own) :] == (f"#{nth}" if nth else "")
-        ):
-            return r, v, f"compile {base} was restarted; its graph is in attempt {r}"
+    later = _later_attempt(report, found, compile_id)
+    if later is not None:
+        r, v = later
+        return r, v, f"compile {base} was restarted; its graph is in attempt {r}"
     if not have or nth:  # no such compile, or no such graph of it
         what = "graph" if have else "compile"
         raise TlviewError(
@@ -284,6 +262,46 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
         f"{GRAPH_KIND} record); the log's graphs: {known}",
         EXIT_NO_REPRO,
     )
+
+
+def _named_graphs(
+    report: Report, found: list[tuple[str, Compile]], compile_id: str
+) -> list[tuple[str, Compile]]:
+    """The graphs named exactly COMPILE_ID (at most one: a name in several logs is refused)."""
+    names = {log.name for log in report.logs}
+    prefix, _, key = compile_id.rpartition(":")
+    if len(names) == 1 and prefix in names | {log_label(n) for n in names}:
+        compile_id = key  # LOG:ID of the only log: the ID, as `report` and `inputs` take it
+    hits = [(r, v) for r, v in found if r == compile_id or r.endswith(f":{compile_id}")]
+    if len(hits) > 1:
+        listed = ", ".join(command(r) for r, _ in hits[:6])
+        raise TlviewError(
+            f"{report.path}: {compile_id!r} is in several logs; use {listed}", EXIT_USAGE
+        )
+    return hits
+
+
+def _later_attempt(
+    report: Report, found: list[tuple[str, Compile]], compile_id: str
+) -> tuple[str, Compile] | None:
+    """The graph of the last attempt after the one named (it restarted), or None."""
+    prefix, _, key = compile_id.rpartition(":")
+    base, _, nth = key.partition("#")
+    try:
+        wanted = CompileId.parse(base)
+    except ValueError:
+        raise TlviewError(
+            f"{report.path}: {compile_id!r} is not a compile id (like 0/1 or LOG:0/1)", EXIT_USAGE
+        ) from None
+    refs = Refs.of(report)
+    suffix = f"#{nth}" if nth else ""
+    for r, v in reversed(found):
+        own = refs(v)  # the graph's compile, as refs name it
+        if v.id is None or v.id.base != wanted.base or v.id.attempt <= wanted.attempt:
+            continue
+        if _in_log(v, prefix) and r[len(own) :] == suffix:
+            return r, v
+    return None
 
 
 def artifact_name(kind: str, nth: int) -> str:

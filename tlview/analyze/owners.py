@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tlview.analyze.missing import CAPTURE_SPAN
+from tlview.analyze.vllm import read_by_vllm_view
 from tlview.aside import Loose
 from tlview.model import Compile, LogIndex, Phase
 from tlview.runtime.store import CompileList, Marks, marks
@@ -149,7 +150,7 @@ def owners_of(outside: Compile | None, marked: Sequence[Marks], kinds: dict[str,
     groups: dict[str, WriterGroup] = {}
     unknown: dict[str, int] = dict(kinds)
     for x in outside.loose if outside is not None else []:
-        if x.writer is not None and not x.torch:
+        if x.writer is not None and not x.torch and not read_by_vllm_view(x.name):
             unknown[x.name] = unknown.get(x.name, 0) + x.count
         got = _owner(x, captures)
         if got is not None:

@@ -19,6 +19,7 @@ from tlview.model import Compile, Phase
 
 SLACK_US = 1.0  # a child may end this much after its parent (timestamps are rounded)
 MAX_DEPTH = 32  # levels of nesting kept: a span deeper is added up under the 32nd (torch nests ~10)
+INF = float("inf")
 
 # Times compilation_metrics gives beside the four phases (model.PHASES), in microseconds: the
 # name tlview gives each, and the field. Read from torch 2.13's CompilationMetrics.
@@ -141,7 +142,13 @@ SCAN = 2 * MAX_DEPTH  # open spans looked through for one that holds a new span
 
 def _ended(phases: Iterable[Phase]) -> list[Phase]:
     """The spans that ended, outermost first where two begin together."""
-    done = [p for p in phases if p.dur_us is not None]
+    # A span must begin before it ends: a damaged log's negative, infinite or NaN times are
+    # dropped (NaN fails both comparisons).
+    done = [
+        p
+        for p in phases
+        if p.dur_us is not None and 0 <= p.dur_us < INF and -INF < p.start_us < INF
+    ]
     done.sort(key=lambda p: (p.start_us, -(p.dur_us or 0.0)))
     return done
 
@@ -205,7 +212,7 @@ class _Names:
         self.open[name] = (n + 1, t if n == 0 else since)
 
     def end(self, name: str, t: float) -> None:
-        n, since = self.open[name]
+        n, since = self.open.get(name, (1, t))
         self.open[name] = (n - 1, since)
         if n == 1:
             self.names[name][1] += t - since
@@ -220,8 +227,12 @@ def _innermost(open_: list[int], closed: list[bool]) -> int | None:
 
 def _sweep(done: list[Phase], aggs: list[_Agg], names: dict[str, list[float]]) -> None:
     """Own time to the innermost open span at each instant; inclusive time per name."""
+    # At one instant: ends first, then starts, then the ends of spans of no length (which
+    # must follow their own start).
     events = [(p.start_us, 1, i) for i, p in enumerate(done)]
-    events += [(p.start_us + (p.dur_us or 0.0), 0, i) for i, p in enumerate(done)]
+    events += [
+        (p.start_us + (p.dur_us or 0.0), 0 if p.dur_us else 2, i) for i, p in enumerate(done)
+    ]
     events.sort()
     open_: list[int] = []
     closed = [False] * len(done)
@@ -233,7 +244,7 @@ def _sweep(done: list[Phase], aggs: list[_Agg], names: dict[str, list[float]]) -
         if top is not None:
             own[top] += t - last
         last = t
-        if starts:
+        if starts == 1:
             open_.append(i)
             union.begin(done[i].name, t)
         else:

@@ -264,6 +264,12 @@ class _Item:
         return self.payload.kind if self.payload is not None else "compilation_metrics_runtime"
 
 
+def read_by_vllm_view(name: str) -> bool:
+    """Whether a record of this name is one of vLLM's, which the vLLM part of a report reads
+    (config, split graph, pieces, passes, compile events): never a name tlview does not read."""
+    return name.startswith("vllm_")
+
+
 def is_vllm(log: LogIndex) -> bool:
     """Whether vLLM wrote records into this log."""
     return any(_has_vllm(c) for c in log.compiles)

@@ -75,20 +75,29 @@ _WHOLE_DTYPES: dict[str, tuple[Any, bool] | None] = {}
 def resolve_type(name: str | None, allow_import: Sequence[str]) -> tuple[Any, str | None]:
     """The tensor class a log names, or why not: only torch's own modules unless allowed."""
     torch = need_torch()
+    refused = import_refusal(name, allow_import)
+    if refused is not None:
+        return None, refused
+    assert name is not None
+    return _tensor_class(torch, name, name.split("."))
+
+
+def import_refusal(name: str | None, allow_import: Sequence[str]) -> str | None:
+    """Why the tensor class a log names is not imported (None: it may be), without torch."""
     if not name or not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", name):
-        return None, f"the logged type {name!r} is not a class name"
+        return f"the logged type {name!r} is not a class name"
     parts = name.split(".")
     if any(part.startswith("__") for part in parts):
-        return None, f"the logged type {name} names a private module: not imported"
+        return f"the logged type {name} names a private module: not imported"
     allowed = parts[0] == "torch" or any(
         name == m or name.startswith(m.rstrip(".") + ".") for m in allow_import
     )
     if not allowed:
-        return None, (
+        return (
             f"type {name} lives outside torch and importing it would run its code: "
             f"pass --allow-import {parts[0]} to allow it"
         )
-    return _tensor_class(torch, name, parts)
+    return None
 
 
 def _tensor_class(torch: Any, name: str, parts: list[str]) -> tuple[Any, str | None]:

@@ -10,6 +10,7 @@ from typing import Any
 from tlview.errors import TlviewError
 from tlview.index.dims import DynamicDims, GraphDims, dynamic_dims, input_symbols
 from tlview.model import Compile, Input
+from tlview.tensors.dtypes import import_refusal
 from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for
 from tlview.tensors.rebuilt import Rebuilt
 from tlview.units import dims, nbytes
@@ -55,6 +56,8 @@ def input_rows(c: Compile, allow_import: Sequence[str] = (), check: bool = False
             row = _metadata(name, g, g.tensors.get(tid), inp, src, taken, dynamic)
             if check:
                 row += _rebuilt(name, g.tensors.get(tid), built, out.notes)
+            else:
+                out.notes.extend(_refused(name, g.tensors.get(tid), allow_import))
             out.rows.append(row)
     return out
 
@@ -127,6 +130,17 @@ def _rebuilt(
             )
     notes.extend(_note_lines(name, built.fake, built.real))
     return (_status(built.fake, name), real_status)
+
+
+def _refused(name: str, p: TensorPlan | None, allow_import: Sequence[str]) -> list[str]:
+    """What the plan alone already says will not rebuild (no torch needed to know it): a
+    DTensor's mesh past the bound, a subclass whose module may not be imported."""
+    if p is None:
+        return []
+    error = p.dtensor.get("error") if p.dtensor is not None else None
+    if not isinstance(error, str) and p.subclass and p.type_name:
+        error = import_refusal(p.type_name, allow_import)
+    return [f"{name}: not rebuilt: {error}"] if isinstance(error, str) else []
 
 
 def _fmt_dims(v: Sequence[Any] | None, symbols: Mapping[int, str] | None = None) -> str:

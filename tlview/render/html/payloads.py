@@ -235,44 +235,66 @@ def share_budget(
             k,
         ),
     )
-    left = kept.PAGE_PAYLOAD_BYTES
-    holders: dict[bytes, str] = {}  # digest -> the anchor of the code element with its text
+    share = _Share(report, budget, full, kept.PAGE_PAYLOAD_BYTES)
     for k in order:
         ri, pl = payloads[k]
-        r = rows[ri]
+        share.give(rows[ri], pl, tiers[ri])
+    if not full:  # a full page shows every metric value whole
+        _count_cut_metrics(rows, budget)
+
+
+@dataclass(slots=True)
+class _Share:
+    """The page budget as it is given out, payload by payload, in `share_budget`'s order."""
+
+    report: Report
+    budget: Budget
+    full: bool
+    left: int  # bytes of text the page may still show
+    holders: dict[bytes, str] = field(default_factory=dict)  # digest -> anchor with its text
+
+    def give(self, r: Row, pl: BudgetItem, tier: int) -> None:
+        budget = self.budget
         budget.payloads += 1
         budget.total_bytes += pl.bytes
         if pl.size is None:
             if pl.bytes:
-                _leave_out(budget, r, pl, "reader", tiers[ri])
+                _leave_out(budget, r, pl, "reader", tier)
             else:
                 pl.state = "none"  # torch wrote it without a payload, or an empty one
-            continue
-        holder = holders.get(pl.digest) if pl.digest is not None else None
+            return
+        holder = self.holders.get(pl.digest) if pl.digest is not None else None
         if holder is not None:
             pl.state, pl.shown, pl.same = "whole", pl.size, holder
             budget.same += 1
             budget.shown_bytes += pl.shown
-            continue
-        cap = pl.size if full else min(kept.PAYLOAD_BYTES, left)
-        if pl.size > cap and (cap < MIN_CUT or pl.size <= kept.PAYLOAD_BYTES) and not full:
-            _leave_out(budget, r, pl, "spent", tiers[ri])
-            continue
+            return
+        cap = pl.size if self.full else min(kept.PAYLOAD_BYTES, self.left)
+        if pl.size > cap and (cap < MIN_CUT or pl.size <= kept.PAYLOAD_BYTES) and not self.full:
+            _leave_out(budget, r, pl, "spent", tier)
+            return
+        self._show(r, pl, cap)
+
+    def _show(self, r: Row, pl: BudgetItem, cap: int) -> None:
+        """Show the payload whole, or its first CAP bytes."""
+        assert pl.size is not None
         if pl.size > cap:
             pl.state = "cut"
-            pl.text = _cut(_text_of(report, r, pl), cap)
+            pl.text = _cut(_text_of(self.report, r, pl), cap)
             pl.shown = _utf8_len(pl.text)
         else:
             pl.state = "whole"
             pl.shown = pl.size
             if pl.digest is not None and pl.size > PLAIN_BYTES and pl.kind != "dynamo_error":
-                holders[pl.digest] = f"{r.anchor}-p{pl.pos}-z"
-        left -= pl.shown
-        budget.shown_bytes += pl.shown
+                self.holders[pl.digest] = f"{r.anchor}-p{pl.pos}-z"
+        self.left -= pl.shown
+        self.budget.shown_bytes += pl.shown
         if pl.shown < pl.bytes:
-            budget.cut += 1
-    if full:
-        return  # every metric value is shown whole
+            self.budget.cut += 1
+
+
+def _count_cut_metrics(rows: list[Row], budget: Budget) -> None:
+    """Long metric values cut on the page, each counted once where it is first shown."""
     seen: dict[tuple[str, bytes], str] = {}
     for r in rows:
         for name, d, n in r.long_metrics:

@@ -54,6 +54,20 @@ class BreakNote(NamedTuple):
     callers: list[FrameView]  # the user calls that led to it, from the compiled function on
 
 
+class AttemptView(NamedTuple):
+    """An attempt of the compile that restarted (torch counts it in the compile, not apart):
+    its inputs, breaks and artifacts, named; their texts are one `tlview show` away."""
+
+    key: str
+    ref: str
+    anchor: str
+    restarts: list[str]  # why it restarted, in words
+    inputs: list[InputView]
+    alias_groups: int
+    breaks: list[BreakNote]
+    artifacts: list[tuple[str, int, int]]  # (kind, log line, bytes)
+
+
 class SymbolView(NamedTuple):
     kind: str
     symbol: str
@@ -121,6 +135,7 @@ class CompileView:
     bwd_metrics: list[list[MetricView]] = field(default_factory=list)
     timeline: Timeline | None = None
     breaks: list[BreakNote] = field(default_factory=list)
+    attempts: list[AttemptView] = field(default_factory=list)  # attempts that restarted first
     symbols: list[SymbolView] = field(default_factory=list)
     kernels: list[KernelView] = field(default_factory=list)
     provenance: list[ProvenanceView] = field(default_factory=list)
@@ -158,6 +173,7 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
     v.inputs = [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
     v.breaks = [_break(b, page.break_anchor.get(b.key, "")) for b in a.breaks]
     v.more = facts_view(a, r.detail)
+    v.attempts = [_attempt(e, f"{r.anchor}-a{k}", page) for k, e in enumerate(a.earlier)]
     kinds = section_payloads(c)
     on_page: dict[int, tuple[str, str | None]] = {}  # payload -> its anchor, the text it shows
     for pl in r.payloads:
@@ -187,6 +203,23 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
     v.bwd_metrics = [metric_views(m, r, page.shared, page.full)[0] for m in c.bwd_metrics]
     v.timeline = compile_timeline(c.phases)
     return v
+
+
+def _attempt(e: Analysis, anchor: str, page: Page) -> AttemptView:
+    c = e.compile
+    names = input_names(c.inputs)
+    marks = describer_marks(c.inputs)
+    dynamic = dynamic_dims(c)
+    return AttemptView(
+        key=c.key,
+        ref=e.ref,
+        anchor=anchor,
+        restarts=[x.text for x in e.restarts],
+        inputs=[input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs],
+        alias_groups=e.alias_groups,
+        breaks=[_break(b, page.break_anchor.get(b.key, "")) for b in e.breaks],
+        artifacts=[(p.kind, p.line, p.bytes) for p in c.payloads()],
+    )
 
 
 def _by_line(
