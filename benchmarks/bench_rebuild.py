@@ -90,7 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log = args.log or make_log(args.layers, Path(tmp))
         report = load(log)
-    c = max(report.compiles, key=lambda c: len(c.inputs))
+    c = max(report.attempts, key=lambda c: len(c.inputs))
     groups = plan_compile(c)
     nbytes = sum(sum(g.storages.values()) for g in groups)
     originals = real_inputs(c, seed=0).tensors

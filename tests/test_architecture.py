@@ -19,6 +19,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "base",
         (
             "tlview.errors",
+            "tlview.counting",
+            "tlview.reprs",
             "tlview.model",
             "tlview.aside",
             "tlview.units",

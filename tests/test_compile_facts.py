@@ -46,7 +46,7 @@ def read(path: Path) -> Report:
 
 
 def compiles(path: Path) -> dict[str, Compile]:
-    return {c.key: c for c in read(path).compiles}
+    return {c.key: c for c in read(path).attempts}
 
 
 def raw_spans(path: Path) -> dict[tuple[str, str], float]:
@@ -130,12 +130,12 @@ def test_the_aotinductor_build_logged_under_the_export_is_counted() -> None:
 
 def test_run_totals_are_the_compiles_added_up_and_count_the_outside_work() -> None:
     path = FIXTURES / "aoti.log"
-    per = [compile_phases(c) for c in read(path).compiles]
-    run = run_phases(read(path).compiles)
+    per = [compile_phases(c) for c in read(path).attempts]
+    run = run_phases(read(path).attempts)
     assert run.spans_s == pytest.approx(sum(cp.spans_s for cp in per))
     assert run.outside_s == pytest.approx(next(cp.spans_s for cp in per if cp.outside))
     assert sum(n.inclusive_s for n in run.tree) == pytest.approx(run.spans_s)
-    totals = span_totals(read(path).compiles)
+    totals = span_totals(read(path).attempts)
     raw = raw_spans(path)
     assert totals["inductor_compile"] * 1e6 == pytest.approx(
         sum(v for (_, name), v in raw.items() if name == "inductor_compile"), abs=0.1
@@ -173,8 +173,8 @@ def test_phase_gate_on_report_with_a_stored_baseline(tmp_path: Path) -> None:
         "report", FIXTURES / "export_aoti.log", "-q", "--baseline", base,
         "--fail-on", "phase:inductor_compile:+0%",
     )  # fmt: skip
-    b = span_totals(read_report(base).compiles)["inductor_compile"]
-    n = span_totals(read(FIXTURES / "export_aoti.log").compiles)["inductor_compile"]
+    b = span_totals(read_report(base).attempts)["inductor_compile"]
+    n = span_totals(read(FIXTURES / "export_aoti.log").attempts)["inductor_compile"]
     assert slower.exit_code == 3
     assert f"phase:inductor_compile: {b:.2f} s -> {n:.2f} s (allowed +0%)" in slower.output
     same = run_cli(
@@ -194,7 +194,7 @@ def test_phase_gate_on_report_with_a_stored_baseline(tmp_path: Path) -> None:
 def test_a_stored_report_keeps_each_compiles_spans(tmp_path: Path) -> None:
     base = tmp_path / "base.json"
     run_cli("report", FIXTURES / "autotune.log", "--format", "json", "-o", base)
-    stored = {c.key: c.phases for c in read_report(base).compiles}
+    stored = {c.key: c.phases for c in read_report(base).attempts}
     for key, c in compiles(FIXTURES / "autotune.log").items():
         assert stored[key] == c.phases
 
@@ -232,9 +232,9 @@ def test_bad_phase_checks_are_usage_errors(spec: str, says: str) -> None:
 
 def test_measure_fills_phases_and_baseline_figures() -> None:
     checks = parse_checks(["phase:inductor_compile:+10%", "graph-breaks"], True)
-    got = measure(checks, read(FIXTURES / "export_aoti.log").compiles, read(FIXTURES / "aoti.log"))
+    got = measure(checks, read(FIXTURES / "export_aoti.log").attempts, read(FIXTURES / "aoti.log"))
     assert got[0].new == pytest.approx(
-        span_totals(read(FIXTURES / "export_aoti.log").compiles)["inductor_compile"]
+        span_totals(read(FIXTURES / "export_aoti.log").attempts)["inductor_compile"]
     )
     assert got[0].base is not None and got[1].base == 0
 
@@ -278,7 +278,7 @@ def test_cudagraphs_skipped_and_why() -> None:
         f"{line[1]}:{line[2]}",
     )
     assert "\n" not in g.words
-    assert cudagraph_counts(read(path).compiles) == {
+    assert cudagraph_counts(read(path).attempts) == {
         "skipped": 1,
         "skipped: cpu device (arg0_1)": 1,
     }
@@ -288,7 +288,7 @@ def test_cudagraphs_skipped_and_why() -> None:
 
 
 def _origins(path: Path) -> dict[str, list[Any]]:
-    cs = list(read(path).compiles)
+    cs = list(read(path).attempts)
     ctx = origin_context(cs)
     return {c.key: origins(c, ctx) for c in cs}
 
@@ -351,7 +351,7 @@ def test_compiled_autograd_says_why_it_captured_again() -> None:
 
 def test_guard_text_reads_every_recompile_reason_of_the_corpus() -> None:
     for path in (corpus("dynamic_shapes"), corpus("mlp_aot_eager"), FIXTURES / "recomp.log"):
-        for c in read(path).compiles:
+        for c in read(path).attempts:
             for r in c.recompile_reasons:
                 g = guard_text(r)
                 assert g.check and "\n" not in g.check and not g.check.startswith(("#", " "))
@@ -435,6 +435,6 @@ def test_origins_built_compile_by_compile_are_the_same(name: str) -> None:
 
     whole = _origins(FIXTURES / name)
     ctx = OriginContext()
-    for c in read(FIXTURES / name).compiles:
+    for c in read(FIXTURES / name).attempts:
         ctx.add(c)
         assert origins(c, ctx) == whole[c.key]

@@ -13,6 +13,7 @@ import pytest
 from conftest import CORPUS, FIXTURES
 
 from tlview.analyze.summary import overview
+from tlview.counting import counts_as_compile
 from tlview.load import read as load
 
 
@@ -52,8 +53,14 @@ def test_the_headline_counts_compiles_as_torch_does(path: Path) -> None:
     o = overview(rep)
     # Compiles torch logged no metrics for: one that never finished, and one past the
     # recompile limit that torch 2.5 and older log nothing for (inferred).
-    inferred = sum(1 for c in rep.compiles if c.fail_type == "recompile limit (inferred)")
+    inferred = sum(1 for c in rep.attempts if c.fail_type == "recompile limit (inferred)")
     assert o.compiles == torch_counts(path) + o.incomplete + inferred, path
+    # The API's compiles are the headline's (and the traced ids the JSON lists with them).
+    listed = sum(1 for c in rep.compiles if not counts_as_compile(c))  # traced, `!0`
+    assert len(rep.compiles) == o.compiles + listed == len(list(rep.compiles)), path
+    assert [c.key for c in rep.compiles[-2:]] == [c.key for c in list(rep.compiles)[-2:]]
+    assert all(c.id is not None and c.status != "restarted" for c in rep.compiles)
+    assert [c.key for c in rep.outside] == ["-/-"] * len(rep.outside)
 
 
 def test_restarts_are_beside_the_compiles_not_among_them() -> None:

@@ -19,8 +19,8 @@ def test_load_warns_and_reads_as_tlview_read() -> None:
     with pytest.warns(DeprecationWarning, match=r"tlview\.load\.load is deprecated.*tlview\.read"):
         old = tlview.load.load(DEMO)
     new = tlview.read(DEMO)
-    assert [c.key for c in old.compiles] == [c.key for c in new.compiles]
-    assert len(list(new.compiles)) == 8
+    assert [c.key for c in old.attempts] == [c.key for c in new.attempts]
+    assert len(list(new.attempts)) == 8
 
 
 def test_find_compile_and_forget_plans_warn() -> None:
@@ -34,7 +34,7 @@ def test_find_compile_and_forget_plans_warn() -> None:
 def test_the_api_itself_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        assert len(list(tlview.read(DEMO).compiles)) == 8
+        assert len(list(tlview.read(DEMO).attempts)) == 8
 
 
 @pytest.mark.slow  # imports torch
@@ -46,7 +46,7 @@ def test_old_rebuilds_warn_and_take_the_api_signature() -> None:
         DeprecationWarning, match=r"tlview\.rebuild\.real_inputs.*tlview\.real_inputs"
     ):
         by_id = tlview.rebuild.real_inputs(rep, "2/0", mode="zeros")  # the API's signature
-    c = {c.key: c for c in rep.compiles}["2/0"]
+    c = {c.key: c for c in rep.attempts}["2/0"]
     with pytest.warns(DeprecationWarning):
         by_compile = tlview.rebuild.real_inputs(c, mode="zeros")  # and the old one
     for got in (by_id, by_compile):

@@ -308,7 +308,7 @@ def test_a_guard_is_the_same_guard_whatever_values_it_saw() -> None:
     """Two runs whose recompile reason differs in the sizes seen, or in the stack torch adds
     (paths of one checkout), failed the same guard: no reason new in one and gone in the other.
     The reasons are mlp_aot_eager's, as torch 2.13 writes them."""
-    (c,) = [c for c in load(corpus("mlp_aot_eager")).compiles if c.key == "0/1_1"]
+    (c,) = [c for c in load(corpus("mlp_aot_eager")).attempts if c.key == "0/1_1"]
     (logged,) = c.recompile.reasons  # type: ignore[union-attr]
     other = logged.replace("actual 12", "actual 16") + '\nUser stack trace:\n  File "/x.py", line 3'
     assert (
@@ -323,7 +323,7 @@ def test_a_guard_is_the_same_guard_whatever_folders_torch_cut() -> None:
     """torch names the source line of a guard with its path cut to what differs from its own
     install's ("# new/n03.py:33 in f", "# mp/v214/new/n03.py:33 in f" with torch elsewhere):
     the same guard in two environments. The reason is dynamic_shapes', as torch 2.13 wrote it."""
-    (c,) = [c for c in load(corpus("dynamic_shapes")).compiles if c.key == "0/1"]
+    (c,) = [c for c in load(corpus("dynamic_shapes")).attempts if c.key == "0/1"]
     logged = next(r for r in c.recompile.reasons if "# corpus/gen/" in r)  # type: ignore[union-attr]
     moved = logged.replace("# corpus/gen/", "# user/corpus/gen/").replace(
         "(_dynamo/variables/", "(torch/_dynamo/variables/"
@@ -338,14 +338,14 @@ def test_one_program_under_torch_213_and_28_has_no_change() -> None:
     """torch 2.8 writes a failed guard without the source-line comment later torch adds, and
     words the recompile limit otherwise (RecompileLimitExceeded, not Unsupported): the same."""
     base, new = load(FIXTURES / "recomp.log"), load(FIXTURES / "torch28.log")
-    (b,) = [c for c in base.compiles if c.key == "1/1"]
-    (n,) = [c for c in new.compiles if c.key == "1/1"]
+    (b,) = [c for c in base.attempts if c.key == "1/1"]
+    (n,) = [c for c in new.attempts if c.key == "1/1"]
     assert (
         b.recompile_reasons[0].startswith("1/0: n == 2  ")
         and "# return y * n" in (b.recompile_reasons[0])
     )
     assert n.recompile_reasons[0].rstrip() == "1/0: n == 2"
-    assert [c.fail_type for r in (base, new) for c in r.compiles if c.key == "2/2"] == [
+    assert [c.fail_type for r in (base, new) for c in r.attempts if c.key == "2/2"] == [
         "Unsupported",
         "RecompileLimitExceeded",
     ]
@@ -382,7 +382,7 @@ def test_one_program_under_torch_25_and_213_has_no_change() -> None:
     limit cache_size_limit and does not log its value (2.13: `recompile_limit (2)`): the same
     guards and the same failure, not a guard and a failure gone and others new."""
     base, new = load(FIXTURES / "torch25.log"), load(FIXTURES / "limit.log")
-    reasons = [c.recompile_reasons[0] for r in (base, new) for c in r.compiles if c.key == "0/1"]
+    reasons = [c.recompile_reasons[0] for r in (base, new) for c in r.attempts if c.key == "0/1"]
     assert reasons == [
         "0/0: tensor 'L['x']' size mismatch at index 0. expected 1, actual 2",
         "0/0: tensor 'x' size mismatch at index 0. expected 1, actual 2",

@@ -38,7 +38,7 @@ _GRAD = re.compile(r"tensor '(.+?)' requires_grad mismatch\. expected requires_g
 
 
 def by_key(path: Path) -> dict[str, Compile]:
-    return {c.key: c for c in load(path).compiles}
+    return {c.key: c for c in load(path).attempts}
 
 
 def source(name: str) -> str:
@@ -67,7 +67,7 @@ def expected_change(reason: str) -> InputChange | None:
 def test_every_guard_failure_names_the_input_that_changed(folder: str) -> None:
     """The guard that failed against the previous compile names a source and field; we find it."""
     checked = 0
-    for c in load(corpus(folder)).compiles:
+    for c in load(corpus(folder)).attempts:
         r = c.recompile
         if r is None:
             continue

@@ -181,7 +181,7 @@ def test_page_shows_every_compile_input_and_metric(path: Path) -> None:
     # what torch counts, and what is outside any compile; restarted attempts nest in them
     shown = [a for a in analysed(rep) if not restarted(a.compile)]
     assert len(anchors) == len(set(anchors)) == len(shown)
-    assert sum(1 + len(a.earlier) for a in shown) == len(list(rep.compiles))
+    assert sum(1 + len(a.earlier) for a in shown) == len(list(rep.attempts))
     for a, anchor in zip(shown, anchors, strict=True):
         c = a.compile
         ref = refs(c)
@@ -253,7 +253,7 @@ def _section(text: str, anchor: str) -> str:
 
 def test_aliasing_picture_spans_the_bytes_each_tensor_covers() -> None:
     rep, text = render(DEMO)
-    c = next(c for c in rep.compiles if c.key == "2/0")
+    c = next(c for c in rep.attempts if c.key == "2/0")
     st, plain = inputs.storages(c)
     assert plain == 0
     # views(base.t(), base[2:, 1:5], randn(4, 4)[:, ::2]) with base a 6x10 float32 tensor.
@@ -292,7 +292,7 @@ def test_span_of_symbolic_zero_size_and_unknown_dtype() -> None:
 def test_every_storage_of_the_corpus_views_log_is_drawn() -> None:
     rep, text = render(corpus("views_aliasing"))
     drawn = 0
-    for c in rep.compiles:
+    for c in rep.attempts:
         keys = {i.storage_key for i in c.inputs if i.storage_key}
         views, plain = inputs.storages(c)
         drawn += len(views)
@@ -320,7 +320,7 @@ def test_divergence_and_recompile_records_are_rendered() -> None:
 
 def test_failures_show_reason_stack_and_dynamo_error() -> None:
     rep, text = render(corpus("compile_error"))
-    failed = [c for c in rep.compiles if c.status == "failed"]
+    failed = [c for c in rep.attempts if c.status == "failed"]
     assert len(failed) == 7
     refs = Refs.of(rep)
     for c in failed:
@@ -335,7 +335,7 @@ def test_failures_show_reason_stack_and_dynamo_error() -> None:
 
 def test_timeline_of_a_compile_and_of_the_page() -> None:
     rep, text = render(DEMO)
-    c = next(c for c in rep.compiles if c.key == "2/0")
+    c = next(c for c in rep.attempts if c.key == "2/0")
     tl = timeline.compile_timeline(c.phases)
     assert tl is not None and len(tl.bars) == len(c.phases) == 8
     assert {b.name for b in tl.bars} >= {"dynamo", "entire_frame_compile", "build_guards"}
@@ -345,14 +345,14 @@ def test_timeline_of_a_compile_and_of_the_page() -> None:
     assert sec.count('class="bar  ph"') == 8
     lanes = re.findall(r'<a href="#(c-[^"]+)"><svg class="bar st-', text)
     # A lane per compile with phases; the attempts that restarted (0/0, 0/1) are their compile's.
-    assert {c.key for c in rep.compiles if c.phases} == {"0/0", "0/1", *(k[2:] for k in lanes)}
+    assert {c.key for c in rep.attempts if c.phases} == {"0/0", "0/1", *(k[2:] for k in lanes)}
     assert set(lanes) == {"c-0/0_1", "c-0/1_1", "c-1/0", "c-1/1", "c-2/0"}
 
 
 @pytest.mark.slow  # over a second in all (pytest --durations)
 def test_truncated_log_shows_phases_that_never_ended() -> None:
     rep, text = render(corpus("truncated_log"))
-    inc = [c for c in rep.compiles if c.status == "incomplete"]
+    inc = [c for c in rep.attempts if c.status == "incomplete"]
     assert inc
     sec = _section(text, "c-" + inc[0].key)
     assert "<strong>Never finished.</strong>" in sec
@@ -374,12 +374,12 @@ def shown_by_line(rep: Report, text: str) -> dict[int, str | None]:
 def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus("transformer_inductor")
     whole = {
-        (p.line): p.text for c in load(path, kept.page_keep(True)).compiles for p in c.payloads()
+        (p.line): p.text for c in load(path, kept.page_keep(True)).attempts for p in c.payloads()
     }
     monkeypatch.setattr(kept, "PAYLOAD_BYTES", 2000)
     monkeypatch.setattr(kept, "PAGE_PAYLOAD_BYTES", 20_000)
     rep, text = render(path)
-    payloads = [p for c in rep.compiles for p in c.payloads()]
+    payloads = [p for c in rep.attempts for p in c.payloads()]
     cuts = re.findall(
         r"Cut: showing the first ([\d,]+) of ([\d,]+) lines \(([^)]*)\); the rest is at line (\d+) of ",
         text,
@@ -427,7 +427,7 @@ def test_budget_cuts_visibly_and_full_keeps_everything(monkeypatch: pytest.Monke
     assert "Cut: showing" not in text and "Not on this page" not in text
     assert 'id="budget"' not in text
     shown = shown_by_line(rep, text)
-    for c in rep.compiles:
+    for c in rep.attempts:
         for p in c.payloads():
             assert p.text is not None and len(p.text.encode()) == p.bytes
             assert shown[p.line] == p.text
@@ -455,7 +455,7 @@ def test_repeated_long_metrics_link_to_the_first_compile() -> None:
     assert cfg.same_as is None and cfg.value.startswith("{\n")
     again = next(m for m in later.metrics if m.name == "dynamo_config")
     assert again.same_as == (first.anchor, first.ref)
-    metrics = list(rep.compiles)[later.row.n].metrics or {}
+    metrics = list(rep.attempts)[later.row.n].metrics or {}
     nulls = [k for k, v in metrics.items() if v is None]
     assert later.null_metrics == nulls
 
@@ -608,7 +608,7 @@ def test_compiles_beyond_the_detail_budget_keep_status_reasons_and_inputs(
     assert f"{built.budget.light} compiles shown without details" in text
     views = list(section.compile_views(built))
     assert [v.key for v in views] == [r.key for r in built.compiles]
-    compiles = list(rep.compiles)
+    compiles = list(rep.attempts)
     for v in views:
         sec = _section(text, v.anchor)
         note = "for this one it shows the status, reasons and inputs" in sec
@@ -642,7 +642,7 @@ def test_compiles_beyond_the_page_cap_are_counted_and_full_shows_them(
     path = corpus("compile_error")  # two logs, 13 compiles, 7 of them failed
     monkeypatch.setattr(pick, "PAGE_COMPILES", 9)
     rep, text = render(path)
-    compiles = list(rep.compiles)
+    compiles = list(rep.attempts)
     failed = [k for k, c in enumerate(compiles) if c.status == "failed"]
     rest = [k for k, c in enumerate(compiles) if c.status != "failed"]
     assert len(compiles) == 13 and len(failed) == 7
@@ -730,7 +730,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     path = corpus("tlparse-tests", "multi_rank_logs")  # 4 logs, 25 compiles (16 in one)
     rep = load(path, kept.page_keep(False))
     assert sum(log.compiles.on_disk for log in rep.logs) == 2  # type: ignore[attr-defined]
-    every = len(list(rep.compiles))
+    every = len(list(rep.attempts))
     # The page-wide parts keep no compile, payload or input: only rows.
     built = page.build(rep)
     assert len(built.compiles) == every
@@ -758,7 +758,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     sink = io.BytesIO()
     html.stream(rep, sink)
     assert len(made) == every
-    for c in rep.compiles:
+    for c in rep.attempts:
         for i in c.inputs:
             for s in i.sources:
                 assert f"<code>{esc_text(s)}</code>".encode() in sink.getvalue()
@@ -777,7 +777,7 @@ def test_page_holds_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
         gc.collect()
         tracemalloc.reset_peak()
         start = tracemalloc.get_traced_memory()[0]
-        everything = list(rep.compiles)
+        everything = list(rep.attempts)
         held_all = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
@@ -846,7 +846,7 @@ def test_compile_id_page_shows_that_compile_alone_and_whole(
     # a payload (the whole page's, below).
     log = corpus("truncated_log")
     rep = load(log, kept.page_keep(True))
-    c = next(c for c in rep.compiles if c.key == "0/1")
+    c = next(c for c in rep.attempts if c.key == "0/1")
     graph = next(p for p in c.graphs if p.kind == "aot_joint_graph")
     assert graph.text is not None and len(graph.text) > 64 * 1024
     tail = graph.text[-300:]

@@ -279,8 +279,8 @@ def test_real_log_pages(browser: Chromium, path: Path, tmp_path: Path) -> None:
         "Array.from(document.querySelectorAll('section.compile'),"
         " s => [s.id, s.querySelector('.cid').innerText, s.querySelector('.cid').title])"
     )
-    assert len(shown) == len(list(rep.compiles)) == len({a for a, _, _ in shown})
-    for (_, label, title), c in zip(shown, rep.compiles, strict=True):
+    assert len(shown) == len(list(rep.attempts)) == len({a for a, _, _ in shown})
+    for (_, label, title), c in zip(shown, rep.attempts, strict=True):
         assert title == refs(c)  # the full name: rank or log file, and compile id
         assert label == c.key or (many and label.endswith(" " + c.key)), (label, c.key)
     rows = browser.eval("document.querySelectorAll('#ctable tbody tr').length")
@@ -291,7 +291,7 @@ def test_real_log_pages(browser: Chromium, path: Path, tmp_path: Path) -> None:
     wide = "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     width, room = browser.eval(wide)
     assert width <= room, (path.name, width, room)
-    for c in rep.compiles:
+    for c in rep.attempts:
         for i in c.inputs:
             for s in i.sources:
                 assert s in text, (compile_ref(c, many), s)
@@ -329,9 +329,9 @@ def _press(browser: Chromium, key: str, code: str, text: str = "") -> None:
 def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
     rep, dest = page_for(DEMO, tmp_path / "demo.html")
     assert problems(browser.load(dest), dest) == []
-    keys = [c.key for c in rep.compiles]
+    keys = [c.key for c in rep.attempts]
     assert _visible_ids(browser) == keys
-    times = {c.key: c.compile_time_s for c in rep.compiles}
+    times = {c.key: c.compile_time_s for c in rep.attempts}
     timed = sorted((k for k in keys if times[k] is not None), key=lambda k: times[k] or 0)
     untimed = [k for k in keys if times[k] is None]
     th = "document.querySelectorAll('#ctable thead th')"
@@ -360,7 +360,7 @@ def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
     browser.eval(
         "const s = document.getElementById('status'); s.value = 'restarted'; s.dispatchEvent(new Event('change')); 1"
     )
-    assert _visible_ids(browser) == [c.key for c in rep.compiles if c.status == "restarted"]
+    assert _visible_ids(browser) == [c.key for c in rep.attempts if c.status == "restarted"]
     # j and k walk the compile sections; Enter opens the one with the focus.
     browser.eval("document.activeElement.blur(); 1")
     _press(browser, "j", "KeyJ", "j")
@@ -376,7 +376,7 @@ def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
 def test_failing_compile_reason_and_inputs_in_two_clicks(browser: Chromium, tmp_path: Path) -> None:
     rep, dest = page_for(corpus("compile_error"), tmp_path / "errors.html")
     assert problems(browser.load(dest), dest) == []
-    failed = [c for c in rep.compiles if c.status == "failed"]
+    failed = [c for c in rep.attempts if c.status == "failed"]
     # Click 1: the "failed" figure filters the table to the failed compiles.
     browser.eval("document.querySelector('button.fig[data-status=failed]').click()")
     shown = _visible_ids(browser)
@@ -447,11 +447,11 @@ def test_download_link_gives_the_phases_as_a_chrome_trace(
     rep, dest = page_for(DEMO, tmp_path / "demo.html")
     trace = download_trace(browser, dest, tmp_path / "downloads")
     phases = [e for e in trace["traceEvents"] if e["ph"] != "M"]
-    assert len(phases) == sum(len(c.phases) for c in rep.compiles)
+    assert len(phases) == sum(len(c.phases) for c in rep.attempts)
     by_id: dict[str, int] = {}
     for e in phases:
         by_id[e["args"]["compile_id"]] = by_id.get(e["args"]["compile_id"], 0) + 1
-    assert by_id == {c.key: len(c.phases) for c in rep.compiles if c.phases}
+    assert by_id == {c.key: len(c.phases) for c in rep.attempts if c.phases}
     first = min(phases, key=lambda e: e["ts"])
     assert first["name"] == "dynamo" and first["ph"] == "X" and first["dur"] > 0
 
@@ -464,7 +464,7 @@ def test_downloaded_trace_keeps_ranks_of_one_pid_apart(browser: Chromium, tmp_pa
     names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
     assert sorted(names.values()) == ["rank 0", "rank 1", "rank 2", "rank 3"]
     got = Counter(names[e["pid"]] for e in trace["traceEvents"] if e["ph"] != "M")
-    want = Counter(f"rank {c.rank}" for c in rep.compiles for _ in c.phases)
+    want = Counter(f"rank {c.rank}" for c in rep.attempts for _ in c.phases)
     assert got == want and len(want) == 4
 
 
@@ -502,7 +502,7 @@ def test_compressed_payloads_open_as_their_text(browser: Chromium, tmp_path: Pat
     that is an equal payload's), coloured, with nothing fetched."""
     rep, dest = page_for(FIXTURES / "kernels.log", tmp_path / "kernels.html")
     assert problems(browser.load(dest), dest) == []
-    c = next(c for c in rep.compiles if c.key == "0/0")
+    c = next(c for c in rep.attempts if c.key == "0/0")
     code = next(p for p in c.graphs if p.kind == "inductor_output_code")
     pos = next(k for k, (_, p) in enumerate(section_payloads(c)) if p is code)
     anchor = f"c-0/0-p{pos}"
@@ -593,7 +593,7 @@ def test_provenance_view_links_nodes_and_kernels(
     marked; click a kernel's line, its nodes are; click a post-grad node, both others are."""
     name, log, key, section, node = case
     rep, dest = page_for(log(), tmp_path / f"{name}.html")
-    c = next(c for c in rep.compiles if c.key == key)
+    c = next(c for c in rep.attempts if c.key == key)
     (x,) = cross_links(c, lambda p: p.text)
     assert x.pre and x.post and x.code
     view = f"{section}-prov1"

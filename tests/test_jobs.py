@@ -50,7 +50,7 @@ def test_single_log_starts_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(multiprocessing, "get_context", no_pool)
     rep = load(gloo_rank0(), jobs=4)
-    assert [c.key for c in rep.compiles][:3] == ["-/-", "0/0", "0/0_1"]
+    assert [c.key for c in rep.attempts][:3] == ["-/-", "0/0", "0/0_1"]
     assert rep.divergence == []
 
 

@@ -51,7 +51,7 @@ def test_launch_n_reads_that_launch_alone() -> None:
 
 def test_every_command_that_reads_a_folder_takes_launch() -> None:
     rep = tlview.read(TWO, launch=2)
-    assert [c.function for c in rep.compiles if c.function] == ["infer", "infer"]
+    assert [c.function for c in rep.attempts if c.function] == ["infer", "infer"]
     with pytest.raises(TlviewError) as e:
         tlview.read(TWO)
     assert e.value.exit_code == EXIT_USAGE

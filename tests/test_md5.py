@@ -42,12 +42,12 @@ def test_sizes_are_the_same_checked_or_not() -> None:
     checked = tlview.read(log, keep=budget.page_keep(full=True))
     a = [
         (p.kind, p.line, p.bytes, p.lines, p.checked)
-        for c in measured.compiles
+        for c in measured.attempts
         for p in c.payloads()
     ]
     b = [
         (p.kind, p.line, p.bytes, p.lines, p.checked)
-        for c in checked.compiles
+        for c in checked.attempts
         for p in c.payloads()
     ]
     assert [x[:4] for x in a] == [x[:4] for x in b]

@@ -22,7 +22,7 @@ def read(path: Path | str) -> Report:
 
 
 def only(rep: Report, key: str) -> Compile:
-    (c,) = [c for c in rep.compiles if c.key == key]
+    (c,) = [c for c in rep.attempts if c.key == key]
     return c
 
 
@@ -110,7 +110,7 @@ def test_no_view_without_a_node_mapping() -> None:
     # A cache hit with provenance tracking off logs the mapping without a payload; a compile of
     # aot_eager has none at all.
     assert cross_links(only(read(FIXTURES / "cache_hit.log"), "0/0"), lambda p: p.text) == []
-    assert all(cross_links(c, lambda p: p.text) == [] for c in read(FIXTURES / "demo.log").compiles)
+    assert all(cross_links(c, lambda p: p.text) == [] for c in read(FIXTURES / "demo.log").attempts)
 
 
 def test_the_page_links_its_panes_to_the_payloads_on_it() -> None:

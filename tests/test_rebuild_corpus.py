@@ -143,21 +143,21 @@ def test_every_corpus_input_survives_emit_and_load(
 def test_corpus_facts(reports: dict[str, Report]) -> None:
     """Specific inputs of the corpus, rebuilt as the programs that wrote it made them."""
     views = reports["views_aliasing"]
-    c = next(c for c in views.compiles if c.key == "1/0")
+    c = next(c for c in views.attempts if c.key == "1/0")
     r = real_inputs(c)
     x, y = r.tensors["L['x']"], r.tensors["L['y']"]
     assert x._base is y._base and y.storage_offset() == 4 and x.untyped_storage().nbytes() == 40
-    c = next(c for c in views.compiles if c.key == "6/1")
+    c = next(c for c in views.attempts if c.key == "6/1")
     fx = fake_rebuild(c).tensors["L['x']"]
     assert [str(d) for d in fx.shape] == ["s77", "s27"]  # named as the log's create_symbol said
     assert str(fx._base.shape[0]) == "s83"
     dyn = reports["dynamic_shapes"]
-    c = next(c for c in dyn.compiles if c.key == "0/1")
+    c = next(c for c in dyn.attempts if c.key == "0/1")
     f = fake_rebuild(c).tensors
     assert [str(d) for d in f["L['y']"].shape] == ["s17", "s94", "s48"]
     # x's dim 0 was made s77, then a guard made it s17: the graph has s17, so the fake does
     assert [str(d) for d in f["L['x']"].shape] == ["s17", "s27", "s48"]
-    c = next(c for c in dyn.compiles if c.key == "1/0")  # mark_dynamic(min=2, max=1024)
+    c = next(c for c in dyn.attempts if c.key == "1/0")  # mark_dynamic(min=2, max=1024)
     shape_env = fake_rebuild(c).tensors["L['x']"].fake_mode.shape_env
     s77 = next(v for v in shape_env.var_to_range if str(v) == "s77")
     assert (int(shape_env.var_to_range[s77].lower), int(shape_env.var_to_range[s77].upper)) == (
@@ -165,16 +165,16 @@ def test_corpus_facts(reports: dict[str, Report]) -> None:
         1024,
     )
     export = reports["export"]
-    c = next(c for c in export.compiles if c.key == "1/0")  # sizes logged as "s77", "16*s77"
+    c = next(c for c in export.attempts if c.key == "1/0")  # sizes logged as "s77", "16*s77"
     t = real_inputs(c).tensors["L['args'][3][0]"]
     assert list(t.shape) == [4, 4] and t.untyped_storage().nbytes() == 64
     sub = reports["subclasses"]
-    c = next(c for c in sub.compiles if c.key == "2/1")
+    c = next(c for c in sub.attempts if c.key == "2/1")
     w = real_inputs(c).tensors["L['fn']._parameters['weight']"]
     assert type(w).__name__ == "TwoTensor" and isinstance(w, torch.nn.Parameter)
     assert w.a.untyped_storage()._cdata != w.b.untyped_storage()._cdata
     gpu = reports["tlparse-tests"]
-    c = next(c for c in gpu.compiles if c.log == "simple.log" and c.inputs)
+    c = next(c for c in gpu.attempts if c.log == "simple.log" and c.inputs)
     assert c.inputs[0].tensor.device == "cuda:0"
     got = real_inputs(c)
     assert {t.device.type for t in got.tensors.values()} == {"cpu"}
@@ -226,7 +226,7 @@ def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
         d["size"] = [1 << 40, 1 << 20]
 
     rep = load(_damaged(tmp_path, {(0, 3): drop_stride, (2, 3): bad_dtype, (15, 0): huge}))
-    by = {c.key: c for c in rep.compiles}
+    by = {c.key: c for c in rep.attempts}
     for r in (real_inputs(by["0/0"]), fake_rebuild(by["0/0"])):
         assert r.failed == {"L['b']": "stride is not logged"}
         assert sorted(r.tensors) == ["L['a']", "L['c']"]
@@ -259,7 +259,7 @@ def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None
         d.update(dtype="torch.qint8", is_quantized=True, qscheme="torch.per_tensor_affine")
 
     log = _damaged(tmp_path, {(0, 3): sparse, (2, 3): quantized})
-    by = {c.key: c for c in load(log).compiles}
+    by = {c.key: c for c in load(log).attempts}
     why = "quantized (qint8): torch rebuilds no quantized tensor from a description"
     for r in (real_inputs(by["1/0"]), fake_rebuild(by["1/0"])):
         assert list(r.failed) == ["L['y']"] and r.failed["L['y']"].startswith(why)

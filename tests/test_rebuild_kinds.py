@@ -54,7 +54,7 @@ def recorded(logs: Any, log: str, function: str) -> tuple[Report, dict[str, Any]
 
 
 def compile_of(rep: Report, function: str, key: str | None = None) -> Compile:
-    got = [c for c in rep.compiles if c.function == function and (key is None or c.key == key)]
+    got = [c for c in rep.attempts if c.function == function and (key is None or c.key == key)]
     assert len(got) == 1, [c.key for c in got]
     return got[0]
 
@@ -134,7 +134,7 @@ def test_sparse_layouts_rebuild_from_their_parts(reader: Any, logs: Any) -> None
     with a source the real parts: each rebuilds with the logged layout, size and dtypes, its
     indices valid, as many entries as the log says."""
     rep, records = logs["rebuild_kinds"]
-    c = next(c for c in rep.compiles if c.key == "-/-")
+    c = next(c for c in rep.attempts if c.key == "-/-")
     real = real_inputs(c, seed=3)
     fake = fake_rebuild(c)
     assert real.failed == {} and fake.failed == {}
@@ -182,7 +182,7 @@ def test_memory_needed_counts_each_storage_once(logs: Any) -> None:
     """A functorch wrapper is a view of what it wraps (no bytes of its own); an mkldnn tensor
     is dense, however small its logged strides make its extent."""
     rep = logs["rebuild_kinds"][0]
-    need = {c.function: real_bytes(plans_for(c)[1]) for c in rep.compiles if c.function}
+    need = {c.function: real_bytes(plans_for(c)[1]) for c in rep.attempts if c.function}
     assert need["example"] == 3 * 4 * 4 + 4 * 4  # u's [3, 4] batch and the plain [4] input
     assert need["loss"] == 5 * 4
     assert need["dense"] == 4 * 4 * 4
@@ -193,7 +193,7 @@ def test_fakes_have_the_graphs_sizes_and_strides(logs: Any, log: str) -> None:
     """Every placeholder of every graph, faked: exactly the symbols its annotation has."""
     rep = logs[log][0]
     checked = 0
-    for c in rep.compiles:
+    for c in rep.attempts:
         g = next((g for g in c.graphs if g.kind == "dynamo_output_graph"), None)
         if g is None or not g.placeholders:
             continue

@@ -194,7 +194,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[str, Any
 
 
 def compiles_of(rep: Report, function: str) -> list[Compile]:
-    return [c for c in rep.compiles if c.function == function]
+    return [c for c in rep.attempts if c.function == function]
 
 
 def only(rep: Report, function: str) -> Compile:

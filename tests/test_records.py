@@ -138,7 +138,7 @@ def test_both_guards_records_are_on_the_page() -> None:
 
     rep, text = render(FIXTURES / "torch24.log")
     shown = page_payloads(text)
-    c = next(c for c in rep.compiles if c.key == "1/0")
+    c = next(c for c in rep.attempts if c.key == "1/0")
     sec = text[text.index('<section class="compile" id="c-1/0"') :]
     sec = sec[: sec.index("</section>")]
     assert '<h3>Guards <span class="count">2</span></h3>' in sec

@@ -1295,7 +1295,7 @@ def test_fakes_of_dynamic_dims_carry_the_symbols_the_tables_name() -> None:
         h, a = fakes["L['hiddenStates']"], fakes["L['attnMask']"]
         assert str(h.shape[0]) == "s5" and h.shape[1] == 8
         assert str(a.shape[0]) == (mask_sym or str(m))
-        real = real_inputs({c.key: c for c in rep.compiles}[cid]).tensors
+        real = real_inputs({c.key: c for c in rep.attempts}[cid]).tensors
         assert real["L['hiddenStates']"].shape == torch.Size([n, 8])
         assert real["L['attnMask']"].shape == torch.Size([m])
 

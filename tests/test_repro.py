@@ -249,7 +249,7 @@ def _functions(log: Path) -> dict[str, str]:
     """Compile id -> the function dynamo compiled there."""
     from tlview.load import read as load
 
-    return {c.key: c.function or "" for c in load(log, jobs=1).compiles}
+    return {c.key: c.function or "" for c in load(log, jobs=1).attempts}
 
 
 @pytest.fixture(scope="module")

@@ -73,8 +73,8 @@ def _ids_and_places(path: Path) -> tuple[set[str], set[str]]:
 
     rep = tlview.read(path)
     refs = Refs.of(rep)
-    ids = {refs(c) for c in rep.compiles if c.id is not None}
-    places = {f"{short_path(c.file)}:{c.source_line}" for c in rep.compiles if c.file}
+    ids = {refs(c) for c in rep.attempts if c.id is not None}
+    places = {f"{short_path(c.file)}:{c.source_line}" for c in rep.attempts if c.file}
     return ids, places
 
 

@@ -175,7 +175,7 @@ def complete(words: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_ids_and_artifact_names_complete(monkeypatch: pytest.MonkeyPatch) -> None:
     log = FIXTURES / "demo.log"
     ids = complete(f"tlview show {log} --compile-id ", monkeypatch)
-    assert ids == [c.key for c in tlview.read(log).compiles]
+    assert ids == [c.key for c in tlview.read(log).attempts]
     assert complete(f"tlview show {log} --compile-id 0/0", monkeypatch) == ["0/0", "0/0_1"]
     names = complete(f"tlview show {log} --compile-id 2/0 ", monkeypatch)
     assert names == ["dynamo_output_graph", "dynamo_cpp_guards_str"]

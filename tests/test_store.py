@@ -46,7 +46,7 @@ def test_spilled_list_survives_pickling(monkeypatch: pytest.MonkeyPatch) -> None
 def test_records_pickle_as_their_fields() -> None:
     # Compiles cross processes and spill files as class + field values: every field survives,
     # and only tlview's record classes are named in the pickle.
-    c = next(c for c in load(corpus("views_aliasing")).compiles if c.inputs)
+    c = next(c for c in load(corpus("views_aliasing")).attempts if c.inputs)
     data = pickle.dumps(c, pickle.HIGHEST_PROTOCOL)
     back = store._Unpickler(io.BytesIO(data)).load()
     assert back == c and back.inputs == c.inputs and back.id == c.id
@@ -246,7 +246,7 @@ def test_repeated_stacks_and_graph_breaks_are_kept_once() -> None:
     # A log of thousands of recompiles must not hold thousands of copies of the same stacks and
     # graph breaks.
     rep = load(only_log("mlp_aot_eager"))
-    by_id = {str(c.id): c for c in rep.compiles}
+    by_id = {str(c.id): c for c in rep.attempts}
     first, again = by_id["0/0_1"], by_id["0/1_1"]  # the frame compiled again after a recompile
     assert len(first.stack) == len(again.stack) == 6
     assert all(a is b for a, b in zip(first.stack, again.stack, strict=True))

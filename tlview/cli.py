@@ -184,7 +184,7 @@ def report(
     if checks:  # the phases the checks name, measured before the renderers show the checks
         from tlview.analyze.gate import measure
 
-        checks = measure(checks, rep.compiles, base)
+        checks = measure(checks, rep.attempts, base)
         opts = dataclasses.replace(opts, checks=tuple(checks))
     if compile_id is not None:
         from tlview.analyze.names import check_named

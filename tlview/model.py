@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import builtins
-import functools
 import operator
 import re
 from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+
+from tlview.counting import Counted
+from tlview.reprs import as_id, class_name, device_name
 
 if TYPE_CHECKING:
     from tlview.aside import CodeState, Lined, Loose, RunMetrics, Trouble
@@ -268,43 +270,6 @@ class TensorDesc:
     def flag(self, name: str) -> bool:
         # Every boolean field defaults to False (TENSOR_DEFAULTS).
         return bool(self.fields.get(name))
-
-
-def as_id(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-_CLASS_REPR = re.compile(r"<class '([\w.]+)'>")
-
-
-def class_name(v: Any) -> str | None:
-    if not isinstance(v, str):
-        return None
-    return _class_name(v)
-
-
-@functools.lru_cache(maxsize=256)
-def _class_name(v: str) -> str:
-    m = _CLASS_REPR.fullmatch(v.strip())
-    return m.group(1) if m else v
-
-
-_DEVICE_REPR = re.compile(r"device\(type='([\w]+)'(?:, index=(\d+))?\)")
-
-
-def device_name(v: Any) -> str:
-    """`device(type='cuda', index=0)` -> `cuda:0`, the form users type."""
-    if not isinstance(v, str):
-        return "?"
-    return _device_name(v)
-
-
-@functools.lru_cache(maxsize=256)
-def _device_name(v: str) -> str:
-    m = _DEVICE_REPR.fullmatch(v.strip())
-    if not m:
-        return v
-    return m.group(1) if m.group(2) is None else f"{m.group(1)}:{m.group(2)}"
 
 
 @pickled_by_fields
@@ -685,9 +650,23 @@ class Report:
     graphs_compared: bool = True  # False: the ranks are in one file, their graphs not hashed
 
     @property
-    def compiles(self) -> Iterator[Compile]:
+    def compiles(self) -> Counted[Compile]:
+        """The compiles torch counts (the headline's count), log by log in log order: each the
+        last attempt of its compile, with an export's traced ids (`traced`) as the JSON's
+        `compiles` lists them. Attempts that restarted and `-/-` are in `attempts`."""
+        return Counted(self.logs)
+
+    @property
+    def attempts(self) -> Iterator[Compile]:
+        """Everything read, log by log in log order: every attempt (one that restarted before
+        the compile that followed it) and each log's records outside any compile (`-/-`)."""
         for log in self.logs:
             yield from log.compiles
+
+    @property
+    def outside(self) -> list[Compile]:
+        """Each log's `-/-` entry: its records that carry no compile id."""
+        return [c for log in self.logs for c in log.compiles[:1] if c.id is None]
 
     @property
     def torch_version(self) -> str | None:

@@ -297,9 +297,9 @@ def test_payload_text_kept_is_one_budget_per_job(
         )
         (job / f"rank_{r}.log").write_bytes(compile_of((0, 0), one) + codes)
     report = tlview.read(str(job), keep=budget.page_keep(False))
-    kept = [p for c in report.compiles for p in c.artifacts if p.text is not None]
+    kept = [p for c in report.attempts for p in c.artifacts if p.text is not None]
     assert sum(len(p.text or "") for p in kept) <= 2 << 20
-    assert {c.rank for c in report.compiles if any(p.text for p in c.artifacts)} == {0, 1, 2, 3}
+    assert {c.rank for c in report.attempts if any(p.text for p in c.artifacts)} == {0, 1, 2, 3}
 
 
 _GEN = r"""

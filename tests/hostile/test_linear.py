@@ -182,7 +182,7 @@ def test_rebuilding_many_inputs_stays_linear(tmp_path: Path) -> None:
             rep = load(_many_inputs(tmp_path, n), jobs=1)
             out = str(tmp_path / f"{mode}{n}.pt")
             return _python_lines(
-                lambda: emit_file(rep, rep.compiles, out, RebuildOptions(mode=mode))  # type: ignore[arg-type]
+                lambda: emit_file(rep, rep.attempts, out, RebuildOptions(mode=mode))  # type: ignore[arg-type]
             )
 
         return measure

@@ -186,7 +186,7 @@ def test_equal_logged_md5s_show_each_payloads_own_text(tmp_path: Path) -> None:
         + artifact("inductor_output_code", first, (2, 0))
     )
     report = tlview.read(str(log), keep=budget.page_keep(False))
-    codes = [p for c in report.compiles for p in c.artifacts if p.kind == "inductor_output_code"]
+    codes = [p for c in report.attempts for p in c.artifacts if p.kind == "inductor_output_code"]
     assert [p.ok for p in codes] == [True] * 3
     codes[1].md5 = codes[0].md5  # a collision: as if the two texts had one md5
     shown = page_payloads(html.render(report))

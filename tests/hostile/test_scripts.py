@@ -157,7 +157,7 @@ def test_every_graph_torch_wrote_passes_the_check() -> None:
 
     seen = 0
     for log in sorted([*CORPUS.rglob("*.log"), *FIXTURES.rglob("*.log")]):
-        for c in tlview.read(str(log), keep=graph_keep(), jobs=1).compiles:
+        for c in tlview.read(str(log), keep=graph_keep(), jobs=1).attempts:
             for g in c.graphs:
                 try:
                     code = gc.parse(g.text or "")

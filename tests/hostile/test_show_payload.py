@@ -46,7 +46,7 @@ def test_show_keeps_only_the_payload_it_writes(
     p = tlview.artifact(str(log), "0/0", "inductor_output_code#3")
     assert p.data == b"code 2"
     report = tlview.read(str(log), keep=_keep_for(p.line))
-    kept = [q for c in report.compiles for q in c.artifacts if q.data is not None]
+    kept = [q for c in report.attempts for q in c.artifacts if q.data is not None]
     assert [q.data for q in kept] == [b"code 2"]
 
 

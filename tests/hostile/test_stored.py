@@ -98,7 +98,7 @@ def test_a_long_file_in_the_table_is_cut_as_an_interned_name(tmp_path: Path, fmt
     its start and end around its length, and the diff's output stays under its BASE's size."""
     base = multiplying(tmp_path, 100, everywhere=False)
     rep = read_report(base)
-    files = {f.file for c in rep.compiles for f in c.stack} | {c.file for c in rep.compiles}
+    files = {f.file for c in rep.attempts for f in c.stack} | {c.file for c in rep.attempts}
     assert len(files) == 1
     (kept,) = files
     assert kept is not None and "...[1,048,586 characters]..." in kept and len(kept) < 520

@@ -15,17 +15,17 @@ from tlview.load import read as load
 def test_one_log_names_compiles_by_their_ids() -> None:
     rep = load(FIXTURES / "demo.log")
     refs = Refs.of(rep)
-    assert [refs(c) for c in rep.compiles][:3] == ["-/-", "0/0", "0/0_1"]
+    assert [refs(c) for c in rep.attempts][:3] == ["-/-", "0/0", "0/0_1"]
     assert find_compile(rep, "0/1_1").key == "0/1_1"
     pick = picker("1/0")
-    assert pick is not None and [c.key for c in rep.compiles if pick(c)] == ["1/0"]
+    assert pick is not None and [c.key for c in rep.attempts if pick(c)] == ["1/0"]
 
 
 def test_a_job_names_compiles_by_rank() -> None:
     rep = load(FIXTURES / "ranks")
     refs = Refs.of(rep)
-    assert {refs(c).split(":")[0] for c in rep.compiles if c.id is not None} == {"rank0", "rank1"}
-    c = next(c for c in rep.compiles if c.rank == 1 and c.key == "0/0")
+    assert {refs(c).split(":")[0] for c in rep.attempts if c.id is not None} == {"rank0", "rank1"}
+    c = next(c for c in rep.attempts if c.rank == 1 and c.key == "0/0")
     assert is_named(c, "rank1:0/0") and is_named(c, f"{c.log}:0/0")
 
 

@@ -14,7 +14,7 @@ import tlview
 def test_read_gives_a_typed_report() -> None:
     rep = tlview.read(FIXTURES / "demo.log")
     assert isinstance(rep, tlview.Report)
-    assert [c.key for c in rep.compiles][-1] == "2/0" and rep.torch_version == "2.13.0+cpu"
+    assert [c.key for c in rep.attempts][-1] == "2/0" and rep.torch_version == "2.13.0+cpu"
 
 
 def test_diff_of_one_run_with_itself_has_no_change() -> None:

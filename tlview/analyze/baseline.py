@@ -73,7 +73,7 @@ def read_report(path: str | Path) -> Report:
         raise TlviewError(f"{path}: a damaged {fmt} file: {e}", EXIT_NO_TRACE) from None
     # /2 counts no attempt that restarted and no graph export traced; /1 counted each
     got = sum(
-        1 for c in report.compiles if c.id is not None and not (fmt == FORMAT and _uncounted(c))
+        1 for c in report.attempts if c.id is not None and not (fmt == FORMAT and _uncounted(c))
     )
     if stated is not None and stated != got:
         raise TlviewError(

@@ -75,7 +75,7 @@ def _attempts(report: Report, c: Compile) -> list[Compile]:
     base = c.id.base
     others = [
         x
-        for x in report.compiles
+        for x in report.attempts
         if x is not c
         and x.id is not None
         and x.id.base == base

@@ -503,7 +503,7 @@ def beyond_noise(base: float, new: float) -> bool:
 
 def _cache(report: Report) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
-    for c in report.compiles:
+    for c in report.attempts:
         for e in c.cache:
             d = out.setdefault(e.cache, {})
             d[e.outcome] = d.get(e.outcome, 0) + 1
@@ -512,7 +512,7 @@ def _cache(report: Report) -> dict[str, dict[str, int]]:
 
 def _ops(report: Report) -> int:
     return sum(
-        c.graph_ops or 0 for c in report.compiles if c.id is not None and c.status != "restarted"
+        c.graph_ops or 0 for c in report.attempts if c.id is not None and c.status != "restarted"
     )
 
 
@@ -607,7 +607,7 @@ def compare(base: Report, new: Report) -> Diff:
 
 def span_figures(base: Report, new: Report) -> dict[str, Figure]:
     """Each compile phase's time in both runs (seconds; a phase one run lacks is 0 there)."""
-    b, n = span_totals(base.compiles), span_totals(new.compiles)
+    b, n = span_totals(base.attempts), span_totals(new.attempts)
     out = {}
     for name in sorted(b.keys() | n.keys()):
         vb, vn = round(b.get(name, 0.0), 6), round(n.get(name, 0.0), 6)

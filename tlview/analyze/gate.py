@@ -140,7 +140,7 @@ def measure(
     got = span_totals(new, names) if names else {}
     if base is None:
         return [_measured(c, got) for c in checks]
-    was = span_totals(base.compiles, names) if names else {}
+    was = span_totals(base.attempts, names) if names else {}
     o = overview(base)
     return [
         replace(_measured(c, got), base=was.get(c.phase, 0.0))

@@ -124,10 +124,10 @@ def is_named(c: Compile, ref: str) -> bool:
 def no_compile(report: Report, ref: str) -> str:
     """The error for a --compile-id that names no compile: the ids there are, and with several
     logs how to name one of them."""
-    known = ", ".join(sorted({c.key for c in report.compiles})[:12])
+    known = ", ".join(sorted({c.key for c in report.attempts})[:12])
     if len(report.logs) < 2:
         return f"{report.path}: no compile {ref!r}; the log has: {known}"
-    c = next((c for c in report.compiles if c.id is not None), None)
+    c = next((c for c in report.attempts if c.id is not None), None)
     how = "LOG:ID"
     if c is not None:
         by_rank = rank_ref(c)
@@ -138,7 +138,7 @@ def no_compile(report: Report, ref: str) -> str:
 def check_named(report: Report, ref: str) -> None:
     """Stop with a usage error when --compile-id REF names no compile of the report."""
     ref = plain_ref(ref)
-    if not any(is_named(c, ref) for c in report.compiles):
+    if not any(is_named(c, ref) for c in report.attempts):
         raise TlviewError(no_compile(report, ref), EXIT_USAGE)
 
 
@@ -153,7 +153,7 @@ def picker(ref: str | None) -> Callable[[Compile], bool] | None:
 def find_compile(report: Report, compile_id: str) -> Compile:
     """A compile by torch's id string, or `LOG:ID` when the report holds several logs."""
     compile_id = plain_ref(compile_id)
-    hits = [c for c in report.compiles if is_named(c, compile_id)]
+    hits = [c for c in report.attempts if is_named(c, compile_id)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
@@ -170,7 +170,7 @@ def compiles_with_inputs(report: Report, compile_id: str | None = None) -> Itera
     if compile_id is not None:
         yield find_compile(report, compile_id)
         return
-    for c in report.compiles:
+    for c in report.attempts:
         if c.inputs or c.input_sets:
             yield c
 
@@ -214,7 +214,7 @@ def graphs(report: Report) -> list[tuple[str, Compile]]:
     filed under one id)."""
     refs = Refs.of(report)
     out = []
-    for c in report.compiles:
+    for c in report.attempts:
         ref = refs(c)
         for n, v in enumerate(views(c)):
             out.append((ref if n == 0 else f"{ref}#{n + 1}", v))
@@ -239,7 +239,7 @@ def select(report: Report, compile_id: str) -> tuple[str, Compile, str | None]:
     prefix, _, key = compile_id.rpartition(":")
     base, _, nth = key.partition("#")  # ID#N: the Nth graph filed under the compile
     known = ", ".join(r for r, _ in found[:12]) or "none"
-    have = [c for c in report.compiles if c.key == base and _in_log(c, prefix)]
+    have = [c for c in report.attempts if c.key == base and _in_log(c, prefix)]
     if have and base == "-/-":
         raise TlviewError(
             f"{report.path}: no graph outside any compile ({GRAPH_KIND} records come with a "

@@ -105,7 +105,7 @@ def _failure(c: Compile, fn: str) -> Iterable[Problem]:
 def sites(report: Report) -> list[Site]:
     """Every problem of the report at its user line, one Site per (kind, line, title,
     message), most frequent first; problems with no user frame are left out."""
-    return sites_of(report.compiles, Refs.of(report))
+    return sites_of(report.attempts, Refs.of(report))
 
 
 def added(d: Diff) -> list[Site]:

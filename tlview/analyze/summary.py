@@ -13,6 +13,7 @@ from tlview.analyze.compiles import PHASE_NAMES, Analysis, Break, analysed, is_r
 from tlview.analyze.names import Refs
 from tlview.analyze.runfacts import FactTally, RunFacts
 from tlview.analyze.vllm import Gather, LogRef, VllmReport
+from tlview.counting import counts_as_compile
 from tlview.model import (
     Input,
     Report,
@@ -170,7 +171,7 @@ class Tally:
 
     def _compile(self, a: Analysis) -> None:
         c, o = a.compile, self.o
-        o.compiles += c.status != "traced"  # a graph export traced: torch counts no compile
+        o.compiles += counts_as_compile(c)
         self.status[c.status] += 1
         o.inputs += sum(1 for i in c.inputs if not i.superseded)
         o.recompiles += is_recompile(c)

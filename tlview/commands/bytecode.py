@@ -31,7 +31,7 @@ def show_bytecode(path: str, ref: str, progress: Any = False) -> None:
     lines = {p.line for pair in pairs for p in (pair.original, pair.modified) if p is not None}
     keep = Keep(WHOLE, WHOLE, exact=True, lines=frozenset(lines), line=-1)
     again = read(path, progress, keep)
-    texts = kept(*again.compiles)
+    texts = kept(*again.attempts)
     for pair in pairs:
         _say_pair(pair, texts)
 

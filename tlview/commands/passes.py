@@ -98,7 +98,7 @@ def previous(report: Report, c: Compile) -> Compile:
     if want is None and c.id is not None and c.id.frame_compile:
         base = c.id.base
         want = f"{base.frame}/{base.frame_compile - 1}" if base.frame_compile else None
-    found = [x for x in report.compiles if x.key == want and (x.log, x.pid) == (c.log, c.pid)]
+    found = [x for x in report.attempts if x.key == want and (x.log, x.pid) == (c.log, c.pid)]
     if not found:
         raise TlviewError(
             f"{report.path}: compile {c.key} has no previous compile of its frame", EXIT_USAGE
@@ -128,7 +128,7 @@ def show_diff_previous(path: str, ref: str, name: str, progress: Any = False) ->
 
 def _same(report: Report, c: Compile) -> Compile:
     """The compile of a second read that is `c` of the first."""
-    return next(x for x in report.compiles if (x.key, x.log, x.pid) == (c.key, c.log, c.pid))
+    return next(x for x in report.attempts if (x.key, x.log, x.pid) == (c.key, c.log, c.pid))
 
 
 def hint(path: str, ref: str) -> str:

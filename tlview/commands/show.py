@@ -147,7 +147,7 @@ def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str) ->
     except Exception:  # a completion never fails the shell; it offers nothing
         return []
     refs = Refs.of(report)
-    names = dict.fromkeys(refs(c) for c in report.compiles)
+    names = dict.fromkeys(refs(c) for c in report.attempts)
     return [CompletionItem(w) for w in _offered(names, incomplete)]
 
 

@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tlview.model import Compile, Input, InputSet, StorageDesc, TensorDesc, as_id
+from tlview.model import Compile, Input, InputSet, StorageDesc, TensorDesc
+from tlview.reprs import as_id
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 # Fields that link one described tensor to another in the same describer.

@@ -7,8 +7,9 @@ from typing import Any
 from tlview.index.core import State, metrics_summary
 from tlview.index.kinds import BWD_FIELDS, METRIC_FIELDS, TIME_FIELDS, is_int, wrong_fields
 from tlview.index.recompiles import split_reasons
-from tlview.model import PHASES, Compile, CompileId, OutsideCompile, class_name, seconds_of
+from tlview.model import PHASES, Compile, CompileId, OutsideCompile, seconds_of
 from tlview.parse import Record
+from tlview.reprs import class_name
 
 # A compile's failure whose exception type was logged as "" (torch writes null for no failure)
 NO_FAIL_TYPE = "(exception type not logged)"

@@ -30,7 +30,7 @@ def _spans(
     spans: dict[str, list[Lines]] = {}
     refs = []
     ref = Refs.of(report)
-    for c in report.compiles:
+    for c in report.attempts:
         if only(c):
             cid = None if c.id is None else c.id.in_run(0)  # as a record names it
             spans.setdefault(c.log, []).append((cid, c.pid, c.first_log_line, c.last_log_line))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import IO, Any, overload
 
 from tlview.aside import CodeState
+from tlview.counting import is_counted
 from tlview.model import Compile
 
 # Whether a pickled CompileList hands over its spill file (same machine) or its contents.
@@ -212,7 +213,7 @@ def marks(c: Compile) -> Marks:
         min((p.start_us for p in c.phases), default=None),
         tuple((g.where, g.reason) for g in c.graph_breaks if g.where),
         tuple(s for s in c.code_states if s.kind.startswith("get_")),
-        c.id is not None and c.status != "restarted",
+        is_counted(c),
     )
 
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from tlview.index.dims import GraphDims, graph_dims
 from tlview.index.kinds import is_int
-from tlview.model import Compile, InputSet, StorageDesc, TensorDesc, device_name
+from tlview.model import Compile, InputSet, StorageDesc, TensorDesc
+from tlview.reprs import device_name
 from tlview.tensors.exprs import eval_expr
 from tlview.tensors.mesh import MESH_BYTES_PER_RANK, dtensor_plan, is_dtensor, mesh_ranks
 from tlview.units import itemsize, number
