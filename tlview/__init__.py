@@ -24,6 +24,9 @@ from tlview.errors import TlviewError
 from tlview.replay import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from tlview.analyze.compiles import Analysis
     from tlview.analyze.diff import Diff
     from tlview.analyze.summary import Overview
     from tlview.index.keep import Keep
@@ -36,10 +39,12 @@ if TYPE_CHECKING:
 from tlview.version import __version__
 
 __all__ = [
+    "Analysis",
     "Compile",
     "Report",
     "TlviewError",
     "__version__",
+    "analysed",
     "artifact",
     "artifacts",
     "diff",
@@ -63,6 +68,10 @@ def __getattr__(name: str) -> Any:
         from tlview import model
 
         return getattr(model, name)
+    if name == "Analysis":
+        from tlview.analyze.compiles import Analysis
+
+        return Analysis
     raise AttributeError(f"module 'tlview' has no attribute {name!r}")
 
 
@@ -260,6 +269,16 @@ def repro_all(
     where = _dir(out)  # checked, and torch looked for, before the log is read
     assert where is not None
     return make_all(_graphs(log, progress, launch), where, opts)
+
+
+def analysed(log: Log, *, progress: Any = False) -> Iterator[Analysis]:
+    """What each compile means, as every format shows it (docs/api.md): an `Analysis` for each
+    of the report's attempts and `-/-` entries in order, worked out as it is asked for; a
+    compile that followed restarted attempts holds them as `earlier`."""
+    from tlview.analyze.compiles import analysed as each
+    from tlview.model import Report
+
+    return each(log if isinstance(log, Report) else read(log, progress=progress))
 
 
 def write_report(

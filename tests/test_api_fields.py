@@ -1,0 +1,56 @@
+"""docs/api.md's tables of what a Report, a Compile and an Analysis hold name real fields, and
+`Report.compiles` is the sequence the headline counts."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import FIXTURES, ROOT
+
+import tlview
+from tlview.analyze.summary import overview
+
+API = (ROOT / "docs" / "api.md").read_text()
+
+
+def _names(heading: str) -> set[str]:
+    """The backticked names in the first column of the table under HEADING."""
+    part = API[API.index(heading) :]
+    part = part[part.index("| field |") :]
+    table = part[: part.index("\n\n")]
+    out: set[str] = set()
+    for row in table.splitlines()[2:]:
+        first = row.split("|")[1]
+        out |= {n.removesuffix("()") for n in re.findall(r"`([a-z_]+(?:\(\))?)`", first)}
+    return out
+
+
+def test_every_field_the_docs_name_is_there() -> None:
+    rep = tlview.read(FIXTURES / "demo.log")
+    c = rep.compiles[0]
+    a = next(tlview.analysed(rep))
+    for obj, heading in (
+        (rep, "## What a `Report` holds"),
+        (c, "A `Compile` is one attempt"),
+        (a, "## What a compile means"),
+    ):
+        names = _names(heading)
+        assert len(names) > 5, heading
+        missing = sorted(n for n in names if not hasattr(obj, n))
+        assert not missing, (heading, missing)
+
+
+def test_report_compiles_is_the_headline_as_a_sequence() -> None:
+    """demo.log: torch counted 5 compiles; 2 attempts restarted before two of them."""
+    rep = tlview.read(FIXTURES / "demo.log")
+    assert len(rep.compiles) == overview(rep).compiles == 5
+    assert [c.key for c in rep.compiles] == ["0/0_1", "0/1_1", "1/0", "1/1", "2/0"]
+    assert rep.compiles[1].key == "0/1_1" and [c.key for c in rep.compiles[3:]] == ["1/1", "2/0"]
+    assert [c.key for c in rep.attempts][:3] == ["-/-", "0/0", "0/0_1"]
+    assert [c.key for c in rep.outside] == ["-/-"]
+    shown = [a for a in tlview.analysed(rep) if a.compile.status != "restarted"]
+    assert [(a.compile.key, [e.compile.key for e in a.earlier]) for a in shown][:3] == [
+        ("-/-", []),
+        ("0/0_1", ["0/0"]),
+        ("0/1_1", ["0/1"]),
+    ]
