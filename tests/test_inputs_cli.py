@@ -102,7 +102,10 @@ def test_listing_takes_one_compile_at_a_time(monkeypatch: pytest.MonkeyPatch) ->
 def test_listing_of_several_logs_names_them() -> None:
     r = run_cli("inputs", corpus("compile_error"))
     assert r.exit_code == 0, r.output
-    assert "compile dedicated_log_torch_trace_4oku3kw2.log:0/0  failed  1 input(s)" in r.stdout
+    # The log's short label, as the report's tables name it
+    assert "compile 4oku3kw2.log:0/0  failed  1 input(s)" in r.stdout
+    short = run_cli("inputs", corpus("compile_error"), "--compile-id", "4oku3kw2.log:2/0")
+    assert short.exit_code == 0 and "compile 4oku3kw2.log:2/0  " in short.stdout, short.output
     r = run_cli(
         "inputs",
         corpus("compile_error"),
