@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import CORPUS, FIXTURES, corpus, every_launch, fake_dim, only_log, run_cli
+from listing import flat
 
 pytestmark = pytest.mark.slow  # every rebuild runs torch
 torch = pytest.importorskip("torch")
@@ -239,9 +241,9 @@ def test_one_bad_tensor_never_stops_the_others(tmp_path: Path) -> None:
     assert e.value.exit_code == EXIT_REFUSED and "use --mode meta" in e.value.message
     assert list(real_inputs(by["5/0"], mode="meta").tensors["L['x']"].shape) == [1 << 40, 1 << 20]
     assert list(fake_rebuild(by["5/0"]).tensors["L['x']"].shape) == [1 << 40, 1 << 20]
-    listed = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0")
+    listed = run_cli("inputs", tmp_path / "damaged.log", "--compile-id", "1/0", "--check")
     assert listed.exit_code == 0
-    assert f"L['y']: not rebuilt as real: {why}" in listed.stdout
+    assert f"L['y']: not rebuilt as real: {why}" in flat(listed.stdout)
 
 
 def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None:
@@ -266,9 +268,9 @@ def test_sparse_and_quantized_inputs_list_emit_and_repro(tmp_path: Path) -> None
         assert list(r.tensors["L['x']"].shape) == [6]
     b = real_inputs(by["0/0"]).tensors["L['b']"]
     assert b.layout == torch.sparse_coo and list(b.shape) == [8, 5] and b._nnz() == 0
-    listing = run_cli("inputs", log)
+    listing = run_cli("inputs", log, "--check")
     assert listing.exit_code == 0 and "Warning" not in listing.stderr
-    assert "L['y']: not rebuilt as real: " + why in listing.stdout
+    assert "L['y']: not rebuilt as real: " + why in flat(listing.stdout)
     out = tmp_path / "x.pt"
     res = run_cli("inputs", log, "--emit", out)
     assert res.exit_code == 0 and "Warning" not in res.stderr, res.stderr
@@ -305,12 +307,14 @@ def test_rare_kinds_of_tensor_list_emit_and_load(tmp_path: Path) -> None:
             (10, 1): edit(dtype="torch.int64"),  # a Parameter that requires grad
         },
     )
-    listing = run_cli("inputs", log)  # a fake non-leaf on a missing device: torch aborts
+    # --check: a fake non-leaf on a missing device, where torch aborts
+    listing = run_cli("inputs", log, "--check")
     assert listing.exit_code == 0 and not listing.stderr, listing.stderr
-    assert "L['x']: fake: faked as a leaf: this machine has no cuda:0" in listing.stdout
+    said = flat(listing.stdout)
+    assert "L['x']: fake: faked as a leaf: this machine has no cuda:0" in said
     bias = "L['fn']._parameters['bias']"
-    assert f"{bias}: requires_grad on int64 is impossible in torch: left off" in listing.stdout
-    failed = [ln.strip() for ln in listing.stdout.splitlines() if "not rebuilt" in ln]
+    assert f"{bias}: requires_grad on int64 is impossible in torch: left off" in said
+    failed = re.findall(r"L\['\w+'\]: not rebuilt[^:]*: [^:]*: [^.]*?logged", said)
     assert failed == ["L['y']: not rebuilt as fake: sparse_csr: its crow_indices are not logged"]
     for mode in ("random", "meta"):
         out = tmp_path / f"{mode}.pt"

@@ -139,7 +139,8 @@ def test_a_torch_name_outside_torch_is_written_never_run(tmp_path: Path) -> None
     from tlview.replay.plan import _not_torch
 
     for name in ("torch.nn.functional.relu", "torch._C._nn.linear", "torch.Tensor.add",
-                 "torch.distributed.tensor.placement_types.Replicate", "torch.float32"):  # fmt: skip
+                 "torch.distributed.tensor.placement_types.Replicate", "torch.float32",
+                 "torch.contiguous_format", "torch.strided", "torch.channels_last"):  # fmt: skip
         assert _not_torch(torch, name) is None, name
 
 

@@ -271,6 +271,7 @@ def test_nothing_prints_but_through_the_sanitiser() -> None:
         ("replay/make.py", "make_all"),
         ("replay/run.py", "_pump"),  # what repros print, cleaned, as it comes
         ("replay/child.py", "run_one"),  # the repro's child: its stdout is run_scripts' pipe
+        ("replay/child.py", "_say"),  # run_one's lines, on the same pipe (cleaned by _pump)
         ("runtime/halves.py", "result"),  # TLVIEW_DEBUG only
     }
     found = []

@@ -252,8 +252,11 @@ def _not_torch(torch: Any, name: str) -> str | None:
     module = getattr(obj, "__module__", None)
     if isinstance(obj, types.ModuleType):
         module = obj.__name__
-    elif module is None:  # a method of a torch class (`torch.Tensor.add`)
+    elif module is None:  # a method of a torch class (`torch.Tensor.add`), or an instance
+        # of one that keeps no module of its own (`torch.contiguous_format`, `torch.strided`)
         module = getattr(owner, "__module__", None)
+        if isinstance(owner, types.ModuleType):
+            module = getattr(type(obj), "__module__", None)
     if not _in(module, ("torch",)):
         return f"which is {module or 'no module'}'s"
     if _in(module, _NOT_GRAPH):
