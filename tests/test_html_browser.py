@@ -279,8 +279,10 @@ def test_real_log_pages(browser: Chromium, path: Path, tmp_path: Path) -> None:
         "Array.from(document.querySelectorAll('section.compile'),"
         " s => [s.id, s.querySelector('.cid').innerText, s.querySelector('.cid').title])"
     )
-    assert len(shown) == len(list(rep.attempts)) == len({a for a, _, _ in shown})
-    for (_, label, title), c in zip(shown, rep.attempts, strict=True):
+    # a section per compile and per `-/-`; an attempt that restarted is inside its compile's
+    sections = [c for c in rep.attempts if c.status != "restarted"]
+    assert len(shown) == len(sections) == len({a for a, _, _ in shown})
+    for (_, label, title), c in zip(shown, sections, strict=True):
         assert title == refs(c)  # the full name: rank or log file, and compile id
         assert label == c.key or (many and label.endswith(" " + c.key)), (label, c.key)
     rows = browser.eval("document.querySelectorAll('#ctable tbody tr').length")
@@ -291,7 +293,7 @@ def test_real_log_pages(browser: Chromium, path: Path, tmp_path: Path) -> None:
     wide = "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     width, room = browser.eval(wide)
     assert width <= room, (path.name, width, room)
-    for c in rep.attempts:
+    for c in rep.attempts:  # restarted attempts' inputs too, in their compile's section
         for i in c.inputs:
             for s in i.sources:
                 assert s in text, (compile_ref(c, many), s)
@@ -329,9 +331,10 @@ def _press(browser: Chromium, key: str, code: str, text: str = "") -> None:
 def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
     rep, dest = page_for(DEMO, tmp_path / "demo.html")
     assert problems(browser.load(dest), dest) == []
-    keys = [c.key for c in rep.attempts]
+    rows = [c for c in rep.attempts if c.status != "restarted"]  # restarts: inside their compile
+    keys = [c.key for c in rows]
     assert _visible_ids(browser) == keys
-    times = {c.key: c.compile_time_s for c in rep.attempts}
+    times = {c.key: c.compile_time_s for c in rows}
     timed = sorted((k for k in keys if times[k] is not None), key=lambda k: times[k] or 0)
     untimed = [k for k in keys if times[k] is None]
     th = "document.querySelectorAll('#ctable thead th')"
@@ -358,15 +361,15 @@ def test_sort_filter_and_keys(browser: Chromium, tmp_path: Path) -> None:
     _press(browser, "Escape", "Escape")
     assert _visible_ids(browser) == keys
     browser.eval(
-        "const s = document.getElementById('status'); s.value = 'restarted'; s.dispatchEvent(new Event('change')); 1"
+        "const s = document.getElementById('status'); s.value = 'graph_break'; s.dispatchEvent(new Event('change')); 1"
     )
-    assert _visible_ids(browser) == [c.key for c in rep.attempts if c.status == "restarted"]
+    assert _visible_ids(browser) == [c.key for c in rows if c.status == "graph_break"] != []
     # j and k walk the compile sections; Enter opens the one with the focus.
     browser.eval("document.activeElement.blur(); 1")
     _press(browser, "j", "KeyJ", "j")
     _press(browser, "j", "KeyJ", "j")
     here = "document.activeElement.closest('section.compile')"
-    assert browser.eval(f"{here}.id") == "c-0/0"
+    assert browser.eval(f"{here}.id") == "c-0/0_1"
     _press(browser, "k", "KeyK", "k")
     assert browser.eval(f"{here}.id") == "c--/-"
     _press(browser, "Enter", "Enter", "\r")

@@ -66,6 +66,7 @@ class AttemptView(NamedTuple):
     alias_groups: int
     breaks: list[BreakNote]
     artifacts: list[tuple[str, int, int]]  # (kind, log line, bytes)
+    timeline: Timeline | None  # its phases (the page's trace download takes them too)
 
 
 class SymbolView(NamedTuple):
@@ -219,6 +220,7 @@ def _attempt(e: Analysis, anchor: str, page: Page) -> AttemptView:
         alias_groups=e.alias_groups,
         breaks=[_break(b, page.break_anchor.get(b.key, "")) for b in e.breaks],
         artifacts=[(p.kind, p.line, p.bytes) for p in c.payloads()],
+        timeline=compile_timeline(c.phases),
     )
 
 
