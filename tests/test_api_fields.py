@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from conftest import FIXTURES, ROOT
 
@@ -54,3 +55,30 @@ def test_report_compiles_is_the_headline_as_a_sequence() -> None:
         ("0/0_1", ["0/0"]),
         ("0/1_1", ["0/1"]),
     ]
+
+
+def test_one_order_one_shape_and_options_objects(tmp_path: Path) -> None:
+    """emit_inputs and repro take (log, compile, where); fake and real inputs come back as the
+    same mapping; the option objects stand for the keywords."""
+    import warnings
+
+    rep = tlview.read(FIXTURES / "demo.log")
+    fakes = tlview.fake_inputs(rep, "2/0")
+    real = tlview.real_inputs(rep, "2/0", options=tlview.RebuildOptions(mode="zeros"))
+    assert isinstance(fakes, tlview.Rebuilt) and isinstance(real, tlview.Rebuilt)
+    assert sorted(fakes) == sorted(real) == sorted(real.tensors) and len(fakes) == 3
+    assert all(float(real[s].abs().sum()) == 0 for s in real)  # zeros, from the options object
+    out = tmp_path / "a.pt"
+    said = tlview.emit_inputs(rep, "2/0", out, options=tlview.RebuildOptions(mode="meta"))
+    assert out.exists() and said.startswith("3 tensor(s) of 1 compile(s)"), said
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tlview.save_inputs(rep, str(tmp_path / "b.pt"), "2/0", force=True)
+    assert [str(x.message).split(":")[0] for x in w] == [
+        "tlview.save_inputs(log, path, compile_id) is deprecated"
+    ]
+    # a path: read with the graph code kept, as repro needs
+    o = tlview.repro(
+        FIXTURES / "demo.log", "2/0", tmp_path / "r", options=tlview.ReproOptions(mode="zeros")
+    )
+    assert o.status == "written" and (tmp_path / "r" / "repro.py").exists()

@@ -117,8 +117,8 @@ def test_every_corpus_input_rebuilds_real_and_fake(reports: dict[str, Report], f
                 logged = {n for n in notes if n.startswith(AS_LOGGED)}
                 assert set(notes) - logged <= EXPECTED_NOTES, (folder, c.key, kind, src, notes)
                 for n in logged:  # a value the log recorded: the tensor holds it
-                    assert kind == "real" and n == f"{AS_LOGGED}{r.values[src].words()}", n
-                    assert r.tensors[src].item() == r.values[src].value, (c.key, src)
+                    assert kind == "real" and n == f"{AS_LOGGED}{r.logged[src].words()}", n
+                    assert r.tensors[src].item() == r.logged[src].value, (c.key, src)
             check_compile(c, r.tensors)
 
 

@@ -200,7 +200,7 @@ def test_inputs_hold_the_values_the_log_recorded(tmp_path: Path) -> None:
     assert x.std() > 0.1  # tensor data the log does not hold: random
     rebuilt = tlview.real_inputs(str(log), "0/0_1", mode="zeros")
     assert rebuilt.tensors[EPS].item() == 1e-05
-    assert sorted(rebuilt.values) == sorted([EPS, DROPOUT])
+    assert sorted(rebuilt.logged) == sorted([EPS, DROPOUT])
     assert not rebuilt.tensors["L['x']"].any()
 
 
@@ -210,9 +210,9 @@ def test_python_scalars_and_item_values_come_back_as_logged() -> None:
     log = str(FIXTURES / "dynamic.log")
     g = tlview.real_inputs(log, "1/0")
     assert g.tensors["___as_tensor(L['scale'])"].item() == 2.5
-    assert g.values["___as_tensor(L['scale'])"].value == 2.5
+    assert g.logged["___as_tensor(L['scale'])"].value == 2.5
     h = tlview.real_inputs(log, "2/1")
-    assert {k: (v.value, v.symbol) for k, v in h.values.items()} == {"L['k']": (4, "s16")}
+    assert {k: (v.value, v.symbol) for k, v in h.logged.items()} == {"L['k']": (4, "s16")}
 
 
 def test_repro_checks_the_values_the_log_holds(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tlview.analyze.summary import Overview
     from tlview.index.keep import Keep
     from tlview.model import Compile, Payload, Report
-    from tlview.replay.make import Outcome
+    from tlview.replay.make import Outcome, ReproOptions
     from tlview.runtime.cores import Meanwhile
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.rebuilt import Rebuilt
@@ -41,13 +41,17 @@ from tlview.version import __version__
 __all__ = [
     "Analysis",
     "Compile",
+    "RebuildOptions",
+    "Rebuilt",
     "Report",
+    "ReproOptions",
     "TlviewError",
     "__version__",
     "analysed",
     "artifact",
     "artifacts",
     "diff",
+    "emit_inputs",
     "expand_report",
     "fake_inputs",
     "load_inputs",
@@ -72,6 +76,14 @@ def __getattr__(name: str) -> Any:
         from tlview.analyze.compiles import Analysis
 
         return Analysis
+    if name in ("RebuildOptions", "Rebuilt"):
+        from tlview.tensors import options, rebuilt
+
+        return getattr(options if name == "RebuildOptions" else rebuilt, name)
+    if name == "ReproOptions":
+        from tlview.replay.make import ReproOptions
+
+        return ReproOptions
     raise AttributeError(f"module 'tlview' has no attribute {name!r}")
 
 
@@ -117,19 +129,20 @@ def fake_inputs(
     fake_mode: Any = None,
     shape_env: Any = None,
     allow_import: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> Rebuilt:
     """FakeTensors for the inputs of one compile, with the original run's symbols where dynamic.
 
     `log` is a path, a Report (then `compile_id` picks the compile) or a Compile. Without
     `fake_mode` and `shape_env`, a new FakeTensorMode over a ShapeEnv that names each dynamic
-    dim's symbol as the original run did.
+    dim's symbol as the original run did. Returns `Rebuilt`, as `real_inputs` does: a mapping
+    {source: FakeTensor}, with `notes` and `failed`.
     """
     from tlview.rebuild import fake_rebuild  # torch is imported only here
 
     got = fake_rebuild(
         log, compile_id, fake_mode=fake_mode, shape_env=shape_env, allow_import=allow_import
     )
-    return got.tensors
+    return got
 
 
 def real_inputs(
@@ -141,23 +154,25 @@ def real_inputs(
     device: str | None = None,
     max_bytes: int | None = None,
     allow_import: Sequence[str] = (),
+    options: RebuildOptions | None = None,
 ) -> Rebuilt:
     """Real (random or zeros) or meta tensors for the inputs of one compile, aliasing kept.
 
-    Returns `Rebuilt`: `tensors` ({source: tensor}; every source of an input maps to the same
-    tensor), `notes` ({source: [what could not be exact]}) and `failed` ({source: why}).
-    `max_bytes` (default: half of this machine's memory) refuses a rebuild that needs more.
+    Returns `Rebuilt`: a mapping {source: tensor} (`tensors`; every source of an input maps to
+    the same tensor), `notes` ({source: [what could not be exact]}) and `failed` ({source:
+    why}). `max_bytes` (default: half of this machine's memory) refuses a rebuild that needs
+    more. `options` (a `tlview.RebuildOptions`) stands for all the keywords at once.
     """
     from tlview.tensors.real import build_real
 
-    opts = _options(mode, seed, device, max_bytes, allow_import)
+    opts = options or _options(mode, seed, device, max_bytes, allow_import)
     return build_real(_compile(log, compile_id, "real_inputs"), opts)
 
 
-def save_inputs(
+def emit_inputs(
     log: Log,
-    path: str,
-    compile_id: str | None = None,
+    compile_id: str | None,
+    path: str | Path,
     *,
     mode: str = "random",
     seed: int = 0,
@@ -165,18 +180,32 @@ def save_inputs(
     max_bytes: int | None = None,
     allow_import: Sequence[str] = (),
     force: bool = False,
+    options: RebuildOptions | None = None,
 ) -> str:
-    """Rebuild the inputs of one compile (or of every compile that has some) and write them to
-    PATH (`tlview.inputs/1`, what `tlview inputs --emit` writes); a one-line summary."""
+    """Rebuild the inputs of one compile (None: of every compile that has some) and write them
+    to PATH (`tlview.inputs/1`, what `tlview inputs --emit` writes); a one-line summary. The
+    arguments come in `repro`'s order: the log, the compile, where to write."""
     from tlview.analyze.names import compiles_with_inputs
     from tlview.model import Report
     from tlview.tensors.emit import emit_file
 
-    opts = _options(mode, seed, device, max_bytes, allow_import)
+    opts = options or _options(mode, seed, device, max_bytes, allow_import)
     report = log if isinstance(log, Report) else read(log)
-    return emit_file(
-        report, list(compiles_with_inputs(report, compile_id)), path, opts, force=force
+    chosen = list(compiles_with_inputs(report, compile_id))
+    return emit_file(report, chosen, str(path), opts, force=force)
+
+
+def save_inputs(log: Log, path: str, compile_id: str | None = None, **options: Any) -> str:
+    """Deprecated: `emit_inputs(log, compile_id, path, ...)`, in `repro`'s order."""
+    import warnings
+
+    warnings.warn(
+        "tlview.save_inputs(log, path, compile_id) is deprecated: use "
+        "tlview.emit_inputs(log, compile_id, path)",
+        DeprecationWarning,
+        stacklevel=2,
     )
+    return emit_inputs(log, compile_id, path, **options)
 
 
 def load_inputs(path: Any, map_location: Any = None, allow_import: Any = ()) -> dict[str, Any]:
@@ -210,6 +239,7 @@ def repro(
     check_accuracy: bool = False,
     launch: int | None = None,
     dynamo: bool = False,
+    options: ReproOptions | None = None,
 ) -> Outcome:
     """Write a script that re-runs the graph of one compile (`ID`, `LOG:ID`, `ID#N`) on inputs
     rebuilt from the log: `repro.py` and `inputs.pt` in OUT; with `run`, run it in a new Python
@@ -222,12 +252,13 @@ def repro(
     `allow_import` names packages to import for third-party ops and tensor subclasses (runs
     their code); `check_accuracy` (with `run`) compares eager with the backend: each output,
     each input the graph changes in place and each value the log holds. A backend is handed
-    the graph module, as dynamo hands it a graph; `dynamo` goes through `torch.compile`."""
+    the graph module, as dynamo hands it a graph; `dynamo` goes through `torch.compile`.
+    `options` (a `tlview.ReproOptions`) stands for the keywords from `backend` on at once."""
     from tlview.replay.make import ReproOptions, make_one
     from tlview.replay.thirdparty import check_names
 
     check_names(allow_import)
-    opts = ReproOptions(
+    opts = options or ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force, world=world,
         max_bytes=max_bytes, timeout=timeout, allow_import=tuple(allow_import),
         check_accuracy=check_accuracy, via="dynamo" if dynamo else "backend",
@@ -254,14 +285,16 @@ def repro_all(
     check_accuracy: bool = False,
     launch: int | None = None,
     dynamo: bool = False,
+    options: ReproOptions | None = None,
 ) -> list[Outcome]:
     """`repro` for every graph of the log, each in OUT/<compile>/, with OUT/summary.json;
-    `max_bytes` bounds what all of them build and write together; `timeout`, each run."""
+    `max_bytes` bounds what all of them build and write together; `timeout`, each run;
+    `options`, a `tlview.ReproOptions`, as for `repro`."""
     from tlview.replay.make import ReproOptions, make_all
     from tlview.replay.thirdparty import check_names
 
     check_names(allow_import)
-    opts = ReproOptions(
+    opts = options or ReproOptions(
         backend=backend, device=device, mode=mode, seed=seed, run=run, force=force,
         max_bytes=max_bytes, world=world, timeout=timeout, allow_import=tuple(allow_import),
         check_accuracy=check_accuracy, via="dynamo" if dynamo else "backend",

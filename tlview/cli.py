@@ -298,10 +298,10 @@ def inputs(
         warm = Meanwhile(job, ns)
     rep = tlview.read(path, progress=on_terminal(sys.stderr), launch=launch, meanwhile=warm)
     if emit is not None:
-        summary = tlview.save_inputs(
+        summary = tlview.emit_inputs(
             rep,
-            emit,
             compile_id,
+            emit,
             mode=mode,
             seed=seed,
             device=device,

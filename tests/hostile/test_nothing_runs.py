@@ -195,7 +195,7 @@ def test_allow_import_takes_only_a_module_name(name: str) -> None:
     assert_clean_exit(res, 2, repr(name))
     assert f"--allow-import {name!r}: not a module name" in res.stderr
     with pytest.raises(tlview.TlviewError, match="not a module name") as e:
-        tlview.save_inputs(str(DEMO), "/dev/null", "2/0", allow_import=[name])
+        tlview.emit_inputs(str(DEMO), "2/0", "/dev/null", allow_import=[name])
     assert e.value.exit_code == 2
 
 

@@ -83,7 +83,7 @@ def script_text(
 def _logged(p: Plan) -> int:
     """How many of the inputs hold the value the log recorded."""
     r = p.rebuilt
-    return sum(1 for s in getattr(r, "values", {}) if s in r.tensors) if r is not None else 0
+    return sum(1 for s in getattr(r, "logged", {}) if s in r.tensors) if r is not None else 0
 
 
 # --check-accuracy's backend unless --backend names one: the logged run's, as its graphs say.

@@ -44,8 +44,8 @@ def saved(
             notes[key] = n
         if r.failed:
             failed[key] = dict(r.failed)
-        if r.values:
-            values[key] = {src: v.as_dict() for src, v in r.values.items()}
+        if r.logged:
+            values[key] = {src: v.as_dict() for src, v in r.logged.items()}
         exact[key] = {"groups": [_group_record(g, r, plain) for g in r.groups]}
     return {
         "format": FORMAT,
@@ -391,7 +391,7 @@ def _summary(built: list[tuple[str, Rebuilt]], obj: dict[str, Any], mode: str) -
     noted = sum(len(n) for n in obj["notes"].values())  # with what writing them added
     failed = sum(len(r.failed) for _, r in built)
     line = f"{tensors} tensor(s) of {len(built)} compile(s); {noted} with notes, {failed} failed"
-    logged = sum(len(r.values) for _, r in built)
+    logged = sum(len(r.logged) for _, r in built)
     if not logged:
         return line
     rest = {"random": "random", "zeros": "zeros"}.get(mode, "not made (meta)")

@@ -644,10 +644,10 @@ def build_real(compile: Compile, opts: RebuildOptions) -> Rebuilt:
         b = RealBuilder(g, opts, filler=filler, devices=devices)
         b.build_all()
         if values:
-            out.values.update(_fill_logged(b, values))
+            out.logged.update(_fill_logged(b, values))
         collect(out, g, b.memo, b.notes, b.errors)
         out.storages.update(((g.describer, key), st) for key, st in b.storages.items())
-    out.values.update(scalar_values(compile, described))
+    out.logged.update(scalar_values(compile, described))
     return out
 
 

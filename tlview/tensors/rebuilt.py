@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,9 +10,10 @@ from tlview.tensors.logged import Logged
 from tlview.tensors.plans import GroupPlan, TensorPlan
 
 
-@dataclass
-class Rebuilt:
-    """The tensors of one compile, with what could not be reproduced exactly and why."""
+@dataclass(eq=False)
+class Rebuilt(Mapping[str, Any]):
+    """The tensors of one compile, with what could not be reproduced exactly and why; as a
+    mapping, {source: tensor} (what `fake_inputs` and `real_inputs` both return)."""
 
     tensors: dict[str, Any]  # source -> tensor; one object for all sources of one described tensor
     notes: dict[str, list[str]]  # source -> what could not be reproduced exactly, and why
@@ -24,7 +25,16 @@ class Rebuilt:
     storages: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
     # The values the log holds: a tensor input's (it holds it, but in meta mode), a Python
     # scalar input's (`L['k']`); every other value is random or zero (the log holds no data).
-    values: dict[str, Logged] = field(default_factory=dict)
+    logged: dict[str, Logged] = field(default_factory=dict)
+
+    def __getitem__(self, source: str) -> Any:
+        return self.tensors[source]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tensors)
+
+    def __len__(self) -> int:
+        return len(self.tensors)
 
 
 class Failed(Exception):
