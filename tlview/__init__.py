@@ -26,6 +26,10 @@ from tlview.replay import DEFAULT_TIMEOUT
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch.serialization import MAP_LOCATION
+
     from tlview.analyze.compiles import Analysis
     from tlview.analyze.diff import Diff
     from tlview.analyze.summary import Overview
@@ -126,8 +130,8 @@ def fake_inputs(
     log: Log | Compile,
     compile_id: str | None = None,
     *,
-    fake_mode: Any = None,
-    shape_env: Any = None,
+    fake_mode: FakeTensorMode | None = None,
+    shape_env: ShapeEnv | None = None,
     allow_import: Sequence[str] = (),
 ) -> Rebuilt:
     """FakeTensors for the inputs of one compile, with the original run's symbols where dynamic.
@@ -208,7 +212,9 @@ def save_inputs(log: Log, path: str, compile_id: str | None = None, **options: A
     return emit_inputs(log, compile_id, path, **options)
 
 
-def load_inputs(path: Any, map_location: Any = None, allow_import: Any = ()) -> dict[str, Any]:
+def load_inputs(
+    path: str | Path, map_location: MAP_LOCATION = None, allow_import: Sequence[str] = ()
+) -> dict[str, Any]:
     """Load a file written by `tlview inputs --emit`, restoring exact tensors and aliasing.
 
     The result is the saved dictionary with `compiles` ({compile id: {source: tensor}}) rebuilt
