@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 from click.testing import CliRunner, Result
-from conftest import CORPUS, FIXTURES
+from helpers import CORPUS, FIXTURES
 
 from tlview.analyze.baseline import every_attempt
 from tlview.cli import main

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import CORPUS, FIXTURES, ROOT
+from helpers import CORPUS, FIXTURES, ROOT
 
 from tlview import __version__
 from tlview.cli import main as tlview

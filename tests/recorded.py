@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Any
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 
 def reader() -> dict[str, Any]:

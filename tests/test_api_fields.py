@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 import tlview
 from tlview.analyze.summary import overview

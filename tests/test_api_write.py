@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
+from helpers import FIXTURES, run_cli
 
 import tlview
 from tlview.errors import TlviewError

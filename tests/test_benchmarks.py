@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import CORPUS, FIXTURES, ROOT, report_json
+from helpers import CORPUS, FIXTURES, ROOT, report_json
 
 LOGS = [
     FIXTURES / "demo.log",

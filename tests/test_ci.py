@@ -14,7 +14,7 @@ from typing import Any
 
 import crafted
 import pytest
-from conftest import FIXTURES, corpus, run_cli
+from helpers import FIXTURES, corpus, run_cli
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 DOC = ROOT / "docs" / "ci.md"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, corpus, only_log
+from helpers import FIXTURES, corpus, only_log
 
 import tlview.index.compiles as compiles
 import tlview.index.describe as describe

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES, corpus, run_cli
+from helpers import FIXTURES, corpus, run_cli
 
 import tlview
 from tlview.analyze.baseline import read_report

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, FIXTURES
+from helpers import CORPUS, FIXTURES
 
 from tlview.analyze.summary import overview
 from tlview.counting import counts_as_compile

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 import tlview
 import tlview.load

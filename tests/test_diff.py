@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, corpus, run_cli
+from helpers import FIXTURES, corpus, run_cli
 from runs import BREAK_LINE, traces  # noqa: F401  (session fixture)
 
 from tlview.analyze.diff import (

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
+from helpers import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
 from tlview.analyze.divergence import rank_ranges
 from tlview.index.digests import artifact_meta

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, corpus, report_json, run_cli
+from helpers import FIXTURES, corpus, report_json, run_cli
 from runs import traces  # noqa: F401  (session fixture: the program run under TORCH_TRACE)
 
 from tlview.analyze.baseline import every_attempt

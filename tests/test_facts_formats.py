@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner, Result
-from conftest import FIXTURES, corpus, run_cli
+from helpers import FIXTURES, corpus, run_cli
 from test_ci import assert_inert, headings, tables
 from test_compile_facts import raw_metrics, raw_spans
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, corpus, report_json, run_cli
+from helpers import FIXTURES, corpus, report_json, run_cli
 
 from tlview.analyze.diff import compare
 from tlview.analyze.gate import Check, check_diff, check_report, parse_checks

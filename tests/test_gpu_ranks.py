@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, corpus, report_json, run_cli
+from helpers import FIXTURES, ROOT, corpus, report_json, run_cli
 
 from tlview.index.digests import graph_md5, mask_by_rank
 from tlview.load import read as load

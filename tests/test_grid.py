@@ -8,7 +8,7 @@ import random
 import re
 
 import pytest
-from conftest import only_log, run_cli
+from helpers import only_log, run_cli
 from rich.console import Console
 
 from tlview.render.text.console import T

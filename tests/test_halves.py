@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, corpus, only_log
+from helpers import FIXTURES, corpus, only_log
 
 import tlview.render.json.report as json_mod
 import tlview.runtime.store as store

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import CORPUS, FIXTURES, ROOT, corpus, only_log
+from helpers import CORPUS, FIXTURES, ROOT, corpus, only_log
 
 import tlview
 from tlview import __version__
@@ -581,7 +581,7 @@ def test_templates_from_a_built_wheel(tmp_path: Path) -> None:
 
 
 def test_cli_writes_and_rewrites_its_own_page(tmp_path: Path) -> None:
-    from conftest import run_cli
+    from helpers import run_cli
 
     out = tmp_path / "r.html"
     for _ in range(2):  # the second run replaces the page it wrote, without --force

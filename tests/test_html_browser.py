@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, corpus
+from helpers import FIXTURES, corpus
 from test_html import DEMO, HOSTILE, hostile_log, page_payloads, real_paths
 
 from tlview.analyze.names import Refs, compile_ref

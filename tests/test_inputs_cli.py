@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, corpus, only_log, run_cli
+from helpers import ROOT, corpus, only_log, run_cli
 
 pytestmark = pytest.mark.slow  # every listing and --emit rebuilds with torch
 torch = pytest.importorskip("torch")

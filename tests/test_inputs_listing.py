@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, only_log, run_cli
+from helpers import ROOT, only_log, run_cli
 
 NO_TORCH = r"""
 import sys

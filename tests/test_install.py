@@ -11,7 +11,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, gloo_rank0, report_json, run_cli
+from helpers import FIXTURES, ROOT, gloo_rank0, report_json, run_cli
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import make_job

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, gloo_rank0, report_json, run_cli, without_paths
+from helpers import ROOT, corpus, gloo_rank0, report_json, run_cli, without_paths
 
 from tlview.index import compiles
 from tlview.load import read as load

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, corpus, run_cli
+from helpers import FIXTURES, corpus, run_cli
 
 import tlview
 from tlview.analyze.launches import GAP_S, launches, seconds_of

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import only_log, run_cli
+from helpers import only_log, run_cli
 
 import tlview
 from tlview.render.html import budget

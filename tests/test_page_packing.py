@@ -7,7 +7,7 @@ import gzip
 import zlib
 
 import pytest
-from conftest import only_log
+from helpers import only_log
 
 import tlview
 from tlview.render.html import payloads

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import corpus, only_log
+from helpers import corpus, only_log
 
 from tlview.index.log import read_log
 from tlview.logs.files import discover
@@ -71,7 +71,7 @@ def test_every_record_line_is_read_with_its_line_number(folder: str) -> None:
 
 def test_payload_text_keeps_unusual_line_breaks() -> None:
     # Payload lines are split on \n only: U+2028, U+0085 and form feeds stay inside a line.
-    from conftest import FIXTURES
+    from helpers import FIXTURES
 
     (rec,) = [
         r
@@ -85,7 +85,7 @@ def test_payload_text_keeps_unusual_line_breaks() -> None:
 def test_payload_tabs_of_its_own_are_kept() -> None:
     # Only the TAB torch puts before each payload line goes; TABs in the text stay, and the
     # md5 torch wrote agrees (the fast way of removing TABs is tried first, then the exact one).
-    from conftest import FIXTURES
+    from helpers import FIXTURES
 
     for name in ("1", ""):
         mp = pytest.MonkeyPatch()

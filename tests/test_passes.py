@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
 from crafted import record
+from helpers import FIXTURES, run_cli
 
 import tlview
 from tlview.analyze.bytecode import assembled, instructions

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, corpus, run_cli
+from helpers import FIXTURES, corpus, run_cli
 from test_html import DEMO, real_paths
 
 from tlview import __version__

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, corpus
+from helpers import FIXTURES, corpus
 
 from tlview.analyze.provenance import cross_links
 from tlview.load import read as load

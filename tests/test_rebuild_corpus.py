@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, FIXTURES, corpus, every_launch, fake_dim, only_log, run_cli
+from helpers import CORPUS, FIXTURES, corpus, every_launch, fake_dim, only_log, run_cli
 from listing import flat
 
 pytestmark = pytest.mark.slow  # every rebuild runs torch

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, run_cli
+from helpers import FIXTURES, run_cli
 from listing import flat, listing_rows
 from recorded import mask as _mask
 from recorded import read, saved

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fake_dim
+from helpers import fake_dim
 
 pytestmark = pytest.mark.slow  # a torch program writes the log
 torch = pytest.importorskip("torch")

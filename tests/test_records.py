@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from conftest import FIXTURES, ROOT, corpus, report_json, run_cli
+from helpers import FIXTURES, ROOT, corpus, report_json, run_cli
 
 from tlview.analyze.baseline import every_attempt
 

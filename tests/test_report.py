@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, corpus, gloo_rank0, only_log, report_json, run_cli
+from helpers import FIXTURES, ROOT, corpus, gloo_rank0, only_log, report_json, run_cli
 from listing import listing_rows
 
 from tlview.analyze.baseline import every_attempt

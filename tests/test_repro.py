@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, corpus, run_cli
+from helpers import FIXTURES, ROOT, corpus, run_cli
 
 pytestmark = pytest.mark.slow  # every repro is written, and some run, with torch
 torch = pytest.importorskip("torch")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from conftest import FIXTURES, run_cli
+from helpers import FIXTURES, run_cli
 
 import tlview
 

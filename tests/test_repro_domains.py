@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
+from helpers import FIXTURES, run_cli
 
 pytestmark = pytest.mark.slow  # repros are written and run with torch
 torch = pytest.importorskip("torch")
@@ -217,7 +217,7 @@ def test_inductor_may_lay_out_an_output_unlike_the_eager_graph(tmp_path: Path) -
 def test_jagged_inputs_with_nested_int_sizes_still_reproduce(tmp_path: Path) -> None:
     """The corpus's subclasses logs size jagged tensors with nested ints (j1), which are no
     number an index domain is read from: every graph still runs and reproduces."""
-    from conftest import corpus
+    from helpers import corpus
 
     out = tmp_path / "r"
     res = run_cli("repro", corpus("subclasses"), "--all", "-o", out, "--run")

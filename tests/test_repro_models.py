@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from conftest import FIXTURES, fake_dim, run_cli
+from helpers import FIXTURES, fake_dim, run_cli
 from recorded import read, reader, renumbered, saved
 
 pytestmark = pytest.mark.slow  # repros are written and run with torch

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from helpers import run_cli
 
 from tlview.replay import DEFAULT_TIMEOUT
 from tlview.replay.run import TAIL_BYTES, Tail, run_scripts

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
+from helpers import FIXTURES, run_cli
 
 import tlview
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, corpus, only_log, report_json, without_paths
+from helpers import ROOT, corpus, only_log, report_json, without_paths
 
 pytestmark = pytest.mark.slow  # an S3 server starts per module
 pytest.importorskip("s3fs")

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, corpus, run_cli
+from helpers import FIXTURES, ROOT, corpus, run_cli
 
 from tlview.render.text import console
 

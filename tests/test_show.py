@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.shell_completion import ShellComplete
-from conftest import FIXTURES, ROOT, corpus, run_cli
+from helpers import FIXTURES, ROOT, corpus, run_cli
 
 import tlview
 from tlview.cli import main

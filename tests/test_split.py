@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, corpus, only_log, run_cli
+from helpers import FIXTURES, corpus, only_log, run_cli
 
 import tlview.index.parts as split
 import tlview.runtime.store as store

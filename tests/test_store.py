@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import corpus, only_log, run_cli
+from helpers import corpus, only_log, run_cli
 
 import tlview.runtime.store as store
 from tlview.index import compiles

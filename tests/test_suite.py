@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ROOT
+from helpers import CORPUS, ROOT
 
 # The cases that run pytest in a child process are slow; the others read the tests' source.
 slow = pytest.mark.slow
@@ -55,9 +55,11 @@ def test_the_wait_check_sees_what_it_looks_for(tmp_path: Path) -> None:
 
 
 def _pytest(tmp_path: Path, body: str, corpus: Path = CORPUS) -> subprocess.CompletedProcess[str]:
-    """pytest in a child, on one test file beside a copy of tests/conftest.py."""
+    """pytest in a child, on one test file beside a copy of tests/conftest.py (and the helpers
+    it imports)."""
     (tmp_path / "tests").mkdir(parents=True)
-    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    for name in ("conftest.py", "helpers.py"):
+        shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
     (tmp_path / "tests" / "test_one.py").write_text(body, encoding="utf-8")
     env = dict(os.environ, TLVIEW_CORPUS=str(corpus))
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests"]
@@ -132,3 +134,14 @@ def test_the_readme_opens_with_the_two_commands_and_ci_runs_the_second() -> None
     assert tests.endswith(".venv/bin/python -m pytest")
     assert tests in (root / ".ci" / "run").read_text().splitlines()
     assert len(readme.splitlines()) < 200
+
+
+def test_no_test_imports_from_conftest() -> None:
+    """Helpers live in modules (tests/helpers.py, ...): conftest.py holds pytest's hooks only."""
+    found = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if line.strip().startswith(("from conftest import", "import conftest"))
+    ]
+    assert found == []

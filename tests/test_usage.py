@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 COMMANDS = ("report", "inputs", "repro", "diff", "show")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, report_json, run_cli
 from crafted import record
+from helpers import FIXTURES, report_json, run_cli
 
 import tlview
 from tlview.analyze.vllm import by_rank, is_vllm, seconds_between, split_list, vllm_calls

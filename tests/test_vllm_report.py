@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, report_json, run_cli
 from crafted import record
+from helpers import FIXTURES, report_json, run_cli
 
 import tlview
 from tlview.render.html.budget import page_keep

@@ -5,7 +5,7 @@ the table puts what."""
 from __future__ import annotations
 
 import pytest
-from conftest import FIXTURES, corpus, run_cli
+from helpers import FIXTURES, corpus, run_cli
 
 import tlview
 from tlview.analyze.names import select

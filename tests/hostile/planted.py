@@ -19,13 +19,13 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES
 from damage import (
     payload_of,
     record_json,
     unit_bytes,
     units,
 )
+from helpers import FIXTURES
 
 DEMO = FIXTURES / "demo.log"
 

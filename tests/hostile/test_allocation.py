@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES
 from crafted import (
     compile_of,
     graph,
@@ -39,6 +38,7 @@ from damage import (
     unit_bytes,
     units,
 )
+from helpers import FIXTURES
 from planted import DEMO
 
 from tlview.analyze.baseline import every_attempt

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import FIXTURES, ROOT, report_json
 from crafted import (
     PREFIX,
     compile_of,
@@ -36,6 +35,7 @@ from damage import (
     doc_of,
     run,
 )
+from helpers import FIXTURES, ROOT, report_json
 
 import tlview
 from tlview import errors

@@ -16,7 +16,6 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import CORPUS, FIXTURES
 from crafted import write_log
 from damage import (
     EXIT_NO_TRACE,
@@ -48,6 +47,7 @@ from damage import (
     units,
     valid,
 )
+from helpers import CORPUS, FIXTURES
 
 from tlview.analyze.baseline import every_attempt
 
@@ -780,7 +780,7 @@ def test_real_logs_accuse_no_good_line(log: Path) -> None:
 def test_quick_tensor_check_agrees_with_the_full_one(monkeypatch: pytest.MonkeyPatch) -> None:
     # `check_tensor` first tries a one-pass check; every field of real records, set to each
     # wrong type, must get the message the full check gives.
-    from conftest import only_log
+    from helpers import only_log
 
     from tlview.index import inputs
     from tlview.parse import Reader

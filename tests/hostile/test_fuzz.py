@@ -421,7 +421,7 @@ def test_inputs_and_repro_never_crash_on_damaged_logs(tmp_path: Path) -> None:
 
 def test_the_independent_count_sees_compiles() -> None:
     """Positive control: the ids count finds the compiles of an undamaged log."""
-    from conftest import FIXTURES
+    from helpers import FIXTURES
 
     data = (FIXTURES / "demo.log").read_bytes()
     ids = compile_ids(data, 64 << 20)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import cmarkgfm
 import pytest
-from conftest import FIXTURES
 from crafted import interned, metrics, record, start
 from damage import EXIT_OK, assert_clean_exit, run
+from helpers import FIXTURES
 from markdown_it import MarkdownIt
 
 from tlview.render.markdown.md import text

@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import run_cli
 from crafted import (
     interned,
     metrics,
@@ -20,6 +19,7 @@ from crafted import (
     write_log,
 )
 from damage import assert_clean_exit, doc_of, run
+from helpers import run_cli
 
 import tlview
 import tlview.render.json.report as json_mod

@@ -149,7 +149,7 @@ def test_every_graph_torch_wrote_passes_the_check() -> None:
     """The check refuses no graph torch wrote: every dynamo graph of the shared corpus and the
     fixtures that reads as graph code names only what fx prints and torch's own names."""
     import torch
-    from conftest import CORPUS, FIXTURES
+    from helpers import CORPUS, FIXTURES
 
     import tlview
     from tlview.replay import graphcode as gc

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
 from crafted import interned, record, start
 from damage import EXIT_NO_TRACE, EXIT_OK, assert_clean_exit, run
+from helpers import FIXTURES
 
 import tlview
 from tlview.analyze.baseline import read_report

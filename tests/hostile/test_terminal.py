@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
 from crafted import (
     ESC,
     OBEYED,
@@ -40,6 +39,7 @@ from damage import (
     doc_of,
     run,
 )
+from helpers import FIXTURES
 from planted import DEMO, ESCAPES, Hostile, planted
 from rich.console import Console
 from rich.text import Text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 from tlview.analyze.gate import check_report, parse_checks
 from tlview.analyze.names import Refs, check_named, find_compile, is_named, picker

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 import tlview
 

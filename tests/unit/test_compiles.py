@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import FIXTURES, corpus, only_log
+from helpers import FIXTURES, corpus, only_log
 
 from tlview.analyze.compiles import Analysis, analysed, is_library
 from tlview.load import read as load

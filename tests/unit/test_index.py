@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 from tlview.index.core import is_torch_file
 from tlview.index.dims import fx_name

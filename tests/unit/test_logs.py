@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 from tlview.errors import EXIT_NO_TRACE, TlviewError
 from tlview.logs.files import discover, is_gzip, no_logs, open_log

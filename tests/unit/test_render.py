@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 from tlview.analyze.baseline import every_attempt
 from tlview.load import read as load
