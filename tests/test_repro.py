@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FIXTURES, ROOT, corpus, run_cli
+from helpers import FIXTURES, ROOT, corpus, every_launch, run_cli
 
 pytestmark = pytest.mark.slow  # every repro is written, and some run, with torch
 torch = pytest.importorskip("torch")
@@ -581,14 +581,13 @@ def test_corpus_dynamic_shapes_all_run(tmp_path: Path) -> None:
 
 def test_corpus_graph_code_parses_everywhere() -> None:
     from tlview.analyze.names import graphs
-    from tlview.load import read as load
     from tlview.replay import graphcode
     from tlview.replay import make as repro
     from tlview.replay.plan import graph_of
 
     seen = 0
     for folder in sorted({p.parent for p in corpus().rglob("*.log")}):
-        rep = load(folder, repro.graph_keep(), jobs=1)
+        rep = every_launch(folder, keep=repro.graph_keep(), jobs=1)  # a folder of several runs
         for _ref, c in graphs(rep):
             g = graph_of(c)
             assert g is not None and g.text is not None
