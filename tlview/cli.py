@@ -9,13 +9,12 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 import tlview
 from tlview.commands import funnel
-from tlview.commands import show as show_help
 from tlview.commands.funnel import Main, gate, on_terminal, outlive, say
 from tlview.commands.paths import newest, rereadable
 from tlview.errors import EXIT_STRICT, EXIT_USAGE, TlviewError
@@ -589,15 +588,29 @@ def repro(
     repro_said(path, out, o, run_now)
 
 
+def _complete_artifacts(ctx: click.Context, param: click.Parameter, incomplete: str) -> Any:
+    """`show`'s completion of artifact names, its module imported only when completing."""
+    from tlview.commands.show import complete_artifacts
+
+    return complete_artifacts(ctx, param, incomplete)
+
+
+def _complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> Any:
+    """`show`'s completion of compile ids, its module imported only when completing."""
+    from tlview.commands.show import complete_ids
+
+    return complete_ids(ctx, param, incomplete)
+
+
 @main.command()
 @click.argument("path", type=click.Path())
-@click.argument("artifact", required=False, shell_complete=show_help.complete_artifacts)
+@click.argument("artifact", required=False, shell_complete=_complete_artifacts)
 @click.option(
     "--compile-id",
     "compile_id",
     callback=lambda ctx, param, value: _plain_id(value),
     required=True,
-    shell_complete=show_help.complete_ids,
+    shell_complete=_complete_ids,
     help="The compile, e.g. 0/1 (LOG:ID or rankN:ID with several logs).",
 )
 @click.option(
@@ -640,6 +653,8 @@ def show(
 ) -> None:
     """List a compile's artifacts, or write one whole (ARTIFACT: a name the listing gives,
     `NAME[SUBGRAPH]` for one of a region)."""
+    from tlview.commands import show as show_help
+
     path = newest(path) if latest else path
     if passes or diff_with is not None or diff_previous or bytecode:
         from tlview.commands import passes as show_passes
