@@ -168,10 +168,7 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
     c = a.compile
     v = CompileView(row=r, facts=_facts(r, c))
     _notes(v, a, page.full)
-    marks = describer_marks(c.inputs)
-    names = input_names(c.inputs)
-    dynamic = dynamic_dims(c)
-    v.inputs = [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
+    v.inputs = _inputs(c)
     v.breaks = [_break(b, page.break_anchor.get(b.key, "")) for b in a.breaks]
     v.more = facts_view(a, r.detail)
     v.attempts = [_attempt(e, f"{r.anchor}-a{k}", page) for k, e in enumerate(a.earlier)]
@@ -206,17 +203,22 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
     return v
 
 
+def _inputs(c: Compile) -> list[InputView]:
+    """A compile's inputs as its inputs table shows them (a section's, or an attempt's in it)."""
+    marks = describer_marks(c.inputs)
+    names = input_names(c.inputs)
+    dynamic = dynamic_dims(c)
+    return [input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs]
+
+
 def _attempt(e: Analysis, anchor: str, page: Page) -> AttemptView:
     c = e.compile
-    names = input_names(c.inputs)
-    marks = describer_marks(c.inputs)
-    dynamic = dynamic_dims(c)
     return AttemptView(
         key=c.key,
         ref=e.ref,
         anchor=anchor,
         restarts=[x.text for x in e.restarts],
-        inputs=[input_view(i, marks.get(id(i), ""), names, dynamic) for i in c.inputs],
+        inputs=_inputs(c),
         alias_groups=e.alias_groups,
         breaks=[_break(b, page.break_anchor.get(b.key, "")) for b in e.breaks],
         artifacts=[(p.kind, p.line, p.bytes) for p in c.payloads()],
