@@ -16,7 +16,7 @@ from helpers import FIXTURES, corpus, only_log, run_cli
 import tlview.index.parts as split
 import tlview.runtime.store as store
 from tlview.analyze.baseline import every_attempt
-from tlview.index import compiles
+from tlview.index import compiles, kinds
 from tlview.index.keep import Keep
 from tlview.index.log import read_log
 from tlview.runtime.cores import Meanwhile
@@ -190,6 +190,27 @@ def test_names_interned_before_the_start_are_found_looking_back() -> None:
         assert earlier(pid + 1, min(table)) is None  # another process interned nothing
     finally:
         earlier.close()
+
+
+def test_a_later_part_cuts_and_finds_compact_names_as_one_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer other than torch's json.dumps writes `{"str":[` (no spaces), and a name may be
+    # 64 KB long: a later part looks it up as the first part interned it, and keeps it cut to
+    # what one reader keeps (it kept all 64 KB, and named frames `<file 0>`, before).
+    data = only_log("mlp_aot_eager").read_bytes()  # frames of one file in every part
+    long = "/" + "d" * 65536 + "/model.py"
+    script = b"/home/user/corpus/gen/mlp_aot_eager.py"
+    assert data.count(b'] {"str": ["' + script + b'"') == 1
+    data = data.replace(script, long.encode())
+    path = tmp_path / "compact.log"
+    path.write_bytes(data.replace(b'] {"str": [', b'] {"str":['))
+    monkeypatch.setenv(split.READERS_ENV, "1")
+    whole = _everything(path)
+    files = {f["file"] for c in whole[1:] for f in c["stack"]}
+    assert kinds.cut_name(long) in files and len(max(files, key=len)) < 512
+    monkeypatch.setenv(split.READERS_ENV, "3")
+    assert _everything(path) == whole
 
 
 def _everything(path: Path, meanwhile: Meanwhile | None = None) -> list:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from tlview.index.core import add_bad
-from tlview.index.kinds import MAX_PID
+from tlview.index.kinds import MAX_PID, cut_name
 from tlview.index.stream import index_records
 from tlview.logs.files import is_gzip
 from tlview.model import BadLine, LogIndex
@@ -30,7 +30,7 @@ PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs mo
 # taken in, its compiles merged: 200 MB of small records read in 2, 4 and 8 parts here), and its
 # copy a fork and the hand-over of its compiles; 16 MB take a reader 0.15-0.3 s to read.
 PART_MIN = 16 << 20
-_STR = b'] {"str": ['
+_STR = b'] {"str":'  # torch writes `{"str": [`; a compact writer `{"str":[`
 NS_PER_BYTE = 2.9  # what reading a large-payload log costs here (benchmarks/RESULTS.md)
 READERS_ENV = "TLVIEW_READERS"  # a number of readers to use whatever the log's size (to measure)
 
@@ -149,8 +149,10 @@ class Earlier:
             return
         if m is not None and isinstance(name, str) and isinstance(idx, int):
             pid = int(m.group(3))
-            # Looking backwards, the first definition found is the one in force at the start.
-            self.tables.setdefault(pid if pid <= MAX_PID else -1, {}).setdefault(idx, name)
+            # Looking backwards, the first definition found is the one in force at the start;
+            # cut as the record's own reader cuts it (handlers.on_str).
+            table = self.tables.setdefault(pid if pid <= MAX_PID else -1, {})
+            table.setdefault(idx, cut_name(name))
 
     def close(self) -> None:
         if self.mm is not None:
