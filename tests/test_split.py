@@ -456,7 +456,7 @@ def test_many_parts_equal_one_reader(
     assert spans[0][0] == 0 and len(spans) >= 1  # this process read the first part
 
 
-def test_one_reader_a_core_with_sixteen_megabytes_each(
+def test_one_reader_a_core_with_eight_megabytes_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The cores this process may run on (its affinity), each reader at least PART_MIN bytes;
@@ -465,10 +465,11 @@ def test_one_reader_a_core_with_sixteen_megabytes_each(
     with log.open("wb") as f:
         f.truncate(200 << 20)
     for cores, size, want in [
-        (16, 200 << 20, 12),  # 200 MB: twelve parts of 16 MB and more
-        (16, 40 << 20, 2),
+        (16, 200 << 20, 16),  # 200 MB: sixteen parts of 8 MB and more
+        (16, 40 << 20, 5),
+        (16, 12 << 20, 2),
         (2, 200 << 20, 2),
-        (16, 20 << 20, 1),  # under PARALLEL_MIN
+        (16, 6 << 20, 1),  # under PARALLEL_MIN
         (1, 200 << 20, 1),
     ]:
         monkeypatch.setattr(split, "cores", lambda n=cores: n)

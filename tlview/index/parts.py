@@ -25,11 +25,13 @@ from tlview.runtime.cores import Meanwhile, cores, spare_core
 from tlview.runtime.fork import Forked
 from tlview.runtime.store import remove_made_here, temp_dir
 
-PARALLEL_MIN = 32 << 20  # smaller logs are read in one process: a fork costs more than it saves
+# Smaller logs are read in one process. Two readers against one, best of 3 here (round 22):
+# even at 5 MB, 4-10% faster at 8 MB, 10-20% at 16 and 30 MB (JSON and page, both shapes).
+PARALLEL_MIN = 8 << 20
 # Bytes each reader reads at least. A part costs this process about 5 ms (its copy's result
 # taken in, its compiles merged: 200 MB of small records read in 2, 4 and 8 parts here), and its
-# copy a fork and the hand-over of its compiles; 16 MB take a reader 0.15-0.3 s to read.
-PART_MIN = 16 << 20
+# copy a fork and the hand-over of its compiles; 8 MB take a reader 0.08-0.15 s to read.
+PART_MIN = 8 << 20
 _STR = b'] {"str":'  # torch writes `{"str": [`; a compact writer `{"str":[`
 NS_PER_BYTE = 2.9  # what reading a large-payload log costs here (benchmarks/RESULTS.md)
 READERS_ENV = "TLVIEW_READERS"  # a number of readers to use whatever the log's size (to measure)
