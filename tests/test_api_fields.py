@@ -82,3 +82,33 @@ def test_one_order_one_shape_and_options_objects(tmp_path: Path) -> None:
         FIXTURES / "demo.log", "2/0", tmp_path / "r", options=tlview.ReproOptions(mode="zeros")
     )
     assert o.status == "written" and (tmp_path / "r" / "repro.py").exists()
+
+
+def test_repro_of_a_report_read_without_graph_code_says_how_to_ask(tmp_path: Path) -> None:
+    """A Report holds graph code only when `tlview.read` was asked to keep it (`keep=`): a
+    repro of one read without it says so and how to ask, not that a budget ran out; one read
+    keeping graphs within too small a budget names that budget."""
+    from tlview.analyze.names import GRAPH_KIND
+    from tlview.index.keep import Keep
+    from tlview.replay.make import graph_keep
+
+    log = FIXTURES / "demo.log"
+    plain = tlview.read(log)
+    (line,) = [g.line for c in plain.compiles if c.key == "2/0" for g in c.graphs
+               if g.kind == GRAPH_KIND]  # fmt: skip
+    asked = (
+        f"the graph code at line {line} was not kept: the report was read without keeping this "
+        "graph's code (read it with tlview.read(PATH, keep=tlview.replay.make.graph_keep()), or "
+        "give tlview.repro the log's path)"
+    )
+    for rep in (plain, tlview.read(log, keep=graph_keep("1/0"))):  # another compile's kept
+        o = tlview.repro(rep, "2/0", tmp_path / "a")
+        assert (o.status, o.reason, o.dir) == ("skipped", asked, None)
+    small = Keep(payload_bytes=1 << 20, total_bytes=100, kinds=frozenset({GRAPH_KIND}))
+    o = tlview.repro(tlview.read(log, keep=small), "2/0", tmp_path / "b")
+    assert (
+        o.reason
+        == f"the graph code at line {line} was not kept in memory (over 100 bytes of graphs)"
+    )
+    o = tlview.repro(tlview.read(log, keep=graph_keep()), "2/0", tmp_path / "c")
+    assert (o.status, o.reason) == ("written", None)

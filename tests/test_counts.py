@@ -75,3 +75,12 @@ def test_a_graph_export_traced_is_no_compile() -> None:
     """A strict export's dynamo trace has no compilation_metrics: torch counts no compile."""
     o = overview(load(FIXTURES / "export_strict.log"))
     assert (o.compiles, o.by_status) == (0, {"traced": 1})
+
+
+def test_compiled_autograds_captured_graph_is_no_compile_but_dynamos_is() -> None:
+    """compiled_autograd.log: compiled autograd captured `!0` and `!1` (ids with no frame), and
+    dynamo compiled each as `!0/0/0` and `!1/1/0`, which are the ones torch counts."""
+    rep = load(FIXTURES / "compiled_autograd.log")
+    counted = {str(c.id): counts_as_compile(c) for c in rep.attempts if c.id is not None}
+    assert counted == {"!0": False, "!1": False, "!0/0/0": True, "!1/1/0": True}
+    assert overview(rep).compiles == 2

@@ -254,6 +254,39 @@ def test_records_without_a_compile_id_by_owner() -> None:
     assert doc(ITEM)["logs"][0]["owners"]["attached"][0]["name"] == "torch_version"
 
 
+def test_records_without_an_id_show_only_when_some_are_unowned_or_unknown() -> None:
+    """A healthy log's records without a compile id (torch's version, vLLM's compile event) are
+    in JSON but in no section of text or page; records no compile owns (inductor's AOT code, by
+    torch) or names tlview does not read (a user's own) still make one, in both."""
+    tp = FIXTURES / "vllm_tp"
+    for healthy in (tp, FIXTURES / "torch215.log"):
+        assert "Records without a compile id" not in text(healthy)
+        assert "by what wrote them" not in text(healthy)
+        assert "Records without a compile id" not in page(healthy)
+    logs = doc(tp)["logs"]
+    assert [{n for g in log["owners"]["groups"] for n in g["names"]} for log in logs] == [
+        {"torch_version", "vllm_compile_event"}
+    ] * 2
+    assert [log["owners"]["unknown"] for log in logs] == [{}, {}]
+    # -v lists every log's, healthy or not
+    assert "records of rank1:-/- by what wrote them" in text(tp, "-v")
+
+    aoti = FIXTURES / "aoti.log"
+    (log,) = doc(aoti)["logs"]
+    assert log["owners"]["unknown"] == {}
+    assert any("inductor_aot_wrapper_code" in g["names"] for g in log["owners"]["groups"])
+    assert "records of -/- by what wrote them" in text(aoti)
+    assert "Records without a compile id" in page(aoti)
+
+    user = FIXTURES / "payloads.log"
+    (log,) = doc(user)["logs"]
+    assert log["owners"]["unknown"] == {"tabs_inside": 1, "odd_breaks": 1}
+    t = text(user)
+    assert "  of -/-, names tlview does not read: odd_breaks x1, tabs_inside x1" in t
+    assert re.search(r"\n1 +\| \(no stack logged\) +\| torch_version x1 +\|", t)  # all its rows
+    assert "Names tlview does not read: odd_breaks ×1, tabs_inside ×1" in page(user)
+
+
 def test_a_compile_shown_in_full_nests_its_phases() -> None:
     c = compile_of(ITEM, "1/1")
     root = c["time"]["tree"][0]

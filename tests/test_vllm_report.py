@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from crafted import record
 from helpers import FIXTURES, report_json, run_cli
+from listing import table_rows
 
 import tlview
 from tlview.render.html.budget import page_keep
@@ -33,13 +34,6 @@ def text(*args: object) -> str:
     result = run_cli("report", *args)
     assert result.exit_code == 0, result.output
     return result.stdout
-
-
-def cells(out: str, first: str) -> list[list[str]]:
-    """The rows of a piped table whose first cell is FIRST (or empty, after it), as cells."""
-    lines = [line + " " for line in out.splitlines() if " | " in line]  # a last empty cell: " |"
-    rows = [[c.strip() for c in line.split(" | ")] for line in lines]
-    return [r for r in rows if r[0] == first]
 
 
 def page(path: Path) -> str:
@@ -80,12 +74,12 @@ def test_text_lists_each_call_with_its_config_and_pieces_by_range() -> None:
         in lines
     )
     # backbone: pieces compiled at run time (-/-), one range; eagle_head: a size, then the range
-    assert [r[:4] for r in cells(out, "range [1, 16]")] == [
+    assert [r[:4] for r in table_rows(out, "range [1, 16]")] == [
         ["range [1, 16]", "submod_0", "1/2", "-/-"],
         ["range [1, 16]", "submod_0", "1/1", "1/0"],
     ]
-    assert [r[1:4] for r in cells(out, "")][0] == ["submod_2", "2/2", "-/-"]
-    size = cells(out, "size 4 (cudagraph capture)")
+    assert [r[1:4] for r in table_rows(out, "")][0] == ["submod_2", "2/2", "-/-"]
+    size = table_rows(out, "size 4 (cudagraph capture)")
     assert [r[1:4] for r in size] == [["submod_0", "1/1", "1/0"]]
     assert size[0][5] == "fx_graph hit, aotautograd hit"
     assert size[0][4] == "0.081 s (log times)"
@@ -97,12 +91,14 @@ def test_text_puts_a_jobs_ranks_side_by_side_and_one_rank_in_full() -> None:
     whole = text(TP)
     out = whole[whole.index("vLLM calls by rank") :]  # the vLLM part: other tables come before
     assert "names tlview does not read" not in whole  # vLLM's records are read, in this part
-    assert [r[:7] for r in cells(out, "1")] == [["1", "backbone", "0", "2", "2", "0", "132.0 s"]]
-    assert [r[2:7] for r in cells(out, "") if len(r) == 8] == [["1", "2", "2", "0", "130.6 s"]]
+    assert [r[:7] for r in table_rows(out, "1")] == [
+        ["1", "backbone", "0", "2", "2", "0", "132.0 s"]
+    ]
+    assert [r[2:7] for r in table_rows(out, "") if len(r) == 8] == [["1", "2", "2", "0", "130.6 s"]]
     assert "call 1 of rank 0: backbone, compile rank0:0/0, fresh_compile" in out
     assert "call 1 of rank 1" not in out  # the ranks agree: rank 1's call is not repeated
     assert "... 1 more vLLM call (of other ranks, alike rank 0's)" in out
-    pieces = cells(out, "range [1, 16]")
+    pieces = table_rows(out, "range [1, 16]")
     assert [(r[1], r[3], r[6]) for r in pieces] == [("submod_0", "rank0:0/0", "2")]
 
 
@@ -480,7 +476,7 @@ def test_vllm_tables_are_capped_with_a_count(tmp_path: Path) -> None:
     log = many_calls(tmp_path, 22, 205)
     terminal = text(log)
     assert "... 165 more piece compiles: --format json lists them" in terminal
-    assert len(cells(terminal, "")) == 40 - 1
+    assert len(table_rows(terminal, "")) == 40 - 1
     assert "... 14 more vLLM calls: --format json lists them" in terminal
     assert terminal.count("\ncall ") == 8
     seen = visible(section(page(log), '<section id="vllm"'))

@@ -8,11 +8,20 @@ from collections.abc import Iterator, Sequence
 from typing import Generic, Protocol, TypeVar, overload
 
 
+class Id(Protocol):
+    """What `counts_as_compile` reads of a compile's id (`model.CompileId`)."""
+
+    @property
+    def frame(self) -> int | None: ...
+    @property
+    def autograd(self) -> int | None: ...
+
+
 class Attempt(Protocol):
     """What `is_counted` reads of a compile attempt (`model.Compile`)."""
 
     @property
-    def id(self) -> object: ...
+    def id(self) -> Id | None: ...
     @property
     def status(self) -> str: ...
 
@@ -38,9 +47,10 @@ def counts_as_compile(c: Attempt) -> bool:
     """A compile the headline counts, as torch counts them (a `compilation_metrics` record):
     not an export's traced id, nor compiled autograd's captured graph (`!0`, an id with no
     frame: dynamo compiles that graph as `!0/0/0`, which is the one counted)."""
-    if not is_counted(c) or c.status == "traced":
+    cid = c.id
+    if cid is None or not is_counted(c) or c.status == "traced":
         return False
-    return getattr(c.id, "frame", None) is not None or getattr(c.id, "autograd", None) is None
+    return cid.frame is not None or cid.autograd is None
 
 
 class Counted(Sequence[A], Generic[A]):

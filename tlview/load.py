@@ -63,6 +63,7 @@ def read(
         if client is not None:
             client.close()
     report = reduce(shown, reads, found.notes, found.directory, launch)
+    report.keep = keep
     if not found.directory and len(report.ranks) > 1:
         report.graphs_compared = False
         report.notes.append(

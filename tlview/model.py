@@ -7,7 +7,7 @@ import operator
 import re
 from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, get_args
 
 from tlview.counting import Counted
 from tlview.reprs import as_id, class_name, device_name
@@ -639,6 +639,16 @@ class LogIndex:
     process: str = ""  # its name in a job: `rank1`, `rank1#2` (a second log of rank 1), `log3`
 
 
+class KeepPolicy(Protocol):
+    """What reading was asked to keep of payload texts, each log's (`index.keep.Keep`)."""
+
+    @property
+    def payload_bytes(self) -> int: ...
+    @property
+    def total_bytes(self) -> int: ...
+    def wants(self, kind: str, compile_key: str) -> bool: ...
+
+
 @dataclass(slots=True)
 class Report:
     """All logs read from one PATH (a file, a .gz or a directory)."""
@@ -648,6 +658,7 @@ class Report:
     notes: list[str] = field(default_factory=list)  # skipped files, decoys
     divergence: list[Divergence] = field(default_factory=list)  # between ranks of a job
     graphs_compared: bool = True  # False: the ranks are in one file, their graphs not hashed
+    keep: KeepPolicy | None = None  # the payload texts it was read keeping (None: none)
 
     @property
     def compiles(self) -> Counted[Compile]:

@@ -9,6 +9,10 @@ Certain, in one process (one log), means one of:
 Every other record is grouped by what wrote it: the innermost frame of the stack torch logs with
 a record that has no compile id, and counted by name; names written by code outside torch (a
 third-party backend, vLLM) and record kinds tlview does not read are counted apart.
+
+A log is healthy here when every such record is a compile's, one a process writes without a
+compile by nature (torch's version) or one of vLLM's, which the vLLM part of a report reads:
+`Owners.unexplained` says when it is not, and reports show a log's owners only then.
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ from tlview.model import Compile, LogIndex, Phase
 from tlview.runtime.store import CompileList, Marks, marks
 
 OUTSIDE = "-/-"  # the key of a log's records without a compile id
+# Records a process writes without a compile id by nature: no compile lacks them.
+PROCESS_RECORDS = frozenset({"torch_version"})
+
+
+def needs_owner(name: str) -> bool:
+    """Whether a record of this name, without a compile id, is one a compile should own: not
+    the process's own (`PROCESS_RECORDS`), nor one of vLLM's, which the vLLM part reads."""
+    return name not in PROCESS_RECORDS and not read_by_vllm_view(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +69,18 @@ class Owners:
     # compile id by code outside torch (third-party backends, vLLM)
     unknown: dict[str, int]
     spans: list[tuple[Phase, str]]  # spans without an id inside one compile's span, and its key
+
+    @property
+    def unowned(self) -> int:
+        """Records that belong to no compile and should (`needs_owner`)."""
+        return sum(k for g in self.groups for name, k in g.names.items() if needs_owner(name))
+
+    @property
+    def unexplained(self) -> bool:
+        """Whether some records are unowned or of names tlview does not read: what makes a
+        report show this log's owners (else they are all a compile's, torch's version or
+        vLLM's)."""
+        return bool(self.unowned or self.unknown)
 
 
 def _short(f: object) -> str:

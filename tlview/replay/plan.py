@@ -13,7 +13,7 @@ from typing import Any
 
 from tlview.analyze.names import GRAPH_KIND
 from tlview.errors import TlviewError
-from tlview.model import Compile, Payload, Report
+from tlview.model import Compile, KeepPolicy, Payload, Report
 from tlview.replay import bind, thirdparty
 from tlview.replay import graphcode as gc
 from tlview.replay.bind import lazy_torch
@@ -115,7 +115,7 @@ def plan(
         mode=mode,
         job_ranks=report.ranks,
     )
-    code = _checked(p, allow_import)
+    code = _checked(p, allow_import, report.keep)
     if code is None:
         return p
     if c.status == "failed":
@@ -134,10 +134,10 @@ def plan(
     return p
 
 
-def _checked(p: Plan, allow_import: Sequence[str]) -> gc.GraphCode | None:
+def _checked(p: Plan, allow_import: Sequence[str], keep: KeepPolicy | None) -> gc.GraphCode | None:
     """The graph's code, read and its names and ops checked (blockers for what a fresh
-    process lacks); None when the plan is fatal."""
-    p.fatal = _read_graph(p)
+    process lacks); None when the plan is fatal. `keep`: what the report was read keeping."""
+    p.fatal = _read_graph(p, keep)
     if p.fatal or p.code is None:
         return None
     code = p.code
@@ -155,14 +155,14 @@ def _checked(p: Plan, allow_import: Sequence[str]) -> gc.GraphCode | None:
     return code
 
 
-def _read_graph(p: Plan) -> str | None:
+def _read_graph(p: Plan, keep: KeepPolicy | None) -> str | None:
     g = p.graph
     if g is None:
         return f"compile {p.compile.key} has no {GRAPH_KIND} record (status {p.compile.status})"
     if not g.ok:
         return f"the graph record at line {g.line} is damaged (its payload's md5 does not match)"
     if g.text is None:
-        return f"the graph code at line {g.line} was not kept in memory (over {MAX_TOTAL_BYTES} bytes of graphs)"
+        return _not_kept(g, p.compile.key, keep)
     if g.cut:
         return (
             f"the graph code at line {g.line} is {g.bytes} bytes, over the {MAX_GRAPH_BYTES} kept"
@@ -172,6 +172,22 @@ def _read_graph(p: Plan) -> str | None:
     except gc.GraphCodeError as e:
         return f"line {g.line}: {e}"
     return None
+
+
+def _not_kept(g: Payload, key: str, keep: KeepPolicy | None) -> str:
+    """Why a graph's code is not in memory: the report was read without asking for it (a
+    `tlview.read` without `keep=`, or keeping other texts), or the log's budget of graph code
+    ran out before it."""
+    if keep is not None and keep.payload_bytes > 0 and keep.wants(g.kind, key):
+        return (
+            f"the graph code at line {g.line} was not kept in memory "
+            f"(over {keep.total_bytes} bytes of graphs)"
+        )
+    return (
+        f"the graph code at line {g.line} was not kept: the report was read without keeping "
+        "this graph's code (read it with tlview.read(PATH, "
+        "keep=tlview.replay.make.graph_keep()), or give tlview.repro the log's path)"
+    )
 
 
 def _check_names(p: Plan, code: gc.GraphCode) -> None:

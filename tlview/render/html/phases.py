@@ -139,7 +139,7 @@ def _graphs(f: RunFacts) -> str:
 def run_view(o: Overview) -> RunView | None:
     """The run's phases, CUDA graphs and owners, or None when the log has none of them."""
     f = o.facts
-    shown = [(ref, ow) for _, ref, ow in f.owners if ow.groups or ow.unknown]
+    shown = [(ref, ow) for _, ref, ow in f.owners if ow.unexplained]
     if f.time is None and not f.cudagraphs and not shown:
         return None
     view = _time_view(f.time)

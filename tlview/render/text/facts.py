@@ -183,8 +183,9 @@ def tree_lines(nodes: list[SpanNode], indent: int, depth: int) -> list[str]:
 
 def owners_section(o: Overview, console: Console, verbose: bool) -> None:
     """Who the records without a compile id belong to: the compile where torch's order makes
-    it certain, else the code that wrote them; the names tlview does not read."""
-    shown = [x for x in o.facts.owners if verbose or x[2].groups or x[2].unknown]
+    it certain, else the code that wrote them; the names tlview does not read. Of the logs
+    where some are unowned or unknown (`Owners.unexplained`); -v: of every log."""
+    shown = [x for x in o.facts.owners if verbose or x[2].unexplained]
     if not shown:
         return
     console.print(T("Records without a compile id", "bold"))
