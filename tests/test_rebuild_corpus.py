@@ -144,6 +144,8 @@ def test_every_corpus_input_survives_emit_and_load(
 
 def test_corpus_facts(reports: dict[str, Report]) -> None:
     """Specific inputs of the corpus, rebuilt as the programs that wrote it made them."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
     views = reports["views_aliasing"]
     c = next(c for c in views.attempts if c.key == "1/0")
     r = real_inputs(c)
@@ -152,7 +154,7 @@ def test_corpus_facts(reports: dict[str, Report]) -> None:
     c = next(c for c in views.attempts if c.key == "6/1")
     fx = fake_rebuild(c).tensors["L['x']"]
     assert [str(d) for d in fx.shape] == ["s77", "s27"]  # named as the log's create_symbol said
-    assert str(fx._base.shape[0]) == "s83"
+    assert fx._base is not None and str(fx._base.shape[0]) == "s83"
     dyn = reports["dynamic_shapes"]
     c = next(c for c in dyn.attempts if c.key == "0/1")
     f = fake_rebuild(c).tensors
@@ -160,7 +162,9 @@ def test_corpus_facts(reports: dict[str, Report]) -> None:
     # x's dim 0 was made s77, then a guard made it s17: the graph has s17, so the fake does
     assert [str(d) for d in f["L['x']"].shape] == ["s17", "s27", "s48"]
     c = next(c for c in dyn.attempts if c.key == "1/0")  # mark_dynamic(min=2, max=1024)
-    shape_env = fake_rebuild(c).tensors["L['x']"].fake_mode.shape_env
+    fx = fake_rebuild(c).tensors["L['x']"]
+    assert isinstance(fx, FakeTensor) and fx.fake_mode.shape_env is not None
+    shape_env = fx.fake_mode.shape_env
     s77 = next(v for v in shape_env.var_to_range if str(v) == "s77")
     assert (int(shape_env.var_to_range[s77].lower), int(shape_env.var_to_range[s77].upper)) == (
         2,
@@ -357,11 +361,15 @@ def test_each_export_fakes_with_its_own_symbols(reports: dict[str, Report]) -> N
     fakes take the symbols each made (create_symbol after its describe records), not the
     first export's. L['x'] is dynamic in [2, 64] in the first, static in the second,
     s77 in [2, int_oo] (example 4) in the third, static in the last."""
+    from torch import SymInt
+    from torch._subclasses.fake_tensor import FakeTensor
+
     c = find_compile(reports["export"], "-/-")
     fakes = fake_rebuild(c).tensors
 
     def dims(name: str) -> list[Any]:
         t = fakes[name]
+        assert isinstance(t, FakeTensor)
         env = t.fake_mode.shape_env
         return [
             d if isinstance(d, int) else (str(d), str(env.var_to_range[d.node.expr]))
@@ -372,11 +380,16 @@ def test_each_export_fakes_with_its_own_symbols(reports: dict[str, Report]) -> N
     assert dims("L['y']") == [("s17", "VR[2, 64]"), 5]
     assert dims("L['x'] [describer 2]") == [2, 3, 16, 16]
     assert dims("L['x'] [describer 3]") == [("s77", "VR[2, int_oo]"), 4]
-    assert fakes["L['x'] [describer 3]"].shape[0].node.hint == 4
+    d0 = fakes["L['x'] [describer 3]"].shape[0]
+    assert isinstance(d0, SymInt) and d0.node.hint == 4
     assert dims("L['x'] [describer 6]") == [5]
     # one compile's fake mode, as usual: one shape env for all its fakes
     one = fake_rebuild(find_compile(reports["export"], "0/0")).tensors
-    assert len({id(t.fake_mode) for t in one.values()}) == 1
+    modes = set()
+    for t in one.values():
+        assert isinstance(t, FakeTensor)
+        modes.add(id(t.fake_mode))
+    assert len(modes) == 1
 
 
 def test_a_specialized_dim_fakes_as_its_value(reports: dict[str, Report]) -> None:
@@ -413,12 +426,15 @@ def test_inputs_logged_by_torch26_rebuild_as_the_program_made_them() -> None:
 def test_a_jagged_tensor_logged_by_torch24_keeps_its_min_and_max_seqlen() -> None:
     """torch 2.4 logs a jagged tensor's min/max seqlen in its ctx (`metadata_cache`), not as
     inner tensors: the rebuilt offsets fit them (the program's rows: 2, 3 and 6 of 11)."""
+    from torch.nested._internal.nested_tensor import NestedTensor
+
     report = load(FIXTURES / "torch24.log")
     c = find_compile(report, "2/0")
     (t,) = [i.tensor for i in c.inputs if i.source == "L['n']"]
     assert "'metadata_cache': {'max_seqlen': 6, 'min_seqlen': 2}" in t.fields["ctx"]
     got = real_inputs(c)
     n = got.tensors["L['n']"]
+    assert isinstance(n, NestedTensor)
     lengths = n.offsets().diff().tolist()
     assert tuple(n.values().shape) == (11, 5) and len(lengths) == 3 and sum(lengths) == 11
     assert (min(lengths), max(lengths)) == (2, 6)

@@ -256,6 +256,8 @@ def test_sharing_through_inner_tensors_is_one_alias_group(logs: Any) -> None:
 
 
 def test_dtensors_on_a_mesh_of_the_logged_shape(logs: Any) -> None:
+    from torch.distributed.tensor import DTensor
+
     rep = logs["rebuild_dtensor"][0]
     one = real_inputs(compile_of(rep, "step"))
     assert one.notes == {}  # a world of one rank: nothing differs from the job
@@ -263,6 +265,7 @@ def test_dtensors_on_a_mesh_of_the_logged_shape(logs: Any) -> None:
     assert isinstance(w, torch.nn.Parameter) and w.requires_grad
     two = real_inputs(compile_of(rep, "mesh_step"))
     w = two.tensors["L['w']"]
+    assert isinstance(w, DTensor) and w.device_mesh.mesh_dim_names is not None
     assert tuple(w.device_mesh.mesh_dim_names) == ("dp", "tp")
     assert torch.distributed.get_backend() == "fake" and torch.distributed.get_rank() == 1
     assert two.notes["L['w']"] == [

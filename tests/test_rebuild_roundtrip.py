@@ -307,7 +307,11 @@ def test_fakes_carry_the_logged_symbols(run: Any) -> None:
     sizes = next((g.meta or {})["sizes"] for g in c.graphs if g.kind == "dynamo_output_graph")
     assert [str(d) for d in x.shape] == [str(d) for d in sizes["l_x_"]]
     assert [str(d) for d in y.shape] == [str(d) for d in sizes["l_y_"]]
-    assert x.shape[0].node.hint == 5 and x.shape[1].node.hint == 7
+    from torch import SymInt
+
+    d0, d1 = x.shape[0], x.shape[1]
+    assert isinstance(d0, SymInt) and isinstance(d1, SymInt)
+    assert d0.node.hint == 5 and d1.node.hint == 7
     # mark_dynamic: only dim 0 is a symbol, with the logged name; dim 1 stays 3.
     c = only(rep, originals["mark_dynamic"]["function"])
     sym = next(s.symbol for s in c.symbols if s.source == "L['x'].size()[0]")
@@ -329,9 +333,10 @@ def test_views_keep_their_base(run: Any) -> None:
     got = real_inputs(only(rep, originals["views"]["function"])).tensors
     t, s, o = got["L['t']"], got["L['s']"], got["L['o']"]
     assert t._base is s._base is o._base
-    assert tuple(t._base.shape) == (6, 8)
+    base = t._base
+    assert base is not None and tuple(base.shape) == (6, 8)
     # the values are the base's: a view reads what its base holds
-    assert torch.equal(t, t._base.t())
+    assert torch.equal(t, base.t())
 
 
 def test_random_values_per_dtype_and_seed(run: Any) -> None:
@@ -355,16 +360,20 @@ def test_random_values_per_dtype_and_seed(run: Any) -> None:
 
 
 def test_jagged_offsets_are_valid(run: Any) -> None:
+    from torch.nested._internal.nested_tensor import NestedTensor
+
     rep, originals, _ = run
     want = originals["jagged"]["inputs"]["L['n']"]
     n = real_inputs(only(rep, originals["jagged"]["function"])).tensors["L['n']"]
+    assert isinstance(n, NestedTensor)
     off = n.offsets().tolist()
     lens = [b - a for a, b in zip(off, off[1:], strict=False)]
     assert off[0] == 0 and off[-1] == want["values"][0] and len(lens) == 3
     assert min(lens) == want["min_seqlen"] and max(lens) == want["max_seqlen"]
     assert n._get_min_seqlen() == want["min_seqlen"]
     assert n._get_max_seqlen() == want["max_seqlen"]
-    assert n._is_view() and list(n._base.shape) == want["values"]  # a view of its values
+    assert n._is_view() and n._base is not None  # a view of its values
+    assert list(n._base.shape) == want["values"]
     assert list(n.values().shape) == want["values"]
 
 

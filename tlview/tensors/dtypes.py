@@ -7,19 +7,26 @@ import importlib
 import re
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.errors import EXIT_NEEDS_EXTRA, TlviewError
 from tlview.tensors.plans import TensorPlan
 from tlview.tensors.rebuilt import Failed
 from tlview.units import itemsize
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torch import Tensor
+    from torch import dtype as DType
+    from torch._C._autograd import CreationMeta
+
 # How to get a torch tlview can rebuild with, as the README's Install says (tlview is not on
 # PyPI, so `pip install 'tlview[torch]'` would look there for tlview).
 TORCH_INSTALL = "pip install 'torch>=2.4.1,<2.16'"
 
 
-def need_torch(purpose: str = "rebuilding tensors") -> Any:
+def need_torch(purpose: str = "rebuilding tensors") -> ModuleType:
     """torch, imported on first use (so `tlview report` never pays for it)."""
     global _TORCH
     if _TORCH is not None:
@@ -37,10 +44,10 @@ def need_torch(purpose: str = "rebuilding tensors") -> Any:
     return torch
 
 
-_TORCH: Any = None
+_TORCH: ModuleType | None = None
 
 
-def torch_dtype(name: str) -> Any:
+def torch_dtype(name: str) -> DType:
     dt = _DTYPES.get(name)
     if dt is None:
         torch = need_torch()
@@ -52,10 +59,10 @@ def torch_dtype(name: str) -> Any:
     return dt
 
 
-_DTYPES: dict[str, Any] = {}
+_DTYPES: dict[str, DType] = {}
 
 
-def whole_dtype(name: str) -> tuple[Any, bool] | None:
+def whole_dtype(name: str) -> tuple[DType, bool] | None:
     """A dtype whose size tlview's plans know, and whether its tensors can require grad."""
     got = _WHOLE_DTYPES.get(name)
     if got is None and name not in _WHOLE_DTYPES:
@@ -69,10 +76,12 @@ def whole_dtype(name: str) -> tuple[Any, bool] | None:
     return got
 
 
-_WHOLE_DTYPES: dict[str, tuple[Any, bool] | None] = {}
+_WHOLE_DTYPES: dict[str, tuple[DType, bool] | None] = {}
 
 
-def resolve_type(name: str | None, allow_import: Sequence[str]) -> tuple[Any, str | None]:
+def resolve_type(
+    name: str | None, allow_import: Sequence[str]
+) -> tuple[type[Tensor] | None, str | None]:
     """The tensor class a log names, or why not: only torch's own modules unless allowed."""
     torch = need_torch()
     refused = import_refusal(name, allow_import)
@@ -100,7 +109,9 @@ def import_refusal(name: str | None, allow_import: Sequence[str]) -> str | None:
     return None
 
 
-def _tensor_class(torch: Any, name: str, parts: list[str]) -> tuple[Any, str | None]:
+def _tensor_class(
+    torch: ModuleType, name: str, parts: list[str]
+) -> tuple[type[Tensor] | None, str | None]:
     """The tensor class NAME, from the longest module prefix of it that imports; or why not."""
     for k in range(len(parts) - 1, 0, -1):
         mod_name = ".".join(parts[:k])
@@ -131,12 +142,12 @@ def logged_literal(text: str | None) -> tuple[Any, bool]:
         return None, False
 
 
-def torch_creation_meta(torch: Any, text: str) -> Any:
+def torch_creation_meta(torch: ModuleType, text: str) -> CreationMeta | None:
     name = text.rsplit(".", 1)[-1]
     return getattr(torch._C._autograd.CreationMeta, name, None)
 
 
-def grad_refused(p: TensorPlan, dtype: Any) -> str | None:
+def grad_refused(p: TensorPlan, dtype: DType) -> str | None:
     """Why a tensor logged as requiring grad cannot: torch allows it for float and complex only."""
     if p.requires_grad and not (dtype.is_floating_point or dtype.is_complex):
         return f"requires_grad on {p.dtype} is impossible in torch: left off"

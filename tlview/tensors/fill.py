@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlview.errors import EXIT_USAGE, TlviewError
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torch import Generator, Tensor, UntypedStorage
+    from torch import dtype as DType
 
 
 class Devices:
     """Logged device -> the device to build on, with a note when it had to change."""
 
-    def __init__(self, torch: Any, device: str | None, mode: str) -> None:
+    def __init__(self, torch: ModuleType, device: str | None, mode: str) -> None:
         self.torch = torch
         self.forced = device
         self.mode = mode
@@ -47,12 +53,12 @@ FILL_STEP = 1 << 22  # elements of a rarer dtype cast from random floats at a ti
 class Filler:
     """Fills fresh storages: random values per dtype from one seed, zeros, or nothing (meta)."""
 
-    def __init__(self, torch: Any, mode: str, seed: int) -> None:
+    def __init__(self, torch: ModuleType, mode: str, seed: int) -> None:
         self.torch = torch
         self.mode = mode
         self.seed = seed
-        self.gens: dict[str, Any] = {}
-        self.normal = {
+        self.gens: dict[str, Generator] = {}
+        self.normal: set[DType] = {
             torch.float16,
             torch.bfloat16,
             torch.float32,
@@ -60,7 +66,7 @@ class Filler:
             torch.complex64,
             torch.complex128,
         }
-        self.ints = {
+        self.ints: set[DType] = {
             torch.uint8,
             torch.int8,
             torch.int16,
@@ -71,7 +77,7 @@ class Filler:
             torch.uint64,
         }
 
-    def gen(self, device: str) -> Any:
+    def gen(self, device: str) -> Generator:
         g = self.gens.get(device)
         if g is None:
             g = self.torch.Generator(device=device)
@@ -79,15 +85,16 @@ class Filler:
             self.gens[device] = g
         return g
 
-    def storage(self, nbytes: int, dtype: Any, device: str) -> Any:
+    def storage(self, nbytes: int, dtype: DType, device: str) -> UntypedStorage:
         torch = self.torch
         if self.mode == "meta" or device.startswith("meta"):
-            return torch.empty(nbytes, dtype=torch.uint8, device="meta").untyped_storage()
+            meta: Tensor = torch.empty(nbytes, dtype=torch.uint8, device="meta")
+            return meta.untyped_storage()
         size = dtype.itemsize
         n = nbytes // size
         make = torch.zeros if self.mode == "zeros" else torch.empty
         if n * size == nbytes:
-            flat = make(n, dtype=dtype, device=device)
+            flat: Tensor = make(n, dtype=dtype, device=device)
         else:
             raw = torch.zeros(nbytes, dtype=torch.uint8, device=device)
             flat = torch.empty(0, dtype=dtype, device=device).set_(
@@ -97,7 +104,7 @@ class Filler:
             self.fill(flat, device)
         return flat.untyped_storage()
 
-    def fill(self, t: Any, device: str) -> None:
+    def fill(self, t: Tensor, device: str) -> None:
         """Values per dtype: floats normal, ints in [0, 8), bool 0/1, others cast from floats."""
         torch = self.torch
         g = self.gen(device)
@@ -125,7 +132,7 @@ class Filler:
                 raw.random_(0, 256, generator=g)
 
 
-def _parts(torch: Any, t: Any) -> list[Any]:
+def _parts(torch: ModuleType, t: Tensor) -> list[Tensor]:
     """Views of all of t's storage, FILL_STEP elements each: filling them fills t."""
     n = t.untyped_storage().nbytes() // t.element_size()
     flat = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
@@ -133,9 +140,9 @@ def _parts(torch: Any, t: Any) -> list[Any]:
 
 
 def write_offsets(
-    torch: Any,
-    offsets: Any,
-    lengths: Any,
+    torch: ModuleType,
+    offsets: Tensor,
+    lengths: Tensor | None,
     total: int,
     min_len: int | None,
     max_len: int | None,

@@ -5,16 +5,23 @@ dense tensor of its size."""
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlview.tensors.plans import TensorPlan
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+
+    from torch import Tensor
+    from torch import dtype as DType
 
 COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
 _BY_ROW = ("sparse_csr", "sparse_bsr")  # compressed rows: crow_indices and col_indices
 _BLOCKS = ("sparse_bsr", "sparse_bsc")
 
 
-def quiet_sparse(torch: Any) -> None:
+def quiet_sparse(torch: ModuleType) -> None:
     """Have torch say its one-time "sparse CSR support is in beta" where it is ignored: said
     from C++ while a fake is made, it would reach stderr."""
     global _QUIET
@@ -33,7 +40,7 @@ def quiet_sparse(torch: Any) -> None:
 _QUIET = False
 
 
-def coo(torch: Any, p: TensorPlan, dt: Any, dev: str) -> tuple[Any, str]:
+def coo(torch: ModuleType, p: TensorPlan, dt: DType, dev: str) -> tuple[Tensor, str]:
     """A sparse COO tensor of the logged size with no entries: the log has no indices."""
     size = [int(d) for d in p.size]
     sd = p.sparse_dim if p.sparse_dim is not None else len(size)
@@ -48,8 +55,8 @@ def coo(torch: Any, p: TensorPlan, dt: Any, dev: str) -> tuple[Any, str]:
 
 
 def compressed(
-    torch: Any, p: TensorPlan, parts: tuple[Any, Any, Any], write: bool
-) -> tuple[Any, str | None]:
+    torch: ModuleType, p: TensorPlan, parts: tuple[Tensor, Tensor, Tensor], write: bool
+) -> tuple[Tensor, str | None]:
     """A compressed sparse tensor from its rebuilt indices and values, the indices made valid
     (sorted, in range, the logged nnz spread over the rows) when `write`."""
     index, plain, values = parts
@@ -67,7 +74,7 @@ def compressed(
     return r, note
 
 
-def empty_compressed(torch: Any, p: TensorPlan, dt: Any, dev: str) -> tuple[Any, str]:
+def empty_compressed(torch: ModuleType, p: TensorPlan, dt: DType, dev: str) -> tuple[Tensor, str]:
     """A CSR or CSC tensor with no entries, for one logged without its indices and values
     (torch always logs them: only a damaged log lacks them; a block layout needs them)."""
     size = [int(d) for d in p.size]
@@ -88,7 +95,12 @@ def empty_compressed(torch: Any, p: TensorPlan, dt: Any, dev: str) -> tuple[Any,
 
 
 def _write_indices(
-    torch: Any, p: TensorPlan, size: list[int], index: Any, plain: Any, values: Any
+    torch: ModuleType,
+    p: TensorPlan,
+    size: list[int],
+    index: Tensor,
+    plain: Tensor,
+    values: Tensor,
 ) -> str | None:
     """Indices that spread the logged nnz over the compressed dim: row i holds the next
     columns from 0, as many rows as fit; the same in every batch."""
@@ -121,7 +133,9 @@ def _write_indices(
     return None
 
 
-def mkldnn(torch: Any, p: TensorPlan, dt: Any, dev: str, fill: Any) -> tuple[Any, str | None]:
+def mkldnn(
+    torch: ModuleType, p: TensorPlan, dt: DType, dev: str, fill: Callable[[Tensor], None]
+) -> tuple[Tensor, str | None]:
     """An mkldnn tensor: a dense one of its size, filled, converted (meta: the strided tensor
     MetaConverter makes of one, with the logged strides)."""
     size = [int(d) for d in p.size]

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.errors import EXIT_REFUSED, EXIT_USAGE, TlviewError
 from tlview.index.dims import NJT
@@ -28,31 +28,43 @@ from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for, real_bytes
 from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
 from tlview.units import itemsize, nbytes
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torch import Generator, Tensor, UntypedStorage
+    from torch import dtype as DType
+    from torch.autograd import Function
+    from torch.autograd.function import FunctionCtx
+
+    # How `alone` makes a tensor of one dtype and device: the dtype, whether it can require
+    # grad, the device, why that device, the generator of its normal values (None: the filler).
+    Ready = tuple[DType, bool, str, str | None, Generator | None]
+
 ZERO_NOTE = (
     "its storage is logged as 0 bytes (freed, as FSDP frees parameters between uses): rebuilt "
     "so, and reading its values crashes torch, as it would have in the program"
 )
 
 
-def _nonleaf_fn(torch: Any) -> Any:
+def _nonleaf_fn(torch: ModuleType) -> type[Function]:
     """An identity autograd function: its output aliases its input but is not a leaf."""
     global _NONLEAF
     if _NONLEAF is None:
 
-        class NonLeafInput(torch.autograd.Function):  # type: ignore[misc]
+        class NonLeafInput(torch.autograd.Function):  # type: ignore[misc,name-defined]
             @staticmethod
-            def forward(ctx: Any, x: Any) -> Any:
+            def forward(ctx: FunctionCtx, x: Tensor) -> Tensor:
                 return x.detach()
 
             @staticmethod
-            def backward(ctx: Any, g: Any) -> Any:
+            def backward(ctx: FunctionCtx, g: Tensor) -> Tensor:
                 return g
 
         _NONLEAF = NonLeafInput
     return _NONLEAF
 
 
-_NONLEAF: Any = None
+_NONLEAF: type[Function] | None = None
 
 
 class _StandIn(Exception):
@@ -69,7 +81,7 @@ class RealBuilder:
         *,
         filler: Filler | None,
         devices: Devices,
-        storages: Mapping[int, Any] | None = None,
+        storages: Mapping[int, UntypedStorage] | None = None,
         valid_offsets: bool = True,
     ) -> None:
         self.torch = need_torch()
@@ -79,17 +91,19 @@ class RealBuilder:
         self.devices = devices
         self.given = storages or {}
         self.valid_offsets = valid_offsets
-        self.storages: dict[int, Any] = {}
-        self.memo: dict[int, Any] = {}
+        self.storages: dict[int, UntypedStorage] = {}
+        self.memo: dict[int, Tensor] = {}
         self.notes: dict[int, list[str]] = {}
         self.errors: dict[int, str] = {}
         self.busy: set[int] = set()
         self.fill_dtypes: dict[int, str] | None = None
         fills = filler is not None and filler.mode != "meta"
         self.quick: set[int] = group.whole if fills else set()
-        self.ready: dict[tuple[str, str], tuple[Any, ...]] = {}  # (dtype, device) -> for `alone`
+        self.ready: dict[tuple[str, str], Ready | tuple[()]] = {}  # (dtype, device) -> for `alone`
         # What Parameter(t, requires_grad) does for a plain tensor, without its Python frame.
-        self.as_param = functools.partial(self.torch.Tensor._make_subclass, self.torch.nn.Parameter)
+        self.as_param: Callable[[Tensor, bool], Tensor] = functools.partial(
+            self.torch.Tensor._make_subclass, self.torch.nn.Parameter
+        )
 
     def note(self, tid: int, text: str) -> None:
         lst = self.notes.setdefault(tid, [])
@@ -117,7 +131,7 @@ class RealBuilder:
                 if p.storage in self.g.zero and tid in memo:
                     self.note(tid, ZERO_NOTE)
 
-    def get(self, tid: int) -> Any:
+    def get(self, tid: int) -> Tensor | None:
         """The tensor for id `tid`, or None (the reason is in `errors`)."""
         if tid in self.memo:
             return self.memo[tid]
@@ -148,7 +162,7 @@ class RealBuilder:
         return None
 
     # -- storages -------------------------------------------------------------------------
-    def storage(self, p: TensorPlan) -> Any:
+    def storage(self, p: TensorPlan) -> UntypedStorage:
         sid = p.storage
         torch = self.torch
         dev, why = self.devices.map(p.device)
@@ -177,7 +191,7 @@ class RealBuilder:
         self.storages[key] = st
         return st
 
-    def fill_dtype(self, sid: int, p: TensorPlan) -> Any:
+    def fill_dtype(self, sid: int, p: TensorPlan) -> DType:
         """The dtype whose random values fill a storage: that of its first non-view tensor."""
         if self.fill_dtypes is None:
             self.fill_dtypes = {}
@@ -187,7 +201,7 @@ class RealBuilder:
         return torch_dtype(self.fill_dtypes.get(sid, p.dtype))
 
     # -- tensors --------------------------------------------------------------------------
-    def make(self, p: TensorPlan) -> Any:
+    def make(self, p: TensorPlan) -> Tensor:
         if p.id in self.quick:
             r = self.alone(p)
             if r is not None:
@@ -199,7 +213,7 @@ class RealBuilder:
             self.attach_grad(p, r)
         return r
 
-    def kind_of(self, p: TensorPlan) -> Callable[[TensorPlan], Any]:
+    def kind_of(self, p: TensorPlan) -> Callable[[TensorPlan], Tensor]:
         """How a tensor of this plan is made: unwrapped, sparse, a subclass, a view, plain."""
         if p.unwrapped is not None and (p.functorch or p.functional):
             return self.unwrap
@@ -214,7 +228,7 @@ class RealBuilder:
             return self.view
         return self.plain
 
-    def subclass_or_standin(self, p: TensorPlan) -> Any:
+    def subclass_or_standin(self, p: TensorPlan) -> Tensor:
         """The subclass, else a plain tensor of its size, stride and dtype (with a note)."""
         try:
             return self.subclass(p)
@@ -222,7 +236,7 @@ class RealBuilder:
             self.note(p.id, f"{e}; a plain tensor with its size, stride and dtype stands in")
             return self.plain(p, outer=True)
 
-    def attach_grad(self, p: TensorPlan, r: Any) -> None:
+    def attach_grad(self, p: TensorPlan, r: Tensor) -> None:
         """Its `.grad`, rebuilt; a note where it cannot be."""
         assert p.grad is not None
         g = self.get(p.grad)
@@ -235,7 +249,7 @@ class RealBuilder:
         except Exception as e:
             self.note(p.id, f".grad not attached: {first_line(e)}")
 
-    def plain(self, p: TensorPlan, outer: bool = False) -> Any:
+    def plain(self, p: TensorPlan, outer: bool = False) -> Tensor:
         torch = self.torch
         if not p.concrete() or p.stride is None:
             raise Failed("sizes are not concrete")
@@ -246,7 +260,7 @@ class RealBuilder:
             r.set_(st, p.offset, p.size, p.stride)  # under build_all's no_grad
         return self.finish(p, r)
 
-    def alone(self, p: TensorPlan) -> Any:
+    def alone(self, p: TensorPlan) -> Tensor | None:
         """A tensor of the plan's `whole` set, made without detours; None: the general way."""
         sid = p.storage
         how = self.ready.get((p.dtype, p.device))
@@ -258,7 +272,7 @@ class RealBuilder:
         if p.requires_grad and not grads:
             return None  # the general way says why requires_grad is left off
         try:
-            r = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
+            r: Tensor = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
             if gen is not None:
                 r.normal_(generator=gen)
             else:
@@ -274,7 +288,7 @@ class RealBuilder:
             r.requires_grad_(True)
         return r
 
-    def ready_for(self, dtype: str, device: str) -> tuple[Any, ...]:
+    def ready_for(self, dtype: str, device: str) -> Ready | tuple[()]:
         """How `alone` makes tensors of one dtype and device; empty: it cannot."""
         kind = whole_dtype(dtype)
         dev, why = self.devices.map(device)
@@ -284,18 +298,18 @@ class RealBuilder:
         normal = self.filler.mode == "random" and dt in self.filler.normal
         return dt, grads, dev, why, self.filler.gen(dev) if normal else None
 
-    def filler_for(self, r: Any, dev: str) -> None:
+    def filler_for(self, r: Tensor, dev: str) -> None:
         assert self.filler is not None
         if self.filler.mode == "zeros":
             r.zero_()
         else:
             self.filler.fill(r, dev)
 
-    def fresh(self, sid: int, p: TensorPlan, dt: Any, dev: str) -> Any:
+    def fresh(self, sid: int, p: TensorPlan, dt: DType, dev: str) -> Tensor:
         """A new tensor that is all of its storage, filled, and that storage kept."""
         filler = self.filler
         assert filler is not None
-        r = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
+        r: Tensor = self.torch.empty_strided(p.size, p.stride, dtype=dt, device=dev)
         if filler.mode == "zeros":
             r.zero_()
         elif dt in filler.normal:
@@ -305,7 +319,7 @@ class RealBuilder:
         self.storages[sid] = r.untyped_storage()
         return r
 
-    def whole(self, p: TensorPlan) -> Any:
+    def whole(self, p: TensorPlan) -> Tensor | None:
         """The common case made fast: a tensor that is its whole storage, filled in place."""
         sid = p.storage
         if sid is None or self.filler is None or not self.fresh_storage(p, sid):
@@ -332,11 +346,11 @@ class RealBuilder:
             numel *= d  # type: ignore[assignment]
         return bool(nbytes) and nbytes == p.extent() == numel * (itemsize(p.dtype) or 1)
 
-    def storage_for(self, p: TensorPlan) -> Any:
+    def storage_for(self, p: TensorPlan) -> UntypedStorage:
         q = dataclasses.replace(p, storage=None)
         return self.storage(q)
 
-    def finish(self, p: TensorPlan, r: Any) -> Any:
+    def finish(self, p: TensorPlan, r: Tensor) -> Tensor:
         """Autograd state, Parameter-ness, conj and neg bits for a freshly made leaf tensor."""
         torch = self.torch
         if p.param:
@@ -349,14 +363,14 @@ class RealBuilder:
         self.bits(p, r)
         return r
 
-    def can_grad(self, p: TensorPlan, r: Any) -> bool:
+    def can_grad(self, p: TensorPlan, r: Tensor) -> bool:
         """Whether r requires grad as logged (the note says why not, when the log says so)."""
         why = grad_refused(p, r.dtype)
         if why is not None:
             self.note(p.id, why)
         return p.requires_grad and why is None
 
-    def bits(self, p: TensorPlan, r: Any) -> None:
+    def bits(self, p: TensorPlan, r: Tensor) -> None:
         torch = self.torch
         if p.conj and not r.is_conj():
             if r.dtype.is_complex:
@@ -366,7 +380,7 @@ class RealBuilder:
         if p.neg and not r.is_neg():
             torch._C._set_neg(r, True)
 
-    def view(self, p: TensorPlan) -> Any:
+    def view(self, p: TensorPlan) -> Tensor:
         torch = self.torch
         assert p.base is not None
         base = self.get(p.base)
@@ -392,7 +406,7 @@ class RealBuilder:
         self.bits(p, r)
         return r
 
-    def sparse(self, p: TensorPlan) -> Any:
+    def sparse(self, p: TensorPlan) -> Tensor:
         """A sparse (COO, compressed) or mkldnn tensor, from its parts where the log has them."""
         torch = self.torch
         if not p.concrete():
@@ -419,7 +433,7 @@ class RealBuilder:
             r.requires_grad_(True)
         return r
 
-    def compressed_parts(self, p: TensorPlan) -> tuple[Any, Any, Any]:
+    def compressed_parts(self, p: TensorPlan) -> tuple[Tensor, Tensor, Tensor]:
         """A compressed sparse tensor's indices and values, rebuilt."""
         parts = []
         for what, tid in (("indices", p.compressed), ("indices", p.plain), ("values", p.values)):
@@ -430,13 +444,13 @@ class RealBuilder:
             parts.append(part)
         return parts[0], parts[1], parts[2]
 
-    def fill(self, t: Any, dev: str) -> None:
+    def fill(self, t: Tensor, dev: str) -> None:
         if self.filler is None or self.filler.mode == "zeros":
             t.zero_()
         elif self.filler.mode != "meta":
             self.filler.fill(t, dev)
 
-    def unwrap(self, p: TensorPlan) -> Any:
+    def unwrap(self, p: TensorPlan) -> Tensor:
         """A functorch or functional wrapper outside the transform that made it: the tensor the
         graph took, from the rebuilt tensor it wraps (vmap's: one example of the batch)."""
         torch = self.torch
@@ -463,7 +477,7 @@ class RealBuilder:
             r.requires_grad_(True)
         return r
 
-    def subclass(self, p: TensorPlan) -> Any:
+    def subclass(self, p: TensorPlan) -> Tensor:
         if p.type_name == NJT:
             return self.njt(p)
         if p.dtensor is not None:
@@ -480,14 +494,15 @@ class RealBuilder:
         if not p.concrete() or p.stride is None:
             raise _StandIn("subclass not rebuilt: its outer sizes are not concrete")
         try:
-            r = cls.__tensor_unflatten__(inner, ctx, tuple(p.size), tuple(p.stride))
+            # A traceable wrapper subclass's (hasattr above): no stub of torch.Tensor has it.
+            r = cls.__tensor_unflatten__(inner, ctx, tuple(p.size), tuple(p.stride))  # type: ignore[attr-defined]
         except Exception as e:
             raise _StandIn(f"{p.type_name}.__tensor_unflatten__ failed: {first_line(e)}") from e
         if p.view:
             self.note(p.id, "a view of another tensor: rebuilt from its inner tensors, not a view")
         return self.finish_subclass(p, r)
 
-    def dtensor(self, p: TensorPlan) -> Any:
+    def dtensor(self, p: TensorPlan) -> Tensor:
         """A DTensor over its local tensor, on a mesh of the logged shape (`mesh.rebuilt_mesh`)."""
         plan = p.dtensor or {}
         if "error" in plan:
@@ -516,8 +531,8 @@ class RealBuilder:
             self.note(p.id, note)
         return self.finish_subclass(p, r)
 
-    def inner(self, p: TensorPlan) -> dict[str, Any]:
-        inner: dict[str, Any] = {}
+    def inner(self, p: TensorPlan) -> dict[str, Tensor]:
+        inner: dict[str, Tensor] = {}
         for name, iid in p.attrs.items():
             t = self.get(iid)
             if t is None:
@@ -525,7 +540,7 @@ class RealBuilder:
             inner[name] = t
         return inner
 
-    def finish_subclass(self, p: TensorPlan, r: Any) -> Any:
+    def finish_subclass(self, p: TensorPlan, r: Tensor) -> Tensor:
         torch = self.torch
         if p.param:
             r = torch.nn.Parameter(r, requires_grad=self.can_grad(p, r))
@@ -538,7 +553,7 @@ class RealBuilder:
         self.bits(p, r)
         return r
 
-    def njt(self, p: TensorPlan) -> Any:
+    def njt(self, p: TensorPlan) -> Tensor:
         """A jagged nested tensor from its values and valid offsets (min/max seqlen kept)."""
         from torch.nested._internal import nested_tensor as nt
 
@@ -574,7 +589,7 @@ class RealBuilder:
         return self.finish_subclass(p, r)
 
 
-def _as_dtype(torch: Any, base: Any, dt: Any) -> Any:
+def _as_dtype(torch: ModuleType, base: Tensor, dt: DType) -> Tensor:
     """BASE seen as dtype DT, as a view of another dtype is (real and complex too)."""
     with torch.no_grad():
         if base.dtype != dt:
@@ -587,12 +602,13 @@ def _as_dtype(torch: Any, base: Any, dt: Any) -> Any:
     return base
 
 
-def _strided(torch: Any, base: Any, p: TensorPlan) -> Any:
+def _strided(torch: ModuleType, base: Tensor, p: TensorPlan) -> Tensor:
     """The view of BASE at the plan's size, stride and offset, with the autograd state logged:
-    a leaf that requires grad, or a non-leaf of a base that does (or of one made to)."""
+    a leaf that requires grad, or a non-leaf of a base that does (or of one made to). Its
+    sizes and strides are concrete (the caller checked): ints, never nested ints."""
     if p.leaf or not p.requires_grad:
         with torch.no_grad():
-            r = base.as_strided(p.size, p.stride, p.offset)
+            r = base.as_strided(p.size, p.stride, p.offset)  # type: ignore[arg-type]
         if p.requires_grad:
             r.requires_grad_(True)
         return r
@@ -601,10 +617,10 @@ def _strided(torch: Any, base: Any, p: TensorPlan) -> Any:
             base = base.view(base.shape)
         base.requires_grad_(True)
     with torch.enable_grad():
-        return base.as_strided(p.size, p.stride, p.offset)
+        return base.as_strided(p.size, p.stride, p.offset)  # type: ignore[arg-type]
 
 
-def _seqlens(inner: dict[str, Any], ctx: dict[str, Any] | None) -> tuple[Any, Any]:
+def _seqlens(inner: dict[str, Tensor], ctx: dict[str, Any] | None) -> tuple[int | None, int | None]:
     """A jagged tensor's min and max sequence lengths: its inner tensors' sizes, else (torch
     2.4) its context's metadata cache."""
     mn, mx = inner.get("_min_seqlen_tensor"), inner.get("_max_seqlen_tensor")

@@ -4,30 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlview.tensors.logged import Logged
 from tlview.tensors.plans import GroupPlan, TensorPlan
 
+if TYPE_CHECKING:
+    from torch import Tensor, UntypedStorage
+
 
 @dataclass(eq=False)
-class Rebuilt(Mapping[str, Any]):
+class Rebuilt(Mapping[str, "Tensor"]):
     """The tensors of one compile, with what could not be reproduced exactly and why; as a
     mapping, {source: tensor} (what `fake_inputs` and `real_inputs` both return)."""
 
-    tensors: dict[str, Any]  # source -> tensor; one object for all sources of one described tensor
+    tensors: dict[
+        str, Tensor
+    ]  # source -> tensor; one object for all sources of one described tensor
     notes: dict[str, list[str]]  # source -> what could not be reproduced exactly, and why
     failed: dict[str, str]  # source -> why it could not be rebuilt at all
     groups: list[GroupPlan] = field(default_factory=list, repr=False)  # shared: read only
     # Every tensor and storage built, by (describer, logged id): bases, grads and inner tensors
     # too, so views keep their `_base` object alive and `--emit` can save each storage once.
-    built: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
-    storages: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
+    built: dict[tuple[int, int], Tensor] = field(default_factory=dict, repr=False)
+    storages: dict[tuple[int, int], UntypedStorage] = field(default_factory=dict, repr=False)
     # The values the log holds: a tensor input's (it holds it, but in meta mode), a Python
     # scalar input's (`L['k']`); every other value is random or zero (the log holds no data).
     logged: dict[str, Logged] = field(default_factory=dict)
 
-    def __getitem__(self, source: str) -> Any:
+    def __getitem__(self, source: str) -> Tensor:
         return self.tensors[source]
 
     def __iter__(self) -> Iterator[str]:
@@ -53,7 +58,7 @@ def first_line(e: BaseException) -> str:
 def collect(
     out: Rebuilt,
     g: GroupPlan,
-    memo: Mapping[int, Any],
+    memo: Mapping[int, Tensor],
     notes: Mapping[int, list[str]],
     errors: Mapping[int, str],
 ) -> None:
