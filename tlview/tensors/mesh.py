@@ -7,9 +7,46 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.units import MAX_DIGITS, number
+
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import TypedDict
+
+    from torch import dtype as DType
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.tensor._dtensor_spec import ShardOrderEntry, TensorMeta
+    from torch.distributed.tensor.placement_types import Placement
+
+    # A placement as plain data: ["Shard", 0], ["Replicate"], ["Partial", "sum"],
+    # ["_StridedShard", 0, 2] (dim, then split factor).
+    PlacementPlan = list[str | int]
+    OrderPlan = list[int | list[int]]  # a shard order entry: [tensor dim, [mesh dims]]
+
+    class DTensorPlan(TypedDict, total=False):
+        """What rebuilds a DTensor, as plain data (`dtensor_plan`): every key but `error`; or
+        `error` alone, why the log's text does not say it (`plans.TensorPlan.dtensor`)."""
+
+        error: str
+        mesh: list[int]
+        device: str
+        names: list[str] | None
+        contiguous: bool
+        placements: list[PlacementPlan]
+        order: list[OrderPlan] | None
+        shape: list[int]
+        stride: list[int]
+        requires_grad: bool
+        rank: int
+        rank_logged: int | None
+
+    # DTensor's `__tensor_flatten__` context: placements, TensorMeta, [shard order,] grad.
+    FlattenContext = (
+        tuple[tuple[Placement, ...], TensorMeta, bool]
+        | tuple[tuple[Placement, ...], TensorMeta, tuple[ShardOrderEntry, ...] | None, bool]
+    )
 
 DTENSOR = "torch.distributed.tensor.DTensor"
 _DTENSOR_TYPES = {
@@ -43,7 +80,7 @@ def is_dtensor(type_name: str | None) -> bool:
     return type_name in _DTENSOR_TYPES
 
 
-def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> dict[str, Any] | str:
+def dtensor_plan(ctx: str | None, mesh: str | None, rank: int | None) -> DTensorPlan | str:
     """What rebuilds a DTensor, as plain data (it is saved beside emitted tensors): its mesh's
     shape, device and dim names, its placements, shard order, outer shape and stride and
     requires_grad; or why the log's text does not say it."""
@@ -102,7 +139,9 @@ def _mesh_dims(mesh: str, text: str) -> tuple[list[int], list[str]] | str:
     return shape, names
 
 
-def _flatten_context(ctx: str | None, ndim: int) -> tuple[list[Any], Any, Any, bool] | str:
+def _flatten_context(
+    ctx: str | None, ndim: int
+) -> tuple[list[PlacementPlan], tuple[list[int], list[int]], list[OrderPlan] | None, bool] | str:
     """A DTensor's flatten context, `(placements, meta, [order,] requires_grad)`, read for a
     mesh of NDIM dims; or why not."""
     if not isinstance(ctx, str) or len(ctx) > 10_000:
@@ -148,7 +187,7 @@ def _call(n: ast.expr) -> tuple[str, list[ast.expr], dict[str, ast.expr]]:
     return n.func.id, list(n.args), {k.arg: k.value for k in n.keywords if k.arg}
 
 
-def _placement(n: ast.expr) -> list[Any]:
+def _placement(n: ast.expr) -> PlacementPlan:
     """`Shard(dim=0)` -> ["Shard", 0]; `Replicate()`; `Partial(sum)` -> ["Partial", "sum"];
     `_StridedShard(dim=0, sf=2)` -> ["_StridedShard", 0, 2]."""
     name, args, kw = _call(n)
@@ -193,7 +232,7 @@ def _tensor_meta(n: ast.expr) -> tuple[list[int], list[int]]:
     return list(dims or ()), list(steps or ())
 
 
-def _order(n: ast.expr) -> list[Any]:
+def _order(n: ast.expr) -> OrderPlan:
     """`ShardOrderEntry(tensor_dim=0, mesh_dims=(0,))` -> [0, [0]]."""
     name, args, kw = _call(n)
     if name != "ShardOrderEntry":
@@ -205,7 +244,7 @@ def _order(n: ast.expr) -> list[Any]:
     return [dim, list(dims)]
 
 
-def _ints(v: Any) -> bool:
+def _ints(v: object) -> bool:
     return isinstance(v, list | tuple) and all(type(x) is int for x in v)
 
 
@@ -230,7 +269,9 @@ def _contiguous(stride: str | None, shape: list[int]) -> bool:
 # -- built with torch ------------------------------------------------------------------------
 
 
-def rebuilt_mesh(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, str | None]:
+def rebuilt_mesh(
+    torch: ModuleType, plan: DTensorPlan, device: str
+) -> tuple[DeviceMesh, str | None]:
     """The DeviceMesh a DTensor of this plan is rebuilt on, and what to note about its world:
     this process's process group when it has one of the mesh's size, else one made here (a
     world of one rank for a mesh of one, torch's fake process group for a larger mesh)."""
@@ -258,7 +299,7 @@ def rebuilt_mesh(torch: Any, plan: dict[str, Any], device: str) -> tuple[Any, st
     return _mesh(device, shape, names, id(dist.distributed_c10d._get_default_group())), note
 
 
-def _world(dist: Any, n: int, rank: int) -> None:
+def _world(dist: ModuleType, n: int, rank: int) -> None:
     """A process group of N ranks, this process as RANK: the one it has, or one made here (a
     world of one rank for N = 1, torch's fake process group for more); one tlview made for
     another mesh is made again."""
@@ -286,7 +327,7 @@ _MADE: tuple[int, int] | None = None  # (ranks, rank) of the process group tlvie
 
 
 @functools.cache
-def _mesh(device: str, shape: tuple[int, ...], names: tuple[str, ...], _world: int) -> Any:
+def _mesh(device: str, shape: tuple[int, ...], names: tuple[str, ...], _world: int) -> DeviceMesh:
     """One DeviceMesh per shape and world in a process: each makes process groups for its
     dims."""
     import torch
@@ -299,25 +340,25 @@ def _mesh(device: str, shape: tuple[int, ...], names: tuple[str, ...], _world: i
     return DeviceMesh(device, ranks, mesh_dim_names=names or None)
 
 
-def placements(plan: dict[str, Any]) -> tuple[Any, ...]:
+def placements(plan: DTensorPlan) -> tuple[Placement, ...]:
     """The placement objects of a plan's placements."""
     from torch.distributed.tensor import placement_types as pt
 
-    out: list[Any] = []
-    for p in plan["placements"]:
+    out: list[Placement] = []
+    for p in plan["placements"]:  # its kind, then that kind's ints or reduce op (`_placement`)
         kind = p[0]
         if kind == "Replicate":
             out.append(pt.Replicate())
         elif kind == "Shard":
-            out.append(pt.Shard(p[1]))
+            out.append(pt.Shard(p[1]))  # type: ignore[arg-type]
         elif kind == "Partial":
-            out.append(pt.Partial(p[1]))
+            out.append(pt.Partial(p[1]))  # type: ignore[arg-type]
         else:
-            out.append(pt._StridedShard(p[1], split_factor=p[2]))
+            out.append(pt._StridedShard(p[1], split_factor=p[2]))  # type: ignore[arg-type]
     return tuple(out)
 
 
-def flatten_context(torch: Any, plan: dict[str, Any], dtype: Any) -> tuple[Any, ...]:
+def flatten_context(torch: ModuleType, plan: DTensorPlan, dtype: DType) -> FlattenContext:
     """DTensor's `__tensor_flatten__` context for this torch: placements, TensorMeta, shard
     order (torch 2.10 and newer), requires_grad."""
     from torch.distributed.tensor._dtensor_spec import TensorMeta
@@ -331,5 +372,8 @@ def flatten_context(torch: Any, plan: dict[str, Any], dtype: Any) -> tuple[Any, 
     order = plan.get("order")
     if order is None or any(p[0] == "_StridedShard" for p in plan["placements"]):
         return ps, meta, None, plan["requires_grad"]  # the spec derives it
-    entries = tuple(ShardOrderEntry(tensor_dim=d, mesh_dims=tuple(m)) for d, m in order)
+    entries = tuple(
+        ShardOrderEntry(tensor_dim=d, mesh_dims=tuple(m))  # type: ignore[arg-type]  # [int, [int]]
+        for d, m in order
+    )
     return ps, meta, entries, plan["requires_grad"]

@@ -11,7 +11,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.index.dims import GraphDims, graph_dims
 from tlview.index.kinds import is_int
@@ -20,6 +20,11 @@ from tlview.reprs import device_name
 from tlview.tensors.exprs import eval_expr
 from tlview.tensors.mesh import MESH_BYTES_PER_RANK, dtensor_plan, is_dtensor, mesh_ranks
 from tlview.units import itemsize, number
+
+if TYPE_CHECKING:
+    from tlview.tensors.mesh import DTensorPlan
+
+    _Mark = tuple[int, int, int, tuple[tuple[int, int, int, int], ...]]  # see _plan_mark
 
 _QUANTIZED = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
 
@@ -35,7 +40,7 @@ _SYMBOL = re.compile(r"[su]\d+")
 MAX_BUILD = 1 << 63
 
 
-def dtype_name(text: Any) -> str | None:
+def dtype_name(text: object) -> str | None:
     """`torch.float32` -> `float32`; None when the text is not a dtype repr."""
     return _dtype_name(text) if isinstance(text, str) else None
 
@@ -46,7 +51,7 @@ def _dtype_name(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _device(text: Any) -> str:
+def _device(text: object) -> str:
     return _device_name(text) if isinstance(text, str) else "?"
 
 
@@ -99,7 +104,7 @@ class TensorPlan:
     compressed: int | None = None  # a compressed sparse tensor's crow_indices or ccol_indices
     plain: int | None = None  # its col_indices or row_indices
     values: int | None = None  # its values
-    dtensor: dict[str, Any] | None = None  # a DTensor's mesh and placements (`mesh.py`)
+    dtensor: DTensorPlan | None = None  # a DTensor's mesh and placements (`mesh.py`)
     error: str | None = None  # why this tensor cannot be built at all
     notes: list[str] = field(default_factory=list)
 
@@ -183,7 +188,7 @@ def _symbols_per_describer(c: Compile) -> bool:
     return len(c.input_sets) > 1 and any(x.describer is not None for x in c.symbols)
 
 
-_PLANS: OrderedDict[int, tuple[Compile, tuple[Any, ...], GraphDims, list[GroupPlan]]]
+_PLANS: OrderedDict[int, tuple[Compile, _Mark, GraphDims, list[GroupPlan]]]
 _PLANS = OrderedDict()
 
 
@@ -214,7 +219,7 @@ def forget_plans() -> None:
     _PLANS.clear()
 
 
-def _plan_mark(c: Compile) -> tuple[Any, ...]:
+def _plan_mark(c: Compile) -> _Mark:
     """What plans are made from, counted: it changes when records are added to the compile."""
     sets = tuple((id(s), len(s.tensors), len(s.storages), len(s.sources)) for s in c.input_sets)
     return (len(c.symbols), len(c.graphs), len(c.inputs), sets)
@@ -389,7 +394,7 @@ def _storage_bytes(st: StorageDesc, env: Mapping[str, int]) -> int | None:
     return None
 
 
-def _dims(v: Any, env: Mapping[str, int], what: str, nested_ok: bool) -> list[int | str]:
+def _dims(v: object, env: Mapping[str, int], what: str, nested_ok: bool) -> list[int | str]:
     if not isinstance(v, list):
         raise _PlanError(f"{what} is not logged")
     if all(type(d) is int for d in v):
@@ -424,7 +429,7 @@ def _digits(n: int) -> str:
     return f"a number of about {int(abs(n).bit_length() * 0.30103) + 1} digits"
 
 
-def _link(v: Any) -> int | None:
+def _link(v: object) -> int | None:
     return v if type(v) is int else None
 
 
@@ -489,7 +494,7 @@ def _plan_tensor(t: TensorDesc, env: Mapping[str, int], rank: int | None = None)
     return p
 
 
-def _kind_error(p: TensorPlan, dtype: str | None, logged: Any, device: Any) -> str | None:
+def _kind_error(p: TensorPlan, dtype: str | None, logged: object, device: object) -> str | None:
     """Why a tensor of this dtype and device cannot be built (None: it can)."""
     if dtype is None:
         return f"dtype {logged!r} is not a torch dtype"
@@ -503,7 +508,7 @@ def _kind_error(p: TensorPlan, dtype: str | None, logged: Any, device: Any) -> s
     return None
 
 
-def _hint_overrides(p: TensorPlan, hov: dict[Any, Any]) -> None:
+def _hint_overrides(p: TensorPlan, hov: Mapping[object, object]) -> None:
     for k, v in hov.items():
         dim = number(str(k))
         if dim is not None and dim >= 0 and type(v) is int:
@@ -519,7 +524,9 @@ def _concrete_dims(p: TensorPlan, size: list[int], stride: list[int], off: int) 
         p.error = p.error or "a size, stride or offset more than torch can build (2^63)"
 
 
-def _symbolic_dims(p: TensorPlan, size: Any, stride: Any, off: Any, env: Mapping[str, int]) -> None:
+def _symbolic_dims(
+    p: TensorPlan, size: object, stride: object, off: object, env: Mapping[str, int]
+) -> None:
     """Sizes, strides and offset as logged expressions (or nested ints), evaluated in ENV."""
     try:
         p.size = _dims(size, env, "size", p.nested)
@@ -542,7 +549,7 @@ def _dims_error(p: TensorPlan) -> str | None:
     return None
 
 
-def _ints(dims: list[Any]) -> bool:
+def _ints(dims: list[object]) -> bool:
     for d in dims:  # noqa: SIM110 (a loop: twice as fast as all() over a generator)
         if type(d) is not int:
             return False
@@ -571,7 +578,7 @@ def _plan_rare(p: TensorPlan, t: TensorDesc, rank: int | None) -> None:
         _sparse(p, fields)
 
 
-def _nested_int(ni: Any) -> int | None:
+def _nested_int(ni: object) -> int | None:
     """A jagged tensor's nested int id, as logged (an int, or its digits)."""
     nested = ni if type(ni) is int else number(ni) if isinstance(ni, str) else None
     return nested if nested is not None and nested >= 0 else None
