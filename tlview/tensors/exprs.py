@@ -7,7 +7,15 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import NoReturn, TypeAlias
+
+    import sympy
+
+    # A size in one algebra or the other: an int, or a sympy expression (sympy is untyped).
+    Value: TypeAlias = int | sympy.Expr
 
 
 class _Unknown(Exception):
@@ -19,14 +27,14 @@ class _Algebra:
     """What the one grammar of logged sizes means over ints or over sympy: `+ - *` are Python's
     on both; the rest each defines (a call raises _Unknown when its arguments do not fit)."""
 
-    const: Callable[[int], Any]
-    floordiv: Callable[[Any, Any], Any]
-    mod: Callable[[Any, Any], Any]
-    power: Callable[[Any, Any], Any]
-    calls: Mapping[str, Callable[[list[Any]], Any]]
+    const: Callable[[int], Value]
+    floordiv: Callable[[Value, Value], Value]
+    mod: Callable[[Value, Value], Value]
+    power: Callable[[Value, Value], Value]
+    calls: Mapping[str, Callable[[list[Value]], Value]]
 
 
-def _unknown(what: str) -> Any:
+def _unknown(what: str) -> NoReturn:
     raise _Unknown(what)
 
 
@@ -34,12 +42,12 @@ def _int_power(a: int, b: int) -> int:
     return int(a**b) if 0 <= b <= 64 and abs(a) < 1 << 20 else _unknown("power")
 
 
-def _some(fn: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+def _some(fn: Callable[[list[Value]], Value]) -> Callable[[list[Value]], Value]:
     """A call of one or more arguments, given as a list, else unknown."""
     return lambda args: fn(args) if args else _unknown("call")
 
 
-def _two(fn: Callable[[Any, Any], Any]) -> Callable[[list[Any]], Any]:
+def _two(fn: Callable[[Value, Value], Value]) -> Callable[[list[Value]], Value]:
     """A call of exactly two arguments, else unknown."""
     return lambda args: fn(*args) if len(args) == 2 else _unknown("call")
 
@@ -71,7 +79,7 @@ def _sympy() -> _Algebra:
     import sympy
     from torch.utils._sympy.functions import FloorDiv, PythonMod
 
-    def power(a: Any, b: Any) -> Any:
+    def power(a: Value, b: Value) -> Value:
         return a**b if isinstance(b, sympy.Integer) and 0 <= int(b) <= 64 else _unknown("power")
 
     return _Algebra(
@@ -95,13 +103,13 @@ def eval_expr(text: str, env: Mapping[str, int]) -> int | None:
     return got
 
 
-def sympy_expr(text: str, symbols: Mapping[str, Any]) -> Any:
+def sympy_expr(text: str, symbols: Mapping[str, sympy.Expr]) -> sympy.Expr | None:
     """The sympy expression of a logged size (`s20*s92`, `(s0 + 1)//2`) over the given
     symbols, built as torch builds them (FloorDiv, Max); None when it names others."""
     return _read(text, symbols, _sympy())
 
 
-def _read(text: str, names: Mapping[str, Any], alg: _Algebra) -> Any:
+def _read(text: str, names: Mapping[str, Value], alg: _Algebra) -> Value | None:
     if len(text) > 300:
         return None
     try:
@@ -114,7 +122,7 @@ def _read(text: str, names: Mapping[str, Any], alg: _Algebra) -> Any:
 _NO_OP = object()  # an operator size expressions do not have
 
 
-def _binop(op: ast.operator, a: Any, b: Any, alg: _Algebra) -> Any:
+def _binop(op: ast.operator, a: Value, b: Value, alg: _Algebra) -> Value | object:
     """A op b, in the algebra: `+ - *` as they are, `// % **` as it defines them."""
     if isinstance(op, ast.Add):
         return a + b
@@ -131,7 +139,7 @@ def _binop(op: ast.operator, a: Any, b: Any, alg: _Algebra) -> Any:
     return _NO_OP
 
 
-def _ev(n: ast.AST, names: Mapping[str, Any], alg: _Algebra) -> Any:
+def _ev(n: ast.AST, names: Mapping[str, Value], alg: _Algebra) -> Value:
     if isinstance(n, ast.Constant) and type(n.value) is int:
         return alg.const(n.value)
     if isinstance(n, ast.Name):

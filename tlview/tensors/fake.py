@@ -6,7 +6,7 @@ import dataclasses
 import importlib
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.index.dims import NJT, GraphDims
 from tlview.model import Compile
@@ -26,6 +26,24 @@ from tlview.tensors.rebuilt import Failed, Rebuilt, collect, first_line
 from tlview.tensors.shapes import logged_source, named_shape_env
 from tlview.units import number
 
+if TYPE_CHECKING:
+    from torch import SymInt, Tensor
+    from torch import device as Device
+    from torch._subclasses import meta_utils
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch._subclasses.meta_utils import MetaConverter, ViewFunc
+    from torch.fx.experimental.symbolic_shapes import (
+        DimConstraint,
+        DimDynamic,
+        ShapeEnv,
+        StrictMinMaxConstraint,
+        SymbolicContext,
+    )
+
+    from tlview.tensors.mesh import FlattenContext
+
+    Desc = meta_utils.MetaTensorDesc[FakeTensor]  # a logged tensor, as MetaConverter takes it
+
 _PLAIN_SYMBOL = re.compile(r"s\d+")
 _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset\(\))$")
 
@@ -33,8 +51,8 @@ _DIM_SUFFIX = re.compile(r"\.(?:size\(\)\[\d+\]|stride\(\)\[\d+\]|storage_offset
 def build_fakes(
     c: Compile,
     *,
-    fake_mode: Any = None,
-    shape_env: Any = None,
+    fake_mode: FakeTensorMode | None = None,
+    shape_env: ShapeEnv | None = None,
     allow_import: Sequence[str] = (),
 ) -> Rebuilt:
     """FakeTensors for every input of a compile, with the notes and failures of each."""
@@ -82,8 +100,8 @@ class FakeBuilder:
     def __init__(
         self,
         group: GroupPlan,
-        fake_mode: Any,
-        shape_env: Any,
+        fake_mode: FakeTensorMode,
+        shape_env: ShapeEnv | None,
         symbols: GraphDims,
         allow_import: Sequence[str] = (),
     ) -> None:
@@ -95,17 +113,18 @@ class FakeBuilder:
         self.mode = fake_mode
         self.shape_env = shape_env
         self.symbols = symbols
-        self.conv: Any = MetaConverter()
-        self.descs: dict[int, Any] = {}
-        self.sdescs: dict[int, Any] = {}
-        self.memo: dict[int, Any] = {}
+        self.conv: MetaConverter[FakeTensor] = MetaConverter()
+        self.descs: dict[int, Desc] = {}
+        self.sdescs: dict[int, meta_utils.MetaStorageDesc] = {}
+        self.memo: dict[int, Tensor] = {}
         self.notes: dict[int, list[str]] = {}
         self.errors: dict[int, str] = {}
         self.busy: set[int] = set()
-        self.keep: list[Any] = []  # MetaConverter's memo is weak: hold every fake it made
+        self.keep: list[Tensor] = []  # MetaConverter's memo is weak: hold every fake it made
         self.owners: set[str] | None = None
         self.devices: dict[str, bool] = {}  # logged device -> whether this machine has it
-        self.device: Any = None  # of the tensor being faked (an older MetaConverter's callback)
+        # Of the tensor being faked (an older MetaConverter's callback).
+        self.device: Device | None = None
 
     def note(self, tid: int, text: str) -> None:
         lst = self.notes.setdefault(tid, [])
@@ -128,7 +147,7 @@ class FakeBuilder:
                 continue
             self.get(tid, src)
 
-    def get(self, tid: int, name: str) -> Any:
+    def get(self, tid: int, name: str) -> Tensor | None:
         if tid in self.memo:
             return self.memo[tid]
         if tid in self.errors:
@@ -171,7 +190,9 @@ class FakeBuilder:
         p = self.g.tensors.get(tid)
         return name in self.owners or (p is not None and (p.nested or p.subclass))
 
-    def callback(self, make_meta: Callable[[], Any], device: Any = None) -> Any:
+    def callback(
+        self, make_meta: Callable[[], Tensor], device: Device | str | None = None
+    ) -> FakeTensor:
         from torch._subclasses.fake_tensor import FakeTensor
         from torch.utils._mode_utils import no_dispatch
 
@@ -182,8 +203,8 @@ class FakeBuilder:
         self.keep.append(r)
         return r
 
-    def sdesc(self, sid: int, nbytes: int = 0) -> Any:
-        MetaStorageDesc: Any = importlib.import_module(
+    def sdesc(self, sid: int, nbytes: int = 0) -> meta_utils.MetaStorageDesc:
+        MetaStorageDesc: type[meta_utils.MetaStorageDesc] = importlib.import_module(
             "torch._subclasses.meta_utils"
         ).MetaStorageDesc
 
@@ -192,7 +213,8 @@ class FakeBuilder:
             nbytes = self.g.storages.get(sid, nbytes)
             if sid in self.g.zero:
                 nbytes = 0
-            d = self.sdescs[sid] = MetaStorageDesc(id=sid, size=nbytes, data=None)
+            # id: a logged storage id, an int where torch types a NewType of int
+            d = self.sdescs[sid] = MetaStorageDesc(id=sid, size=nbytes, data=None)  # type: ignore[arg-type]
         return d
 
     def here(self, device: str) -> bool:
@@ -202,7 +224,7 @@ class FakeBuilder:
             got = self.devices[device] = Devices(self.torch, None, "real").available(device)
         return got
 
-    def desc(self, tid: int) -> Any:
+    def desc(self, tid: int) -> Desc:
         """The MetaTensorDesc of a logged tensor, links resolved to the described objects."""
         d = self.descs.get(tid)
         if d is not None:
@@ -221,9 +243,11 @@ class FakeBuilder:
         finally:
             self.busy.discard(tid)
 
-    def make_desc(self, p: TensorPlan) -> Any:
+    def make_desc(self, p: TensorPlan) -> Desc:
         """`desc` of a tensor that can be described: its links, layout and flags."""
-        MetaTensorDesc: Any = importlib.import_module("torch._subclasses.meta_utils").MetaTensorDesc
+        MetaTensorDesc: type[Desc] = importlib.import_module(
+            "torch._subclasses.meta_utils"
+        ).MetaTensorDesc
 
         tid = p.id
         for n in p.notes:
@@ -371,7 +395,9 @@ class FakeBuilder:
         kw["dense_dim"] = p.dense_dim if p.dense_dim is not None else 0
         self.note(p.id, f"{p.layout}: faked as torch fakes it, with no entries")
 
-    def dtensor(self, p: TensorPlan, kw: dict[str, Any]) -> tuple[Any, bool, str | None]:
+    def dtensor(
+        self, p: TensorPlan, kw: dict[str, Any]
+    ) -> tuple[FlattenContext | None, bool, str | None]:
         """A DTensor's flatten context and mesh (`mesh.rebuilt_mesh`), or why not."""
         plan = p.dtensor or {}
         if "error" in plan:
@@ -392,7 +418,7 @@ class FakeBuilder:
         kw["opaque_attrs"] = {"device_mesh": device_mesh}
         return ctx, True, None
 
-    def unwrap(self, tid: int, name: str) -> Any:
+    def unwrap(self, tid: int, name: str) -> Tensor:
         """A functorch or functional wrapper outside its transform: what the graph took, from
         the fake of the tensor it wraps (vmap's: one example of the batch, a view of it)."""
         p = self.g.tensors[tid]
@@ -421,7 +447,7 @@ class FakeBuilder:
             r.requires_grad_(True)
         return r
 
-    def dim(self, x: int | str) -> Any:
+    def dim(self, x: int | str) -> int | SymInt:
         if isinstance(x, int):
             return x
         m = NESTED.fullmatch(x)
@@ -432,9 +458,10 @@ class FakeBuilder:
         j, coeff = number(m.group(2)), number(m.group(1) or "1")
         if j is None or coeff is None:
             raise Failed(f"size {x[:80]!r} is not concrete")
-        return self.torch.SymInt(NestedIntNode(j, coeff))
+        sym: SymInt = self.torch.SymInt(NestedIntNode(j, coeff))
+        return sym
 
-    def view_func(self, p: TensorPlan) -> Any:
+    def view_func(self, p: TensorPlan) -> ViewFunc[FakeTensor] | None:
         """Replays a jagged tensor's view of its values; other subclass views are not logged."""
         if p.type_name != NJT or p.base is None or p.base != p.attrs.get("_values"):
             return None
@@ -455,21 +482,21 @@ class FakeBuilder:
 
             def apply(
                 self,
-                t: Any,
-                new_base: Any,
-                symint_visitor_fn: Any = None,
-                tensor_visitor_fn: Any = None,
-            ) -> Any:
+                t: Tensor,
+                new_base: Tensor,
+                symint_visitor_fn: Callable[[int], int] | None = None,
+                tensor_visitor_fn: Callable[[Tensor], Tensor] | None = None,
+            ) -> Tensor:
                 import torch
                 from torch.nested._internal.nested_tensor import _nt_view_dummy
 
-                def inner(name: str) -> Any:
+                def inner(name: str) -> Tensor | None:
                     i = attrs.get(name)
                     return None if i is None else conv.tensor_memo.get(i)
 
                 return torch._nested_view_from_jagged(
                     new_base,
-                    inner("_offsets"),
+                    inner("_offsets"),  # type: ignore[arg-type]  # None: torch raises, get() says why
                     _nt_view_dummy(),
                     inner("_lengths"),
                     ragged,
@@ -479,7 +506,7 @@ class FakeBuilder:
 
         return NestedFromValues()
 
-    def context(self, tid: int, name: str) -> Any:
+    def context(self, tid: int, name: str) -> SymbolicContext:
         """The symbolic context saying which dims of this tensor were dynamic, and how."""
         from torch.fx.experimental.symbolic_shapes import (
             StatelessSymbolicContext,
@@ -511,7 +538,7 @@ class FakeBuilder:
             **_known_fields(StatelessSymbolicContext, kw),
         )
 
-    def dim_dynamic(self, p: TensorPlan, name: str, i: int) -> tuple[Any, Any]:
+    def dim_dynamic(self, p: TensorPlan, name: str, i: int) -> tuple[DimDynamic, DimConstraint]:
         """How dim I was dynamic (unbacked, duck-sized, a nested int, static) and its range."""
         from torch.fx.experimental.symbolic_shapes import DimDynamic
 
@@ -526,7 +553,9 @@ class FakeBuilder:
         rng = self.symbols.ranges.get(dim)
         return how, (_constraint(rng) if rng is not None else None)
 
-    def stride_dynamic(self, p: TensorPlan, name: str, dyn: list[Any]) -> dict[str, Any]:
+    def stride_dynamic(
+        self, p: TensorPlan, name: str, dyn: list[DimDynamic]
+    ) -> dict[str, list[DimDynamic | None]]:
         """The graph's strides: its symbol where it has one (a stride no size gives, as a slice
         of a larger tensor has), else inferred (a value it pinned: create_symbol)."""
         from torch.fx.experimental.symbolic_shapes import DimDynamic
@@ -546,7 +575,7 @@ class FakeBuilder:
         }
 
 
-def _constraint(rng: tuple[int | None, int | None]) -> Any:
+def _constraint(rng: tuple[int | None, int | None]) -> StrictMinMaxConstraint:
     """A dim's logged value range as the constraint MetaConverter takes."""
     import sympy
     from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint

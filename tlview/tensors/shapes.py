@@ -7,19 +7,29 @@ import functools
 import inspect
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.index.dims import GraphDims
 from tlview.tensors.exprs import sympy_expr
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def named_shape_env(symbols: GraphDims) -> Any:
+    import sympy
+    from torch._guards import GuardSource, Source
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch.types import FloatLikeType, IntLikeType
+
+    from tlview.model import Dim
+
+
+def named_shape_env(symbols: GraphDims) -> ShapeEnv:
     """A ShapeEnv that gives each size, stride and offset the graph's own symbol for it."""
     return _named_shape_env_cls()(symbols.names)
 
 
 @functools.cache
-def _named_shape_env_cls() -> Any:
+def _named_shape_env_cls() -> Callable[[Mapping[str, Dim]], ShapeEnv]:
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
     class NamedShapeEnv(ShapeEnv):
@@ -31,15 +41,20 @@ def _named_shape_env_cls() -> Any:
         (`s20*s92`) gets that expression.
         """
 
-        def __init__(self, names: Mapping[str, Any]) -> None:
+        def __init__(self, names: Mapping[str, Dim]) -> None:
             super().__init__()
             self.tlview_names = dict(names)
-            self.tlview_made: dict[str, Any] = {}
+            self.tlview_made: dict[str, sympy.Symbol] = {}
             self.tlview_want: int | None = None
 
         def create_symbol(
-            self, val: Any, source: Any, dynamic_dim: Any = None, *a: Any, **k: Any
-        ) -> Any:
+            self,
+            val: IntLikeType | FloatLikeType,
+            source: Source,
+            dynamic_dim: DimDynamic | None = None,
+            *a: Any,
+            **k: Any,
+        ) -> sympy.Expr:
             if dynamic_dim is None:
                 dynamic_dim = DimDynamic.DUCK
             name = getattr(source, "name", None)
@@ -79,13 +94,13 @@ def _named_shape_env_cls() -> Any:
                     self.val_to_var[val] = out  # later dims of this value share it, as they did
             return out
 
-        def tlview_hint(self, sym: Any) -> Any:
+        def tlview_hint(self, sym: sympy.Symbol) -> sympy.Integer | None:
             hints = getattr(self, "backed_var_to_val", None)
             if hints is None:  # an older torch's name for it
                 hints = self.var_to_val
             return hints.get(sym)
 
-        def tlview_expr(self, text: str, val: int) -> Any:
+        def tlview_expr(self, text: str, val: IntLikeType | FloatLikeType) -> sympy.Expr | None:
             """The sympy expression of a logged one over the symbols made so far, if its value
             is `val`; never runs the text (`exprs.sympy_expr`)."""
             made = {str(s): s for s in self.tlview_made.values()}
@@ -113,12 +128,12 @@ def _named_shape_env_cls() -> Any:
     return NamedShapeEnv
 
 
-def _is_nested(val: Any) -> bool:
+def _is_nested(val: IntLikeType | FloatLikeType) -> bool:
     node = getattr(val, "node", None)
     return node is not None and getattr(node, "is_nested_int", lambda: False)()
 
 
-def _same_hint(hint: Any, val: Any) -> bool:
+def _same_hint(hint: sympy.Integer | None, val: IntLikeType | FloatLikeType) -> bool:
     """Whether a symbol's value in this env is `val` (an int, or a nested int as `j1`)."""
     if hint is None:
         return False
@@ -127,14 +142,14 @@ def _same_hint(hint: Any, val: Any) -> bool:
             return int(hint) == val
         except (TypeError, ValueError):
             return False
-    node = val.node
+    node = val.node  # type: ignore[union-attr]  # a nested int: the only other size asked for
     return (node.nested_int(), node.nested_int_coeff()) == (
         getattr(hint, "_val", None),
         getattr(hint, "_coeff", None),
     )
 
 
-def logged_source(name: str) -> Any:
+def logged_source(name: str) -> Source:
     """A dynamo Source whose name is the logged string, so symbols get the logged sources."""
     global _SOURCE_CLS
     if _SOURCE_CLS is None:
@@ -149,7 +164,7 @@ def logged_source(name: str) -> Any:
             text: str
 
             @property
-            def guard_source(self) -> Any:
+            def guard_source(self) -> GuardSource:
                 return GuardSource.LOCAL
 
             @property
@@ -163,7 +178,7 @@ def logged_source(name: str) -> Any:
 
             text: str
 
-            def guard_source(self) -> Any:  # type: ignore[override]
+            def guard_source(self) -> GuardSource:  # type: ignore[override]
                 return GuardSource.LOCAL
 
             def name(self) -> str:  # type: ignore[override]
@@ -174,4 +189,4 @@ def logged_source(name: str) -> Any:
     return _SOURCE_CLS(name)
 
 
-_SOURCE_CLS: Any = None
+_SOURCE_CLS: Callable[[str], Source] | None = None
