@@ -6,7 +6,7 @@ import dataclasses
 import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tlview.analyze.names import compile_ref
 from tlview.errors import EXIT_NO_TRACE, EXIT_REFUSED, TlviewError
@@ -22,18 +22,55 @@ from tlview.tensors.rebuilt import Rebuilt, collect, first_line
 from tlview.units import nbytes
 from tlview.version import __version__
 
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import TypedDict, TypeVar
+
+    from torch import Tensor, UntypedStorage
+    from torch import dtype as DType
+    from torch.serialization import MAP_LOCATION
+    from typing_extensions import NotRequired
+
+    T = TypeVar("T")
+
+    class GroupRecord(TypedDict):
+        """One group's plans and storage contents, as `--emit` writes them (`_group_record`)."""
+
+        describer: int
+        storages: dict[str, int]
+        zero: list[int]
+        tensors: dict[str, dict[str, Any]]  # `TensorPlan.as_dict`
+        sources: list[list[str | int]]  # [name, tensor id, logged source]
+        source_notes: dict[str, list[str]]
+        missing: dict[str, str]
+        data: dict[str, list[str] | Tensor]  # storage -> ["source", name], or its bytes
+
+    class Saved(TypedDict):
+        """The object `--emit` writes (`saved`), by compile key where a key is per compile."""
+
+        format: str
+        torch_version: str | None
+        written_by: str
+        mode: str
+        compiles: dict[str, dict[str, Tensor]]
+        notes: dict[str, dict[str, list[str]]]
+        failed: dict[str, dict[str, str]]
+        exact: dict[str, dict[str, list[GroupRecord]]]
+        values: NotRequired[dict[str, dict[str, dict[str, int | float | str]]]]
+
+
 FORMAT = "tlview.inputs/1"
 
 
 def saved(
     rebuilt: Iterable[tuple[str, Rebuilt]], torch_version: str | None, mode: str = "random"
-) -> dict[str, Any]:
+) -> Saved:
     """The object `--emit` saves: plain tensors for any reader, plans for `load_inputs`."""
-    compiles: dict[str, dict[str, Any]] = {}
+    compiles: dict[str, dict[str, Tensor]] = {}
     notes: dict[str, dict[str, list[str]]] = {}
     failed: dict[str, dict[str, str]] = {}
-    exact: dict[str, dict[str, Any]] = {}
-    values: dict[str, dict[str, dict[str, Any]]] = {}
+    exact: dict[str, dict[str, list[GroupRecord]]] = {}
+    values: dict[str, dict[str, dict[str, int | float | str]]] = {}
     for key, r in rebuilt:
         plain, extra = _plain_tensors(r)
         compiles[key] = plain
@@ -56,16 +93,17 @@ def saved(
         "notes": notes,
         "failed": failed,
         "exact": exact,
-        **({"values": values} if values else {}),
+        # mypy checks the empty branch against all of Saved's keys; it means: no values.
+        **({"values": values} if values else {}),  # type: ignore[typeddict-item]
     }
 
 
-def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
+def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
     """Tensors torch.save can write as they are; stand-in copies where it cannot share."""
     torch = need_torch()
-    out: dict[str, Any] = {}
+    out: dict[str, Tensor] = {}
     extra: dict[str, list[str]] = {}
-    primary: dict[int, Any] = {}  # storage cdata -> the dtype saved over it
+    primary: dict[int, DType] = {}  # storage cdata -> the dtype saved over it
     for g in r.groups:
         for name, tid, _src in g.sources:
             t = r.tensors.get(name)
@@ -91,8 +129,8 @@ def _plain_tensors(r: Rebuilt) -> tuple[dict[str, Any], dict[str, list[str]]]:
 
 
 def _plain_one(
-    torch: Any, g: GroupPlan, p: TensorPlan, t: Any, primary: dict[int, Any]
-) -> tuple[Any, str | None]:
+    torch: ModuleType, g: GroupPlan, p: TensorPlan, t: Tensor, primary: dict[int, DType]
+) -> tuple[Tensor | None, str | None]:
     """What `compiles` holds for one tensor (None: nothing) and the note that says how it
     differs: a subclass or what torch cannot carry is left out, a tensor over a freed storage
     or over one saved as another dtype is a copy."""
@@ -123,7 +161,7 @@ def _plain_one(
     return t, None
 
 
-def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
+def _meta_losses(torch: ModuleType, tensors: Mapping[str, Tensor]) -> dict[str, str]:
     """What torch.load gives differently for each meta tensor (no storage is saved for them):
     its storage offset, its storage's size, the storage it shared with other inputs."""
     metas = {
@@ -151,7 +189,7 @@ def _meta_losses(torch: Any, tensors: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _lost(t: Any, b: Any) -> list[str]:
+def _lost(t: Tensor, b: Tensor) -> list[str]:
     """How the meta tensor B read back differs from T: its storage offset, its storage's size."""
     lost = []
     if b.storage_offset() != t.storage_offset():
@@ -170,12 +208,12 @@ _USUAL = (
 )  # fmt: skip
 
 
-def _unusual(torch: Any, t: Any) -> bool:
+def _unusual(torch: ModuleType, t: Tensor) -> bool:
     """A tensor torch may not write or read back: sparse, empty, or of a rarer dtype."""
     return t.layout != torch.strided or t.numel() == 0 or str(t.dtype)[6:] not in _USUAL
 
 
-def _not_carried(torch: Any, t: Any) -> str | None:
+def _not_carried(torch: ModuleType, t: Tensor) -> str | None:
     """Why torch.save then torch.load(weights_only=True) fail on t here, or None. A strided
     tensor is tried as one element of its dtype and requires_grad (a float8 leaf that requires
     grad cannot be read back): what fails is those, and trying t itself would hold two more
@@ -194,15 +232,16 @@ def _not_carried(torch: Any, t: Any) -> str | None:
     return None
 
 
-def _reloaded(torch: Any, obj: Any) -> Any:
+def _reloaded(torch: ModuleType, obj: T) -> T:
     """obj written with torch.save and read back as a reader of the file would, in memory."""
     buf = io.BytesIO()
     torch.save(obj, buf)
     buf.seek(0)
-    return torch.load(buf, weights_only=True)
+    back: T = torch.load(buf, weights_only=True)
+    return back
 
 
-def _copy(torch: Any, t: Any, zero_bytes: bool = False) -> Any:
+def _copy(torch: ModuleType, t: Tensor, zero_bytes: bool = False) -> Tensor:
     """The same size, stride, offset and dtype on a storage of its own."""
     need = t.storage_offset() + 1
     for d, s in zip(t.shape, t.stride(), strict=False):
@@ -215,17 +254,18 @@ def _copy(torch: Any, t: Any, zero_bytes: bool = False) -> Any:
             raw = torch.empty(0, dtype=torch.uint8, device=t.device)
             raw.set_(t.untyped_storage(), 0, (nbytes,), (1,))
             st = raw.clone().untyped_storage()
-        r = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+        r: Tensor = torch.empty(0, dtype=t.dtype, device=t.device).set_(
             st, t.storage_offset(), t.shape, t.stride()
         )
     if isinstance(t, torch.nn.Parameter):
-        return torch.nn.Parameter(r, requires_grad=t.requires_grad)
+        param: Tensor = torch.nn.Parameter(r, requires_grad=t.requires_grad)
+        return param
     if t.requires_grad:
         r.requires_grad_(True)
     return r
 
 
-def _group_record(g: GroupPlan, r: Rebuilt, plain: Mapping[str, Any]) -> dict[str, Any]:
+def _group_record(g: GroupPlan, r: Rebuilt, plain: Mapping[str, Tensor]) -> GroupRecord:
     """Plans and storage contents of one group: what `load_inputs` needs to rebuild exactly."""
     torch = need_torch()
     by_storage: dict[int, str] = {}
@@ -235,7 +275,7 @@ def _group_record(g: GroupPlan, r: Rebuilt, plain: Mapping[str, Any]) -> dict[st
         t = plain[name]
         if t.layout == torch.strided:
             by_storage.setdefault(t.untyped_storage()._cdata, name)
-    data: dict[str, Any] = {}
+    data: dict[str, list[str] | Tensor] = {}
     for (d, key), st in r.storages.items():
         if d != g.describer or key in g.zero:
             continue
@@ -258,7 +298,7 @@ def _group_record(g: GroupPlan, r: Rebuilt, plain: Mapping[str, Any]) -> dict[st
     }
 
 
-def save(obj: Mapping[str, Any], out: IO[bytes]) -> None:
+def save(obj: Saved, out: IO[bytes]) -> None:
     torch = need_torch()
     try:
         torch.save(dict(obj), out)
@@ -269,7 +309,7 @@ def save(obj: Mapping[str, Any], out: IO[bytes]) -> None:
 
 
 def load_inputs(
-    path: str | Path, map_location: Any = None, allow_import: Sequence[str] = ()
+    path: str | Path, map_location: MAP_LOCATION = None, allow_import: Sequence[str] = ()
 ) -> dict[str, Any]:
     """Read a `tlview inputs --emit` file; `compiles` then holds the exact tensors and aliasing."""
     torch = need_torch()
@@ -301,7 +341,7 @@ def load_inputs(
     return {**obj, "compiles": exact, "notes": notes, "failed": failed}
 
 
-def _read(torch: Any, path: str | Path, map_location: Any) -> dict[str, Any]:
+def _read(torch: ModuleType, path: str | Path, map_location: MAP_LOCATION) -> dict[str, Any]:
     """The file's object, checked to be a tlview.inputs/1 file."""
     quiet_sparse(torch)  # a compressed sparse input, rebuilt by torch.load: torch says "beta"
     try:
@@ -324,9 +364,11 @@ def _group_of(path: str | Path, key: str, gd: Mapping[str, Any]) -> GroupPlan:
         ) from None
 
 
-def _saved_storages(torch: Any, gd: Mapping[str, Any], plain: Mapping[str, Any]) -> dict[int, Any]:
+def _saved_storages(
+    torch: ModuleType, gd: Mapping[str, Any], plain: Mapping[str, Any]
+) -> dict[int, UntypedStorage]:
     """A group's storages as saved: a plain tensor's (by its source) or a tensor of their own."""
-    storages: dict[int, Any] = {}
+    storages: dict[int, UntypedStorage] = {}
     for k, v in gd.get("data", {}).items():
         if isinstance(v, list) and len(v) == 2 and v[0] == "source":
             t = plain.get(v[1])
@@ -385,7 +427,7 @@ def emit_file(
     return _summary(built, obj, opts.mode)
 
 
-def _summary(built: list[tuple[str, Rebuilt]], obj: dict[str, Any], mode: str) -> str:
+def _summary(built: list[tuple[str, Rebuilt]], obj: Saved, mode: str) -> str:
     """The line `--emit` prints: tensors, notes, failures, and the values as logged."""
     tensors = sum(len(r.tensors) for _, r in built)
     noted = sum(len(n) for n in obj["notes"].values())  # with what writing them added
