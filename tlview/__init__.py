@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tlview.analyze.diff import Diff
     from tlview.analyze.summary import Overview
     from tlview.index.keep import Keep
+    from tlview.logs.progress import BarLike
     from tlview.model import Compile, Payload, Report
     from tlview.replay.make import Outcome, ReproOptions
     from tlview.runtime.cores import Meanwhile
@@ -95,7 +96,7 @@ def read(
     path: str | Path,
     *,
     keep: Keep | None = None,
-    progress: Any = False,
+    progress: bool | BarLike | None = False,
     jobs: int | None = None,
     scheduler: str | None = None,
     launch: int | None = None,
@@ -237,7 +238,7 @@ def repro(
     seed: int = 0,
     run: bool = False,
     force: bool = False,
-    progress: Any = None,
+    progress: bool | BarLike | None = None,
     world: str = "gloo",
     max_bytes: int | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
@@ -283,7 +284,7 @@ def repro_all(
     seed: int = 0,
     run: bool = False,
     force: bool = False,
-    progress: Any = None,
+    progress: bool | BarLike | None = None,
     world: str = "gloo",
     max_bytes: int | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
@@ -310,7 +311,7 @@ def repro_all(
     return make_all(_graphs(log, progress, launch), where, opts)
 
 
-def analysed(log: Log, *, progress: Any = False) -> Iterator[Analysis]:
+def analysed(log: Log, *, progress: bool | BarLike | None = False) -> Iterator[Analysis]:
     """What each compile means, as every format shows it (docs/api.md): an `Analysis` for each
     of the report's attempts and `-/-` entries in order, worked out as it is asked for; a
     compile that followed restarted attempts holds them as `earlier`."""
@@ -348,7 +349,9 @@ def write_report(
     return write(log, fmt, Output(out, force), opts)
 
 
-def diff(base: str | Path | Report, new: str | Path | Report, *, progress: Any = False) -> Diff:
+def diff(
+    base: str | Path | Report, new: str | Path | Report, *, progress: bool | BarLike | None = False
+) -> Diff:
     """What NEW compiles, breaks and fails differently from BASE (two runs: logs or folders,
     or a `tlview.report/1` file an earlier run stored)."""
     from tlview.analyze.baseline import is_report, read_report
@@ -382,7 +385,7 @@ def expand_report(doc: Any) -> Any:
 
 
 def artifacts(
-    log: Log, compile_id: str, *, progress: Any = False, launch: int | None = None
+    log: Log, compile_id: str, *, progress: bool | BarLike | None = False, launch: int | None = None
 ) -> list[tuple[str, Payload]]:
     """A compile's artifacts (its graphs, code, guards and other payloads) in log order, by the
     names `artifact` takes: their kind, `KIND#N` for the Nth of a kind, and for inductor's the
@@ -403,7 +406,7 @@ def artifact(
     compile_id: str,
     name: str,
     *,
-    progress: Any = False,
+    progress: bool | BarLike | None = False,
     launch: int | None = None,
 ) -> Payload:
     """One artifact of a compile, its exact bytes (as the log holds them, md5 checked: `ok`)
@@ -457,7 +460,7 @@ def _compile(log: Log | Compile, compile_id: str | None, what: str) -> Compile:
     return find_compile(log if isinstance(log, Report) else read(log), compile_id)
 
 
-def _graphs(log: Log, progress: Any, launch: int | None = None) -> Report:
+def _graphs(log: Log, progress: bool | BarLike | None, launch: int | None = None) -> Report:
     """The report a repro reads: graph code kept, one log at a time."""
     from tlview.model import Report
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tlview.analyze.launches import one_launch
 from tlview.errors import EXIT_NO_TRACE, EXIT_USAGE, TlviewError
@@ -25,13 +25,16 @@ from tlview.runtime.pool import connect, default_jobs, map_dask, map_local, on_w
 from tlview.runtime.store import CompileList, SpillFile
 
 if TYPE_CHECKING:
+    from distributed import Client
+
     from tlview.analyze.divergence import Fingerprint
+    from tlview.logs.progress import BarLike
 
 
 def read(
     path: str | Path,
     keep: Keep | None = None,
-    progress: Any = None,
+    progress: bool | BarLike | None = None,
     jobs: int | None = None,
     scheduler: str | None = None,
     launch: int | None = None,
@@ -48,7 +51,7 @@ def read(
     """
     text = str(path)
     shown = text if is_url(text) else str(Path(text))
-    made: list[Any] = [] if progress is None or isinstance(progress, bool) else [progress]
+    made: list[BarLike] = [] if progress is None or isinstance(progress, bool) else [progress]
     client = connect(scheduler) if scheduler else None
     try:
         found = _found(text, shown, client)
@@ -75,11 +78,11 @@ def read(
 
 
 def _map(
-    job: Callable[[Source, Any], Read],
+    job: Callable[[Source, Callable[[int], None] | None], Read],
     found: Found,
-    client: Any,
+    client: Client | None,
     jobs: int | None,
-    start_bar: Any,
+    start_bar: Callable[[], BarLike] | None,
 ) -> list[Read]:
     """Each log's read: on the Dask cluster, or on this machine's cores (in this process, for
     one log), a directory's spilled once many compiles are held (Spiller)."""
@@ -89,7 +92,7 @@ def _map(
     return map_local(job, found.sources, jobs or default_jobs(), start_bar, each)
 
 
-def _found(text: str, shown: str, client: Any) -> Found:
+def _found(text: str, shown: str, client: Client | None) -> Found:
     """The logs PATH names, as this machine (or the cluster's workers) sees them."""
     if client is not None:  # the cluster, not this machine, must see the logs
         found = on_worker(client, find, text if is_url(text) else os.path.abspath(text))
@@ -118,7 +121,7 @@ def _keep_for(keep: Keep | None, found: Found) -> Keep | None:
 def load(
     path: str | Path,
     keep: Keep | None = None,
-    progress: Any = None,
+    progress: bool | BarLike | None = None,
     jobs: int | None = None,
     scheduler: str | None = None,
 ) -> Report:
@@ -156,7 +159,9 @@ class Spiller:
         return r
 
 
-def _bar_starter(progress: Any, sizes: list[int], made: list[Any]) -> Any:
+def _bar_starter(
+    progress: bool | BarLike | None, sizes: list[int], made: list[BarLike]
+) -> Callable[[], BarLike] | None:
     """What starts the bar once the readers are up, or None when no bar is wanted."""
     if not progress:
         return None
@@ -263,7 +268,7 @@ def same_rank_notes(logs: list[LogIndex]) -> list[str]:
             continue
         files = ", ".join(f"{lg.process}: {lg.name} (pid {lg.pid})" for lg in same[:6])
         more = f" and {len(same) - 6} more" if len(same) > 6 else ""
-        facts: dict[str, set[Any]] = {
+        facts: dict[str, set[int | str | None]] = {
             "pids": {lg.pid for lg in same},
             "start times": {lg.first_time for lg in same},
             "torch builds": {lg.torch_version for lg in same},

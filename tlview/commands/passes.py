@@ -4,7 +4,7 @@ artifact against the frame's previous compile, and a frame's bytecode before and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlview.analyze.names import find_artifact, find_compile
 from tlview.analyze.passes import ShownStep, pass_lines, pass_stages, shown_steps, unified
@@ -17,8 +17,11 @@ from tlview.inert import command
 from tlview.model import Compile, Payload, Report
 from tlview.runtime.output import stdout
 
+if TYPE_CHECKING:
+    from tlview.logs.progress import BarLike
 
-def show_passes(path: str, ref: str, progress: Any = False) -> None:
+
+def show_passes(path: str, ref: str, progress: bool | BarLike | None = False) -> None:
     """Each stage's first graph whole, then each pass's graph as a diff against the one before
     it, in the order torch or vLLM ran them; a pass that changed nothing in one line."""
     stdout()
@@ -68,7 +71,7 @@ def resolve(report: Report, c: Compile, name: str) -> tuple[str, Payload]:
     return find_artifact(report, c, name)
 
 
-def show_diff(path: str, ref: str, a: str, b: str, progress: Any = False) -> None:
+def show_diff(path: str, ref: str, a: str, b: str, progress: bool | BarLike | None = False) -> None:
     """Artifact B of a compile as a unified diff against its artifact A."""
     stdout()
     report = read(path, progress)
@@ -106,7 +109,9 @@ def previous(report: Report, c: Compile) -> Compile:
     return found[0]
 
 
-def show_diff_previous(path: str, ref: str, name: str, progress: Any = False) -> None:
+def show_diff_previous(
+    path: str, ref: str, name: str, progress: bool | BarLike | None = False
+) -> None:
     """An artifact against the same artifact (kind and place) of the frame's previous compile:
     what a recompile changed."""
     stdout()
@@ -146,7 +151,9 @@ class Asked:
     bytecode: bool = False
 
 
-def show(path: str, ref: str, artifact: str | None, asked: Asked, progress: Any = False) -> None:
+def show(
+    path: str, ref: str, artifact: str | None, asked: Asked, progress: bool | BarLike | None = False
+) -> None:
     """The one diff asked for, after checking the options go together."""
     _check(asked, artifact)
     if asked.passes:

@@ -4,6 +4,21 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class BarLike(Protocol):
+        """What `progress=` takes besides True, False and None: a started `Bar`, or anything
+        told what one would be (bytes read, each log done, the end of the read)."""
+
+        def __call__(self, n: int) -> None: ...
+
+        def log_done(self) -> None: ...
+
+        def close(self) -> None: ...
+
 
 MIN_BYTES = 16 << 20  # smaller inputs read too fast for a bar to help
 MIN_LOGS = 64  # a job of this many logs gets a bar however small they are

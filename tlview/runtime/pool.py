@@ -11,15 +11,29 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, TlviewError
 from tlview.runtime import store
 from tlview.runtime.cores import cores
 
+if TYPE_CHECKING:
+    from multiprocessing.queues import SimpleQueue
+    from typing import Protocol
+
+    from distributed import Client
+
+    class Progress(Protocol):
+        """A read's progress bar (`logs.progress.Bar`): called with bytes read, `log_done()`
+        per log."""
+
+        def __call__(self, n: int) -> None: ...
+
+        def log_done(self) -> None: ...
+
+
 Item = TypeVar("Item")
 R = TypeVar("R")
-Progress = Any  # a read.progress.Bar: called with bytes read, `log_done()` per log
 # One job: an item, and where to say how many bytes of it were read (None: nowhere).
 Job = Callable[[Item, Callable[[int], None] | None], R]
 # `start_bar`, where given, starts the bar: after the pool is up, so no thread runs at fork.
@@ -107,10 +121,12 @@ def map_pool(
     return [r for r in results if r is not None]
 
 
-_queue: Any = None  # in a pool worker: where it sends bytes read, for the parent's bar
+_queue: SimpleQueue[int | None] | None = (
+    None  # in a pool worker: where it sends bytes read, for the parent's bar
+)
 
 
-def _init_worker(queue: Any) -> None:
+def _init_worker(queue: SimpleQueue[int | None] | None) -> None:
     global _queue
     _queue = queue
     # The pool ends its workers with SIGTERM: they go quietly, not by tlview's own handler
@@ -119,7 +135,7 @@ def _init_worker(queue: Any) -> None:
 
 
 def _send(n: int) -> None:
-    _queue.put(n)
+    _queue.put(n)  # type: ignore[union-attr]  # handed out only with a queue (_pool_job)
 
 
 def _pool_job(task: tuple[int, Job[Item, R], Item]) -> tuple[int, R]:
@@ -127,12 +143,12 @@ def _pool_job(task: tuple[int, Job[Item, R], Item]) -> tuple[int, R]:
     return i, job(item, _send if _queue is not None else None)
 
 
-def _drain(queue: Any, bar: Progress) -> None:
+def _drain(queue: SimpleQueue[int | None], bar: Progress) -> None:
     while (n := queue.get()) is not None:
         bar(n)
 
 
-def connect(address: str) -> Any:
+def connect(address: str) -> Client:
     """A Dask client of the scheduler at ADDRESS; one line if Dask is missing or unreachable."""
     try:
         from distributed import Client
@@ -149,14 +165,14 @@ def connect(address: str) -> Any:
         ) from None
 
 
-def on_worker(client: Any, fn: Callable[[Item], R], arg: Item) -> R:
+def on_worker(client: Client, fn: Callable[[Item], R], arg: Item) -> R:
     """FN(ARG) run on a worker of the cluster: it, not this machine, must see the logs."""
     got: R = client.submit(fn, arg, pure=False).result()
     return got
 
 
 def map_dask(
-    client: Any,
+    client: Client,
     job: Job[Item, R],
     items: Sequence[Item],
     size: Callable[[Item], int],
