@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlview.analyze import names
 from tlview.errors import EXIT_USAGE, TlviewError
@@ -24,6 +24,11 @@ from tlview.tensors.real import ZERO_NOTE, build_real
 from tlview.tensors.rebuilt import Rebuilt
 from tlview.tensors.rows import input_rows
 from tlview.units import parse_bytes
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -74,8 +79,8 @@ def fake_rebuild(
     log: Log | Compile,
     compile_id: str | None = None,
     *,
-    fake_mode: Any = None,
-    shape_env: Any = None,
+    fake_mode: FakeTensorMode | None = None,
+    shape_env: ShapeEnv | None = None,
     allow_import: Sequence[str] = (),
 ) -> Rebuilt:
     """`tlview.fake_inputs`, with the notes and failures of each input."""
@@ -113,10 +118,10 @@ def fake_inputs(
     log: Log | Compile,
     compile_id: str | None = None,
     *,
-    fake_mode: Any = None,
-    shape_env: Any = None,
+    fake_mode: FakeTensorMode | None = None,
+    shape_env: ShapeEnv | None = None,
     allow_import: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> dict[str, Tensor]:
     """Deprecated: `tlview.fake_inputs`."""
     _deprecated("fake_inputs", "tlview.fake_inputs")
     got = fake_rebuild(

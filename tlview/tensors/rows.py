@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.errors import TlviewError
 from tlview.index.dims import DynamicDims, GraphDims, dynamic_dims, input_symbols
@@ -14,6 +14,9 @@ from tlview.tensors.dtypes import import_refusal
 from tlview.tensors.plans import GroupPlan, TensorPlan, plans_for
 from tlview.tensors.rebuilt import Rebuilt
 from tlview.units import dims, nbytes
+
+if TYPE_CHECKING:
+    from tlview.tensors.fill import Devices
 
 # The columns of the report's inputs table that the listing shares, named as the report names
 # them; `--check` adds CHECKED.
@@ -39,7 +42,7 @@ class _Checked:
 
     fake: Rebuilt
     real: Rebuilt
-    devices: Any  # tensors.fill.Devices
+    devices: Devices
 
 
 def input_rows(c: Compile, allow_import: Sequence[str] = (), check: bool = False) -> InputRows:
