@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.index.dims import arg_name
 from tlview.model import Dim, Symbol
@@ -13,6 +13,14 @@ from tlview.replay import domains, values
 from tlview.replay import graphcode as gc
 from tlview.replay.planned import Arg, Plan
 from tlview.units import number
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import ModuleType
+
+    from torch import Tensor
+
+    from tlview.tensors.rebuilt import Rebuilt
 
 _SIZE_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]", re.A)
 _OFFSET_SOURCE = re.compile(r"(?P<tensor>.+)\.(?P<method>storage_offset|item)\(\)")
@@ -24,7 +32,7 @@ _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
 _AS_TENSOR = "___as_tensor("
 
 
-def lazy_torch() -> Any:
+def lazy_torch() -> ModuleType:
     """torch, imported when a repro is made (never for `tlview report`)."""
     from tlview.tensors.dtypes import need_torch
 
@@ -50,7 +58,7 @@ class _Binding:
 
     p: Plan
     code: gc.GraphCode
-    r: Any  # the rebuilt inputs
+    r: Rebuilt  # the rebuilt inputs
     by_name: dict[str, str]  # placeholder name -> source
     known: dict[str, str]  # size symbol -> code that gives its value
     subclasses: dict[str, str]  # source -> tensor subclass the log describes it as
@@ -85,7 +93,7 @@ def placeholders(p: Plan, code: gc.GraphCode) -> None:
     p.notes = _merged(p.notes, set(r.tensors))
 
 
-def _by_name(r: Any) -> dict[str, str]:
+def _by_name(r: Rebuilt) -> dict[str, str]:
     """Placeholder name -> the source of the rebuilt input it is named after."""
     by_name: dict[str, str] = {}
     for source in [*r.tensors, *r.failed]:
@@ -163,7 +171,7 @@ def _bind_grad(b: _Binding, param: gc.Param) -> bool | None:
     return True
 
 
-def _grads(r: Any, by_name: dict[str, str]) -> dict[str, str]:
+def _grads(r: Rebuilt, by_name: dict[str, str]) -> dict[str, str]:
     """Placeholder name -> source, of each rebuilt input's `.grad` as dynamo names it."""
     out: dict[str, str] = {}
     for source, t in r.tensors.items():
@@ -236,7 +244,7 @@ def _output_symbols(code: gc.GraphCode) -> list[str]:
     return out
 
 
-def _attributes(p: Plan, code: gc.GraphCode, r: Any) -> dict[str, str]:
+def _attributes(p: Plan, code: gc.GraphCode, r: Rebuilt) -> dict[str, str]:
     """Bind the module attributes the graph reads to their sources (blockers for the others):
     attribute name -> source, of every rebuilt input."""
     attr_sources = {a: s for s in r.tensors for a in attribute_names(s)}
@@ -255,7 +263,7 @@ def _attributes(p: Plan, code: gc.GraphCode, r: Any) -> dict[str, str]:
 
 
 def _no_grad(
-    p: Plan, code: gc.GraphCode, r: Any, by_name: dict[str, str], attr_sources: dict[str, str]
+    p: Plan, code: gc.GraphCode, r: Rebuilt, by_name: dict[str, str], attr_sources: dict[str, str]
 ) -> None:
     """Run with grad off when the graph changes leaves that require grad in place (autograd
     refuses that with grad on, so the graph was traced with it off)."""
@@ -292,7 +300,7 @@ def _changed(
 
 
 def _grad_leaves(
-    code: gc.GraphCode, r: Any, by_name: dict[str, str], attr_sources: dict[str, str]
+    code: gc.GraphCode, r: Rebuilt, by_name: dict[str, str], attr_sources: dict[str, str]
 ) -> list[str]:
     """The sources of the leaves that require grad which the graph changes in place."""
     leaves: list[str] = []
@@ -329,7 +337,7 @@ def _merged(notes: list[str], sources: set[str]) -> list[str]:
 _MESH_TYPES = frozenset({"torch.distributed.device_mesh.DeviceMesh", "DeviceMesh"})
 
 
-def _mesh_of(r: Any) -> str | None:
+def _mesh_of(r: Rebuilt) -> str | None:
     """A rebuilt input that is a DTensor, whose mesh a DeviceMesh placeholder takes (all of a
     compile's DTensors are rebuilt on one mesh per shape)."""
     for source, t in r.tensors.items():
@@ -338,7 +346,7 @@ def _mesh_of(r: Any) -> str | None:
     return None
 
 
-def _take(p: Plan, r: Any, source: str) -> bool:
+def _take(p: Plan, r: Rebuilt, source: str) -> bool:
     """Take a rebuilt input's notes into the plan; False, the plan made fatal, when it could not
     be rebuilt."""
     if source in r.failed:
@@ -348,7 +356,7 @@ def _take(p: Plan, r: Any, source: str) -> bool:
     return True
 
 
-def _subclasses(r: Any) -> dict[str, str]:
+def _subclasses(r: Rebuilt) -> dict[str, str]:
     """Source -> class name, of each input the log describes as a tensor subclass."""
     return {
         name: str(t.type_name).rsplit(".", 1)[-1]
@@ -494,7 +502,7 @@ def _sizes_of(known: dict[str, str], tt: gc.TensorType, source: str) -> None:
 
 
 def _created(
-    known: dict[str, str], logged: dict[str, str], s: Symbol, tensors: dict[str, Any]
+    known: dict[str, str], logged: dict[str, str], s: Symbol, tensors: Mapping[str, Tensor]
 ) -> None:
     """A created symbol's code: its source's size, stride, offset or item, else its logged
     value (noted in LOGGED)."""

@@ -8,13 +8,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tlview.model import Dim
 from tlview.replay import graphcode as gc
 from tlview.units import number
 
 if TYPE_CHECKING:
+    from typing import TypeGuard
+
+    from torch import Tensor
+
     from tlview.replay.planned import Plan
 
 _INT_DTYPES = frozenset({"i64", "i32", "i16", "i8", "u8", "u16", "u32", "u64"})
@@ -314,7 +318,7 @@ def _targets(g: _Graph, c: _Call) -> None:
     g.use(c.arg(1, "target"), size, f"{c.name} targets of {size} classes", c.line)
 
 
-_USE_NAMES: dict[Any, tuple[str, ...]] = {
+_USE_NAMES: dict[Callable[[_Graph, _Call], None], tuple[str, ...]] = {
     _embedding: ("embedding",),
     _index_dim: (
         "index_select", "index_copy", "index_copy_", "index_add", "index_add_", "index_fill",
@@ -386,12 +390,12 @@ def find(code: gc.GraphCode, hints: dict[str, int]) -> dict[str, Domain]:
 
 def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> None:
     """Keep every integer input's random values in its domain; say where each came from."""
-    tensors = p.rebuilt.tensors
+    tensors: dict[str, Tensor] = p.rebuilt.tensors
     hints = _hints(code, by_name, tensors)
     recorded: dict[str, tuple[str, int]] | None = None  # made at the first counter
     for param, d in find(code, hints).items():
         source = by_name.get(param)
-        t: Any = tensors.get(source) if source is not None else None
+        t = tensors.get(source) if source is not None else None
         if source is None or not _integers(t) or _unbounded(p, source, d):
             continue
         assert d.bound is not None  # _unbounded said so
@@ -407,7 +411,7 @@ def apply(p: Plan, code: gc.GraphCode, by_name: dict[str, str], mode: str) -> No
         p.notes.append(f"{source} indexes {d.why}: its random values are taken modulo {d.bound}")
 
 
-def _integers(t: Any) -> bool:
+def _integers(t: Tensor | None) -> TypeGuard[Tensor]:
     """A real integer tensor with values to keep in range."""
     if t is None or getattr(t.device, "type", "meta") == "meta":
         return False
@@ -437,7 +441,7 @@ def _unbounded(p: Plan, source: str, d: Domain) -> bool:
     return False
 
 
-def _counter(p: Plan, source: str, t: Any, d: Domain, recorded: tuple[str, int] | None) -> None:
+def _counter(p: Plan, source: str, t: Tensor, d: Domain, recorded: tuple[str, int] | None) -> None:
     """A 0-dim integer that reaches an index (a cache position): set to where it starts."""
     assert d.bound is not None
     start, said = _counter_start(recorded, d.bound) if recorded is not None else (0, "")
@@ -475,7 +479,9 @@ def _counter_start(recorded: tuple[str, int] | None, bound: int) -> tuple[int, s
     return 0, f" (the log recorded {v} ({symbol}), out of that range)"
 
 
-def _hints(code: gc.GraphCode, by_name: dict[str, str], tensors: dict[str, Any]) -> dict[str, int]:
+def _hints(
+    code: gc.GraphCode, by_name: dict[str, str], tensors: dict[str, Tensor]
+) -> dict[str, int]:
     """Each size symbol's value on the rebuilt inputs (the hint)."""
     out: dict[str, int] = {}
     for q in code.params:
@@ -490,7 +496,7 @@ def _hints(code: gc.GraphCode, by_name: dict[str, str], tensors: dict[str, Any])
     return out
 
 
-def _strides(t: Any) -> list[int]:
+def _strides(t: Tensor) -> list[int]:
     try:
         return list(t.stride())
     except Exception:  # a layout without strides

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from tlview.analyze.names import GRAPH_KIND, graphs, select
 from tlview.errors import EXIT_NO_REPRO, EXIT_REFUSED, TlviewError
@@ -25,6 +25,9 @@ from tlview.replay.run import WARNING, run_scripts
 from tlview.replay.script import INPUTS, SCRIPT, make_dir, slug, write_files
 from tlview.units import nbytes
 from tlview.version import __version__
+
+if TYPE_CHECKING:
+    from tlview.tensors.rebuilt import Rebuilt
 
 SUMMARY = "summary.json"
 SUMMARY_FORMAT = "tlview.repro/1"
@@ -180,7 +183,7 @@ def default_bytes(out: Path | None) -> int:
     return min(DEFAULT_MAX_BYTES, free // 2)
 
 
-def rebuilder(opts: ReproOptions, budget: ReproBudget) -> Callable[[Compile], Any]:
+def rebuilder(opts: ReproOptions, budget: ReproBudget) -> Callable[[Compile], Rebuilt]:
     from tlview.tensors.dtypes import need_torch
     from tlview.tensors.options import RebuildOptions
     from tlview.tensors.real import build_real
@@ -195,7 +198,7 @@ def rebuilder(opts: ReproOptions, budget: ReproBudget) -> Callable[[Compile], An
         allow_import=opts.allow_import,
     )
 
-    def build(c: Compile) -> Any:
+    def build(c: Compile) -> Rebuilt:
         budget.check(c)  # a TlviewError: the plan says "inputs not rebuilt: <why>"
         return build_real(c, how)
 
@@ -354,7 +357,7 @@ def _planned(
     ref: str,
     c: Compile,
     report: Report,
-    rebuild: Callable[[Compile], Any],
+    rebuild: Callable[[Compile], Rebuilt],
     opts: ReproOptions,
     budget: ReproBudget,
 ) -> tuple[Outcome, Plan | None]:

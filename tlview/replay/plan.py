@@ -9,7 +9,7 @@ import operator
 import re
 import types
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlview.analyze.names import GRAPH_KIND
 from tlview.errors import TlviewError
@@ -19,6 +19,9 @@ from tlview.replay import graphcode as gc
 from tlview.replay.bind import lazy_torch
 from tlview.replay.planned import Body, Plan
 from tlview.units import number
+
+if TYPE_CHECKING:
+    from tlview.tensors.rebuilt import Rebuilt
 
 MAX_GRAPH_BYTES = 64 << 20  # graph code kept per graph
 MAX_TOTAL_BYTES = 512 << 20  # graph code kept over a whole log
@@ -98,7 +101,7 @@ def plan(
     ref: str,
     c: Compile,
     report: Report,
-    rebuild: Callable[[Compile], Any],
+    rebuild: Callable[[Compile], Rebuilt],
     device: str | None = None,
     mode: str = "random",
     allow_import: Sequence[str] = (),
@@ -240,7 +243,7 @@ def _in(module: object, prefixes: tuple[str, ...]) -> bool:
     return isinstance(module, str) and module.startswith(prefixes)
 
 
-def _attr(obj: Any, part: str) -> Any:
+def _attr(obj: object, part: str) -> object:
     """OBJ.PART, a submodule of torch's imported if need be (`torch.distributed.tensor`)."""
     try:
         return getattr(obj, part)
@@ -254,10 +257,10 @@ def _attr(obj: Any, part: str) -> Any:
     return None
 
 
-def _not_torch(torch: Any, name: str) -> str | None:
+def _not_torch(torch: types.ModuleType, name: str) -> str | None:
     """Why NAME (`torch.a.b`) is not shown to be torch's own code, or None when it is."""
-    obj: Any = torch
-    owner: Any = torch
+    obj: object = torch
+    owner: object = torch
     for part in name.split(".")[1:]:
         owner = obj
         obj = _attr(obj, part)

@@ -7,10 +7,13 @@ each other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.model import Compile, Payload
 from tlview.replay import graphcode as gc
+
+if TYPE_CHECKING:
+    from tlview.tensors.rebuilt import Rebuilt
 
 
 @dataclass(slots=True)
@@ -59,7 +62,7 @@ class Plan:
     collectives: bool = False
     world: int = 1  # ranks its collectives ran on (all_gather_into_tensor(x, 2, '0'): 2)
     groups: list[str] = field(default_factory=list)  # process group names its collectives use
-    ranks: list[tuple[int, Any]] = field(default_factory=list)  # rank -> its rebuilt inputs
+    ranks: list[tuple[int, Rebuilt]] = field(default_factory=list)  # rank -> its rebuilt inputs
     standins: bool = False  # some input is made in the script from the graph's annotation
     no_grad: bool = False  # run the graph with grad off
     dynamic: bool = False
