@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,10 @@ from tlview.errors import (
 from tlview.inert import controls
 from tlview.render.clean import clean
 from tlview.runtime.output import forget_inputs
+
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import IO, TextIO
 
 # click >= 8.2: `tlview` alone prints the help (exit 2); that is not a one-line error.
 _HELP: tuple[type[Exception], ...] = tuple(
@@ -130,7 +134,12 @@ def say(text: object, err: bool = False, nl: bool = True, command: bool = False)
 
 
 def _warned(
-    message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
 ) -> None:
     """A Python warning (torch warns while rebuilding tensors a log describes) as one inert text."""
     text = warnings.formatwarning(message, category, filename, lineno, line)
@@ -138,7 +147,7 @@ def _warned(
         (file or sys.stderr).write(clean(text))
 
 
-def on_terminal(stream: Any) -> bool:
+def on_terminal(stream: IO[str] | None) -> bool:
     """Whether a standard stream is a terminal; False when it was closed (`2>&-`: None)."""
     return stream is not None and stream.isatty()
 
@@ -151,17 +160,17 @@ def gate(failures: list[str]) -> None:
         raise click.exceptions.Exit(EXIT_STRICT)
 
 
-_LEFT: list[Any] | None = None  # what `run` lets the process end with, unfreed
+_LEFT: list[object] | None = None  # what `run` lets the process end with, unfreed
 
 
-def outlive(obj: Any) -> None:
+def outlive(obj: object) -> None:
     """Keep obj to the end of the process when `run` ends it without freeing the heap: freeing
     a large report as its command returns costs milliseconds for nothing."""
     if _LEFT is not None:
         _LEFT.append(obj)
 
 
-def _terminate(signum: int, frame: Any) -> None:
+def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
