@@ -160,7 +160,7 @@ class State:
             cid = self.ran(cid)
         return cid
 
-    def named_id(self, rec: Record, named: Any) -> CompileId | None:
+    def named_id(self, rec: Record, named: object) -> CompileId | None:
         """The compile id a record's field names as text; a bad line if it names none."""
         cid = parse_id(named)
         if cid is None and isinstance(named, str) and named != "None":
@@ -213,7 +213,7 @@ class State:
         name, began, _ = st.chromium[0]
         return name, began
 
-    def filename(self, v: Any) -> str:
+    def filename(self, v: object) -> str:
         if isinstance(v, str):
             return v
         if is_int(v):
@@ -223,7 +223,7 @@ class State:
             return name if name is not None else f"<file {v}>"
         return "?"
 
-    def stack(self, v: Any, rec: Record | None = None, field: str = "stack") -> list[StackFrame]:
+    def stack(self, v: object, rec: Record | None = None, field: str = "stack") -> list[StackFrame]:
         """The frames of a logged stack; with `rec`, a frame of the wrong shape is a bad line."""
         if not isinstance(v, list):
             if v is not None and rec is not None:
@@ -263,7 +263,7 @@ class State:
             self.logged_frames[key] = sf
         return sf
 
-    def _odd_frame(self, fr: Any, where: str) -> tuple[StackFrame | None, str | None]:
+    def _odd_frame(self, fr: object, where: str) -> tuple[StackFrame | None, str | None]:
         """A frame of another shape than torch writes: as much of it as is there, and what is
         wrong with it."""
         if not isinstance(fr, dict):
@@ -278,7 +278,7 @@ class State:
         )
         return self.frames.setdefault(sf, sf), problem
 
-    def user_frame(self, v: Any, rec: Record | None = None) -> StackFrame | None:
+    def user_frame(self, v: object, rec: Record | None = None) -> StackFrame | None:
         """The innermost frame of a stack that is not torch's own code."""
         frames = self.stack(v, rec)
         return innermost_user(frames) or (frames[0] if frames else None)
@@ -404,7 +404,7 @@ def _last_begun(begun: list[tuple[str, float, int]], name: str) -> int | None:
     return next((k for k in range(len(begun) - 1, -1, -1) if begun[k][0] == name), None)
 
 
-def _text_or_none(v: Any) -> str | None:
+def _text_or_none(v: object) -> str | None:
     """A field the log should give as a string: None when it gives anything else."""
     return v if isinstance(v, str) else None
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlview.model import Compile, Input, InputSet, StorageDesc, TensorDesc
+
+if TYPE_CHECKING:
+    from tlview.model import Dim
 from tlview.reprs import as_id
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -24,7 +27,7 @@ LINK_FIELDS = (
 _DIMS = ("size", "stride")
 
 
-def _dim_list(v: Any) -> bool:
+def _dim_list(v: object) -> bool:
     return isinstance(v, list) and all(
         (isinstance(x, int) and not isinstance(x, bool)) or isinstance(x, str) for x in v
     )
@@ -54,7 +57,7 @@ def _well_formed(b: dict[str, Any]) -> bool:
     return True
 
 
-def _parts_fit(v: Any) -> bool:
+def _parts_fit(v: object) -> bool:
     """A list of dims holds ints and expressions; `attrs` holds tensor ids."""
     if type(v) is list:
         return all(type(x) is int or type(x) is str for x in v)
@@ -74,7 +77,7 @@ def check_tensor(b: dict[str, Any]) -> str | None:
     return None
 
 
-def _is_id(v: Any) -> bool:
+def _is_id(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -200,7 +203,7 @@ def _notes(t: TensorDesc, storage: StorageDesc | None) -> list[str]:
     return notes
 
 
-def _all_nonzero(size: list[Any] | None) -> bool:
+def _all_nonzero(size: list[Dim] | None) -> bool:
     """A shape of known sizes, none of them 0 (and at least one dim)."""
     return bool(size) and all(isinstance(d, int) and d for d in size or [])
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from tlview.model import MICROS, CompileId
+
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
 # Record kinds that carry a graph or generated code as payload.
 GRAPH_KINDS = frozenset(
@@ -186,7 +189,7 @@ def cut_name(name: str) -> str:
     return f"{name[:120]}...[{len(name):,} characters]...{name[-360:]}"
 
 
-def peek(v: Any, n: int = 40) -> str:
+def peek(v: object, n: int = 40) -> str:
     """A value as a bad line quotes it: its repr, cut to `n` characters."""
     t = repr(v)
     return t if len(t) <= n else t[: n - 3] + "..."
@@ -202,7 +205,7 @@ def json_of(data: bytes | None) -> Any:
         return None
 
 
-def parse_id(v: Any) -> CompileId | None:
+def parse_id(v: object) -> CompileId | None:
     """A compile id written as text in a field; None if the field holds none."""
     if not isinstance(v, str):
         return None
@@ -212,7 +215,7 @@ def parse_id(v: Any) -> CompileId | None:
         return None
 
 
-def is_int(v: Any) -> bool:
+def is_int(v: object) -> TypeGuard[int]:
     """An integer as JSON has them (a bool is an int to Python)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
