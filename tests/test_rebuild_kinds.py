@@ -11,6 +11,7 @@ have the exact sizes and strides of the graph's placeholder annotations.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +254,24 @@ def test_sharing_through_inner_tensors_is_one_alias_group(logs: Any) -> None:
     assert [i["alias_group"] for i in jag["inputs"]] == [1, 1]
     rows = run_cli("inputs", FIXTURES / "rebuild_shapes.log", "--compile-id", "3/0").stdout
     assert [r[7] for r in listing_rows(rows)] == ["#1", "#1"]
+
+
+def test_a_jagged_tensor_logged_without_offsets_says_so(tmp_path: Path) -> None:
+    # Damage torch never writes: the NJT's inner `_offsets` left out of its describe_tensor.
+    # Faked, torch's converter raised KeyError('_offsets'); now the input says why, in words,
+    # and the rest of the compile is still rebuilt.
+    text = (FIXTURES / "rebuild_shapes.log").read_text()
+    damaged = [
+        re.sub(r'"_offsets": \d+, ', "", line) if '"layout": "torch.jagged"' in line else line
+        for line in text.split("\n")
+    ]
+    log = tmp_path / "no_offsets.log"
+    log.write_text("\n".join(damaged))
+    c = compile_of(load(log), "jagged")
+    fake = fake_rebuild(c)
+    want = "subclass not faked: a jagged tensor logged without its _values or _offsets"
+    assert fake.failed and set(fake.failed.values()) == {want}
+    assert set(fake.failed) | set(fake.tensors) == {i.sources[0] for i in c.inputs}
 
 
 def test_dtensors_on_a_mesh_of_the_logged_shape(logs: Any) -> None:

@@ -281,6 +281,8 @@ class FakeBuilder:
             ctx, ok, why = self.dtensor(p, kw)
         elif cls is not None and not ok:
             why = f"its flatten context {p.ctx!r} is only a repr"
+        if cls is not None and p.type_name == NJT and not {"_values", "_offsets"} <= set(p.attrs):
+            cls, why = None, "a jagged tensor logged without its _values or _offsets"
         if cls is None or not ok:
             if not p.concrete():
                 raise Failed(f"subclass not faked: {why}")
