@@ -7,7 +7,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tlview.analyze.breaks import break_key
-from tlview.analyze.divergence import names_text
+from tlview.analyze.names import names_text
 from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview
 from tlview.model import STATUSES, Divergence, LogIndex, Report
 from tlview.render import Split, split_of
