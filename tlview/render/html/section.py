@@ -24,13 +24,13 @@ from tlview.render.html.metrics import MetricView, metric_views
 from tlview.render.html.page import Page
 from tlview.render.html.payloads import PayloadView, payload_view, section_payloads
 from tlview.render.html.phases import FactsView, facts_view
-from tlview.render.html.provenance import ProvenanceView, provenance_views
 from tlview.render.html.rows import IssueView, RecompileView, Row, issue_view, recompile_view
 from tlview.render.html.timeline import Timeline, compile_timeline
 from tlview.units import short_path
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported for a compile that has what they show
     from tlview.render.html.passes import PassesView
+    from tlview.render.html.provenance import ProvenanceView
 
 
 class OutsideView(NamedTuple):
@@ -198,7 +198,9 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
     v.storages, v.plain_storages = storages(c)
     v.symbols = [_symbol(s) for s in c.symbols]
     v.kernels = [_kernel(k) for k in a.kernels]
-    if c.provenance:
+    if c.provenance:  # INDUCTOR_PROVENANCE=1's records
+        from tlview.render.html.provenance import provenance_views
+
         v.provenance = provenance_views(c, r.anchor, lambda p: on_page.get(id(p)))
     v.events = [_event(e) for e in c.events]
     if c.metrics:
