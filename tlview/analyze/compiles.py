@@ -18,7 +18,6 @@ from tlview.analyze.breaks import (
     break_title,
 )
 from tlview.analyze.changes import change_text
-from tlview.analyze.collectives import Parity, parity
 from tlview.analyze.context import LogContext, log_context
 from tlview.analyze.facts import missing_of, origins_of, phases_of
 from tlview.analyze.kernels import kernels
@@ -26,7 +25,12 @@ from tlview.analyze.missing import Missing, said
 from tlview.analyze.names import Refs
 from tlview.analyze.origins import Origin
 from tlview.analyze.phases import CompilePhases
-from tlview.analyze.rare import has_subgraphs, may_have_bytecode, may_have_passes
+from tlview.analyze.rare import (
+    has_collectives,
+    has_subgraphs,
+    may_have_bytecode,
+    may_have_passes,
+)
 from tlview.analyze.runtime import CudaGraphs, RunWork, cudagraphs, runtime_work
 from tlview.analyze.troubles import TroubleLine, failure_line, troubles
 from tlview.index.core import is_torch_file
@@ -47,6 +51,7 @@ from tlview.units import short_path
 
 if TYPE_CHECKING:  # imported for a compile that has what they read (rare.py)
     from tlview.analyze.bytecode import BytecodePair
+    from tlview.analyze.collectives import Parity
     from tlview.analyze.passes import PassStage
     from tlview.analyze.subgraphs import SubgraphGroup
 
@@ -283,6 +288,10 @@ class Analysis:
 
     @cached_property
     def parity(self) -> Parity | None:
+        if not has_collectives(self.compile):
+            return None
+        from tlview.analyze.collectives import parity
+
         return parity(self.compile)
 
     # Where its time went, its run-time work, CUDA graphs, guard origins, what it lacks and

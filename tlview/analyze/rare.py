@@ -1,13 +1,15 @@
 """Whether a compile has the artifacts few compiles have: graphs a pass left, its frame's
-bytecode before and after dynamo, regional inductor's regions. Checks on payload kinds and
-fields, cheap enough for every compile, so that `Analysis` imports passes.py, bytecode.py and
-subgraphs.py (their classes and regexes cost every report's start-up) only for a compile that
-has what they read. Each check is True for every compile those modules find something in; it
+bytecode before and after dynamo, regional inductor's regions, collectives. Checks on payload
+kinds and fields, cheap enough for every compile, so that `Analysis` imports passes.py,
+bytecode.py, subgraphs.py and collectives.py (their classes and regexes cost every report's
+start-up) only for a compile that has what they read. Each check is True for every compile those modules find something in; it
 may be True for one they find nothing in (tests/test_startup.py checks both on every log)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from tlview.index.digests import COLLECTIVE_SCHEDULE
 
 if TYPE_CHECKING:
     from tlview.model import Compile
@@ -37,3 +39,11 @@ def may_have_bytecode(c: Compile) -> bool:
 def has_subgraphs(c: Compile) -> bool:
     """Whether any artifact of the compile names a region."""
     return any(p.subgraph is not None for p in c.payloads())
+
+
+def has_collectives(c: Compile) -> bool:
+    """Whether the compile scheduled a collective or its output code calls one: what
+    collectives.parity compares (it gives None for any other compile)."""
+    return any(p.kind == COLLECTIVE_SCHEDULE for p in c.artifacts) or any(
+        p.kind == "inductor_output_code" and (p.meta or {}).get("calls") for p in c.graphs
+    )
