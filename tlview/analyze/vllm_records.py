@@ -1,12 +1,15 @@
 """vLLM's records in a report, as its compiles go past: which records are vLLM's, whether a log
 or a compile holds any, and each compile's gathered (without payload texts) for analyze/vllm.py
 to make into calls. A report imports only this of vLLM's part until some log holds vLLM's
-records: analyze/vllm.py's classes cost start-up to build, and most logs have none."""
+records: analyze/vllm.py's classes cost start-up to build, and most logs have none. For the same
+reason its own records are named tuples and a plain class, not dataclasses (Python builds a
+dataclass's methods with exec as it is imported)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from tlview.analyze.names import artifact_names
 from tlview.model import Compile, Event, LogIndex, Payload
@@ -36,8 +39,7 @@ def has_vllm(c: Compile) -> bool:
     return any(p.kind in _BOUNDARIES for p in c.artifacts)
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(NamedTuple):
     """A record of the log as the grouping walks it: a payload, or runtime compile metrics."""
 
     line: int
@@ -68,8 +70,7 @@ def _bare(p: Payload) -> Payload:
     return p if p.text is None and p.data is None else replace(p, text=None, cut=0, data=None)
 
 
-@dataclass(frozen=True, slots=True)
-class LogRef:
+class LogRef(NamedTuple):
     """What the calls need of a log: its name, process and rank (a tally carries these, not
     the log and its compiles)."""
 
@@ -82,13 +83,15 @@ class LogRef:
         return cls(log.name, log.pid, log.rank)
 
 
-@dataclass(slots=True)
 class Found:
     """What one log's compiles that hold vLLM's records gave, in any order."""
 
-    items: list[Item] = field(default_factory=list)
-    ends: dict[str, str | None] = field(default_factory=dict)  # compile -> its last record's time
-    frames: dict[str, list[str]] = field(default_factory=dict)  # compile -> the frame's records
+    __slots__ = ("ends", "frames", "items")
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.ends: dict[str, str | None] = {}  # compile -> its last record's time
+        self.frames: dict[str, list[str]] = {}  # compile -> the frame's records
 
 
 class Gather:
