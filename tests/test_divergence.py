@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers import FIXTURES, ROOT, corpus, gloo_rank0, report_json, run_cli
 
-from tlview.analyze.divergence import rank_ranges
+from tlview.analyze.names import rank_ranges
 from tlview.index.digests import artifact_meta
 from tlview.load import read as load
 

@@ -15,7 +15,8 @@ import tlview
 from tlview.analyze.bytecode import assembled, instructions
 from tlview.analyze.names import find_compile
 from tlview.analyze.passes import pass_stages, shown_steps, unified
-from tlview.analyze.subgraphs import by_subgraph, has_subgraphs
+from tlview.analyze.rare import has_subgraphs
+from tlview.analyze.subgraphs import by_subgraph
 from tlview.model import Compile
 
 TP0 = next((FIXTURES / "vllm_tp").glob("*rank_0_*.log"))

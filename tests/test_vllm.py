@@ -11,7 +11,8 @@ from crafted import record
 from helpers import FIXTURES, report_json, run_cli
 
 import tlview
-from tlview.analyze.vllm import by_rank, is_vllm, seconds_between, split_list, vllm_calls
+from tlview.analyze.vllm import by_rank, seconds_between, split_list, vllm_calls
+from tlview.analyze.vllm_records import is_vllm
 from tlview.model import LogIndex
 
 VLLM = FIXTURES / "vllm.log"

@@ -251,7 +251,7 @@ def name_processes(logs: list[LogIndex]) -> None:
 
 
 def _process_name(rank: int, n: int) -> str:
-    from tlview.analyze.divergence import process_name
+    from tlview.analyze.names import process_name
 
     return process_name(rank, n)
 

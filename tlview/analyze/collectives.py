@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlview.analyze.rare import has_collectives
 from tlview.index.digests import COLLECTIVE_SCHEDULE
 from tlview.model import Compile
 
@@ -38,14 +39,14 @@ class Parity:
 
 def parity(c: Compile) -> Parity | None:
     """The parity of one compile, or None when it neither scheduled nor called a collective."""
+    if not has_collectives(c):
+        return None
     schedules = [p.meta or {} for p in c.artifacts if p.kind == COLLECTIVE_SCHEDULE]
     codes = [
         p.meta or {}
         for p in c.graphs
         if p.kind == "inductor_output_code" and (p.meta or {}).get("calls")
     ]
-    if not schedules and not codes:
-        return None
     out = Parity()
     for m in schedules:
         out.schedule += [str(x) for x in m.get("ops") or ()]

@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from tlview.analyze.breaks import (
     break_callers,
@@ -16,19 +17,21 @@ from tlview.analyze.breaks import (
     break_key,
     break_title,
 )
-from tlview.analyze.bytecode import BytecodePair, pairs_of
 from tlview.analyze.changes import change_text
-from tlview.analyze.collectives import Parity, parity
 from tlview.analyze.context import LogContext, log_context
 from tlview.analyze.facts import missing_of, origins_of, phases_of
 from tlview.analyze.kernels import kernels
 from tlview.analyze.missing import Missing, said
 from tlview.analyze.names import Refs
 from tlview.analyze.origins import Origin
-from tlview.analyze.passes import PassStage, pass_stages
 from tlview.analyze.phases import CompilePhases
+from tlview.analyze.rare import (
+    has_collectives,
+    has_subgraphs,
+    may_have_bytecode,
+    may_have_passes,
+)
 from tlview.analyze.runtime import CudaGraphs, RunWork, cudagraphs, runtime_work
-from tlview.analyze.subgraphs import SubgraphGroup, by_subgraph, has_subgraphs
 from tlview.analyze.troubles import TroubleLine, failure_line, troubles
 from tlview.index.core import is_torch_file
 from tlview.index.recompiles import limit_text
@@ -45,6 +48,12 @@ from tlview.model import (
     severity,
 )
 from tlview.units import short_path
+
+if TYPE_CHECKING:  # imported for a compile that has what they read (rare.py)
+    from tlview.analyze.bytecode import BytecodePair
+    from tlview.analyze.collectives import Parity
+    from tlview.analyze.passes import PassStage
+    from tlview.analyze.subgraphs import SubgraphGroup
 
 REASON_LINES = 4  # lines of a failure's reason in a table; a compile shown alone shows all
 MAX_CHANGES = 8  # input changes a recompile's row lists (then "... N more")
@@ -279,6 +288,10 @@ class Analysis:
 
     @cached_property
     def parity(self) -> Parity | None:
+        if not has_collectives(self.compile):
+            return None
+        from tlview.analyze.collectives import parity
+
         return parity(self.compile)
 
     # Where its time went, its run-time work, CUDA graphs, guard origins, what it lacks and
@@ -328,19 +341,32 @@ class Analysis:
     def subgraphs(self) -> list[SubgraphGroup]:
         """Its artifacts by regional inductor's region; [] when none names a region."""
         c = self.compile
-        return by_subgraph(c) if has_subgraphs(c) else []
+        if not has_subgraphs(c):
+            return []
+        from tlview.analyze.subgraphs import by_subgraph
+
+        return by_subgraph(c)
 
     @cached_property
     def passes(self) -> list[PassStage]:
         """Its graphs pass by pass, stage by stage, when some pass left a graph (a stage's
         graphs before and after its passes alone say nothing of them); else []."""
+        if not may_have_passes(self.compile):
+            return []
+        from tlview.analyze.passes import pass_stages
+
         stages = pass_stages(self.compile)
         return stages if any(s.passes for s in stages) else []
 
     @cached_property
     def bytecode(self) -> list[BytecodePair]:
         """Its frame's bytecode before and after dynamo, from it or an attempt that restarted."""
-        return pairs_of([self.compile, *(e.compile for e in self.earlier)])
+        attempts = [self.compile, *(e.compile for e in self.earlier)]
+        if not any(may_have_bytecode(x) for x in attempts):
+            return []
+        from tlview.analyze.bytecode import pairs_of
+
+        return pairs_of(attempts)
 
     def names(self) -> Iterator[str]:
         yield self.ref

@@ -10,6 +10,7 @@ from typing import Any
 from tlview.analyze.breaks import break_title
 from tlview.analyze.collectives import parity
 from tlview.analyze.compiles import is_recompile
+from tlview.analyze.names import names_text, process_name
 from tlview.analyze.summary import frame_label, short_place
 from tlview.index.digests import (
     COLLECTIVE_SCHEDULE,
@@ -19,7 +20,7 @@ from tlview.index.digests import (
     compared_kind,
 )
 from tlview.model import Compile, CompileId, Divergence, LogIndex, Payload
-from tlview.units import count, number
+from tlview.units import count
 
 # Input fields compared between ranks, as the JSON report names them.
 INPUT_FIELDS = (
@@ -150,25 +151,6 @@ class Processes:
         return Divergence(kind, ranks, detail, [self.names[s] for s in sorted(slots)])
 
 
-def process_name(rank: int, n: int) -> str:
-    """The name of a rank's Nth log: `rank3`, then `rank3#2`, `rank3#3`."""
-    return f"rank{rank}" if n == 1 else f"rank{rank}#{n}"
-
-
-def names_text(names: Iterable[str]) -> str:
-    """Process names as short text: `0-6, 8-1023` for first logs, `1#2` for a rank's second."""
-    plain: list[int] = []
-    other: list[str] = []
-    for name in names:
-        tail = name.removeprefix("rank")
-        rank = number(tail)
-        if rank is not None and rank >= 0:
-            plain.append(rank)
-        else:
-            other.append(tail)
-    return ", ".join(([rank_ranges(plain)] if plain else []) + other)
-
-
 # -- grouping ---------------------------------------------------------------------------------
 def _reference(groups: dict[Any, list[int]]) -> Any:
     """The majority's value; with none, the lowest process's (rank 0's): each is compared once."""
@@ -192,20 +174,6 @@ def _label(job: Processes, ref: list[int], total: int) -> str:
     if total == 2:
         return job.who(ref)
     return f"no majority; {job.who(ref)}"
-
-
-def rank_ranges(ranks: Iterable[int]) -> str:
-    """Ranks as short text: `0-3, 5, 7-999`."""
-    rs = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(rs):
-        j = i
-        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
-            j += 1
-        parts.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
-        i = j + 1
-    return ", ".join(parts)
 
 
 def _join(parts: list[str]) -> str:

@@ -5,6 +5,7 @@ later run; also in brackets, `[0/1]`, as torch's messages and tlparse write it),
 that several processes wrote to, and `ID#N` for the Nth graph filed under one compile (repro).
 A compile's artifacts (`tlview show`) are named by their kind, `KIND#N` for the Nth of a kind,
 and `KIND[SUBGRAPH]` (`KIND#N[SUBGRAPH]`) for the Nth of a kind in one region of regional inductor.
+A job's processes are `rank3`, `rank3#2` for a rank's second log, and `ranks 0-6, 8` in text.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tlview.errors import EXIT_NO_REPRO, EXIT_USAGE, TlviewError
 from tlview.inert import command
 from tlview.model import Compile, CompileId, Input, InputSet, Payload, Report
+from tlview.units import number
 
 
 def rank_ref(c: Compile) -> str | None:
@@ -457,3 +459,37 @@ def _in_region(named: list[tuple[str, Payload]], name: str) -> tuple[str, Payloa
     kind, nth = artifact_position(base)
     found = [(n, p) for n, p in named if p.kind == kind and p.subgraph == region]
     return found[nth - 1] if 1 <= nth <= len(found) else None
+
+
+# -- the processes of a job ------------------------------------------------------------------
+def process_name(rank: int, n: int) -> str:
+    """The name of a rank's Nth log: `rank3`, then `rank3#2`, `rank3#3`."""
+    return f"rank{rank}" if n == 1 else f"rank{rank}#{n}"
+
+
+def names_text(names: Iterable[str]) -> str:
+    """Process names as short text: `0-6, 8-1023` for first logs, `1#2` for a rank's second."""
+    plain: list[int] = []
+    other: list[str] = []
+    for name in names:
+        tail = name.removeprefix("rank")
+        rank = number(tail)
+        if rank is not None and rank >= 0:
+            plain.append(rank)
+        else:
+            other.append(tail)
+    return ", ".join(([rank_ranges(plain)] if plain else []) + other)
+
+
+def rank_ranges(ranks: Iterable[int]) -> str:
+    """Ranks as short text: `0-3, 5, 7-999`."""
+    rs = sorted(set(ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        parts.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    return ", ".join(parts)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tlview.analyze.missing import CAPTURE_SPAN
-from tlview.analyze.vllm import read_by_vllm_view
+from tlview.analyze.vllm_records import read_by_vllm_view
 from tlview.aside import Loose
 from tlview.model import Compile, LogIndex, Phase
 from tlview.runtime.store import CompileList, Marks, marks

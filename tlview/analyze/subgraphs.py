@@ -28,11 +28,6 @@ def by_subgraph(c: Compile) -> list[SubgraphGroup]:
     return list(groups.values())
 
 
-def has_subgraphs(c: Compile) -> bool:
-    """Whether any artifact of the compile names a region."""
-    return any(p.subgraph is not None for p in c.payloads())
-
-
 def labelled(name: str, p: Payload) -> str:
     """An artifact's name with its region, as a listing shows it: `fx_graph_runnable
     [repeated_subgraph0]`."""

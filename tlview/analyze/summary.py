@@ -8,16 +8,20 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from tlview.analyze.compiles import PHASE_NAMES, Analysis, Break, analysed, is_recompile
 from tlview.analyze.names import Refs
 from tlview.analyze.runfacts import FactTally, RunFacts
-from tlview.analyze.vllm import Gather, LogRef, VllmReport
+from tlview.analyze.vllm_records import Gather, LogRef
 from tlview.counting import counts_as_compile
 from tlview.model import (
     Input,
     Report,
 )
+
+if TYPE_CHECKING:
+    from tlview.analyze.vllm import VllmReport
 
 MAX_BREAK_COMPILES = 50  # compile keys listed per graph-break reason
 MAX_SLOWEST = 5  # compiles listed as the slowest
@@ -249,8 +253,17 @@ class Tally:
         o.cache = dict(self.cache)
         o.breaks = sorted(self.breaks.values(), key=lambda s: -s.count)
         o.facts = self.facts.done()
-        o.vllm = self.vllm.done(self.vllm_logs, self.refs)
+        o.vllm = self._vllm()
         return o
+
+    def _vllm(self) -> VllmReport | None:
+        """vLLM's calls, log by log; analyze/vllm.py is imported only when some log holds
+        vLLM's records (its classes cost every other report's start-up)."""
+        if not self.vllm.logs:
+            return None
+        from tlview.analyze.vllm import vllm_report
+
+        return vllm_report(self.vllm, self.vllm_logs, self.refs)
 
 
 def overview(report: Report) -> Overview:

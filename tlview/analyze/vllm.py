@@ -5,30 +5,37 @@ the calls of a tensor-parallel job's ranks side by side.
 vLLM logs a piece's records after its `vllm_piecewise_compile_start`, either without a compile
 id (it compiled them at run time, before its PR #35472) or under the frame's id (since): so a
 piece's artifacts are the records after its start, up to the next start, config or compile
-event, that are filed under the same compile as the start (docs/vllm.md)."""
+event, that are filed under the same compile as the start (docs/vllm.md).
+
+A report imports this module only for a log that holds vLLM's records: vllm_records.py gathers
+them as the compiles go past."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tlview.analyze.names import Refs, artifact_names
+from tlview.analyze.names import Refs
 from tlview.analyze.passes import pass_step
-from tlview.model import Compile, Event, LogIndex, Payload, Report
+from tlview.analyze.vllm_records import (
+    CONFIG,
+    EVENT,
+    FRAME_KINDS,
+    SPLIT,
+    START,
+    Gather,
+    Item,
+    LogRef,
+    is_vllm,
+)
+from tlview.model import Compile, LogIndex, Payload, Report
 
-CONFIG = "vllm_compilation_config"
-START = "vllm_piecewise_compile_start"
-EVENT = "vllm_compile_event"
-SPLIT = "vllm_piecewise_split_graph"
-_BOUNDARIES = (CONFIG, START, EVENT)
 _PIECE_GRAPH = re.compile(r"vllm_(?:submod|subgraph)_\w+")
 _CACHE = re.compile(r"(?P<cache>.+)_cache_(?P<outcome>hit|miss|bypass)")
 _INDUCTOR_S = re.compile(r"\binductor (\d+(?:\.\d+)?) s\b")  # index/metrics.py's runtime words
-# The frame's own records, shown with its call, never with a piece compiled in its compile.
-_FRAME_KINDS = re.compile(r"dynamo_\w+|compilation_metrics\w*|\w+_(?:ORIGINAL|MODIFIED)_BYTECODE")
 _LISTS = ("custom_ops", "splitting_ops", "compile_sizes", "inductor_passes", "enabled_passes")
 _KNOWN = (
     *_LISTS,
@@ -249,125 +256,34 @@ class VllmCall:
         return list(groups.values())
 
 
-@dataclass(frozen=True, slots=True)
-class _Item:
-    """A record of the log as the grouping walks it: a payload, or runtime compile metrics."""
-
-    line: int
-    compile: str
-    name: str | None
-    payload: Payload | None = None
-    event: Event | None = None
-
-    @property
-    def kind(self) -> str:
-        return self.payload.kind if self.payload is not None else "compilation_metrics_runtime"
-
-
-def read_by_vllm_view(name: str) -> bool:
-    """Whether a record of this name is one of vLLM's, which the vLLM part of a report reads
-    (config, split graph, pieces, passes, compile events): never a name tlview does not read."""
-    return name.startswith("vllm_")
-
-
-def is_vllm(log: LogIndex) -> bool:
-    """Whether vLLM wrote records into this log."""
-    return any(_has_vllm(c) for c in log.compiles)
+def calls_of(gather: Gather, log: LogRef, refs: Refs | None = None) -> list[VllmCall]:
+    """The log's calls from what GATHER took of its compiles, in log order ([] when vLLM wrote
+    nothing into it); REFS names the compiles of their pieces as the report does (else by their
+    keys)."""
+    found = gather.logs.get((log.name, log.pid))
+    if found is None:
+        return []
+    walk = _Walk(log)
+    for it in sorted(found.items, key=lambda i: i.line):
+        walk.add(it)
+    for call in walk.calls:
+        _fill_graphs(call)
+        if call.compile is not None:
+            call.frame = found.frames.get(call.compile, [])
+    _fill_seconds(walk.calls, found.ends)
+    for call in walk.calls:
+        _name(call, log, refs)
+    return walk.calls
 
 
-def _has_vllm(c: Compile) -> bool:
-    return any(p.kind in _BOUNDARIES for p in c.artifacts)
-
-
-def _items(c: Compile) -> list[_Item]:
-    """The payloads (their texts left out) and runtime metrics of a compile."""
-    out = [_Item(p.line, c.key, n, _bare(p)) for n, p in artifact_names(c)]
-    out += [
-        _Item(e.line, c.key, None, event=e)
-        for e in c.events
-        if e.kind == "compilation_metrics_runtime"
-    ]
-    return out
-
-
-def _bare(p: Payload) -> Payload:
-    """A payload without its text: what the calls keep of it, so a page's kept texts of vLLM's
-    compiles are not held by its vLLM section."""
-    return p if p.text is None and p.data is None else replace(p, text=None, cut=0, data=None)
-
-
-@dataclass(frozen=True, slots=True)
-class LogRef:
-    """What the calls need of a log: its name, process and rank (a tally carries these, not
-    the log and its compiles)."""
-
-    name: str
-    pid: int | None
-    rank: int | None
-
-    @classmethod
-    def of(cls, log: LogIndex) -> LogRef:
-        return cls(log.name, log.pid, log.rank)
-
-
-@dataclass(slots=True)
-class _Found:
-    """What one log's compiles that hold vLLM's records gave, in any order."""
-
-    items: list[_Item] = field(default_factory=list)
-    ends: dict[str, str | None] = field(default_factory=dict)  # compile -> its last record's time
-    frames: dict[str, list[str]] = field(default_factory=dict)  # compile -> the frame's records
-
-
-class Gather:
-    """vLLM's records of a report's logs, taken from its compiles as they go past (only those
-    holding vLLM's records are kept, without payload texts), then made into each log's calls.
-    A pass split in two merges the later part's."""
-
-    def __init__(self) -> None:
-        self.logs: dict[tuple[str, int | None], _Found] = {}
-
-    def add(self, c: Compile) -> None:
-        if not _has_vllm(c):
-            return
-        found = self.logs.setdefault((c.log, c.pid), _Found())
-        found.items += _items(c)
-        found.ends[c.key] = c.end
-        found.frames[c.key] = [n for n, p in artifact_names(c) if _FRAME_KINDS.fullmatch(p.kind)]
-
-    def merge(self, later: Gather) -> None:
-        for key, got in later.logs.items():
-            found = self.logs.setdefault(key, _Found())
-            found.items += got.items
-            found.ends.update(got.ends)
-            found.frames.update(got.frames)
-
-    def calls(self, log: LogRef, refs: Refs | None = None) -> list[VllmCall]:
-        """The log's calls, in log order ([] when vLLM wrote nothing into it); REFS names the
-        compiles of their pieces as the report does (else by their keys)."""
-        found = self.logs.get((log.name, log.pid))
-        if found is None:
-            return []
-        walk = _Walk(log)
-        for it in sorted(found.items, key=lambda i: i.line):
-            walk.add(it)
-        for call in walk.calls:
-            _fill_graphs(call)
-            if call.compile is not None:
-                call.frame = found.frames.get(call.compile, [])
-        _fill_seconds(walk.calls, found.ends)
-        for call in walk.calls:
-            _name(call, log, refs)
-        return walk.calls
-
-    def done(self, logs: list[LogRef], refs: Refs | None = None) -> VllmReport | None:
-        """Every log's calls, log by log, and a job's ranks side by side; None without any."""
-        per_log = [(log, self.calls(log, refs)) for log in logs]
-        per_log = [(log, calls) for log, calls in per_log if calls]
-        if not per_log:
-            return None
-        calls = [call for _, calls in per_log for call in calls]
-        return VllmReport(calls, rank_rows(per_log) if len(per_log) > 1 else [])
+def vllm_report(gather: Gather, logs: list[LogRef], refs: Refs | None = None) -> VllmReport | None:
+    """Every log's calls, log by log, and a job's ranks side by side; None without any."""
+    per_log = [(log, calls_of(gather, log, refs)) for log in logs]
+    per_log = [(log, calls) for log, calls in per_log if calls]
+    if not per_log:
+        return None
+    calls = [call for _, calls in per_log for call in calls]
+    return VllmReport(calls, rank_rows(per_log) if len(per_log) > 1 else [])
 
 
 class _Walk:
@@ -379,14 +295,14 @@ class _Walk:
         self.call: VllmCall | None = None
         self.piece: VllmPiece | None = None
 
-    def new_call(self, it: _Item) -> VllmCall:
+    def new_call(self, it: Item) -> VllmCall:
         time = _str((it.payload.meta or {}).get("time")) if it.payload else None
         self.call = VllmCall(len(self.calls), self.log.name, it.line, self.log.rank, time)
         self.calls.append(self.call)
         self.piece = None
         return self.call
 
-    def add(self, it: _Item) -> None:
+    def add(self, it: Item) -> None:
         kind = it.kind
         if kind == EVENT:
             self.new_call(it).event = _str(
@@ -401,7 +317,7 @@ class _Walk:
         elif self.call is not None and it.compile == self.call.compile:
             self.to_call(self.call, it)
 
-    def on_config(self, it: _Item) -> None:
+    def on_config(self, it: Item) -> None:
         """A config opens a call, unless it is the one its compile event announced."""
         call = self.call
         if call is None or call.config is not None or call.pieces or call.compile is not None:
@@ -411,20 +327,20 @@ class _Walk:
         call.compile = it.compile
         self.piece = None
 
-    def on_start(self, it: _Item) -> None:
+    def on_start(self, it: Item) -> None:
         call = self.call or self.new_call(it)
         assert it.payload is not None
         self.piece = _piece(it.payload, it.compile)
         call.pieces.append(self.piece)
 
-    def to_piece(self, piece: VllmPiece, it: _Item) -> None:
+    def to_piece(self, piece: VllmPiece, it: Item) -> None:
         if it.event is not None:
             m = _INDUCTOR_S.search(it.event.summary)
             if m and piece.seconds is None:
                 piece.seconds, piece.seconds_from = float(m.group(1)), "inductor"
             return
         assert it.payload is not None and it.name is not None
-        if _FRAME_KINDS.fullmatch(it.kind):
+        if FRAME_KINDS.fullmatch(it.kind):
             return  # the frame's own (vllm_calls lists them with its call)
         piece.artifacts.append((it.name, it.payload))
         if _PIECE_GRAPH.fullmatch(it.kind):
@@ -433,14 +349,14 @@ class _Walk:
         if m:
             piece.cache[m.group("cache")] = m.group("outcome")
 
-    def to_call(self, call: VllmCall, it: _Item) -> None:
+    def to_call(self, call: VllmCall, it: Item) -> None:
         if it.name is None:
             return
         if it.kind == SPLIT:
             call.split_graph = it.name
         elif it.kind.startswith("vllm_patterns."):
             call.patterns.append(it.name)
-        elif not _FRAME_KINDS.fullmatch(it.kind):
+        elif not FRAME_KINDS.fullmatch(it.kind):
             call.other.append(it.name)
 
 
@@ -479,7 +395,7 @@ def vllm_calls(log: LogIndex) -> list[VllmCall]:
     gather = Gather()
     for c in log.compiles:
         gather.add(c)
-    return gather.calls(LogRef.of(log))
+    return calls_of(gather, LogRef.of(log))
 
 
 def _fill_graphs(call: VllmCall) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tlview.analyze.breaks import break_key
-from tlview.analyze.divergence import names_text
+from tlview.analyze.names import names_text
 from tlview.analyze.summary import MAX_BREAK_COMPILES, Overview
 from tlview.model import STATUSES, Divergence, LogIndex, Report
 from tlview.render import Split, split_of
@@ -31,10 +31,13 @@ from tlview.render.html.pick import PROBLEMS, FirstPass, Found, Picked
 from tlview.render.html.rows import IssueView, Row
 from tlview.render.html.timeline import Timeline, page_timeline
 from tlview.render.html.trie import TrieNode, trie
-from tlview.render.html.vllm import VllmView, vllm_view
 from tlview.strings import Names
 from tlview.units import count, nbytes
 from tlview.version import __version__
+
+if TYPE_CHECKING:
+    from tlview.analyze.vllm import VllmReport
+    from tlview.render.html.vllm import VllmView
 
 
 class LogView(NamedTuple):
@@ -144,6 +147,15 @@ def _anchors(rows: list[Row]) -> dict[tuple[str, str], str]:
     for r in rows:
         anchors.setdefault((r.log, r.key), r.anchor)
     return anchors
+
+
+def _vllm(v: VllmReport | None, rows: list[Row]) -> VllmView | None:
+    """The vLLM section, its module imported only for a report with vLLM's calls."""
+    if v is None:
+        return None
+    from tlview.render.html.vllm import vllm_view
+
+    return vllm_view(v, _anchors(rows))
 
 
 def _link_previous(rows: list[Row]) -> None:
@@ -256,7 +268,7 @@ def build(
         many=found.pick.many,
         limits=_limits(),
         run_facts=run_view(o),
-        vllm=vllm_view(o.vllm, _anchors(rows)),
+        vllm=_vllm(o.vllm, rows),
         **_log_parts(report, job_note),
         **_row_parts(rows, o, budget),
     )

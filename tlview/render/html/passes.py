@@ -1,16 +1,19 @@
 """A compile's regions, pass graphs and bytecode in its section: each region's artifacts, each
 pass stage's graphs in the order they ran (the first linked to its payload, each later one a
-diff against the one before, folded until opened), the bytecode pairs; bounded per compile."""
+diff against the one before, folded until opened), the bytecode pairs; bounded per compile.
+section.py imports it only for a compile that has one of them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from tlview.analyze.compiles import Analysis
-from tlview.analyze.passes import PassStage, PassStep, ShownStep, each_step
 from tlview.inert import command
 from tlview.render.html.payloads import PLAIN_BYTES, pack
+
+if TYPE_CHECKING:
+    from tlview.analyze.compiles import Analysis
+    from tlview.analyze.passes import PassStage, PassStep, ShownStep
 
 MAX_GROUPS = 64  # regions listed per compile
 MAX_NAMES = 64  # artifacts listed per region
@@ -98,6 +101,8 @@ def _subgraphs(v: PassesView, a: Analysis, anchors: dict[int, str]) -> None:
 
 
 def _passes(v: PassesView, a: Analysis, anchors: dict[int, str]) -> None:
+    from tlview.analyze.passes import each_step  # imported by Analysis for a compile with passes
+
     texts = {
         p.line: p.text
         for p in a.compile.payloads()
@@ -130,6 +135,8 @@ def _first(stage: PassStage) -> PassStage:
     """The stage with its first MAX_STEPS steps."""
     if len(stage.steps) <= MAX_STEPS:
         return stage
+    from tlview.analyze.passes import PassStage
+
     return PassStage(stage.stage, stage.subgraph, stage.steps[:MAX_STEPS])
 
 

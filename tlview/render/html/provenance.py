@@ -1,5 +1,6 @@
 """The provenance view of a compile's section: three panes, their texts taken from the
-payloads on the page, their cross-links as data the page's script reads."""
+payloads on the page, their cross-links as data the page's script reads. section.py imports it
+only for a compile with provenance records."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tlview.analyze.compiles import Analysis, Break, analysed
 from tlview.analyze.names import describer_marks
@@ -22,13 +22,15 @@ from tlview.render.html.fmt import (
 from tlview.render.html.inputs import InputView, StorageView, input_view, storages
 from tlview.render.html.metrics import MetricView, metric_views
 from tlview.render.html.page import Page
-from tlview.render.html.passes import PassesView, passes_view
 from tlview.render.html.payloads import PayloadView, payload_view, section_payloads
 from tlview.render.html.phases import FactsView, facts_view
-from tlview.render.html.provenance import ProvenanceView, provenance_views
 from tlview.render.html.rows import IssueView, RecompileView, Row, issue_view, recompile_view
 from tlview.render.html.timeline import Timeline, compile_timeline
 from tlview.units import short_path
+
+if TYPE_CHECKING:  # imported for a compile that has what they show
+    from tlview.render.html.passes import PassesView
+    from tlview.render.html.provenance import ProvenanceView
 
 
 class OutsideView(NamedTuple):
@@ -187,13 +189,18 @@ def section(r: Row, a: Analysis, page: Page) -> CompileView:
             v.graphs.append(pv)
         else:
             v.artifacts.append(pv)
-    v.passes = passes_view(a, _by_line(kinds, on_page), r.detail)
+    if a.subgraphs or a.bytecode or (r.detail and a.passes):  # else it shows none of them
+        from tlview.render.html.passes import passes_view
+
+        v.passes = passes_view(a, _by_line(kinds, on_page), r.detail)
     if not r.detail:
         return v
     v.storages, v.plain_storages = storages(c)
     v.symbols = [_symbol(s) for s in c.symbols]
     v.kernels = [_kernel(k) for k in a.kernels]
-    if c.provenance:
+    if c.provenance:  # INDUCTOR_PROVENANCE=1's records
+        from tlview.render.html.provenance import provenance_views
+
         v.provenance = provenance_views(c, r.anchor, lambda p: on_page.get(id(p)))
     v.events = [_event(e) for e in c.events]
     if c.metrics:

@@ -1,5 +1,6 @@
 """The page's vLLM section: each compile call's config and its pieces by range and size, and a
-job's calls rank by rank, linked to the compiles' sections; as bounded as the rest of the page."""
+job's calls rank by rank, linked to the compiles' sections; as bounded as the rest of the page.
+page.py imports it only for a report with vLLM's calls."""
 
 from __future__ import annotations
 

@@ -3,12 +3,13 @@ the compile has them, so the JSON of a log without them is what it was."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tlview.analyze.bytecode import BytecodePair
-from tlview.analyze.compiles import Analysis
-from tlview.analyze.passes import PassStage, PassStep
-from tlview.analyze.subgraphs import SubgraphGroup
+if TYPE_CHECKING:  # imported by Analysis for a compile that has them
+    from tlview.analyze.bytecode import BytecodePair
+    from tlview.analyze.compiles import Analysis
+    from tlview.analyze.passes import PassStage, PassStep
+    from tlview.analyze.subgraphs import SubgraphGroup
 
 
 def compile_keys(a: Analysis) -> dict[str, Any]:

@@ -3,9 +3,17 @@ vLLM wrote records, so the JSON of any other log is what it was."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tlview.analyze.vllm import RangeGroup, RankRow, VllmCall, VllmConfig, VllmPiece, VllmReport
+if TYPE_CHECKING:  # analyze/vllm.py is imported only for a log with vLLM's records
+    from tlview.analyze.vllm import (
+        RangeGroup,
+        RankRow,
+        VllmCall,
+        VllmConfig,
+        VllmPiece,
+        VllmReport,
+    )
 
 
 def vllm_keys(v: VllmReport | None) -> dict[str, Any]:

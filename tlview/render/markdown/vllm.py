@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from tlview.analyze.vllm import VllmCall, VllmReport
+from typing import TYPE_CHECKING
+
 from tlview.render.markdown.md import MAX_ROWS, table, text
 from tlview.units import count, seconds
+
+if TYPE_CHECKING:  # analyze/vllm.py is imported only for a log with vLLM's records
+    from tlview.analyze.vllm import VllmCall, VllmReport
 
 
 def call_row(c: VllmCall) -> list[str]:

@@ -4,14 +4,18 @@ words."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 
-from tlview.analyze.compiles import Analysis
-from tlview.analyze.passes import PassStage
 from tlview.inert import command
 from tlview.render.text.console import T
 from tlview.render.text.vllm import flat, listed
 from tlview.units import count
+
+if TYPE_CHECKING:
+    from tlview.analyze.compiles import Analysis
+    from tlview.analyze.passes import PassStage  # imported by Analysis for a compile with passes
 
 MAX_GROUPS = 8  # regions listed per compile
 MAX_STAGES = 8  # pass stages listed per compile

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 
 from tlview.analyze.compiles import Analysis, analysed
-from tlview.analyze.divergence import names_text
-from tlview.analyze.names import is_named
+from tlview.analyze.names import is_named, names_text
 from tlview.analyze.summary import Overview, Tally
 from tlview.model import Report
 from tlview.render import Options, Split

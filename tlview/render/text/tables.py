@@ -10,9 +10,8 @@ from typing import Generic, TypeVar
 from rich.console import Console
 
 from tlview.analyze.compiles import MAX_GUARDS, PHASE_NAMES, Analysis, Break
-from tlview.analyze.divergence import names_text, rank_ranges
 from tlview.analyze.facts import guard_origins, made_at
-from tlview.analyze.names import compile_ref
+from tlview.analyze.names import compile_ref, names_text, rank_ranges
 from tlview.analyze.summary import BreakSummary, Overview
 from tlview.model import ExportIssue, Report
 from tlview.render.text.console import T, table

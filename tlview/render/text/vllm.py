@@ -3,13 +3,17 @@ range and size; a job's calls rank by rank. Every line begins with tlview's own 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 
-from tlview.analyze.vllm import RankRow, VllmCall, VllmPiece, VllmReport, config_facts
 from tlview.inert import command
 from tlview.render.text.console import T, table
 from tlview.render.text.tables import footnote
 from tlview.units import count, seconds
+
+if TYPE_CHECKING:  # analyze/vllm.py is imported only for a log with vLLM's records
+    from tlview.analyze.vllm import RankRow, VllmCall, VllmPiece, VllmReport
 
 MAX_CALLS = 8  # calls shown in full (the rest: --format json)
 MAX_PIECES = 40  # piece compiles listed per call
@@ -68,6 +72,8 @@ def config_lines(call: VllmCall, width: int) -> list[str]:
     """The call's config in a few lines: `label: value` items, ` | ` between, fit to WIDTH."""
     if call.config is None:
         return ["  config: not logged"]
+    from tlview.analyze.vllm import config_facts
+
     facts = config_facts(call.config)
     items = [f"{label}: {listed(values)}" for label, values in facts[:MAX_CONFIG]]
     if len(facts) > MAX_CONFIG:
