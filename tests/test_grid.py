@@ -172,3 +172,21 @@ def test_wrapped_text_reads_back_whole() -> None:
         assert all(len(x) <= width for x in lines), (width, line)
         joined = re.sub(r"\n {2,}", " ", "\n".join([lines[0], *lines[1:]])).replace("\n", "")
         assert joined == line, (width, line, lines)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [LONG, "L['x']" + "\u6f22\u5b57" * 30 + "['w']", "L['a\u0301b']" * 12, "L['\x1b[31m']" * 9],
+)
+def test_a_name_is_cut_to_its_cells_whatever_its_characters(name: str) -> None:
+    # Plain ASCII is cut a character a cell (the fast path the inputs listing of 2,000 names
+    # needs); wide, combining and control characters by their cells, as rich measures them.
+    from rich.cells import cell_len
+
+    from tlview.render.text.grid import middle
+
+    for width in range(0, 60, 7):
+        cut = middle(name, width)
+        assert cell_len(cut) <= width
+        if width >= 12:
+            assert cut.endswith(name[-2:]) and cut[:2] == name[:2]

@@ -320,6 +320,8 @@ def middle(text: str, width: int) -> str:
 
 
 def _head(text: str, width: int) -> str:
+    if text.isascii() and text.isprintable():  # one cell a character: most names
+        return text[: max(width, 0)]
     n = 0
     for i, ch in enumerate(text):
         n += cell_len(ch)
