@@ -2,8 +2,9 @@
 bytecode before and after dynamo, regional inductor's regions, collectives. Checks on payload
 kinds and fields, cheap enough for every compile, so that `Analysis` imports passes.py,
 bytecode.py, subgraphs.py and collectives.py (their classes and regexes cost every report's
-start-up) only for a compile that has what they read. Each check is True for every compile those modules find something in; it
-may be True for one they find nothing in (tests/test_startup.py checks both on every log)."""
+start-up) only for a compile that has what they read. Each check is True for every compile
+those modules find something in; it may be True for one they find nothing in
+(tests/test_startup.py checks both on every log)."""
 
 from __future__ import annotations
 
