@@ -53,9 +53,10 @@ class Item(NamedTuple):
         return self.payload.kind if self.payload is not None else "compilation_metrics_runtime"
 
 
-def _items(c: Compile) -> list[Item]:
-    """The payloads (their texts left out) and runtime metrics of a compile."""
-    out = [Item(p.line, c.key, n, _bare(p)) for n, p in artifact_names(c)]
+def _items(c: Compile, named: list[tuple[str, Payload]]) -> list[Item]:
+    """The payloads (their texts left out; NAMED: them by name) and runtime metrics of a
+    compile."""
+    out = [Item(p.line, c.key, n, _bare(p)) for n, p in named]
     out += [
         Item(e.line, c.key, None, event=e)
         for e in c.events
@@ -106,9 +107,10 @@ class Gather:
         if not has_vllm(c):
             return
         found = self.logs.setdefault((c.log, c.pid), Found())
-        found.items += _items(c)
+        named = artifact_names(c)
+        found.items += _items(c, named)
         found.ends[c.key] = c.end
-        found.frames[c.key] = [n for n, p in artifact_names(c) if FRAME_KINDS.fullmatch(p.kind)]
+        found.frames[c.key] = [n for n, p in named if FRAME_KINDS.fullmatch(p.kind)]
 
     def merge(self, later: Gather) -> None:
         for key, got in later.logs.items():
