@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tlview.model import Compile, Input, InputSet, StorageDesc, TensorDesc
-
-if TYPE_CHECKING:
-    from tlview.model import Dim
+from tlview.model import Compile, Dim, Input, InputSet, StorageDesc, TensorDesc
 from tlview.reprs import as_id
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
