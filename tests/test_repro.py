@@ -860,3 +860,17 @@ def test_notes_of_a_repro_that_ran_are_said_once(tmp_path: Path) -> None:
     res = run_cli("repro", FIXTURES / "demo.log", "--compile-id", "0/0", "-o", tmp_path, "--force")
     assert res.exit_code == 0, res.output
     assert res.stderr.count(f"tlview: note: {note}") == 1
+
+
+def test_repro_of_views_prints_no_torch_warning(tmp_path: Path) -> None:
+    # Asking a rebuilt view for its .grad made torch warn on stderr, naming tlview's source line.
+    proc = subprocess.run(
+        [sys.executable, "-m", "tlview", "repro", str(FIXTURES / "demo.log"), "--all"]
+        + ["-o", str(tmp_path / "r")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "wrote" in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-2000:]

@@ -176,7 +176,9 @@ def _grads(r: Rebuilt, by_name: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for source, t in r.tensors.items():
         name = arg_name(f"{source}.grad")
-        if name not in by_name and getattr(t, "grad", None) is not None:
+        # A view's .grad is None, and asking for it makes torch print a UserWarning.
+        leaf = getattr(t, "is_leaf", True)
+        if name not in by_name and leaf and getattr(t, "grad", None) is not None:
             out.setdefault(name, source)
     return out
 
