@@ -112,3 +112,21 @@ def test_repro_of_a_report_read_without_graph_code_says_how_to_ask(tmp_path: Pat
     )
     o = tlview.repro(tlview.read(log, keep=graph_keep()), "2/0", tmp_path / "c")
     assert (o.status, o.reason) == ("written", None)
+
+
+def test_the_records_the_docs_call_namedtuples_are() -> None:
+    import dataclasses
+
+    from tlview import model
+
+    part = API[API.index("A `Compile` is one attempt") :]
+    said = part[: part.index("\n\n")]
+    kept = said[: said.index("are dataclasses")]
+    made = said[said.index("are dataclasses") : said.index("are `NamedTuple`s")]
+    for name in re.findall(r"`([A-Z][A-Za-z]+)`", kept):
+        assert dataclasses.is_dataclass(getattr(model, name)), name
+    named = re.findall(r"`([A-Z][A-Za-z]+)`", made)
+    assert len(named) == 9
+    for name in named:
+        cls = getattr(model, name)
+        assert issubclass(cls, tuple) and hasattr(cls, "_replace"), name

@@ -207,7 +207,7 @@ def test_a_later_part_cuts_and_finds_compact_names_as_one_reader(
     path.write_bytes(data.replace(b'] {"str": [', b'] {"str":['))
     monkeypatch.setenv(split.READERS_ENV, "1")
     whole = _everything(path)
-    files = {f["file"] for c in whole[1:] for f in c["stack"]}
+    files = {f.file for c in whole[1:] for f in c["stack"]}  # StackFrame, a NamedTuple
     assert kinds.cut_name(long) in files and len(max(files, key=len)) < 512
     monkeypatch.setenv(split.READERS_ENV, "3")
     assert _everything(path) == whole

@@ -6,7 +6,6 @@ and its exit status, the paths (`--latest`, pipes), and the inputs listing.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,7 +183,7 @@ def report(
         from tlview.analyze.gate import measure
 
         checks = measure(checks, rep.attempts, base)
-        opts = dataclasses.replace(opts, checks=tuple(checks))
+        opts = opts._replace(checks=tuple(checks))
     if compile_id is not None:
         from tlview.analyze.names import check_named
 

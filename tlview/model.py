@@ -6,8 +6,8 @@ import builtins
 import operator
 import re
 from collections.abc import Iterator, Sequence, Set
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, get_args
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar, get_args
 
 from tlview.counting import Counted
 from tlview.reprs import as_id, class_name, device_name
@@ -49,9 +49,7 @@ def severity(status: str) -> int:
     return _SEVERITY.get(status, len(STATUSES))
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class CompileId:
+class CompileId(NamedTuple):
     """A compile as torch names it: frame, recompile, attempt, compiled-autograd id; and which
     run of its process it is in (torch._dynamo.reset() starts the ids over: '0/0@2')."""
 
@@ -116,9 +114,7 @@ class CompileId:
 _COMPILE_ID = re.compile(r"(?:!(\d+)(?:/(\d+)/(\d+))?|(\d+)/(\d+))(?:_(\d+))?(?:@(\d+))?", re.ASCII)
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class StackFrame:
+class StackFrame(NamedTuple):
     """One frame of a user stack, with its interned file name resolved."""
 
     file: str
@@ -130,9 +126,7 @@ class StackFrame:
         return f"{self.file}:{self.line} in {self.name}"
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class BadLine:
+class BadLine(NamedTuple):
     """A line tlview could not read, with the reason, so nothing is dropped silently."""
 
     log: str
@@ -308,9 +302,7 @@ class InputSet:
     where: StackFrame | None = None  # user line that fakified them, for records outside a compile
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(NamedTuple):
     """A symbol the shape env created or specialized, with the user line that caused it."""
 
     kind: str  # created | unbacked | specialized
@@ -324,9 +316,7 @@ class Symbol:
     origin: StackFrame | None = None  # its record's stack's user frame (`where`: user_stack's)
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class GraphBreak:
+class GraphBreak(NamedTuple):
     """A graph break: the reason as torch words it and the user line where it happened."""
 
     reason: str
@@ -335,18 +325,14 @@ class GraphBreak:
     text: str = ""  # the whole logged message, kept short
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class CacheEvent:
+class CacheEvent(NamedTuple):
     cache: str  # fx_graph, aotautograd, ...
     outcome: str  # hit | miss | bypass
     key: str | None = None
     reason: str | None = None
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class Phase:
+class Phase(NamedTuple):
     """One compile phase from `chromium_event` begin/end pairs, for the timeline."""
 
     name: str
@@ -392,9 +378,7 @@ class OutsideCompile:
     fail_reason: str | None = None
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class InputChange:
+class InputChange(NamedTuple):
     """One way an input differs from the previous compile of the same frame."""
 
     source: str
@@ -480,8 +464,7 @@ class Provenance:
     links: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Kernel:
+class Kernel(NamedTuple):
     """A kernel inductor wrote for a graph: the FX nodes it computes, the user code behind them."""
 
     graph: str  # "forward", "backward", "inference", or "graph N"
@@ -612,7 +595,7 @@ class Compile:
 
 def shifted_breaks(breaks: list[GraphBreak], n: int) -> list[GraphBreak]:
     """Graph breaks with their log lines moved by n (see `Compile.shift_lines`)."""
-    return [replace(b, line=b.line + n) for b in breaks]
+    return [b._replace(line=b.line + n) for b in breaks]
 
 
 @dataclass(slots=True)

@@ -3,11 +3,10 @@ out a status, a reason or a stack of its own, so text, JSON, page and Markdown s
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tlview.analyze.breaks import (
     break_callers,
@@ -104,16 +103,14 @@ def is_library(file: str) -> bool:
     return is_torch_file(file)
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     """A stack frame as every format shows it: the frame, and whether it is torch's own."""
 
     frame: StackFrame
     lib: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Break:
+class Break(NamedTuple):
     """One graph break in words: the line naming it, what torch says it is about, its hints,
     its debug context and the user calls that led to it."""
 
@@ -130,8 +127,7 @@ class Break:
     attempt: str | None = None  # the key of the attempt that logged it, when one that restarted
 
 
-@dataclass(frozen=True, slots=True)
-class Restart:
+class Restart(NamedTuple):
     """A restart of the compile's analysis, in words (a restart that is no graph break, such as
     `TensorifyScalarRestartAnalysis`, said as what it did)."""
 
@@ -140,8 +136,7 @@ class Restart:
     before: str | None  # the attempt that restarted, when it is not this one (`0/0`)
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(NamedTuple):
     """Why a compile failed or never finished, in words."""
 
     type: str | None
@@ -151,8 +146,7 @@ class Failure:
     first: str  # its first line, or what an unfinished compile says instead
 
 
-@dataclass(frozen=True, slots=True)
-class RecompileFacts:
+class RecompileFacts(NamedTuple):
     """Why a frame compiled again, in words: its failed guards and what changed in its inputs."""
 
     previous: str | None
@@ -217,7 +211,7 @@ class Analysis:
     def breaks(self) -> list[Break]:
         """Its graph breaks, those its restarted attempts found first."""
         own = [_break(g, self.compile) for g in self.compile.graph_breaks]
-        found = [replace(b, attempt=a.compile.key) for a in self.earlier for b in a.breaks]
+        found = [b._replace(attempt=a.compile.key) for a in self.earlier for b in a.breaks]
         return found + own
 
     @cached_property
@@ -404,7 +398,7 @@ def _restarts(c: Compile, ref: str) -> list[Restart]:
     for i, r in enumerate(c.restart_reasons):
         before = None
         if c.status != "restarted" and c.id is not None and i < c.id.attempt:
-            before = ref[: len(ref) - len(c.key)] + str(dataclasses.replace(c.id, attempt=i))
+            before = ref[: len(ref) - len(c.key)] + str(c.id._replace(attempt=i))
         out.append(Restart(break_title(r), r, before))
     return out
 

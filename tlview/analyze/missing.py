@@ -9,7 +9,7 @@ on an FX graph cache hit too, so a hit explains their absence only in logs of to
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tlview.index.kinds import INDUCTOR_KINDS
 from tlview.model import Compile, Phase
@@ -20,8 +20,7 @@ CAPTURE_SPAN = "fullgraph_capture"
 _AOT_GRAPHS = ("aot_forward_graph", "aot_inference_graph", "aot_joint_graph")
 
 
-@dataclass(frozen=True, slots=True)
-class Missing:
+class Missing(NamedTuple):
     """An artifact a compile lacks, and why, in one line."""
 
     artifact: str  # "metrics", "inductor code", "AOT graphs", ...

@@ -15,6 +15,7 @@ import re
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tlview.aside import CodeState
 from tlview.index.core import innermost_user, is_torch_file
@@ -36,8 +37,7 @@ _DIM = re.compile(r"^(.*)\.size\(\)\[(\d+)\]$")
 _SIZES = re.compile(r"size=\[([^\]]*)\]")
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
+class Origin(NamedTuple):
     """Where one guard, specialisation or symbol came from, in one line."""
 
     kind: str  # "guard", "scalar", "symbol", "specialization", "unbacked", "autograd"
@@ -48,8 +48,7 @@ class Origin:
     dynamic_by: str | None = None  # symbols: "profile-guided" or "automatic"
 
 
-@dataclass(frozen=True, slots=True)
-class GuardText:
+class GuardText(NamedTuple):
     """A failed guard as torch words it, taken apart."""
 
     compile: str | None  # the compile whose guard it was ("1/0")
@@ -222,8 +221,7 @@ def _autograd(reason: str, c: Compile) -> Origin:
     return Origin("autograd", text, c.key, None, said)
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
+class Seen(NamedTuple):
     """What says why a compile's sizes are dynamic, gathered once per compile: the sizes its
     failed guards saw change, and what the code states it read kept, by (input, dim)."""
 

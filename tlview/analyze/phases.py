@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from tlview.model import Compile, Phase
 
@@ -88,8 +88,7 @@ class SpanNode:
     children: list[SpanNode] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class MetricTime:
+class MetricTime(NamedTuple):
     """A time compilation_metrics gives beside the four phases (tlview's name, torch's field)."""
 
     name: str

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from tlview.analyze.phases import MetricTime
 from tlview.aside import RunMetrics
@@ -32,8 +31,7 @@ RUNTIME_TIMES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RunWork:
+class RunWork(NamedTuple):
     """One run-time metrics record: forward or backward, its time, and what the time was."""
 
     line: int
@@ -72,8 +70,7 @@ def runtime_work(c: Compile) -> list[RunWork]:
 CudaState = Literal["used", "skipped", "asked", "not asked"]
 
 
-@dataclass(frozen=True, slots=True)
-class CudaGraphs:
+class CudaGraphs(NamedTuple):
     """Whether a compile ran as CUDA graphs: `used` (recorded at run time), `skipped` (and why),
     `asked` (inductor's triton.cudagraphs on, nothing recorded nor skipped: torch logs a skip
     only for a graph on a CUDA device), `not asked`."""

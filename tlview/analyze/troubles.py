@@ -9,7 +9,7 @@ again when the backward runs).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tlview.model import Compile
 
@@ -21,8 +21,7 @@ TROUBLES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class TroubleLine:
+class TroubleLine(NamedTuple):
     """One failure artifact of a compile: what it is, its line, and whether the compile failed."""
 
     kind: str

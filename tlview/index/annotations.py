@@ -4,7 +4,7 @@ placeholders of a logged graph's forward with theirs (what the rebuild takes sym
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tlview.model import Dim
 from tlview.units import number
@@ -48,8 +48,7 @@ _PARAM = re.compile(r",\s*(?P<name>\w+)\s*:\s*(?:\"(?P<text>[^\"]*)\"|(?P<bare>[
 MAX_SIGNATURE = 1 << 20  # bytes of a forward's parameters read (a model of ten thousand inputs)
 
 
-@dataclass(frozen=True, slots=True)
-class TensorType:
+class TensorType(NamedTuple):
     """A tensor annotation as fx prints it: `f32[s0, 4][4, 1]cpu`, `TwoTensor(f32[3][1]cpu)`."""
 
     dtype: str  # the abbreviation as printed: f32, bf16, ...

@@ -41,9 +41,7 @@ def _merge_compiles(ix: State, b: State, depth: _Depths) -> None:
             continue
         for theirs in b.compiles.take(base):
             if theirs.id in rewrite:
-                theirs.phases = [
-                    dataclasses.replace(p, depth=depth(theirs.id, p.depth)) for p in theirs.phases
-                ]
+                theirs.phases = [p._replace(depth=depth(theirs.id, p.depth)) for p in theirs.phases]
             _merge_one(ix, b, theirs)
 
 
@@ -115,9 +113,7 @@ def _merge_one(ix: State, b: State, theirs: Compile) -> None:
     early = b.undescribed.get(cid, 0)
     if early and mine.input_sets:  # made under the fake mode our part described last
         d = mine.input_sets[-1].describer
-        theirs.symbols[:early] = [
-            dataclasses.replace(s, describer=d) for s in theirs.symbols[:early]
-        ]
+        theirs.symbols[:early] = [s._replace(describer=d) for s in theirs.symbols[:early]]
     merge_compile(mine, theirs, b.metrics_events.get(cid))
 
 

@@ -186,7 +186,7 @@ def read_part(
 def shift_lines(part: Part, n: int) -> None:
     """Number a later part's lines as lines of the whole log: n lines come before it."""
     for log in (part.bad, *(ix.log for ix in part.indexers.values())):
-        log.bad_lines = [dataclasses.replace(b, line=b.line + n) for b in log.bad_lines]
+        log.bad_lines = [b._replace(line=b.line + n) for b in log.bad_lines]
     for ix in part.indexers.values():
         ix.compiles.shift_lines(n)
         ix.metrics_events = {

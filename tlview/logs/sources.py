@@ -6,7 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, NamedTuple, cast
 
 from tlview.errors import EXIT_NEEDS_EXTRA, EXIT_NO_TRACE, EXIT_USAGE, TlviewError
 from tlview.logs.files import _GZIP_MAGIC, Gunzip, Opener, directory_notes, discover
@@ -22,8 +22,7 @@ def is_url(path: str) -> bool:
     return bool(_URL.match(path))
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
     """One log to read: a local path or an fsspec URL, and its size in bytes."""
 
     path: str

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from tlview.analyze.compiles import Analysis
@@ -99,8 +98,7 @@ def split_of(report: Report, split: Split | None) -> Split:
     return InProcess(report) if split is None else split
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
+class Options(NamedTuple):
     """What the command line asked of a renderer."""
 
     compile_id: str | None = None  # --compile-id: that compile alone, or in full
@@ -116,8 +114,7 @@ class Renderer(Protocol):
     ) -> Overview | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Format:
+class Format(NamedTuple):
     """An output format: its renderer's module, and what reading must do for it."""
 
     name: str

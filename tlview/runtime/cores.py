@@ -7,11 +7,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Meanwhile:
+class Meanwhile(NamedTuple):
     """Work for this process while forked copies still read a large log, and about how long it
     takes (ns): work needed after reading anyway (importing the page's renderer, or torch). Its
     part of the log is made about that much shorter; read in one process, it is not run."""

@@ -8,9 +8,8 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from tlview.errors import EXIT_REFUSED, NO_ROOM, TlviewError
 from tlview.runtime.leftovers import prefix, sweep
@@ -135,8 +134,7 @@ def output(path: str | None, force: bool = False) -> Iterator[IO[bytes]]:
         raise
 
 
-@dataclass(frozen=True, slots=True)
-class Output:
+class Output(NamedTuple):
     """Where a command's output goes: a file (written safely, as `output`) or standard output."""
 
     path: str | None = None  # None or "-": standard output

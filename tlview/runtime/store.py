@@ -8,8 +8,7 @@ import os
 import pickle
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import IO, Any, overload
+from typing import IO, Any, NamedTuple, overload
 
 from tlview.aside import CodeState
 from tlview.counting import is_counted
@@ -192,8 +191,7 @@ def cost(e: Compile | Spilled) -> int:
 OWN_SPANS = ("dynamo", "entire_frame_compile", "compile_fx_aot", "entire_backward_compile")
 
 
-@dataclass(frozen=True, slots=True)
-class Marks:
+class Marks(NamedTuple):
     """What a pass over a whole log needs of each compile without reading it back from disk
     (`analyze/context.py`): where its own spans lie, its graph breaks' places, its code states."""
 

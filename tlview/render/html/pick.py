@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tlview.analyze.compiles import Analysis
 from tlview.analyze.facts import guard_origins, made_at
@@ -41,8 +42,7 @@ class Found:
         self.tally, self.pick = state
 
 
-@dataclass(frozen=True, slots=True)
-class FirstPass:
+class FirstPass(NamedTuple):
     """Counts the figures and picks the rows, a compile at a time (a `render.Pass`)."""
 
     report: Report

@@ -314,8 +314,7 @@ def _event(e: Event) -> EventView:
     return EventView(e.kind, e.line, e.summary, "" if e.where is None else short_frame(e.where))
 
 
-@dataclass(frozen=True, slots=True)
-class Sections:
+class Sections(NamedTuple):
     """Each shown compile's section, written as the compiles are read again (a `render.Pass`)."""
 
     page: Page

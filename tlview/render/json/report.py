@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import orjson
 
@@ -408,8 +408,7 @@ class Part:
     outside: list[bytes] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class Items:
+class Items(NamedTuple):
     """The `compiles` array's items, written a compile at a time (a `render.Pass`). With
     `only`, just the compiles it picks are written; every one is counted."""
 
