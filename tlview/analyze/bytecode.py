@@ -22,6 +22,7 @@ _LINE = re.compile(
     r"^\s*(?P<src>\d+)?\s+(?:>>)?\s*(?P<offset>\d+)\s+(?P<op>[A-Z_][A-Z0-9_]*)"
     r"(?:\s+(?P<arg>-?\d+))?(?:\s+\((?P<repr>.*)\))?\s*$"
 )
+_BYTECODE_SUFFIXES = ("_ORIGINAL_BYTECODE", "_MODIFIED_BYTECODE")
 MAX_DECOMPILED = 20_000  # instructions decompiled at most (a frame has hundreds)
 
 
@@ -52,11 +53,16 @@ def pairs_of(attempts: list[Compile]) -> list[BytecodePair]:
     first): each the first one logged."""
     found: dict[str, dict[str, tuple[str, str, Payload]]] = {}
     for x in attempts:
-        for name, p in artifact_names(x):
+        for name, p in artifact_names(x, _is_bytecode):
             m = _BYTECODE.fullmatch(p.kind)
             if m:
                 found.setdefault(m.group("co"), {}).setdefault(m.group("which"), (x.key, name, p))
     return [_pair(co, got) for co, got in found.items()]
+
+
+def _is_bytecode(kind: str) -> bool:
+    """A kind `_BYTECODE` may match (rare.may_have_bytecode's test): the others need no name."""
+    return kind.endswith(_BYTECODE_SUFFIXES)
 
 
 def _pair(co: str, got: dict[str, tuple[str, str, Payload]]) -> BytecodePair:

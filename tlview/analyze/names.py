@@ -375,12 +375,17 @@ def artifact_position(name: str) -> tuple[str, int]:
     return name[: m.start()], int(digits) if len(digits) <= 19 else 0
 
 
-def artifact_names(c: Compile) -> list[tuple[str, Payload]]:
+def artifact_names(
+    c: Compile, kinds: Callable[[str], bool] | None = None
+) -> list[tuple[str, Payload]]:
     """A compile's payloads in log order, each named by its kind (the artifact's name, the
-    record's kind), the second and later of one kind `KIND#2`, `KIND#3`, ..."""
+    record's kind), the second and later of one kind `KIND#2`, `KIND#3`, ...; with `kinds`,
+    only the payloads of the kinds it takes (a name counts its own kind alone, so each is the
+    same)."""
     seen: Counter[str] = Counter()
     out = []
-    for p in sorted(c.payloads(), key=lambda p: p.line):
+    payloads = c.payloads() if kinds is None else (p for p in c.payloads() if kinds(p.kind))
+    for p in sorted(payloads, key=lambda p: p.line):
         seen[p.kind] += 1
         out.append((artifact_name(p.kind, seen[p.kind]), p))
     return out

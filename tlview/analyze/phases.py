@@ -126,16 +126,6 @@ class _Agg:
         return got
 
 
-@dataclass(slots=True)
-class _Open:
-    """A span on the nesting stack: where it ends, its aggregate and how deep it is."""
-
-    end: float
-    agg: _Agg
-    depth: int = 1
-    under: _Agg | None = None  # where spans inside it go: its own, or past MAX_DEPTH its parent's
-
-
 SCAN = 2 * MAX_DEPTH  # open spans looked through for one that holds a new span
 
 
@@ -160,98 +150,103 @@ def span_tree(phases: Iterable[Phase]) -> tuple[list[SpanNode], dict[str, list[f
     add up to the time the spans cover. A name's inclusive time is the time some span of it
     was open (one inside another of its name, or overlapping it, counted once)."""
     done = _ended(phases)
-    root = _Agg(SpanNode(""))
-    aggs = _nest(done, root)
+    root = SpanNode("")
+    ends = [p.start_us + (p.dur_us or 0.0) for p in done]
+    nodes = _nest(done, ends, root)
     names: dict[str, list[float]] = {}
-    for p, agg in zip(done, aggs, strict=True):
-        agg.node.count += 1
-        agg.node.inclusive_s += (p.dur_us or 0.0) / 1e6
-        names.setdefault(p.name, [0.0, 0.0, 0.0])[0] += 1
-    _sweep(done, aggs, names)
-    return root.node.children, names
+    for p, node in zip(done, nodes, strict=True):
+        node.count += 1
+        node.inclusive_s += (p.dur_us or 0.0) / 1e6
+        got = names.get(p.name)
+        if got is None:
+            got = names[p.name] = [0.0, 0.0, 0.0]
+        got[0] += 1
+    _sweep(done, ends, nodes, names)
+    return root.children, names
 
 
-def _nest(done: list[Phase], root: _Agg) -> list[_Agg]:
+# An open span on the nesting stack: where it ends, its node, how deep it is, and where spans
+# inside it go past MAX_DEPTH (its parent's node; None: its own). A tuple, not a class: one is
+# made for every span of every compile.
+_Open = tuple[float, SpanNode, int, "SpanNode | None"]
+
+
+def _nest(done: list[Phase], ends: list[float], root: SpanNode) -> list[SpanNode]:
     """Each span's place in the nesting: under the innermost open span that holds it by time."""
     stack: list[_Open] = []
-    out: list[_Agg] = []
-    for p in done:
-        end = p.start_us + (p.dur_us or 0.0)
-        while stack and stack[-1].end <= p.start_us:
+    out: list[SpanNode] = []
+    kids: dict[tuple[int, str], SpanNode] = {}  # (id of a node, a name): its child of that name
+    for p, end in zip(done, ends, strict=True):
+        start = p.start_us
+        while stack and stack[-1][0] <= start:
             stack.pop()
         parent = _holder(stack, end)
         if parent is None:
-            got = _Open(end, root.child(p.name))
+            holder, depth, deep = root, 1, False
         else:
-            holder = parent.under or parent.agg
-            deep = parent.depth + 1 >= MAX_DEPTH
-            got = _Open(end, holder.child(p.name), parent.depth + 1, holder if deep else None)
-        stack.append(got)
-        out.append(got.agg)
+            _, node, depth, under = parent
+            holder = under or node
+            depth += 1
+            deep = depth >= MAX_DEPTH
+        key = (id(holder), p.name)
+        got = kids.get(key)
+        if got is None:
+            got = kids[key] = SpanNode(p.name)
+            holder.children.append(got)
+        stack.append((end, got, depth, holder if deep else None))
+        out.append(got)
     return out
 
 
 def _holder(stack: list[_Open], end: float) -> _Open | None:
     """The innermost of the last SCAN open spans that ends after `end` (clock slack allowed)."""
-    for o in reversed(stack[-SCAN:]):
-        if end <= o.end + SLACK_US:
-            return o
+    for k in range(len(stack) - 1, max(len(stack) - SCAN, 0) - 1, -1):
+        if end <= stack[k][0] + SLACK_US:
+            return stack[k]
     return None
 
 
-@dataclass(slots=True)
-class _Names:
-    """Per span name: how many of its spans are open, since when; and the time any was."""
-
-    names: dict[str, list[float]]
-    open: dict[str, tuple[int, float]] = field(default_factory=dict)
-
-    def begin(self, name: str, t: float) -> None:
-        n, since = self.open.get(name, (0, t))
-        self.open[name] = (n + 1, t if n == 0 else since)
-
-    def end(self, name: str, t: float) -> None:
-        n, since = self.open.get(name, (1, t))
-        self.open[name] = (n - 1, since)
-        if n == 1:
-            self.names[name][1] += t - since
-
-
-def _innermost(open_: list[int], closed: list[bool]) -> int | None:
-    """The open span begun last (those that ended are dropped from the top as met)."""
-    while open_ and closed[open_[-1]]:
-        open_.pop()
-    return open_[-1] if open_ else None
-
-
-def _sweep(done: list[Phase], aggs: list[_Agg], names: dict[str, list[float]]) -> None:
+def _sweep(
+    done: list[Phase], ends: list[float], nodes: list[SpanNode], names: dict[str, list[float]]
+) -> None:
     """Own time to the innermost open span at each instant; inclusive time per name."""
     # At one instant: ends first, then starts, then the ends of spans of no length (which
     # must follow their own start).
     events = [(p.start_us, 1, i) for i, p in enumerate(done)]
     events += [
-        (p.start_us + (p.dur_us or 0.0), 0 if p.dur_us else 2, i) for i, p in enumerate(done)
+        (t, 0 if p.dur_us else 2, i) for i, (p, t) in enumerate(zip(done, ends, strict=True))
     ]
     events.sort()
-    open_: list[int] = []
+    span_names = [p.name for p in done]
+    open_: list[int] = []  # spans begun, innermost last; those that ended dropped as met
     closed = [False] * len(done)
     own = [0.0] * len(done)  # us: added up per span first, so a node's figure is exact
-    union = _Names(names)
+    # Per name: how many of its spans are open, since when; the time any was goes to names.
+    union: dict[str, tuple[int, float]] = {}
     last = events[0][0] if events else 0.0
     for t, starts, i in events:
-        top = _innermost(open_, closed)
-        if top is not None:
-            own[top] += t - last
+        while open_ and closed[open_[-1]]:
+            open_.pop()
+        if open_:
+            own[open_[-1]] += t - last
         last = t
+        name = span_names[i]
         if starts == 1:
             open_.append(i)
-            union.begin(done[i].name, t)
-        else:
-            closed[i] = True
-            union.end(done[i].name, t)
-    for i, p in enumerate(done):
-        aggs[i].node.exclusive_s += own[i] / 1e6
-        names[p.name][2] += own[i]
+            n, since = union.get(name, (0, t))
+            union[name] = (n + 1, t if n == 0 else since)
+            continue
+        closed[i] = True
+        n, since = union.get(name, (1, t))
+        union[name] = (n - 1, since)
+        if n == 1:
+            names[name][1] += t - since
+    for i, name in enumerate(span_names):
+        nodes[i].exclusive_s += own[i] / 1e6
+        names[name][2] += own[i]
+
+
+_NUMBER = (int, float)  # a metric's time (`_us`), bool aside
 
 
 def _us(v: Any) -> float | None:
@@ -262,7 +257,11 @@ def metric_times(metrics: Sequence[dict[str, Any]]) -> list[MetricTime]:
     """The times beside the four phases, added up over the given metrics records."""
     out = []
     for name, key in METRIC_TIMES:
-        got = [v for m in metrics if (v := _us(m.get(key))) is not None]
+        got = []
+        for m in metrics:  # a loop, not a comprehension each: this runs for every compile
+            v = m.get(key)
+            if isinstance(v, _NUMBER) and not isinstance(v, bool):
+                got.append(float(v))
         if got:
             out.append(MetricTime(name, key, sum(got) / 1e6))
     return out
@@ -272,7 +271,11 @@ def cache_counts(metrics: Sequence[dict[str, Any]]) -> dict[str, int]:
     """The cache lookups the metrics records count, those not 0."""
     out: dict[str, int] = {}
     for name, key in METRIC_CACHES:
-        n = sum(v for m in metrics if type(v := m.get(key)) is int)
+        n = 0
+        for m in metrics:
+            v = m.get(key)
+            if type(v) is int:
+                n += v
         if n:
             out[name] = n
     return out
@@ -378,8 +381,14 @@ class PhaseTally:
     def add(self, cp: CompilePhases) -> None:
         for node in cp.tree:
             _fold(self.root, node)
+        names = self.names
         for s in cp.spans:
-            _add(self.names, s.name, [s.count, _ns(s.inclusive_s), _ns(s.exclusive_s)])
+            mine = names.get(s.name)
+            if mine is None:
+                mine = names[s.name] = [0, 0, 0]
+            mine[0] += s.count
+            mine[1] += _ns(s.inclusive_s)
+            mine[2] += _ns(s.exclusive_s)
         for m in cp.metrics:
             key = (m.name, m.field)
             self.metrics[key] = self.metrics.get(key, 0) + _ns(m.seconds)
@@ -432,10 +441,11 @@ def _add(into: dict[str, list[int]], name: str, t: list[int]) -> None:
 
 def _fold(into: _Agg, node: SpanNode) -> None:
     """Add a compile's span node (and its children) into the run's tree at the same path."""
-    agg = into.child(node.name)
+    agg = into.kids.get(node.name) or into.child(node.name)
     agg.node.count += node.count
-    agg.ns[0] += _ns(node.inclusive_s)
-    agg.ns[1] += _ns(node.exclusive_s)
+    ns = agg.ns
+    ns[0] += round(node.inclusive_s * 1e9)  # _ns, inline: this runs for every span node
+    ns[1] += round(node.exclusive_s * 1e9)
     for kid in node.children:
         _fold(agg, kid)
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tlview.index.annotations import sym_expr, tensor_type
+from tlview.index.annotations import TensorType, sym_expr, tensor_type
 from tlview.model import Compile, Dim, Input, InputSet, Payload, Symbol, TensorDesc
 from tlview.units import number
 
@@ -27,6 +27,13 @@ def fx_name(source: str) -> str:
     name = re.sub(r"[^a-zA-Z0-9]+", "_", source)
     name = re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower()
     return f"_{name}" if name[:1].isdigit() else name
+
+
+@functools.lru_cache(maxsize=4096)
+def annotated(annotation: str | None) -> TensorType | None:
+    """`tensor_type`, parsed once: every compile of a graph has the same annotations (never
+    changed by a reader here)."""
+    return tensor_type(annotation)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -142,7 +149,7 @@ def _from_graph(
     """The dims of one input set's inputs as the graph has them: its annotations, else its
     `sizes`; a jagged tensor's values' too."""
     for tid, src in s.sources:
-        tt = tensor_type(params.get(arg_name(src)))
+        tt = annotated(params.get(arg_name(src)))
         if tt is not None:
             _take(out, src, "size", tt.size)
             _take(out, src, "stride", tt.stride)
@@ -233,7 +240,7 @@ def dynamic_dims(c: Compile) -> DynamicDims:
 def _unbacked_name(c: Compile, source: str, k: int) -> str:
     """The graph's name for an unbacked size (u0), from its annotation or `sizes`."""
     g = traced_graph(c)
-    tt = tensor_type((g.placeholders or {}).get(arg_name(source))) if g is not None else None
+    tt = annotated((g.placeholders or {}).get(arg_name(source))) if g is not None else None
     dims: Any = tt.size if tt is not None else None
     if dims is None and g is not None and g.meta and isinstance(g.meta.get("sizes"), dict):
         dims = g.meta["sizes"].get(fx_name(source))
